@@ -1,0 +1,164 @@
+"""Exact reconstruction of forests whose trees each saw every training row once.
+
+Covers scikit-learn forests with ``bootstrap=False`` (and ExtraTrees' default) and single
+decision trees. Pipeline: cells → count system → propagation → CP-SAT on the residual →
+certainty bounds → rows → certificate.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from treeleaks.cells import Cells, enumerate_cells
+from treeleaks.certainty import lower_bounds
+from treeleaks.errors import UnsupportedModelError
+from treeleaks.materialize import cell_values
+from treeleaks.model import ReleasedModel
+from treeleaks.result import Reconstruction
+from treeleaks.schema import FeatureSchema
+from treeleaks.solve import solve
+from treeleaks.system import InconsistentCountsError, build_system, propagate
+from treeleaks.verify import verify
+
+
+def reconstruct(
+    model: ReleasedModel,
+    schema: FeatureSchema | None = None,
+    *,
+    time_limit: float = 60.0,
+    threads: int = 2,
+    seed: int = 0,
+    prior: str = "sparse",
+    certainty_time_limit: float = 30.0,
+) -> Reconstruction:
+    """Reconstruct the training set of a no-bootstrap, noise-free forest from its counts.
+
+    ``time_limit`` bounds the CP-SAT search; when it runs out the best solution found is
+    returned with status FEASIBLE, or, if none was found, the rows propagation proved
+    (status UNKNOWN). Counts no dataset can produce give status INFEASIBLE.
+    """
+    if model.bootstrap:
+        raise UnsupportedModelError(
+            "this forest was trained with bootstrap=True; exact reconstruction needs every "
+            "tree to see every row once (refit with bootstrap=False to audit it here)"
+        )
+    if model.noise is not None:
+        raise UnsupportedModelError(
+            "this model releases noisy (DP) counts; exact reconstruction needs exact counts"
+        )
+    start = time.perf_counter()
+    timings: dict[str, float] = {}
+    bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
+
+    def lap(name: str, since: float) -> float:
+        now = time.perf_counter()
+        timings[name] = now - since
+        return now
+
+    tick = time.perf_counter()
+    cells = enumerate_cells(model, bound)
+    tick = lap("cells", tick)
+    try:
+        system = propagate(build_system(model, cells))
+    except InconsistentCountsError as exc:
+        lap("system", tick)
+        return _empty(model, bound, "INFEASIBLE", time.perf_counter() - start, timings,
+                      f"no dataset reproduces the released counts: {exc}", len(cells), prior)
+    tick = lap("propagation", tick)
+    solution = solve(system, time_limit=time_limit, threads=threads, seed=seed, prior=prior)
+    tick = lap("solve", tick)
+    if solution.counts is None:
+        if solution.status == "INFEASIBLE":
+            return _empty(model, bound, "INFEASIBLE", time.perf_counter() - start, timings,
+                          "no dataset reproduces the released counts: the model was altered "
+                          "or its counts are not exact", len(cells), prior)
+        counts, lower = system.lb, system.lb
+        message = (
+            f"no complete reconstruction found within the time limit of {time_limit:g} s; "
+            f"returning the {int(counts.sum())} rows propagation proved. "
+            "Raise the time limit to get the rest."
+        )
+        complete = True
+    else:
+        certainty = lower_bounds(system, solution.counts, certainty_time_limit)
+        tick = lap("certainty", tick)
+        counts, lower, complete = solution.counts, certainty.lower, certainty.complete
+        message = "" if complete else "certainty bounds stopped at their time limit (still sound)"
+    recon = _rows(model, bound, cells, system.cell, system.cls, counts, lower)
+    certificate = verify(model, recon["rows"])
+    lap("verify", tick)
+    status = solution.status if solution.counts is not None else "UNKNOWN"
+    if solution.counts is not None and not certificate.verified:
+        message = f"reconstruction does not reproduce the model: {certificate.first_mismatch}"
+    return Reconstruction(
+        **recon,
+        status=status,
+        certificate=certificate,
+        time_s=time.perf_counter() - start,
+        message=message,
+        objective=solution.objective,
+        prior=prior,
+        n_cells=len(cells),
+        certainty_complete=complete,
+        timings=timings,
+    )
+
+
+def _rows(
+    model: ReleasedModel,
+    schema: FeatureSchema,
+    cells: Cells,
+    var_cell: np.ndarray,
+    var_cls: np.ndarray,
+    counts: np.ndarray,
+    lower: np.ndarray,
+) -> dict:
+    """Expand variable counts into rows; the first ``lower[j]`` rows of variable j are proven."""
+    used = np.flatnonzero(counts > 0)
+    per_cell_rows = np.bincount(var_cell[used], weights=counts[used], minlength=len(cells))
+    values = cell_values(schema, cells.lower, cells.upper, per_cell_rows)
+    reps = counts[used]
+    cell_of_row = np.repeat(var_cell[used], reps)
+    cls_of_row = np.repeat(var_cls[used], reps)
+    rank = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
+    proven_here = rank < np.repeat(lower[used], reps)
+    pinned = values.determined.all(axis=1)[cell_of_row]
+    names = list(model.feature_names)
+    rows = pd.DataFrame(values.value[cell_of_row], columns=names)
+    rows[model.label_name] = np.asarray(model.classes, dtype=object)[cls_of_row]
+    if len(rows):
+        rows[model.label_name] = rows[model.label_name].infer_objects()
+    return {
+        "rows": rows,
+        "free": pd.DataFrame(~values.determined[cell_of_row], columns=names),
+        "lower": pd.DataFrame(values.low[cell_of_row], columns=names),
+        "upper": pd.DataFrame(values.high[cell_of_row], columns=names),
+        "proven": proven_here & pinned,
+        "proven_pattern": proven_here,
+    }
+
+
+def _empty(
+    model: ReleasedModel,
+    schema: FeatureSchema,
+    status: str,
+    elapsed: float,
+    timings: dict[str, float],
+    message: str,
+    n_cells: int,
+    prior: str,
+) -> Reconstruction:
+    """A result with no rows: the counts admit no dataset."""
+    names = list(model.feature_names)
+    nothing = np.zeros(0, dtype=bool)
+    empty = pd.DataFrame(np.zeros((0, len(names))), columns=names)
+    rows = empty.copy()
+    rows[model.label_name] = pd.Series(dtype=object)
+    return Reconstruction(
+        rows=rows, free=empty.astype(bool), lower=empty, upper=empty, proven=nothing,
+        proven_pattern=nothing, status=status, certificate=None, time_s=elapsed,
+        message=message, prior=prior, n_cells=n_cells, timings=timings,
+    )

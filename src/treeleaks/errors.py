@@ -1,0 +1,17 @@
+"""Errors treeleaks raises on bad input; each message names the problem and the fix."""
+
+
+class TreeleaksError(Exception):
+    """Base class: bad input or a request treeleaks cannot honour."""
+
+
+class UnsupportedModelError(TreeleaksError):
+    """The model cannot be audited as given (unfitted, unsupported, weighted, ...)."""
+
+
+class SchemaError(TreeleaksError):
+    """A feature schema is malformed or does not match the model."""
+
+
+class UntrustedPickleError(TreeleaksError):
+    """Loading the file would run arbitrary code and the caller did not opt in."""

@@ -1,0 +1,125 @@
+"""scikit-learn frontend: DecisionTreeClassifier, RandomForestClassifier, ExtraTreesClassifier.
+
+Reads each fitted tree's nodes and turns its stored class frequencies into integer counts.
+Nothing outside this module touches scikit-learn's tree internals.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from treeleaks.errors import UnsupportedModelError
+from treeleaks.model import ReleasedModel, Tree
+
+SUPPORTED = ("DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier")
+REGRESSORS = ("DecisionTreeRegressor", "RandomForestRegressor", "ExtraTreesRegressor")
+_COUNT_TOLERANCE = 1e-6
+
+
+def from_sklearn(
+    estimator: Any,
+    feature_names: list[str] | None = None,
+    label_name: str = "label",
+) -> ReleasedModel:
+    """Translate a fitted scikit-learn tree classifier into a `ReleasedModel`."""
+    kind = type(estimator).__name__
+    if kind in REGRESSORS:
+        raise UnsupportedModelError(
+            f"{kind} is a regressor; treeleaks audits classifiers for now "
+            f"(supported: {', '.join(SUPPORTED)})"
+        )
+    if kind not in SUPPORTED:
+        raise UnsupportedModelError(
+            f"unsupported estimator {kind}; treeleaks reads {', '.join(SUPPORTED)}, "
+            "or a treeleaks JSON model"
+        )
+    if not hasattr(estimator, "classes_"):
+        raise UnsupportedModelError(
+            f"the {kind} is not fitted: call fit(X, y) before auditing it"
+        )
+    if getattr(estimator, "n_outputs_", 1) != 1:
+        raise UnsupportedModelError(
+            f"this {kind} predicts several outputs; treeleaks audits single-output classifiers"
+        )
+    names = _feature_names(estimator, feature_names)
+    if kind == "DecisionTreeClassifier":
+        estimators, bootstrap, samples = [estimator], False, None
+    else:
+        estimators = list(estimator.estimators_)
+        bootstrap = bool(estimator.bootstrap)
+        samples = _bootstrap_multiplicities(estimator) if bootstrap else None
+    trees = []
+    for index, member in enumerate(estimators):
+        multiplicities = None if samples is None else samples[index]
+        trees.append(_tree(member.tree_, index, kind, multiplicities))
+    facts: dict[str, Any] = {}
+    if kind != "DecisionTreeClassifier" and bootstrap:
+        facts["max_samples"] = estimator.max_samples
+    return ReleasedModel(
+        trees=trees,
+        classes=[c.item() if isinstance(c, np.generic) else c for c in estimator.classes_],
+        feature_names=names,
+        label_name=label_name,
+        bootstrap=bootstrap,
+        source=f"sklearn.{kind}",
+        facts=facts,
+    )
+
+
+def _feature_names(estimator: Any, given: list[str] | None) -> list[str]:
+    n = int(estimator.n_features_in_)
+    if given is not None:
+        if len(given) != n:
+            raise UnsupportedModelError(
+                f"{len(given)} feature names given but the model was fitted on {n} features"
+            )
+        return list(given)
+    if hasattr(estimator, "feature_names_in_"):
+        return [str(c) for c in estimator.feature_names_in_]
+    return [f"x{j}" for j in range(n)]
+
+
+def _tree(
+    sk_tree: Any, index: int, kind: str, multiplicities: np.ndarray | None
+) -> Tree:
+    feature = np.asarray(sk_tree.feature, dtype=np.int64)
+    is_leaf = np.asarray(sk_tree.children_left) < 0
+    feature[is_leaf] = -1
+    leaf_of_node = np.full(len(feature), -1, dtype=np.int64)
+    leaf_of_node[is_leaf] = np.arange(int(is_leaf.sum()))
+    value = np.asarray(sk_tree.value)[:, 0, :]
+    weighted = np.asarray(sk_tree.weighted_n_node_samples, dtype=np.float64)
+    fractions = np.allclose(value.sum(axis=1), 1.0)
+    raw = value * weighted[:, None] if fractions else value
+    leaf_raw = raw[is_leaf]
+    counts = np.round(leaf_raw)
+    if np.abs(leaf_raw - counts).max(initial=0.0) > _COUNT_TOLERANCE:
+        raise UnsupportedModelError(
+            f"tree {index} of this {kind} stores class counts that are not integers, so it "
+            "was trained with sample_weight or class_weight; treeleaks needs unweighted "
+            "training (refit without weights to audit it)"
+        )
+    threshold = np.asarray(sk_tree.threshold, dtype=np.float64).copy()
+    threshold[is_leaf] = np.nan
+    left = np.asarray(sk_tree.children_left, dtype=np.int64).copy()
+    right = np.asarray(sk_tree.children_right, dtype=np.int64).copy()
+    left[is_leaf] = -1
+    right[is_leaf] = -1
+    return Tree(
+        feature=feature,
+        threshold=threshold,
+        left=left,
+        right=right,
+        leaf_of_node=leaf_of_node,
+        counts=counts.astype(np.int64),
+        n_samples=np.asarray(sk_tree.n_node_samples, dtype=np.int64)[is_leaf],
+        multiplicities=multiplicities,
+    )
+
+
+def _bootstrap_multiplicities(forest: Any) -> list[np.ndarray]:
+    """How often each training row was drawn for each tree (recomputed from the random state)."""
+    n_rows = int(forest._n_samples)
+    return [np.bincount(idx, minlength=n_rows) for idx in forest.estimators_samples_]

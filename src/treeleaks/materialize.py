@@ -1,0 +1,122 @@
+"""Turn cell counts into rows: pin what the cell and the schema determine, fill the rest.
+
+A cell fixes a feature when only one value the schema allows lies in its interval (a
+one-hot group can fix members the box leaves open: if one member is forced to 1, the
+others are 0). Features left open are filled with the value most common among the
+reconstructed rows where that feature *is* determined (a prior fitted on the cells), or
+the middle of the cell's interval for ordinal and numerical features, and flagged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from treeleaks.schema import FeatureSchema
+
+
+@dataclass
+class CellValues:
+    """Per-cell ``determined`` mask and ``value`` (filled where not determined), ``(K, M)``."""
+
+    determined: np.ndarray
+    value: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
+def cell_values(
+    schema: FeatureSchema, lower: np.ndarray, upper: np.ndarray, weight: np.ndarray
+) -> CellValues:
+    """Resolve each cell's features; ``weight`` (rows per cell) fits the fill prior."""
+    k, m = lower.shape
+    kinds = schema.kind_array()
+    range_low, range_high = schema.range_arrays()
+    low = np.maximum(lower, range_low)
+    high = np.minimum(upper, range_high)
+    determined = np.zeros((k, m), dtype=bool)
+    value = np.full((k, m), np.nan)
+
+    can0, can1 = schema.binary_options(lower, upper)
+    binary = kinds == "binary"
+    _resolve_groups(schema, can0, can1)
+    determined[:, binary] = (can0 ^ can1)[:, binary]
+    value[:, binary] = np.where(can1[:, binary] & ~can0[:, binary], 1.0, 0.0)
+    low[:, binary], high[:, binary] = np.where(can0, 0.0, 1.0)[:, binary], np.where(
+        can1, 1.0, 0.0
+    )[:, binary]
+
+    ordinal = kinds == "ordinal"
+    first = np.maximum(range_low, np.floor(lower) + 1)
+    last = np.minimum(range_high, np.floor(upper))
+    low[:, ordinal], high[:, ordinal] = first[:, ordinal], last[:, ordinal]
+    determined[:, ordinal] = (first == last)[:, ordinal]
+    value[:, ordinal] = np.floor((first + last) / 2)[:, ordinal]
+
+    numerical = kinds == "numerical"
+    value[:, numerical] = _interval_fill(low, high)[:, numerical]
+
+    _fill_binary(schema, can0, can1, determined, value, weight)
+    return CellValues(determined, value, low, high)
+
+
+def _resolve_groups(schema: FeatureSchema, can0: np.ndarray, can1: np.ndarray) -> None:
+    """Narrow 0/1 options inside groups, in place: a forced 1 zeroes the rest; in a one-hot
+    group, a single member that may be 1 must be 1."""
+    for cols, exactly_one in schema.group_indices():
+        forced_one = (can1[:, cols] & ~can0[:, cols]).any(axis=1)
+        sub0, sub1 = can0[:, cols], can1[:, cols]
+        is_forced = sub1 & ~sub0
+        sub1 = np.where(forced_one[:, None], is_forced, sub1)
+        sub0 = np.where(forced_one[:, None], ~is_forced, sub0)
+        if exactly_one:
+            single = sub1.sum(axis=1) == 1
+            sub0 = np.where(single[:, None], ~sub1, sub0)
+        can0[:, cols], can1[:, cols] = sub0, sub1
+
+
+def _interval_fill(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Middle of each numerical interval; half a unit inside when one end is unbounded
+    (the model and schema give no scale there), 0 when both are."""
+    mid = (low + high) / 2
+    mid = np.where(np.isfinite(low) & ~np.isfinite(high), low + 0.5, mid)
+    mid = np.where(~np.isfinite(low) & np.isfinite(high), high - 0.5, mid)
+    return np.where(np.isfinite(low) | np.isfinite(high), mid, 0.0)
+
+
+def _fill_binary(
+    schema: FeatureSchema,
+    can0: np.ndarray,
+    can1: np.ndarray,
+    determined: np.ndarray,
+    value: np.ndarray,
+    weight: np.ndarray,
+) -> None:
+    """Fill open binary features (and groups) with the value most common where determined."""
+    binary = schema.kind_array() == "binary"
+    w = weight.astype(np.float64)[:, None]
+    known_ones = (w * (determined & (value == 1))).sum(axis=0)
+    known = (w * determined).sum(axis=0)
+    share_one = np.divide(known_ones, known, out=np.full(known.shape, 0.0), where=known > 0)
+    grouped = np.zeros(value.shape[1], dtype=bool)
+    for cols, exactly_one in schema.group_indices():
+        grouped[cols] = True
+        open_rows = np.flatnonzero(~determined[:, cols].all(axis=1))
+        if not open_rows.size:
+            continue
+        score = np.where(can1[np.ix_(open_rows, cols)], share_one[cols], -np.inf)
+        best = score.argmax(axis=1)
+        best_score = score[np.arange(open_rows.size), best]
+        all_zero_ok = can0[np.ix_(open_rows, cols)].all(axis=1)
+        none_share = 1.0 - share_one[cols].sum()
+        choose_none = ~exactly_one & all_zero_ok & ((none_share > best_score) | ~np.isfinite(best_score))
+        fill = np.zeros((open_rows.size, cols.size))
+        fill[np.arange(open_rows.size), best] = 1.0
+        fill[choose_none] = 0.0
+        sub = value[np.ix_(open_rows, cols)]
+        sub_det = determined[np.ix_(open_rows, cols)]
+        value[np.ix_(open_rows, cols)] = np.where(sub_det, sub, fill)
+    lone = binary & ~grouped
+    open_lone = ~determined & lone[None, :]
+    value[open_lone] = np.broadcast_to(share_one > 0.5, value.shape)[open_lone].astype(float)

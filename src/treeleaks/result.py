@@ -1,0 +1,75 @@
+"""The result of a reconstruction attack."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from treeleaks.verify import Certificate
+
+
+@dataclass
+class Reconstruction:
+    """Reconstructed training rows with the solver's verdict, proofs and certificate.
+
+    ``rows`` has the model's feature names and its label column. ``free`` flags values the
+    model leaves open (filled from a prior); ``lower``/``upper`` bound each value as the model
+    implies. ``proven[i]`` says row i is *provably* a training row (every feature pinned,
+    and every dataset consistent with the model contains it); ``proven_pattern[i]`` says
+    some training row provably matches row i on its non-free features.
+    """
+
+    rows: pd.DataFrame
+    free: pd.DataFrame
+    lower: pd.DataFrame
+    upper: pd.DataFrame
+    proven: np.ndarray
+    proven_pattern: np.ndarray
+    status: str
+    certificate: Certificate | None
+    time_s: float
+    message: str = ""
+    objective: float | None = None
+    prior: str = ""
+    n_cells: int = 0
+    certainty_complete: bool = False
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def verified(self) -> bool:
+        return self.certificate is not None and self.certificate.verified
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.rows)
+
+    @property
+    def proven_rows(self) -> int:
+        return int(self.proven.sum())
+
+    def summary(self) -> dict[str, Any]:
+        """Plain-JSON summary for reports and the CLI's ``--json``."""
+        return {
+            "status": self.status,
+            "verified": self.verified,
+            "n_rows": self.n_rows,
+            "time_s": round(self.time_s, 4),
+            "proven_rows": self.proven_rows,
+            "proven_pattern_rows": int(self.proven_pattern.sum()),
+            "free_values": int(self.free.to_numpy().sum()),
+            "certainty_complete": self.certainty_complete,
+            "n_cells": self.n_cells,
+            "prior": self.prior,
+            "objective": self.objective,
+            "message": self.message,
+            "timings": {k: round(v, 4) for k, v in self.timings.items()},
+            "certificate": None if self.certificate is None else {
+                "verified": self.certificate.verified,
+                "counts_checked": self.certificate.n_counts_checked,
+                "counts_wrong": self.certificate.n_counts_wrong,
+                "first_mismatch": self.certificate.first_mismatch,
+            },
+        }

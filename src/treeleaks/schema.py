@@ -1,0 +1,224 @@
+"""FeatureSchema: what the adversary knows about the columns' domains.
+
+Kinds: ``binary`` (0/1), ``ordinal`` (integers in [low, high]), ``numerical`` (reals in
+[low, high]), ``unknown`` (never split on and not described: the model says nothing about
+it). Groups of binary columns: one-hot (exactly one is 1) and at-most-one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from treeleaks.errors import SchemaError
+from treeleaks.model import ReleasedModel
+
+KINDS = ("binary", "ordinal", "numerical", "unknown")
+JSON_KEYS = ("one_hot_groups", "at_most_one_groups", "numerical", "ordinal")
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    kind: str
+    low: float = -np.inf
+    high: float = np.inf
+
+
+@dataclass
+class FeatureSchema:
+    """Per-column domains and groups.
+
+    ``complete`` says the schema lists every column (from a DataFrame or bound to a model);
+    a partial schema (from JSON) describes only some columns, and `bind` decides the rest.
+    """
+
+    features: dict[str, FeatureSpec]
+    one_hot_groups: list[list[str]] = field(default_factory=list)
+    at_most_one_groups: list[list[str]] = field(default_factory=list)
+    complete: bool = True
+
+    # --- construction --------------------------------------------------------------------
+
+    @classmethod
+    def from_frame(
+        cls,
+        frame: pd.DataFrame,
+        one_hot_groups: list[list[str]] | None = None,
+        at_most_one_groups: list[list[str]] | None = None,
+    ) -> FeatureSchema:
+        """Infer each column's kind and range from data (0/1 → binary, integers → ordinal)."""
+        features = {}
+        for name in frame.columns:
+            values = pd.to_numeric(frame[name], errors="raise").to_numpy(dtype=np.float64)
+            if np.isin(values, (0.0, 1.0)).all():
+                features[str(name)] = FeatureSpec("binary", 0.0, 1.0)
+            elif np.array_equal(values, np.round(values)):
+                features[str(name)] = FeatureSpec("ordinal", values.min(), values.max())
+            else:
+                features[str(name)] = FeatureSpec("numerical", values.min(), values.max())
+        schema = cls(features, list(one_hot_groups or []), list(at_most_one_groups or []))
+        schema._check_groups()
+        return schema
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FeatureSchema:
+        """A partial schema in the ``--schema`` JSON form; unknown keys are an error."""
+        unknown = sorted(set(data) - set(JSON_KEYS))
+        if unknown:
+            raise SchemaError(
+                f"unknown schema key(s) {', '.join(map(repr, unknown))}; "
+                f"the schema takes {', '.join(JSON_KEYS)}"
+            )
+        features: dict[str, FeatureSpec] = {}
+        for kind in ("numerical", "ordinal"):
+            for name, bounds in dict(data.get(kind, {})).items():
+                if name in features:
+                    raise SchemaError(f"column {name!r} is listed as both numerical and ordinal")
+                if not (isinstance(bounds, list | tuple) and len(bounds) == 2):
+                    raise SchemaError(
+                        f"{kind} column {name!r} needs a range [low, high], got {bounds!r}"
+                    )
+                low, high = float(bounds[0]), float(bounds[1])
+                if not low <= high:
+                    raise SchemaError(f"{kind} column {name!r} has low {low} above high {high}")
+                features[name] = FeatureSpec(kind, low, high)
+        groups = {key: [list(map(str, g)) for g in data.get(key, [])] for key in JSON_KEYS[:2]}
+        for group in groups["one_hot_groups"] + groups["at_most_one_groups"]:
+            for name in group:
+                if name in features:
+                    raise SchemaError(f"group column {name!r} must be binary, not {features[name].kind}")
+                features[name] = FeatureSpec("binary", 0.0, 1.0)
+        schema = cls(features, groups["one_hot_groups"], groups["at_most_one_groups"], False)
+        schema._check_groups()
+        return schema
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> FeatureSchema:
+        try:
+            data = json.loads(Path(path).read_text())
+        except json.JSONDecodeError as exc:
+            raise SchemaError(f"schema file {path} is not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise SchemaError(f"schema file {path} must hold a JSON object")
+        return cls.from_dict(data)
+
+    @classmethod
+    def infer(cls, model: ReleasedModel) -> FeatureSchema:
+        """What the model alone implies: split only in (0, 1) → binary, unsplit → unknown."""
+        features = {}
+        for name, thresholds in zip(model.feature_names, model.thresholds()):
+            if thresholds.size == 0:
+                features[name] = FeatureSpec("unknown")
+            elif ((thresholds > 0) & (thresholds < 1)).all():
+                features[name] = FeatureSpec("binary", 0.0, 1.0)
+            else:
+                features[name] = FeatureSpec("numerical")
+        return cls(features)
+
+    def to_dict(self) -> dict[str, Any]:
+        def bounds(kind: str) -> dict[str, list[float]]:
+            return {n: [s.low, s.high] for n, s in self.features.items() if s.kind == kind}
+
+        return {
+            "one_hot_groups": self.one_hot_groups,
+            "at_most_one_groups": self.at_most_one_groups,
+            "numerical": bounds("numerical"),
+            "ordinal": bounds("ordinal"),
+        }
+
+    # --- binding to a model --------------------------------------------------------------
+
+    def bind(self, model: ReleasedModel) -> FeatureSchema:
+        """A complete schema over exactly the model's features, checked against its splits."""
+        model_names = list(model.feature_names)
+        extra = [n for n in self.features if n not in set(model_names)]
+        extra += [n for g in self.one_hot_groups + self.at_most_one_groups for n in g
+                  if n not in set(model_names) and n not in extra]
+        if extra:
+            raise SchemaError(
+                f"schema column(s) {', '.join(map(repr, extra[:5]))} are not features of the "
+                f"model (it has {model.n_features}: {', '.join(model_names[:5])}"
+                f"{', ...' if model.n_features > 5 else ''}); fix the schema's column names"
+            )
+        if self.complete:
+            missing = [n for n in model_names if n not in self.features]
+            if missing:
+                raise SchemaError(
+                    f"the schema does not describe model feature(s) "
+                    f"{', '.join(map(repr, missing[:5]))}; give a schema with the model's columns"
+                )
+        features = {}
+        for name, thresholds in zip(model_names, model.thresholds()):
+            spec = self.features.get(name, FeatureSpec("binary", 0.0, 1.0))
+            if spec.kind == "binary" and not ((thresholds > 0) & (thresholds < 1)).all():
+                outside = thresholds[(thresholds <= 0) | (thresholds >= 1)]
+                raise SchemaError(
+                    f"column {name!r} is split at {outside[0]:g}, so it is not binary; "
+                    "list it under 'numerical' or 'ordinal' with its range"
+                )
+            features[name] = spec
+        return FeatureSchema(features, self.one_hot_groups, self.at_most_one_groups, True)
+
+    def _check_groups(self) -> None:
+        seen: set[str] = set()
+        for group in self.one_hot_groups + self.at_most_one_groups:
+            if len(group) < 2:
+                raise SchemaError(f"group {group} needs at least two columns")
+            for name in group:
+                if name in seen:
+                    raise SchemaError(f"column {name!r} appears in more than one group")
+                seen.add(name)
+                spec = self.features.get(name)
+                if spec is not None and spec.kind != "binary":
+                    raise SchemaError(f"group column {name!r} must be binary, not {spec.kind}")
+
+    # --- arrays for the solvers ----------------------------------------------------------
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.features)
+
+    def kind_array(self) -> np.ndarray:
+        return np.array([s.kind for s in self.features.values()])
+
+    def range_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        specs = list(self.features.values())
+        return np.array([s.low for s in specs]), np.array([s.high for s in specs])
+
+    def group_indices(self) -> list[tuple[np.ndarray, bool]]:
+        """Each group as (column indices, exactly_one)."""
+        index = {n: i for i, n in enumerate(self.features)}
+        return [(np.array([index[n] for n in g]), True) for g in self.one_hot_groups] + [
+            (np.array([index[n] for n in g]), False) for g in self.at_most_one_groups
+        ]
+
+    def feasible(self, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+        """Which boxes ``lower < x <= upper`` (shape ``(K, M)``) hold a value the schema allows."""
+        ok = np.all(lower < upper, axis=1)
+        can0, can1 = self.binary_options(lower, upper)
+        low, high = self.range_arrays()
+        kinds = self.kind_array()
+        for j in np.flatnonzero(kinds == "binary"):
+            ok &= can0[:, j] | can1[:, j]
+        for j in np.flatnonzero(kinds == "ordinal"):
+            first = np.maximum(low[j], np.floor(lower[:, j]) + 1)
+            ok &= first <= np.minimum(high[j], np.floor(upper[:, j]))
+        for j in np.flatnonzero(kinds == "numerical"):
+            top = np.minimum(high[j], upper[:, j])
+            ok &= np.where(low[j] > lower[:, j], low[j] <= top, lower[:, j] < top)
+        for cols, exactly_one in self.group_indices():
+            forced = (can1[:, cols] & ~can0[:, cols]).sum(axis=1)
+            ok &= forced <= 1
+            if exactly_one:
+                ok &= can1[:, cols].any(axis=1)
+        return ok
+
+    @staticmethod
+    def binary_options(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Whether 0 and whether 1 lie in each box's interval, per feature."""
+        return (lower < 0) & (upper >= 0), (lower < 1) & (upper >= 1)
