@@ -33,7 +33,7 @@ class Reconstruction:
     time_s: float
     message: str = ""
     objective: float | None = None
-    prior: str = ""
+    solver: str = ""
     n_cells: int = 0
     certainty_complete: bool = False
     timings: dict[str, float] = field(default_factory=dict)
@@ -62,8 +62,8 @@ class Reconstruction:
             "free_values": int(self.free.to_numpy().sum()),
             "certainty_complete": self.certainty_complete,
             "n_cells": self.n_cells,
-            "prior": self.prior,
-            "objective": self.objective,
+            "solver": self.solver,
+            "log_orderings": self.objective,
             "message": self.message,
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
             "certificate": None if self.certificate is None else {

@@ -1,11 +1,17 @@
-"""CP-SAT over the count variables that propagation left open.
+"""Choose the most likely dataset among those the count system admits.
 
-Propagation usually fixes most variables; only the residual system goes to the solver.
-Among the many datasets a shallow forest admits, the solver prefers the most
-*concentrated* one: it minimises the number of occupied (cell, class) pairs. Real tabular
-data repeats rows far more than a uniformly random consistent dataset does, so a sparse
-histogram is the likelier one (a Dirichlet-multinomial prior with a small concentration
-parameter favours exactly this).
+Propagation usually fixes most variables; only the residual goes to a solver. Shallow
+forests admit many datasets, so the solver picks the one with the most *orderings*: if
+rows are exchangeable (every ordered dataset consistent with the model equally likely a
+priori), a histogram ``n`` has weight ``N! / prod(n!)``, so we minimise ``sum(log n!)``.
+That cost is convex and separable, hence exact as unit segments with increasing costs
+``log(lb+1), log(lb+2), ...`` (up to ``SEGMENTS`` steps per variable, then linear).
+Measured on COMPAS/Adult/Default Credit forests of depth 2-3 it roughly halves the error
+of an arbitrary feasible histogram, while a sparsity prior made it worse.
+
+Backends: HiGHS MIP through scipy (default; its LP-based search finds feasible histograms
+in seconds where CP-SAT needs minutes on shallow forests) and OR-Tools CP-SAT (the same
+model, costs scaled to integers).
 """
 
 from __future__ import annotations
@@ -14,16 +20,23 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from ortools.sat.python import cp_model
+from scipy.optimize import Bounds, LinearConstraint, milp
 
 from treeleaks.system import CountSystem
 
-PRIORS = ("sparse", "none")
+SOLVERS = ("highs", "cp-sat")
+SEGMENTS = 8
+_CPSAT_SCALE = 1000
 
 
 @dataclass
 class Solution:
-    """Counts per variable (``None`` when nothing was found), with the solver's verdict."""
+    """Counts per variable (``None`` when nothing was found), with the solver's verdict.
+
+    ``objective`` is ``log(N! / prod(n!))``, the log number of orderings of the histogram.
+    """
 
     counts: np.ndarray | None
     status: str
@@ -32,48 +45,118 @@ class Solution:
     n_free_vars: int
 
 
+@dataclass
+class _Residual:
+    """The open part: ``A @ (step sums) == rest`` over unit steps and linear tails."""
+
+    free: np.ndarray
+    A: sp.csr_matrix
+    rest: np.ndarray
+    step_var: np.ndarray
+    step_cost: np.ndarray
+    tail_cap: np.ndarray
+    tail_cost: np.ndarray
+
+
 def solve(
     system: CountSystem,
     time_limit: float = 60.0,
     threads: int = 2,
     seed: int = 0,
-    prior: str = "sparse",
+    solver: str = "highs",
 ) -> Solution:
-    """Complete the propagated bounds to one integer solution of the count system."""
-    if prior not in PRIORS:
-        raise ValueError(f"unknown prior {prior!r}; choose one of {', '.join(PRIORS)}")
+    """Complete the propagated bounds to the most likely integer solution (see module doc)."""
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
     start = time.perf_counter()
-    free = np.flatnonzero(system.lb < system.ub)
     counts = system.lb.copy()
-    if free.size == 0:
-        objective = float(np.count_nonzero(counts)) if prior == "sparse" else None
-        return Solution(counts, "OPTIMAL", objective, time.perf_counter() - start, 0)
+    residual = _residual(system)
+    if residual.free.size == 0:
+        return Solution(counts, "OPTIMAL", _log_orderings(counts), time.perf_counter() - start, 0)
+    run = _solve_highs if solver == "highs" else _solve_cpsat
+    status, values = run(residual, max(float(time_limit), 0.0), threads, seed)
+    elapsed = time.perf_counter() - start
+    if values is None:
+        return Solution(None, status, None, elapsed, int(residual.free.size))
+    n_steps = residual.step_var.size
+    added = np.bincount(residual.step_var, weights=values[:n_steps], minlength=residual.free.size)
+    counts[residual.free] += np.rint(added + values[n_steps:]).astype(np.int64)
+    return Solution(counts, status, _log_orderings(counts), elapsed, int(residual.free.size))
+
+
+def _log_orderings(counts: np.ndarray) -> float:
+    from scipy.special import gammaln
+
+    return float(gammaln(counts.sum() + 1) - gammaln(counts + 1).sum())
+
+
+def _residual(system: CountSystem) -> _Residual:
+    free = np.flatnonzero(system.lb < system.ub)
+    fixed = np.where(system.lb == system.ub, system.lb, 0)
     A = system.A.tocsc()[:, free].tocsr()
-    rest = system.b - system.A @ np.where(system.lb == system.ub, system.lb, 0)
-    rows = np.flatnonzero(np.diff(A.indptr) > 0)
+    rest = (system.b - system.A @ fixed - A @ system.lb[free]).astype(np.int64)
+    live = np.diff(A.indptr) > 0
+    lb, span = system.lb[free], (system.ub - system.lb)[free]
+    steps = np.minimum(span, SEGMENTS)
+    step_var = np.repeat(np.arange(free.size), steps)
+    step_index = np.arange(step_var.size) - np.repeat(np.cumsum(steps) - steps, steps) + 1
+    return _Residual(
+        free=free,
+        A=A[live],
+        rest=rest[live],
+        step_var=step_var,
+        step_cost=np.log(lb[step_var] + step_index),
+        tail_cap=span - steps,
+        tail_cost=np.log(lb + steps + 1.0),
+    )
+
+
+def _matrix(residual: _Residual) -> sp.csr_matrix:
+    """Constraint matrix over [steps, tails]: each step or tail adds one row to its variable."""
+    n_steps, n_free = residual.step_var.size, residual.free.size
+    to_vars = sp.csr_matrix(
+        (np.ones(n_steps), (residual.step_var, np.arange(n_steps))), shape=(n_free, n_steps)
+    )
+    return sp.hstack([residual.A @ to_vars, residual.A]).tocsr()
+
+
+def _solve_highs(
+    residual: _Residual, time_limit: float, threads: int, seed: int
+) -> tuple[str, np.ndarray | None]:
+    matrix = _matrix(residual)
+    n_steps = residual.step_var.size
+    result = milp(
+        np.concatenate([residual.step_cost, residual.tail_cost]),
+        constraints=LinearConstraint(matrix, residual.rest, residual.rest),
+        bounds=Bounds(0, np.concatenate([np.ones(n_steps), residual.tail_cap])),
+        integrality=np.ones(matrix.shape[1]),
+        options={"time_limit": time_limit},
+    )
+    if result.x is None:
+        return ("INFEASIBLE" if result.status == 2 else "UNKNOWN"), None
+    return ("OPTIMAL" if result.status == 0 else "FEASIBLE"), np.rint(result.x)
+
+
+def _solve_cpsat(
+    residual: _Residual, time_limit: float, threads: int, seed: int
+) -> tuple[str, np.ndarray | None]:
+    matrix = _matrix(residual)
+    n_steps = residual.step_var.size
+    caps = np.concatenate([np.ones(n_steps, dtype=np.int64), residual.tail_cap])
+    costs = np.rint(
+        np.concatenate([residual.step_cost, residual.tail_cost]) * _CPSAT_SCALE
+    ).astype(np.int64)
     model = cp_model.CpModel()
-    x = [model.new_int_var(int(lo), int(hi), "") for lo, hi in zip(system.lb[free], system.ub[free])]
-    for i in rows:
-        cols = A.indices[A.indptr[i] : A.indptr[i + 1]]
-        model.add(cp_model.LinearExpr.sum([x[j] for j in cols]) == int(rest[i]))
-    if prior == "sparse":
-        used = []
-        for j, var in enumerate(x):
-            if system.lb[free[j]] > 0:
-                continue
-            flag = model.new_bool_var("")
-            model.add(var == 0).only_enforce_if(flag.negated())
-            used.append(flag)
-        model.minimize(cp_model.LinearExpr.sum(used))
+    x = [model.new_int_var(0, int(cap), "") for cap in caps]
+    for i in range(matrix.shape[0]):
+        cols = matrix.indices[matrix.indptr[i] : matrix.indptr[i + 1]]
+        model.add(cp_model.LinearExpr.sum([x[j] for j in cols]) == int(residual.rest[i]))
+    model.minimize(cp_model.LinearExpr.weighted_sum(x, costs.tolist()))
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(float(time_limit), 0.0)
+    solver.parameters.max_time_in_seconds = time_limit
     solver.parameters.num_workers = max(int(threads), 1)
     solver.parameters.random_seed = int(seed)
     code = solver.solve(model)
-    status = solver.status_name(code)
-    elapsed = time.perf_counter() - start
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return Solution(None, status, None, elapsed, int(free.size))
-    counts[free] = [solver.value(v) for v in x]
-    objective = float(np.count_nonzero(counts)) if prior == "sparse" else None
-    return Solution(counts, status, objective, elapsed, int(free.size))
+        return solver.status_name(code), None
+    return solver.status_name(code), np.array([solver.value(v) for v in x], dtype=np.float64)

@@ -31,12 +31,13 @@ def reconstruct(
     time_limit: float = 60.0,
     threads: int = 2,
     seed: int = 0,
-    prior: str = "sparse",
+    solver: str = "highs",
     certainty_time_limit: float = 30.0,
 ) -> Reconstruction:
     """Reconstruct the training set of a no-bootstrap, noise-free forest from its counts.
 
-    ``time_limit`` bounds the CP-SAT search; when it runs out the best solution found is
+    Among the datasets the counts admit, the one with the most orderings is returned (see
+    `treeleaks.solve`). ``time_limit`` bounds the solver's search; when it runs out the best solution found is
     returned with status FEASIBLE, or, if none was found, the rows propagation proved
     (status UNKNOWN). Counts no dataset can produce give status INFEASIBLE.
     """
@@ -66,15 +67,15 @@ def reconstruct(
     except InconsistentCountsError as exc:
         lap("system", tick)
         return _empty(model, bound, "INFEASIBLE", time.perf_counter() - start, timings,
-                      f"no dataset reproduces the released counts: {exc}", len(cells), prior)
+                      f"no dataset reproduces the released counts: {exc}", len(cells))
     tick = lap("propagation", tick)
-    solution = solve(system, time_limit=time_limit, threads=threads, seed=seed, prior=prior)
+    solution = solve(system, time_limit=time_limit, threads=threads, seed=seed, solver=solver)
     tick = lap("solve", tick)
     if solution.counts is None:
         if solution.status == "INFEASIBLE":
             return _empty(model, bound, "INFEASIBLE", time.perf_counter() - start, timings,
                           "no dataset reproduces the released counts: the model was altered "
-                          "or its counts are not exact", len(cells), prior)
+                          "or its counts are not exact", len(cells))
         counts, lower = system.lb, system.lb
         message = (
             f"no complete reconstruction found within the time limit of {time_limit:g} s; "
@@ -100,7 +101,7 @@ def reconstruct(
         time_s=time.perf_counter() - start,
         message=message,
         objective=solution.objective,
-        prior=prior,
+        solver=solver,
         n_cells=len(cells),
         certainty_complete=complete,
         timings=timings,
@@ -149,7 +150,6 @@ def _empty(
     timings: dict[str, float],
     message: str,
     n_cells: int,
-    prior: str,
 ) -> Reconstruction:
     """A result with no rows: the counts admit no dataset."""
     names = list(model.feature_names)
@@ -160,5 +160,5 @@ def _empty(
     return Reconstruction(
         rows=rows, free=empty.astype(bool), lower=empty, upper=empty, proven=nothing,
         proven_pattern=nothing, status=status, certificate=None, time_s=elapsed,
-        message=message, prior=prior, n_cells=n_cells, timings=timings,
+        message=message, n_cells=n_cells, timings=timings,
     )
