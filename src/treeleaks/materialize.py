@@ -110,7 +110,8 @@ def _fill_binary(
         best_score = score[np.arange(open_rows.size), best]
         all_zero_ok = can0[np.ix_(open_rows, cols)].all(axis=1)
         none_share = 1.0 - share_one[cols].sum()
-        choose_none = ~exactly_one & all_zero_ok & ((none_share > best_score) | ~np.isfinite(best_score))
+        prefer_none = (none_share > best_score) | ~np.isfinite(best_score)
+        choose_none = all_zero_ok & prefer_none if not exactly_one else np.zeros_like(all_zero_ok)
         fill = np.zeros((open_rows.size, cols.size))
         fill[np.arange(open_rows.size), best] = 1.0
         fill[choose_none] = 0.0

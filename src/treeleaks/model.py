@@ -71,7 +71,7 @@ class Tree:
         return int(depth.max())
 
     def leaf_boxes(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per-leaf bounds ``(lower, upper)``, each ``(n_leaves, n_features)``: lower < x <= upper."""
+        """Per-leaf bounds ``(lower, upper)``, ``(n_leaves, n_features)``: lower < x <= upper."""
         lower = np.full((self.n_leaves, n_features), -np.inf)
         upper = np.full((self.n_leaves, n_features), np.inf)
         stack = [(0, np.full(n_features, -np.inf), np.full(n_features, np.inf))]
@@ -106,7 +106,9 @@ class Tree:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "feature": self.feature.tolist(),
-            "threshold": [float(t) if f >= 0 else None for f, t in zip(self.feature, self.threshold)],
+            "threshold": [
+                float(t) if f >= 0 else None for f, t in zip(self.feature, self.threshold)
+            ],
             "left": self.left.tolist(),
             "right": self.right.tolist(),
             "leaf_of_node": self.leaf_of_node.tolist(),

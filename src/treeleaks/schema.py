@@ -91,7 +91,8 @@ class FeatureSchema:
         for group in groups["one_hot_groups"] + groups["at_most_one_groups"]:
             for name in group:
                 if name in features:
-                    raise SchemaError(f"group column {name!r} must be binary, not {features[name].kind}")
+                    kind = features[name].kind
+                    raise SchemaError(f"group column {name!r} must be binary, not {kind}")
                 features[name] = FeatureSpec("binary", 0.0, 1.0)
         schema = cls(features, groups["one_hot_groups"], groups["at_most_one_groups"], False)
         schema._check_groups()

@@ -46,8 +46,9 @@ def build_system(model: ReleasedModel, cells: Cells) -> CountSystem:
     counts = np.concatenate([t.counts.ravel() for t in model.trees]).astype(np.int64)
     rows = (offsets[:-1][None, :] + cells.leaf[cell].astype(np.int64) * n_classes + cls[:, None])
     n_vars = cell.size
+    columns = np.repeat(np.arange(n_vars), rows.shape[1])
     A = sp.csr_matrix(
-        (np.ones(rows.size, dtype=np.int64), (rows.ravel(), np.repeat(np.arange(n_vars), rows.shape[1]))),
+        (np.ones(rows.size, dtype=np.int64), (rows.ravel(), columns)),
         shape=(offsets[-1], n_vars),
     )
     covered = np.diff(A.indptr) > 0

@@ -37,9 +37,9 @@ def reconstruct(
     """Reconstruct the training set of a no-bootstrap, noise-free forest from its counts.
 
     Among the datasets the counts admit, the one with the most orderings is returned (see
-    `treeleaks.solve`). ``time_limit`` bounds the solver's search; when it runs out the best solution found is
-    returned with status FEASIBLE, or, if none was found, the rows propagation proved
-    (status UNKNOWN). Counts no dataset can produce give status INFEASIBLE.
+    `treeleaks.solve`). ``time_limit`` bounds the solver's search; when it runs out the best
+    solution found is returned with status FEASIBLE, or, if none was found, the rows
+    propagation proved (status UNKNOWN). Counts no dataset can produce give status INFEASIBLE.
     """
     if model.bootstrap:
         raise UnsupportedModelError(

@@ -1,0 +1,246 @@
+"""Shared helpers for the treeleaks benchmarks: datasets, isolated runs, statistics, output.
+
+Each benchmark run executes in a fresh Python process so that its peak memory is its own
+(read from the kernel with ``os.wait4``) and a crash, an out-of-memory kill or a hang ends
+that run only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_DIR = BENCH_DIR.parent
+DEFAULT_DATA_DIR = Path(os.environ.get("TREELEAKS_DATA", REPO_DIR.parent / "shared" / "data"))
+
+
+# --- datasets ------------------------------------------------------------------------------
+
+
+@dataclass
+class Dataset:
+    """A binarized benchmark dataset: features, label column and the adversary's groups."""
+
+    name: str
+    frame: pd.DataFrame
+    label: str
+    one_hot_groups: list[list[str]]
+    at_most_one_groups: list[list[str]]
+
+    @property
+    def features(self) -> pd.DataFrame:
+        return self.frame.drop(columns=[self.label])
+
+    def sample(self, n: int, seed: int) -> pd.DataFrame:
+        """``n`` distinct rows drawn uniformly without replacement (seeded), index reset."""
+        if n > len(self.frame):
+            raise ValueError(f"{self.name} has {len(self.frame)} rows, cannot sample {n}")
+        picked = np.random.default_rng(seed).choice(len(self.frame), size=n, replace=False)
+        return self.frame.iloc[np.sort(picked)].reset_index(drop=True)
+
+
+def dataset_info(data_dir: Path = DEFAULT_DATA_DIR) -> dict[str, dict[str, Any]]:
+    """``datasets.json`` without its ``_about`` note."""
+    info = json.loads((Path(data_dir) / "datasets.json").read_text())
+    return {k: v for k, v in info.items() if not k.startswith("_")}
+
+
+def load_dataset(name: str, data_dir: Path = DEFAULT_DATA_DIR) -> Dataset:
+    """Read ``<data_dir>/<file>`` as described by ``datasets.json``."""
+    info = dataset_info(data_dir)
+    if name not in info:
+        raise KeyError(f"unknown dataset {name!r}; have {', '.join(sorted(info))}")
+    meta = info[name]
+    frame = pd.read_csv(Path(data_dir) / meta["file"])
+    return Dataset(
+        name=name,
+        frame=frame,
+        label=meta["label"],
+        one_hot_groups=[list(g) for g in meta.get("one_hot_groups", [])],
+        at_most_one_groups=[list(g) for g in meta.get("at_most_one_groups", [])],
+    )
+
+
+# --- isolated runs -------------------------------------------------------------------------
+
+
+@dataclass
+class ChildOutcome:
+    """How an isolated run ended: its result (if it wrote one) and the kernel's accounting."""
+
+    result: dict[str, Any] | None
+    returncode: int | None
+    timed_out: bool
+    wall_s: float
+    peak_mem_mb: float | None
+    log_tail: str
+
+
+def maxrss_mb(ru_maxrss: int) -> float:
+    """``ru_maxrss`` in MiB (Linux reports KiB, macOS bytes)."""
+    return ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
+
+
+def run_isolated(
+    script: Path, config: dict[str, Any], timeout_s: float, poll_s: float = 0.05
+) -> ChildOutcome:
+    """Run ``python <script> --worker <config.json>`` in its own process group.
+
+    The worker writes its result as JSON to ``config["result_path"]`` (set here). Peak
+    memory is the child's own ``ru_maxrss`` from ``os.wait4``. After ``timeout_s`` the
+    process group is killed and the run reported as timed out.
+    """
+    with tempfile.TemporaryDirectory(prefix="treeleaks-bench-") as tmp:
+        cfg_path, res_path, log_path = (Path(tmp) / n for n in ("cfg.json", "res.json", "log"))
+        cfg_path.write_text(json.dumps({**config, "result_path": str(res_path)}))
+        start = time.perf_counter()
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, str(script), "--worker", str(cfg_path)],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+            timed_out = False
+            try:
+                while True:
+                    pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                    if pid:
+                        break
+                    if time.perf_counter() - start > timeout_s:
+                        timed_out = True
+                        _kill_group(proc.pid)
+                        _, status, usage = os.wait4(proc.pid, 0)
+                        break
+                    time.sleep(poll_s)
+            except BaseException:
+                _kill_group(proc.pid)
+                os.wait4(proc.pid, 0)
+                proc.returncode = -signal.SIGKILL
+                raise
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        result = json.loads(res_path.read_text()) if res_path.exists() else None
+        return ChildOutcome(
+            result=result,
+            returncode=proc.returncode,
+            timed_out=timed_out,
+            wall_s=wall,
+            peak_mem_mb=maxrss_mb(usage.ru_maxrss),
+            log_tail=_tail(log_path),
+        )
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _tail(path: Path, n_chars: int = 2000) -> str:
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return text[-n_chars:]
+
+
+# --- statistics and output -----------------------------------------------------------------
+
+
+def finite(values: Iterable[Any]) -> list[float]:
+    """The values that are real finite numbers (drops None, NaN, booleans stay as 0/1)."""
+    out = []
+    for v in values:
+        if v is None:
+            continue
+        f = float(v)
+        if math.isfinite(f):
+            out.append(f)
+    return out
+
+
+def median(values: Iterable[Any]) -> float | None:
+    vals = finite(values)
+    return statistics.median(vals) if vals else None
+
+
+def mean(values: Iterable[Any]) -> float | None:
+    vals = finite(values)
+    return statistics.fmean(vals) if vals else None
+
+
+def share(flags: Sequence[bool]) -> float | None:
+    return sum(map(bool, flags)) / len(flags) if flags else None
+
+
+def jsonable(obj: Any) -> Any:
+    """NumPy scalars to Python, non-finite floats to None, recursively."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write atomically (temp file + rename) so an interrupted grid leaves valid JSON."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(jsonable(data), indent=1))
+    tmp.replace(path)
+
+
+def environment() -> dict[str, Any]:
+    """Versions, machine and git state for the results file."""
+    import ortools
+    import scipy
+    import sklearn
+
+    import treeleaks
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], cwd=REPO_DIR, capture_output=True, text=True,
+                                 timeout=10, check=True)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip()
+
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "treeleaks": getattr(treeleaks, "__version__", None),
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+        "scipy": scipy.__version__,
+        "sklearn": sklearn.__version__,
+        "ortools": ortools.__version__,
+        "git_commit": git("rev-parse", "HEAD"),
+        "git_dirty": bool(git("status", "--porcelain", "--", "src")),
+    }
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A table cell: '-' for missing, fixed decimals for floats."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)

@@ -1,0 +1,32 @@
+"""Shared fixtures: small forests and the shared datasets when present."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def binary_frame(n_rows: int, n_features: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
+    """Random 0/1 features and a label correlated with them."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 2, size=(n_rows, n_features))
+    y = (X[:, 0] ^ (rng.random(n_rows) < 0.2)).astype(int)
+    return pd.DataFrame(X, columns=[f"f{j}" for j in range(n_features)]), y
+
+
+@pytest.fixture(scope="session")
+def compas() -> tuple[pd.DataFrame, pd.Series, dict]:
+    """Binarized COMPAS from ../shared/data (skipped when the data is not beside the repo)."""
+    meta_path = SHARED_DATA / "datasets.json"
+    if not meta_path.exists():
+        pytest.skip("shared datasets not available")
+    info = json.loads(meta_path.read_text())["compas"]
+    frame = pd.read_csv(SHARED_DATA / info["file"])
+    label = frame.pop(info["label"])
+    return frame, label, info

@@ -1,0 +1,145 @@
+"""Exact reconstruction: real outcomes against the true training rows, and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import binary_frame
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.tree import DecisionTreeClassifier
+
+from treeleaks import FeatureSchema, UnsupportedModelError, from_sklearn, reconstruct
+
+
+def sorted_rows(frame: pd.DataFrame) -> np.ndarray:
+    values = frame.to_numpy(dtype=float)
+    return values[np.lexsort(values.T[::-1])]
+
+
+def assert_reproduces_counts(model, rows: pd.DataFrame) -> None:
+    X = rows[model.feature_names].to_numpy(float)
+    for tree, produced in zip(model.trees, model.leaf_counts_of(X, rows[model.label_name])):
+        np.testing.assert_array_equal(tree.counts, produced)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n_rows=st.integers(1, 40),
+    n_features=st.integers(1, 6),
+    n_trees=st.integers(1, 6),
+    depth=st.sampled_from([None, 1, 2, 3]),
+    seed=st.integers(0, 10_000),
+    solver=st.sampled_from(["highs", "cp-sat"]),
+)
+def test_reconstruction_reproduces_every_leaf_count(
+    n_rows, n_features, n_trees, depth, seed, solver
+):
+    X, y = binary_frame(n_rows, n_features, seed)
+    forest = RandomForestClassifier(
+        n_estimators=n_trees, bootstrap=False, max_depth=depth, random_state=seed
+    ).fit(X, y)
+    model = from_sklearn(forest, label_name="y")
+    result = reconstruct(model, FeatureSchema.from_frame(X), time_limit=20, solver=solver)
+    assert result.status == "OPTIMAL"
+    assert result.verified and result.certificate.n_counts_wrong == 0
+    assert result.n_rows == n_rows
+    assert_reproduces_counts(model, result.rows)
+    # Rows proven to be training rows really are: never more copies than the truth holds.
+    truth = pd.DataFrame(X).assign(y=y).value_counts()
+    proven = result.rows[result.proven].value_counts()
+    for row, count in proven.items():
+        assert truth.get(row, 0) >= count
+
+
+def test_one_hot_groups_are_respected():
+    rng = np.random.default_rng(0)
+    group = np.eye(4, dtype=int)[rng.integers(0, 4, 60)]
+    X = pd.DataFrame(np.column_stack([group, rng.integers(0, 2, (60, 2))]),
+                     columns=["a", "b", "c", "d", "e", "f"])
+    y = rng.integers(0, 2, 60)
+    forest = RandomForestClassifier(n_estimators=3, max_depth=2, bootstrap=False, random_state=1)
+    model = from_sklearn(forest.fit(X, y))
+    schema = FeatureSchema.from_frame(X, one_hot_groups=[["a", "b", "c", "d"]])
+    result = reconstruct(model, schema)
+    assert result.verified
+    np.testing.assert_array_equal(result.rows[["a", "b", "c", "d"]].sum(axis=1), 1)
+
+
+def test_single_decision_tree_is_the_one_tree_case():
+    X, y = binary_frame(50, 5, seed=3)
+    model = from_sklearn(DecisionTreeClassifier(random_state=0).fit(X, y), label_name="y")
+    result = reconstruct(model, FeatureSchema.from_frame(X))
+    assert result.verified and result.n_rows == 50
+
+
+def test_numerical_and_ordinal_features_come_back_as_intervals():
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame({"age": rng.integers(18, 80, 40), "income": rng.normal(50, 10, 40),
+                      "flag": rng.integers(0, 2, 40)})
+    y = (X["age"] > 40).astype(int).to_numpy()
+    forest = RandomForestClassifier(n_estimators=5, bootstrap=False, random_state=0).fit(X, y)
+    model = from_sklearn(forest, label_name="y")
+    schema = FeatureSchema.from_frame(X)
+    result = reconstruct(model, schema)
+    assert result.verified and result.n_rows == 40
+    rows = result.rows
+    assert (rows["age"] == rows["age"].round()).all()
+    assert ((rows["age"] >= 18) & (rows["age"] <= 79)).all()
+    inside = (result.lower["income"] <= rows["income"]) & (rows["income"] <= result.upper["income"])
+    assert inside.all()
+    assert_reproduces_counts(model, rows)
+
+
+def test_compas_forest_of_100_trees_is_recovered_exactly(compas):
+    frame, label, info = compas
+    sample = frame.sample(100, random_state=0)
+    y = label.loc[sample.index].to_numpy()
+    forest = RandomForestClassifier(n_estimators=100, bootstrap=False, random_state=0)
+    model = from_sklearn(forest.fit(sample, y), label_name="y")
+    schema = FeatureSchema.from_frame(sample, info["one_hot_groups"], info["at_most_one_groups"])
+    result = reconstruct(model, schema)
+    assert result.status == "OPTIMAL" and result.verified
+    truth = sample.assign(y=y)
+    np.testing.assert_array_equal(sorted_rows(result.rows[truth.columns]), sorted_rows(truth))
+    assert result.proven_rows == 100
+
+
+def test_tampered_counts_give_infeasible_with_an_explanation():
+    X, y = binary_frame(40, 4, seed=7)
+    forest = RandomForestClassifier(n_estimators=3, bootstrap=False, random_state=0).fit(X, y)
+    model = from_sklearn(forest)
+    model.trees[1].counts[0, 0] += 1
+    result = reconstruct(model, FeatureSchema.from_frame(X))
+    assert result.status == "INFEASIBLE"
+    assert "no dataset reproduces the released counts" in result.message
+    assert result.n_rows == 0 and not result.verified
+
+
+def test_too_short_time_limit_returns_best_result_with_status():
+    X, y = binary_frame(300, 10, seed=8)
+    forest = RandomForestClassifier(n_estimators=30, max_depth=2, bootstrap=False, random_state=0)
+    model = from_sklearn(forest.fit(X, y))
+    result = reconstruct(model, FeatureSchema.from_frame(X), time_limit=0.0)
+    assert result.status == "UNKNOWN"
+    assert "time limit" in result.message and "Raise the time limit" in result.message
+    assert not result.verified
+    assert result.n_rows == int(result.proven_pattern.sum()) < 300
+
+
+def test_bootstrap_forest_is_refused_with_the_fix():
+    X, y = binary_frame(40, 4, seed=9)
+    model = from_sklearn(RandomForestClassifier(n_estimators=2, random_state=0).fit(X, y))
+    with pytest.raises(UnsupportedModelError, match="bootstrap=False"):
+        reconstruct(model)
+
+
+def test_without_schema_unsplit_features_are_unknown():
+    X, y = binary_frame(30, 4, seed=10)
+    X["constant"] = 1
+    model = from_sklearn(DecisionTreeClassifier(random_state=0).fit(X, y), label_name="y")
+    result = reconstruct(model)
+    assert result.verified
+    assert result.rows["constant"].isna().all() and result.free["constant"].all()
