@@ -63,10 +63,13 @@ def lower_bounds(system: CountSystem, solution: np.ndarray, time_limit: float = 
         if not at_bound.any():
             break
         candidates = candidates[~at_bound]
-    # One LP per remaining candidate: its minimum, rounded up, is a sound bound.
+    # One LP per remaining candidate: its minimum, rounded up, is a sound bound. The optimum
+    # also settles every other candidate it leaves at its bound.
     while candidates.size and time.perf_counter() - start < time_limit:
         v, candidates = candidates[0], candidates[1:]
         x = minimise(np.array([v]))
-        if x is not None:
-            lower[v] = max(lower[v], int(np.ceil(x[position[v]] - _EPS)))
+        if x is None:
+            continue
+        lower[v] = max(lower[v], int(np.ceil(x[position[v]] - _EPS)))
+        candidates = candidates[x[[position[u] for u in candidates]] > lower[candidates] + _EPS]
     return Certainty(lower, candidates.size == 0, n_lps)

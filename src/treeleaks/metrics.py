@@ -9,8 +9,8 @@ optimal matching pairs as many identical rows as possible, and only the residual
 solver. A small residual is solved as an assignment over its rows; a large one as a
 min-cost flow between its distinct vectors (multiplicities as supplies), either over the
 complete bipartite graph or, when the columns take few values, over the Cartesian product
-of per-column graphs, whose shortest paths are the row distances and whose arc count does
-not grow with the number of rows (binarized data, random baselines).
+of per-column (per-group) graphs, whose shortest paths are the row distances and whose arc
+count does not grow with the number of rows (binarized data, random baselines).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class ReconstructionScore:
     n_matched: int
 
     def to_dict(self) -> dict[str, float | int]:
-        """Plain floats and ints for JSON reports."""
+        """Plain floats and ints for JSON reports (NaN where a field was not measured)."""
         return {
             key: int(value) if key.startswith("n_") else float(value)
             for key, value in asdict(self).items()
@@ -75,7 +75,8 @@ def evaluate(
 
     Frames of different lengths are matched on min(n_true, n_reconstructed) pairs. With a
     ``label`` present in both frames, identical feature vectors are paired within equal
-    labels first, and ``label_agreement`` is measured over the matched pairs.
+    labels first, and ``label_agreement`` is measured over the matched pairs (a label the
+    truth lacks is an error, one the reconstruction lacks gives NaN).
     """
     columns = _columns(truth, schema, label)
     labels = _label_codes(truth, reconstruction, label)
@@ -282,7 +283,8 @@ def _row_ids(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     ids = np.zeros(len(codes), dtype=np.int64)
     for column in codes.T:
-        ids = pd.factorize(ids * (int(column.max()) + 1) + column)[0]
+        low = int(column.min())
+        ids = pd.factorize(ids * (int(column.max()) - low + 1) + (column - low))[0]
     return ids, np.unique(ids, return_index=True)[1]
 
 
@@ -321,9 +323,9 @@ def _residual(
     if n_dense > _FLOW_MAX_ARCS:
         raise ValueError(
             f"after pairing identical rows, {n_true} true and {n_recon} reconstructed rows "
-            f"remain ({len(true_rows)} x {len(recon_rows)} distinct, with columns taking too "
-            "many values for the product graph): too many for an exact matching in memory; "
-            "evaluate on a random subset of the rows"
+            f"remain ({len(true_rows)} x {len(recon_rows)} distinct, over columns with many "
+            "distinct values): too many for an exact matching in memory; evaluate on a "
+            "random subset of the rows"
         )
     return _flow(true_counts, recon_counts, *_dense_graph(true_rows, recon_rows, columns.scale))
 
@@ -343,10 +345,10 @@ def _assignment(
     return ti[rows], ri[cols], np.ones(len(rows), dtype=np.int64)
 
 
-Network = tuple[np.ndarray, np.ndarray, np.ndarray, int]  # tails, heads, costs, extra nodes
+_Network = tuple[np.ndarray, np.ndarray, np.ndarray, int]  # tails, heads, costs, extra nodes
 
 
-def _dense_graph(true_rows: np.ndarray, recon_rows: np.ndarray, scale: np.ndarray) -> Network:
+def _dense_graph(true_rows: np.ndarray, recon_rows: np.ndarray, scale: np.ndarray) -> _Network:
     """Every residual true vector (nodes 0..m-1) linked to every reconstructed one (m..)."""
     m, n = len(true_rows), len(recon_rows)
     tails = np.repeat(np.arange(m), n)
@@ -356,7 +358,7 @@ def _dense_graph(true_rows: np.ndarray, recon_rows: np.ndarray, scale: np.ndarra
 
 def _product_graph(
     true_codes: np.ndarray, recon_codes: np.ndarray, values: list[np.ndarray], columns: _Columns
-) -> Network | None:
+) -> _Network | None:
     """The product of per-block complete graphs, or None when it exceeds the arc cap.
 
     Blocks are the schema's groups and the remaining single columns; a node is one value
@@ -374,16 +376,22 @@ def _product_graph(
     digits, distances = [], []
     for block in blocks:
         digit, first = _row_ids(codes[:, block])
+        true_levels, recon_levels = np.unique(digit[:m]), np.unique(digit[m:])
+        if len(true_levels) * len(recon_levels) > _FLOW_MAX_ARCS:
+            return None
         points = np.column_stack([values[j][codes[first, j]] for j in block])
-        distance = _term_sums(points, points, columns.scale[block])
-        if np.ptp(distance[np.ix_(np.unique(digit[:m]), np.unique(digit[m:]))]) > 0:
-            digits.append(digit)
-            distances.append(distance)
+        scale = columns.scale[block]
+        if np.ptp(_term_sums(points[true_levels], points[recon_levels], scale)) == 0:
+            continue
+        if len(first) * (len(first) - 1) > _FLOW_MAX_ARCS:
+            return None
+        digits.append(digit)
+        distances.append(_term_sums(points, points, scale))
     sizes = [len(distance) for distance in distances]
     n_nodes = math.prod(sizes)
     if n_nodes * sum(size - 1 for size in sizes) + m + n > _FLOW_MAX_ARCS:
         return None
-    strides = np.cumprod([1, *sizes[:-1]])
+    strides = np.cumprod([1, *sizes])[:-1]
     node = m + n + (np.column_stack(digits) @ strides if digits else np.zeros(m + n, np.int64))
     tails, heads = [np.arange(m), node[m:]], [node[:m], m + np.arange(n)]
     costs = [np.zeros(m + n)]
@@ -501,7 +509,11 @@ def _baseline(columns: _Columns, n_draws: int, seed: int) -> float:
     if n_draws == 0:
         return math.nan
     rng = np.random.default_rng(seed)
-    return float(np.mean([_match(columns, _draw(columns, rng)).error for _ in range(n_draws)]))
+    try:
+        errors = [_match(columns, _draw(columns, rng)).error for _ in range(n_draws)]
+    except ValueError as exc:
+        raise ValueError(f"random baseline: {exc}, or pass n_baseline_draws=0") from exc
+    return float(np.mean(errors))
 
 
 def _draw(columns: _Columns, rng: np.random.Generator) -> np.ndarray:

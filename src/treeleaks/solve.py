@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 from ortools.sat.python import cp_model
 from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse.csgraph import connected_components
 
 from treeleaks.system import CountSystem
 
@@ -71,17 +72,24 @@ def solve(
     start = time.perf_counter()
     counts = system.lb.copy()
     residual = _residual(system)
-    if residual.free.size == 0:
-        return Solution(counts, "OPTIMAL", _log_orderings(counts), time.perf_counter() - start, 0)
+    n_free = int(residual.free.size)
     run = _solve_highs if solver == "highs" else _solve_cpsat
-    status, values = run(residual, max(float(time_limit), 0.0), threads, seed)
-    elapsed = time.perf_counter() - start
-    if values is None:
-        return Solution(None, status, None, elapsed, int(residual.free.size))
-    n_steps = residual.step_var.size
-    added = np.bincount(residual.step_var, weights=values[:n_steps], minlength=residual.free.size)
-    counts[residual.free] += np.rint(added + values[n_steps:]).astype(np.int64)
-    return Solution(counts, status, _log_orderings(counts), elapsed, int(residual.free.size))
+    statuses = []
+    blocks = _blocks(residual)
+    remaining = sum(block.free.size for block in blocks)
+    for block in blocks:
+        left = max(float(time_limit) - (time.perf_counter() - start), 0.0)
+        share = left * block.free.size / remaining
+        remaining -= block.free.size
+        status, values = run(block, share, threads, seed)
+        statuses.append(status)
+        if values is None:
+            return Solution(None, status, None, time.perf_counter() - start, n_free)
+        n_steps = block.step_var.size
+        added = np.bincount(block.step_var, weights=values[:n_steps], minlength=block.free.size)
+        counts[block.free] += np.rint(added + values[n_steps:]).astype(np.int64)
+    status = "OPTIMAL" if all(s == "OPTIMAL" for s in statuses) else "FEASIBLE"
+    return Solution(counts, status, _log_orderings(counts), time.perf_counter() - start, n_free)
 
 
 def _log_orderings(counts: np.ndarray) -> float:
@@ -96,6 +104,8 @@ def _residual(system: CountSystem) -> _Residual:
     A = system.A.tocsc()[:, free].tocsr()
     rest = (system.b - system.A @ fixed - A @ system.lb[free]).astype(np.int64)
     live = np.diff(A.indptr) > 0
+    if np.any(rest[~live] != 0):
+        raise AssertionError("propagation left an equation with no open variable unmet")
     lb, span = system.lb[free], (system.ub - system.lb)[free]
     steps = np.minimum(span, SEGMENTS)
     step_var = np.repeat(np.arange(free.size), steps)
@@ -109,6 +119,32 @@ def _residual(system: CountSystem) -> _Residual:
         tail_cap=span - steps,
         tail_cost=np.log(lb + steps + 1.0),
     )
+
+
+def _blocks(residual: _Residual) -> list[_Residual]:
+    """Split the residual into independent blocks (no equation links two of them), smallest
+    first; equations never mix classes, so there is at least one block per class."""
+    n_rows, n_free = residual.A.shape
+    graph = sp.bmat([[None, residual.A], [residual.A.T, None]]).tocsr()
+    _, label = connected_components(graph, directed=False)
+    var_label, row_label = label[n_rows:], label[:n_rows]
+    blocks = []
+    for name in np.unique(var_label):
+        vars_ = np.flatnonzero(var_label == name)
+        rows = np.flatnonzero(row_label == name)
+        steps = np.flatnonzero(np.isin(residual.step_var, vars_))
+        renumber = np.full(n_free, -1)
+        renumber[vars_] = np.arange(vars_.size)
+        blocks.append(_Residual(
+            free=residual.free[vars_],
+            A=residual.A[rows][:, vars_],
+            rest=residual.rest[rows],
+            step_var=renumber[residual.step_var[steps]],
+            step_cost=residual.step_cost[steps],
+            tail_cap=residual.tail_cap[vars_],
+            tail_cost=residual.tail_cost[vars_],
+        ))
+    return sorted(blocks, key=lambda block: block.free.size)
 
 
 def _matrix(residual: _Residual) -> sp.csr_matrix:
