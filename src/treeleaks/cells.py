@@ -41,18 +41,48 @@ def enumerate_cells(model: ReleasedModel, schema: FeatureSchema) -> Cells:
     lower = np.full((1, m), -np.inf)
     upper = np.full((1, m), np.inf)
     allowed = np.ones((1, c), dtype=bool)
-    leaves: list[np.ndarray] = []
+    history: list[tuple[np.ndarray, np.ndarray]] = []
     for tree in model.trees:
-        lower, upper, allowed, leaf, parent = _route(tree, lower, upper, allowed)
-        leaves = [previous[parent] for previous in leaves]
-        keep = allowed.any(axis=1) & schema.feasible(lower, upper)
-        lower, upper, allowed, leaf = lower[keep], upper[keep], allowed[keep], leaf[keep]
-        leaves = [previous[keep] for previous in leaves]
-        leaves.append(leaf)
-    leaf_matrix = (
-        np.column_stack(leaves).astype(np.int32) if leaves else np.zeros((1, 0), np.int32)
-    )
-    return Cells(lower, upper, allowed, leaf_matrix)
+        parent, node, allowed = _route(tree, lower, upper, allowed)
+        node_lower, node_upper = _node_boxes(tree, m)
+        lower = np.maximum(lower[parent], node_lower[node])
+        upper = np.minimum(upper[parent], node_upper[node])
+        keep = schema.feasible(lower, upper)
+        lower, upper, allowed = lower[keep], upper[keep], allowed[keep]
+        history.append((parent[keep], tree.leaf_of_node[node[keep]]))
+    leaf = np.zeros((lower.shape[0], len(history)), dtype=np.int32)
+    index = np.arange(lower.shape[0])
+    for t in range(len(history) - 1, -1, -1):
+        parent, leaf_t = history[t]
+        leaf[:, t] = leaf_t[index]
+        index = parent[index]
+    return Cells(lower, upper, allowed, leaf)
+
+
+def _node_boxes(tree: Tree, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds ``lower < x <= upper`` of every node's region, ``(n_nodes, M)`` each."""
+    n_nodes = len(tree.feature)
+    lower = np.full((n_nodes, n_features), -np.inf)
+    upper = np.full((n_nodes, n_features), np.inf)
+    for node in _top_down(tree):
+        f, t = tree.feature[node], tree.threshold[node]
+        left, right = tree.left[node], tree.right[node]
+        lower[left], upper[left] = lower[node], upper[node]
+        lower[right], upper[right] = lower[node], upper[node]
+        upper[left, f] = min(upper[node, f], t)
+        lower[right, f] = max(lower[node, f], t)
+    return lower, upper
+
+
+def _top_down(tree: Tree) -> list[int]:
+    """Internal nodes, each before its children."""
+    order, stack = [], [0]
+    while stack:
+        node = stack.pop()
+        if tree.feature[node] >= 0:
+            order.append(node)
+            stack.extend((tree.left[node], tree.right[node]))
+    return order
 
 
 def _class_presence(tree: Tree) -> np.ndarray:
@@ -60,73 +90,38 @@ def _class_presence(tree: Tree) -> np.ndarray:
     presence = np.zeros((len(tree.feature), tree.counts.shape[1]), dtype=bool)
     is_leaf = tree.feature < 0
     presence[is_leaf] = tree.counts[tree.leaf_of_node[is_leaf]] > 0
-    for node in _bottom_up(tree):
+    for node in reversed(_top_down(tree)):
         presence[node] = presence[tree.left[node]] | presence[tree.right[node]]
     return presence
 
 
-def _bottom_up(tree: Tree) -> list[int]:
-    order, stack = [], [0]
-    while stack:
-        node = stack.pop()
-        if tree.feature[node] >= 0:
-            order.append(node)
-            stack.extend((tree.left[node], tree.right[node]))
-    return order[::-1]
-
-
 def _route(
     tree: Tree, lower: np.ndarray, upper: np.ndarray, allowed: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Route boxes down ``tree``, splitting those a threshold cuts.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Route boxes down ``tree``: every (box, leaf) pair that overlaps and can hold a class.
 
-    Returns the resulting boxes, their allowed classes (narrowed by the subtrees they
-    entered), their leaf, and the index of the input box each came from.
+    Only indices move; a box's bound on the split feature is narrowed by the node's own
+    region. Returns the box index, the leaf node, and the classes still allowed, per pair.
     """
     presence = _class_presence(tree)
-    parent = np.arange(lower.shape[0])
-    node = np.zeros(lower.shape[0], dtype=np.int64)
+    node_lower, node_upper = _node_boxes(tree, lower.shape[1])
+    box = np.arange(lower.shape[0])
+    node = np.zeros(box.size, dtype=np.int64)
     allowed = allowed & presence[0]
-    done_parts: list[tuple[np.ndarray, ...]] = []
-    while lower.shape[0]:
+    alive = allowed.any(axis=1)
+    box, node, allowed = box[alive], node[alive], allowed[alive]
+    done: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    while box.size:
         at_leaf = tree.feature[node] < 0
-        if at_leaf.any():
-            done_parts.append(
-                (lower[at_leaf], upper[at_leaf], allowed[at_leaf], node[at_leaf], parent[at_leaf])
-            )
-            inner = ~at_leaf
-            lower, upper, allowed, node, parent = (
-                lower[inner], upper[inner], allowed[inner], node[inner], parent[inner]
-            )
-            if not lower.shape[0]:
-                break
-        rows = np.arange(lower.shape[0])
-        f = tree.feature[node]
-        t = tree.threshold[node]
-        goes_left = lower[rows, f] < t
-        goes_right = upper[rows, f] > t
-        left_idx = np.flatnonzero(goes_left)
-        right_idx = np.flatnonzero(goes_right)
-        left_lower, left_upper = lower[left_idx], upper[left_idx].copy()
-        left_upper[np.arange(left_idx.size), f[left_idx]] = np.minimum(
-            left_upper[np.arange(left_idx.size), f[left_idx]], t[left_idx]
-        )
-        right_lower, right_upper = lower[right_idx].copy(), upper[right_idx]
-        right_lower[np.arange(right_idx.size), f[right_idx]] = np.maximum(
-            right_lower[np.arange(right_idx.size), f[right_idx]], t[right_idx]
-        )
-        left_node = tree.left[node[left_idx]]
-        right_node = tree.right[node[right_idx]]
-        lower = np.concatenate([left_lower, right_lower])
-        upper = np.concatenate([left_upper, right_upper])
-        node = np.concatenate([left_node, right_node])
-        parent = np.concatenate([parent[left_idx], parent[right_idx]])
-        allowed = np.concatenate([allowed[left_idx], allowed[right_idx]]) & presence[node]
+        done.append((box[at_leaf], node[at_leaf], allowed[at_leaf]))
+        box, node, allowed = box[~at_leaf], node[~at_leaf], allowed[~at_leaf]
+        f, t = tree.feature[node], tree.threshold[node]
+        low = np.maximum(lower[box, f], node_lower[node, f])
+        high = np.minimum(upper[box, f], node_upper[node, f])
+        left, right = np.flatnonzero(low < t), np.flatnonzero(high > t)
+        box = np.concatenate([box[left], box[right]])
+        node = np.concatenate([tree.left[node[left]], tree.right[node[right]]])
+        allowed = np.concatenate([allowed[left], allowed[right]]) & presence[node]
         alive = allowed.any(axis=1)
-        lower, upper, allowed, node, parent = (
-            lower[alive], upper[alive], allowed[alive], node[alive], parent[alive]
-        )
-    if not done_parts:
-        return lower, upper, allowed, node, parent
-    lo, up, al, nd, pa = (np.concatenate(parts) for parts in zip(*done_parts))
-    return lo, up, al, tree.leaf_of_node[nd], pa
+        box, node, allowed = box[alive], node[alive], allowed[alive]
+    return tuple(np.concatenate(parts) for parts in zip(*done))
