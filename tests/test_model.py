@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import binary_frame
 from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier, RandomForestRegressor
 from sklearn.tree import DecisionTreeClassifier
 
 from treeleaks import ReleasedModel, UnsupportedModelError, from_sklearn
 from treeleaks.model import ModelFormatError
+
+from conftest import binary_frame
 
 
 @pytest.mark.parametrize(

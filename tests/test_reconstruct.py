@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import binary_frame
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 from treeleaks import FeatureSchema, UnsupportedModelError, from_sklearn, reconstruct
+
+from conftest import binary_frame
 
 
 def sorted_rows(frame: pd.DataFrame) -> np.ndarray:

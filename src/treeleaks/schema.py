@@ -90,8 +90,8 @@ class FeatureSchema:
         groups = {key: [list(map(str, g)) for g in data.get(key, [])] for key in JSON_KEYS[:2]}
         for group in groups["one_hot_groups"] + groups["at_most_one_groups"]:
             for name in group:
-                if name in features:
-                    kind = features[name].kind
+                kind = features.get(name, FeatureSpec("binary")).kind
+                if kind != "binary":
                     raise SchemaError(f"group column {name!r} must be binary, not {kind}")
                 features[name] = FeatureSpec("binary", 0.0, 1.0)
         schema = cls(features, groups["one_hot_groups"], groups["at_most_one_groups"], False)

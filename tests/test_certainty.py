@@ -1,0 +1,66 @@
+"""Certainty bounds are sound: never above the true number of rows in any cell."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.ensemble import RandomForestClassifier
+
+from treeleaks import FeatureSchema, from_sklearn
+from treeleaks.cells import enumerate_cells
+from treeleaks.certainty import lower_bounds
+from treeleaks.solve import solve
+from treeleaks.system import build_system, propagate
+
+from conftest import binary_frame
+
+
+def true_counts(cells, system, X: np.ndarray, y_index: np.ndarray) -> np.ndarray:
+    """Rows of each (cell, class) variable in the true training set."""
+    inside = (cells.lower[None] < X[:, None]) & (X[:, None] <= cells.upper[None])
+    cell_of_row = inside.all(axis=2).argmax(axis=1)
+    lookup = {(c, k): j for j, (c, k) in enumerate(zip(system.cell, system.cls))}
+    counts = np.zeros(system.n_vars, dtype=np.int64)
+    for c, k in zip(cell_of_row, y_index):
+        counts[lookup[(c, k)]] += 1
+    return counts
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n_rows=st.integers(2, 40),
+    n_features=st.integers(2, 6),
+    n_trees=st.integers(1, 8),
+    depth=st.sampled_from([1, 2, 3, None]),
+    seed=st.integers(0, 10_000),
+)
+def test_lower_bounds_never_exceed_the_truth(n_rows, n_features, n_trees, depth, seed):
+    X, y = binary_frame(n_rows, n_features, seed)
+    forest = RandomForestClassifier(
+        n_estimators=n_trees, max_depth=depth, bootstrap=False, random_state=seed
+    ).fit(X, y)
+    model = from_sklearn(forest)
+    schema = FeatureSchema.from_frame(X).bind(model)
+    cells = enumerate_cells(model, schema)
+    system = propagate(build_system(model, cells))
+    truth = true_counts(cells, system, X.to_numpy(float), model.class_index(y))
+    solution = solve(system)
+    certainty = lower_bounds(system, solution.counts)
+    assert certainty.complete
+    assert np.all(system.lb <= truth) and np.all(truth <= system.ub)
+    assert np.all(certainty.lower <= truth)
+    assert np.all(certainty.lower <= solution.counts)
+
+
+def test_full_depth_forest_proves_every_row():
+    X, y = binary_frame(60, 5, seed=11)
+    X = X.drop_duplicates()
+    y = y[X.index]
+    forest = RandomForestClassifier(n_estimators=30, bootstrap=False, random_state=0).fit(X, y)
+    model = from_sklearn(forest)
+    schema = FeatureSchema.from_frame(X).bind(model)
+    cells = enumerate_cells(model, schema)
+    system = propagate(build_system(model, cells))
+    certainty = lower_bounds(system, solve(system).counts)
+    assert certainty.lower.sum() == len(X)

@@ -1,0 +1,92 @@
+"""FeatureSchema: inference, the --schema JSON form, and binding to a model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.tree import DecisionTreeClassifier
+
+from treeleaks import FeatureSchema, SchemaError, from_sklearn
+
+from conftest import binary_frame
+
+
+def fitted(frame: pd.DataFrame, y: np.ndarray):
+    return from_sklearn(DecisionTreeClassifier(random_state=0).fit(frame, y))
+
+
+def test_from_frame_infers_kinds_and_ranges():
+    frame = pd.DataFrame({"b": [0, 1, 1], "o": [3, 7, 5], "n": [0.5, 2.25, 1.0]})
+    schema = FeatureSchema.from_frame(frame)
+    assert [s.kind for s in schema.features.values()] == ["binary", "ordinal", "numerical"]
+    assert (schema.features["o"].low, schema.features["o"].high) == (3, 7)
+    assert (schema.features["n"].low, schema.features["n"].high) == (0.5, 2.25)
+
+
+def test_json_schema_binds_and_unlisted_columns_are_binary(tmp_path):
+    X, y = binary_frame(40, 4, seed=0)
+    X["age"] = np.arange(40)
+    model = fitted(X, y)
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps({"one_hot_groups": [["f0", "f1"]], "ordinal": {"age": [0, 99]}}))
+    bound = FeatureSchema.from_json(path).bind(model)
+    assert bound.names == model.feature_names
+    assert bound.features["f2"].kind == "binary" and bound.features["age"].kind == "ordinal"
+
+
+def test_unknown_json_key_is_named():
+    with pytest.raises(SchemaError, match=r"unknown schema key.*'categorical'"):
+        FeatureSchema.from_dict({"categorical": {}})
+
+
+def test_schema_column_missing_from_model_is_named():
+    X, y = binary_frame(30, 3, seed=1)
+    schema = FeatureSchema.from_dict({"one_hot_groups": [["f0", "colour_red"]]})
+    with pytest.raises(SchemaError, match="'colour_red' are not features of the model"):
+        schema.bind(fitted(X, y))
+
+
+def test_frame_schema_must_cover_every_model_feature():
+    X, y = binary_frame(30, 3, seed=2)
+    with pytest.raises(SchemaError, match=r"does not describe model feature.*'f2'"):
+        FeatureSchema.from_frame(X[["f0", "f1"]]).bind(fitted(X, y))
+
+
+def test_unlisted_column_split_outside_zero_one_must_be_declared():
+    X, y = binary_frame(40, 2, seed=3)
+    X["age"] = np.arange(40)
+    y = (X["age"] > 20).astype(int).to_numpy()
+    with pytest.raises(SchemaError, match=r"'age' is split at .* not binary; list it under"):
+        FeatureSchema.from_dict({}).bind(fitted(X, y))
+
+
+def test_inferred_schema_marks_unsplit_features_unknown():
+    X, y = binary_frame(30, 3, seed=4)
+    X["never"] = 0
+    schema = FeatureSchema.infer(fitted(X, y))
+    assert schema.features["never"].kind == "unknown"
+    assert schema.features["f0"].kind == "binary"
+
+
+def test_groups_reject_overlap_and_non_binary_members():
+    with pytest.raises(SchemaError, match="more than one group"):
+        FeatureSchema.from_dict(
+            {"one_hot_groups": [["a", "b"]], "at_most_one_groups": [["b", "c"]]}
+        )
+    with pytest.raises(SchemaError, match="must be binary"):
+        FeatureSchema.from_dict({"ordinal": {"a": [0, 3]}, "one_hot_groups": [["a", "b"]]})
+
+
+def test_feasible_respects_groups():
+    schema = FeatureSchema.from_frame(
+        pd.DataFrame({"a": [1, 0], "b": [0, 1], "c": [0, 0]}),
+        one_hot_groups=[["a", "b", "c"]],
+    )
+    inf = np.inf
+    lower = np.array([[0.5, 0.5, -inf], [-inf, -inf, -inf], [-inf, -inf, -inf]])
+    upper = np.array([[inf, inf, inf], [0.5, 0.5, 0.5], [0.5, inf, 0.5]])
+    # two members forced to 1; all forced to 0; exactly one possible
+    np.testing.assert_array_equal(schema.feasible(lower, upper), [False, False, True])
