@@ -1,0 +1,244 @@
+"""The ``treeleaks`` command line: a thin shell over the library.
+
+Exit codes: 0 success; 1 a reconstruction that fails its own certificate (a bug, please
+report it); 2 bad input (unreadable model or schema, unsupported model); 3 no complete
+reconstruction (the counts admit no dataset, or the solver ran out of time).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal, NoReturn
+
+import numpy as np
+import pandas as pd
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from treeleaks.attacks.exact import reconstruct
+from treeleaks.errors import TreeleaksError
+from treeleaks.io import load_model
+from treeleaks.model import ReleasedModel
+from treeleaks.result import Reconstruction
+from treeleaks.schema import FeatureSchema
+
+EXIT_UNVERIFIED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INCOMPLETE = 3
+
+app = typer.Typer(
+    help="What does a released tree model reveal about its training data?",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+ModelArg = Annotated[
+    Path,
+    typer.Argument(
+        metavar="MODEL",
+        help="The model: treeleaks .json, scikit-learn .skops, or a pickle (with --trust-pickle).",
+        show_default=False,
+    ),
+]
+TrustPickle = Annotated[
+    bool,
+    typer.Option(
+        "--trust-pickle",
+        help="Allow .pkl/.pickle/.joblib files. Loading a pickle runs code from the file.",
+    ),
+]
+
+
+@app.command()
+def demo(seed: Annotated[int, typer.Option(help="Random state of the forest.")] = 0) -> None:
+    """Train a forest on built-in data, reconstruct its training set from the model, score it."""
+    from treeleaks.demo import run_demo
+
+    summary = run_demo(seed=seed, console=Console())
+    _check_outcome(summary["status"], summary["verified"], summary["message"])
+
+
+@app.command("reconstruct")
+def reconstruct_command(
+    model_path: ModelArg,
+    schema: Annotated[
+        Path | None,
+        typer.Option(help="Feature schema JSON (one_hot_groups, at_most_one_groups, "
+                     "numerical, ordinal). Default: inferred from the model's splits."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Write the reconstructed rows to this CSV.")
+    ] = None,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Write the result summary to this JSON file.")
+    ] = None,
+    time_limit: Annotated[float, typer.Option(help="Solver time limit in seconds.")] = 60.0,
+    threads: Annotated[int, typer.Option(help="Solver threads.")] = 2,
+    seed: Annotated[int, typer.Option(help="Solver random seed.")] = 0,
+    solver: Annotated[Literal["highs", "cp-sat"], typer.Option(help="Solver backend.")] = "highs",
+    trust_pickle: TrustPickle = False,
+) -> None:
+    """Reconstruct the training rows of a forest whose trees each saw every row once."""
+    if schema is not None and not schema.is_file():
+        _fail(f"schema file {str(schema)!r} does not exist", EXIT_BAD_INPUT)
+    for target in (out, json_path):
+        if target is not None and not target.parent.is_dir():
+            _fail(f"cannot write {str(target)!r}: its folder does not exist", EXIT_BAD_INPUT)
+    model = _load(model_path, trust_pickle)
+    bound = None
+    if schema is not None:
+        try:
+            bound = FeatureSchema.from_json(schema).bind(model)
+        except (TreeleaksError, ValueError, OSError) as exc:
+            _fail(_describe(exc), EXIT_BAD_INPUT)
+    try:
+        with Console(stderr=True).status("Reconstructing the training set from the model..."):
+            recon = reconstruct(
+                model, bound, time_limit=time_limit, threads=threads, seed=seed, solver=solver
+            )
+    except TreeleaksError as exc:
+        _fail(str(exc), EXIT_BAD_INPUT)
+    out_console = Console()
+    out_console.print(_summary_table(model_path, model, recon))
+    try:
+        if out is not None:
+            _integral(recon.rows).to_csv(out, index=False)
+            out_console.print(f"Wrote {len(recon.rows)} rows to {escape(str(out))}")
+        if json_path is not None:
+            summary = {**recon.summary(), "model_path": str(model_path)}
+            json_path.write_text(json.dumps(summary, indent=2) + "\n")
+            out_console.print(f"Wrote the summary to {escape(str(json_path))}")
+    except OSError as exc:
+        _fail(_describe(exc), EXIT_BAD_INPUT)
+    _check_outcome(recon.status, recon.verified, recon.message)
+
+
+@app.command()
+def inspect(model_path: ModelArg, trust_pickle: TrustPickle = False) -> None:
+    """Show what a model file exposes to anyone who holds it."""
+    model = _load(model_path, trust_pickle)
+    Console().print(_inspect_table(model_path, model))
+
+
+def _load(path: Path, trust_pickle: bool) -> ReleasedModel:
+    try:
+        return load_model(path, trust_pickle=trust_pickle)
+    except (TreeleaksError, ValueError, OSError) as exc:
+        _fail(_describe(exc), EXIT_BAD_INPUT)
+
+
+def _describe(exc: Exception) -> str:
+    """One line for an error; OS errors name the file and the reason, not an errno."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"cannot access {exc.filename!r}: {exc.strerror}"
+    return str(exc)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    """Print one red line on stderr and exit with ``code``."""
+    Console(stderr=True).print(
+        Text.assemble(("error: ", "bold red"), (message, "red")), soft_wrap=True
+    )
+    raise typer.Exit(code)
+
+
+def _check_outcome(status: str, verified: bool, message: str) -> None:
+    """Exit non-zero when there is no complete reconstruction, or it fails its certificate."""
+    if status in ("INFEASIBLE", "UNKNOWN"):
+        _fail(message or f"no complete reconstruction (status {status})", EXIT_INCOMPLETE)
+    if not verified:
+        _fail(message or "the reconstruction does not reproduce the model", EXIT_UNVERIFIED)
+
+
+def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> Table:
+    s = recon.summary()
+    table = Table(title="Reconstruction", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("Model", escape(f"{path} ({model.source or 'treeleaks JSON'}, "
+                                  f"{model.n_trees} trees, {model.n_features} features)"))
+    status_style = "green" if s["status"] == "OPTIMAL" else "yellow"
+    how = ", ".join(filter(None, [s["solver"], f"{s['n_cells']} cells"]))
+    table.add_row("Status", Text(f"{s['status']} in {s['time_s']:.2f} s ({how})", status_style))
+    if s["certificate"] is not None:
+        checked = s["certificate"]["counts_checked"]
+        table.add_row(
+            "Certificate",
+            Text(f"verified: the rows reproduce all {checked} released leaf counts", "green")
+            if s["verified"]
+            else Text(f"not verified: {s['certificate']['counts_wrong']} of {checked} "
+                      "leaf counts differ", "red"),
+        )
+    table.add_row("Rows reconstructed", str(s["n_rows"]))
+    table.add_row("Rows proven to be training rows", f"{s['proven_rows']} of {s['n_rows']}")
+    table.add_row(
+        "Rows whose pinned values are proven",
+        f"{s['proven_pattern_rows']} of {s['n_rows']}",
+    )
+    table.add_row("Values the model leaves open", f"{s['free_values']} (filled in)")
+    if s["message"]:
+        table.add_row("Note", escape(s["message"]))
+    return table
+
+
+def _inspect_table(path: Path, model: ReleasedModel) -> Table:
+    table = Table(title=escape(f"What {path.name} exposes"), show_header=False,
+                  title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    leaves = [tree.n_leaves for tree in model.trees]
+    depths = [tree.depth for tree in model.trees]
+    table.add_row("Source", escape(model.source or "treeleaks JSON"))
+    table.add_row("Trees", str(model.n_trees))
+    table.add_row("Leaves per tree", _spread(leaves))
+    table.add_row("Depth", _spread(depths))
+    table.add_row("Classes", escape(", ".join(map(str, model.classes))))
+    table.add_row("Label column", escape(model.label_name))
+    names = model.feature_names
+    table.add_row("Features", escape(f"{len(names)}: {', '.join(names[:8])}"
+                                     f"{', ...' if len(names) > 8 else ''}"))
+    unsplit = sum(t.size == 0 for t in model.thresholds())
+    table.add_row("Features never split on", str(unsplit))
+    table.add_row("Bootstrap", "yes" if model.bootstrap else "no: every tree saw every row once")
+    exposed = bool(model.trees) and all(t.multiplicities is not None for t in model.trees)
+    table.add_row("Per-tree multiplicities", "exposed" if exposed else "not exposed")
+    table.add_row("Training rows N", _rows_known(model, exposed))
+    noise = model.noise
+    table.add_row("Noise", "none (exact counts)" if noise is None else
+                  f"{noise.kind}, epsilon={noise.epsilon:g}, scale={noise.scale:g}")
+    for key, value in model.facts.items():
+        table.add_row(escape(key), escape(str(value)))
+    return table
+
+
+def _rows_known(model: ReleasedModel, multiplicities_exposed: bool) -> str:
+    """N and the class balance when the counts give them away."""
+    if model.n_rows is not None:
+        per_class = model.trees[0].counts.sum(axis=0)
+        balance = ", ".join(f"{c}: {int(k)}" for c, k in zip(model.classes, per_class))
+        return escape(f"{model.n_rows} ({balance})")
+    if multiplicities_exposed:
+        return f"{len(model.trees[0].multiplicities)} (length of the multiplicities)"
+    return "not exposed"
+
+
+def _integral(rows: pd.DataFrame) -> pd.DataFrame:
+    """Float columns holding only whole numbers as integers, so 0/1 data stays 0/1 in the CSV."""
+    rows = rows.copy()
+    for name in rows.columns:
+        values = rows[name]
+        if pd.api.types.is_float_dtype(values) and np.isfinite(values).all() and (
+            values == values.round()
+        ).all():
+            rows[name] = values.astype(np.int64)
+    return rows
+
+
+def _spread(values: list[Any]) -> str:
+    if not values:
+        return "-"
+    return f"min {min(values)}, median {np.median(values):g}, max {max(values)}"
