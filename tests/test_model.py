@@ -24,18 +24,17 @@ from conftest import binary_frame
 )
 def test_counts_and_routing_match_sklearn(estimator):
     X, y = binary_frame(120, 6, seed=1)
+    X = X.to_numpy()
     estimator.fit(X, y)
     model = from_sklearn(estimator)
     members = [estimator] if hasattr(estimator, "tree_") else estimator.estimators_
-    leaves = model.apply(X.to_numpy())
+    leaves = model.apply(X)
     for t, (tree, member) in enumerate(zip(model.trees, members)):
-        np.testing.assert_array_equal(
-            leaves[:, t], tree.leaf_of_node[member.apply(X.to_numpy(np.float32))]
-        )
+        np.testing.assert_array_equal(leaves[:, t], tree.leaf_of_node[member.apply(X)])
         assert tree.counts.sum() == member.tree_.weighted_n_node_samples[0]
     if not model.bootstrap:
         assert model.n_rows == len(X)
-        for tree, produced in zip(model.trees, model.leaf_counts_of(X.to_numpy(), y)):
+        for tree, produced in zip(model.trees, model.leaf_counts_of(X, y)):
             np.testing.assert_array_equal(tree.counts, produced)
 
 

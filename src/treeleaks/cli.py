@@ -76,9 +76,9 @@ def reconstruct_command(
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Write the result summary to this JSON file.")
     ] = None,
-    time_limit: Annotated[float, typer.Option(help="Solver time limit in seconds.")] = 60.0,
-    threads: Annotated[int, typer.Option(help="Solver threads.")] = 2,
-    seed: Annotated[int, typer.Option(help="Solver random seed.")] = 0,
+    time_limit: Annotated[float, typer.Option(min=0, help="Solver time limit in seconds.")] = 60.0,
+    threads: Annotated[int, typer.Option(min=1, help="CP-SAT worker threads.")] = 2,
+    seed: Annotated[int, typer.Option(help="CP-SAT random seed.")] = 0,
     solver: Annotated[Literal["highs", "cp-sat"], typer.Option(help="Solver backend.")] = "highs",
     trust_pickle: TrustPickle = False,
 ) -> None:

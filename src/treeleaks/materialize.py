@@ -48,14 +48,14 @@ def cell_values(
     )[:, binary]
 
     ordinal = kinds == "ordinal"
-    first = np.maximum(range_low, np.floor(lower) + 1)
-    last = np.minimum(range_high, np.floor(upper))
-    low[:, ordinal], high[:, ordinal] = first[:, ordinal], last[:, ordinal]
-    determined[:, ordinal] = (first == last)[:, ordinal]
-    value[:, ordinal] = np.floor((first + last) / 2)[:, ordinal]
+    first = np.maximum(range_low[ordinal], np.floor(lower[:, ordinal]) + 1)
+    last = np.minimum(range_high[ordinal], np.floor(upper[:, ordinal]))
+    low[:, ordinal], high[:, ordinal] = first, last
+    determined[:, ordinal] = first == last
+    value[:, ordinal] = np.floor((first + last) / 2)
 
     numerical = kinds == "numerical"
-    value[:, numerical] = _interval_fill(low, high)[:, numerical]
+    value[:, numerical] = _interval_fill(low[:, numerical], high[:, numerical])
 
     _fill_binary(schema, can0, can1, determined, value, weight)
     return CellValues(determined, value, low, high)
@@ -79,10 +79,13 @@ def _resolve_groups(schema: FeatureSchema, can0: np.ndarray, can1: np.ndarray) -
 def _interval_fill(low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """Middle of each numerical interval; half a unit inside when one end is unbounded
     (the model and schema give no scale there), 0 when both are."""
-    mid = (low + high) / 2
-    mid = np.where(np.isfinite(low) & ~np.isfinite(high), low + 0.5, mid)
-    mid = np.where(~np.isfinite(low) & np.isfinite(high), high - 0.5, mid)
-    return np.where(np.isfinite(low) | np.isfinite(high), mid, 0.0)
+    has_low, has_high = np.isfinite(low), np.isfinite(high)
+    mid = np.zeros(low.shape)
+    both = has_low & has_high
+    mid[both] = (low[both] + high[both]) / 2
+    mid[has_low & ~has_high] = low[has_low & ~has_high] + 0.5
+    mid[~has_low & has_high] = high[~has_low & has_high] - 0.5
+    return mid
 
 
 def _fill_binary(

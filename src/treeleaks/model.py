@@ -274,6 +274,12 @@ class ReleasedModel:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ReleasedModel:
+        trees = data.get("trees", []) if isinstance(data, dict) else None
+        if not isinstance(trees, list) or not all(isinstance(t, dict) for t in trees):
+            raise ModelFormatError(
+                "a treeleaks model is a JSON object whose 'trees' are objects; "
+                "export it with ReleasedModel.to_json"
+            )
         if data.get("format") != "treeleaks.ReleasedModel":
             raise ModelFormatError(
                 "not a treeleaks model: the JSON needs \"format\": \"treeleaks.ReleasedModel\""

@@ -40,6 +40,8 @@ def reconstruct(
     `treeleaks.solve`). ``time_limit`` bounds the solver's search; when it runs out the best
     solution found is returned with status FEASIBLE, or, if none was found, the rows
     propagation proved (status UNKNOWN). Counts no dataset can produce give status INFEASIBLE.
+    ``threads`` and ``seed`` steer CP-SAT (``solver="cp-sat"``); HiGHS runs deterministically.
+    ``certainty_time_limit`` bounds the LP tightening of the proofs (they stay sound if cut).
     """
     if model.bootstrap:
         raise UnsupportedModelError(
@@ -66,16 +68,16 @@ def reconstruct(
         system = propagate(build_system(model, cells))
     except InconsistentCountsError as exc:
         lap("system", tick)
-        return _empty(model, bound, "INFEASIBLE", time.perf_counter() - start, timings,
-                      f"no dataset reproduces the released counts: {exc}", len(cells))
+        return _empty(model, "INFEASIBLE", time.perf_counter() - start, timings,
+                      f"no dataset reproduces the released counts: {exc}", len(cells), solver)
     tick = lap("propagation", tick)
     solution = solve(system, time_limit=time_limit, threads=threads, seed=seed, solver=solver)
     tick = lap("solve", tick)
     if solution.counts is None:
         if solution.status == "INFEASIBLE":
-            return _empty(model, bound, "INFEASIBLE", time.perf_counter() - start, timings,
+            return _empty(model, "INFEASIBLE", time.perf_counter() - start, timings,
                           "no dataset reproduces the released counts: the model was altered "
-                          "or its counts are not exact", len(cells))
+                          "or its counts are not exact", len(cells), solver)
         counts, lower = system.lb, system.lb
         message = (
             f"no complete reconstruction found within the time limit of {time_limit:g} s; "
@@ -144,12 +146,12 @@ def _rows(
 
 def _empty(
     model: ReleasedModel,
-    schema: FeatureSchema,
     status: str,
     elapsed: float,
     timings: dict[str, float],
     message: str,
     n_cells: int,
+    solver: str,
 ) -> Reconstruction:
     """A result with no rows: the counts admit no dataset."""
     names = list(model.feature_names)
@@ -160,5 +162,5 @@ def _empty(
     return Reconstruction(
         rows=rows, free=empty.astype(bool), lower=empty, upper=empty, proven=nothing,
         proven_pattern=nothing, status=status, certificate=None, time_s=elapsed,
-        message=message, n_cells=n_cells, timings=timings,
+        message=message, solver=solver, n_cells=n_cells, timings=timings,
     )

@@ -1,0 +1,124 @@
+"""The command line: outputs, exit codes, and one-line errors instead of tracebacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.ensemble import RandomForestClassifier
+from typer.testing import CliRunner, Result
+
+from treeleaks import from_sklearn
+from treeleaks.cli import app
+from treeleaks.io import save_model
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def truth() -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.integers(0, 2, (60, 6)), columns=[f"f{i}" for i in range(6)])
+    return X.assign(label=((X.f0 ^ X.f1) | X.f2).astype(np.int64))
+
+
+@pytest.fixture(scope="module")
+def files(truth: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A no-bootstrap forest as skops, pickle and JSON, and a bootstrap forest as skops."""
+    folder = tmp_path_factory.mktemp("models")
+    X, y = truth.drop(columns="label"), truth["label"]
+    forest = RandomForestClassifier(n_estimators=20, bootstrap=False, random_state=0).fit(X, y)
+    joblib.dump(forest, folder / "forest.pkl")
+    tampered = from_sklearn(forest).to_dict()
+    tampered["trees"][0]["counts"][0][0] += 1
+    (folder / "tampered.json").write_text(json.dumps(tampered))
+    bagged = RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y)
+    return {
+        "forest": save_model(forest, folder / "forest.skops"),
+        "pickle": folder / "forest.pkl",
+        "tampered": folder / "tampered.json",
+        "bagged": save_model(bagged, folder / "bagged.skops"),
+    }
+
+
+def one_line_error(result: Result, code: int) -> str:
+    assert result.exit_code == code, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def test_reconstruct_writes_the_training_rows_and_a_summary(
+    files: dict[str, Path], truth: pd.DataFrame, tmp_path: Path
+) -> None:
+    out, summary = tmp_path / "recon.csv", tmp_path / "summary.json"
+    result = runner.invoke(
+        app, ["reconstruct", str(files["forest"]), "--out", str(out), "--json", str(summary)]
+    )
+    assert result.exit_code == 0, result.output
+    rows = pd.read_csv(out)
+    assert list(rows.columns) == list(truth.columns)
+    by_all = list(truth.columns)
+    expected = truth.sort_values(by_all).reset_index(drop=True)
+    pd.testing.assert_frame_equal(rows.sort_values(by_all).reset_index(drop=True), expected)
+    report = json.loads(summary.read_text())
+    assert report["status"] == "OPTIMAL" and report["verified"] is True
+    assert report["n_rows"] == len(truth) and report["proven_rows"] == len(truth)
+    assert report["time_s"] >= 0 and report["model_path"] == str(files["forest"])
+
+
+def test_inspect_reports_what_the_model_exposes(files: dict[str, Path]) -> None:
+    result = runner.invoke(app, ["inspect", str(files["forest"])])
+    assert result.exit_code == 0, result.output
+    for expected in ("Trees", "20", "Leaves per tree", "Bootstrap", "Training rows N", "60"):
+        assert expected in result.stdout
+    bagged = runner.invoke(app, ["inspect", str(files["bagged"])])
+    assert bagged.exit_code == 0 and "exposed" in bagged.stdout
+
+
+def test_schema_naming_an_unknown_column_exits_2(files: dict[str, Path], tmp_path: Path) -> None:
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"numerical": {"blood_pressure": [0, 200]}}))
+    result = runner.invoke(app, ["reconstruct", str(files["forest"]), "--schema", str(schema)])
+    assert "blood_pressure" in one_line_error(result, 2)
+
+
+def test_pickle_needs_trust_pickle(files: dict[str, Path]) -> None:
+    refused = runner.invoke(app, ["inspect", str(files["pickle"])])
+    assert "loading a pickle runs code from the file" in one_line_error(refused, 2)
+    trusted = runner.invoke(app, ["inspect", str(files["pickle"]), "--trust-pickle"])
+    assert trusted.exit_code == 0, trusted.output
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["inspect", "absent.skops"], "does not exist"),
+        (["inspect", "model.txt"], "unknown model file type"),
+        (["reconstruct", "{bagged}"], "bootstrap=True"),
+        (["reconstruct", "{forest}", "--schema", "absent.json"], "schema file"),
+        (["reconstruct", "{forest}", "--out", "no/such/folder/x.csv"], "folder does not exist"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(
+    files: dict[str, Path], args: list[str], fragment: str
+) -> None:
+    args = [a.format(**{k: str(v) for k, v in files.items()}) for a in args]
+    assert fragment in one_line_error(runner.invoke(app, args), 2)
+
+
+def test_counts_no_dataset_can_produce_exit_3(files: dict[str, Path], tmp_path: Path) -> None:
+    summary = tmp_path / "summary.json"
+    result = runner.invoke(app, ["reconstruct", str(files["tampered"]), "--json", str(summary)])
+    assert "no dataset reproduces the released counts" in one_line_error(result, 3)
+    assert json.loads(summary.read_text())["status"] == "INFEASIBLE"
+
+
+def test_demo_runs_and_is_verified() -> None:
+    result = runner.invoke(app, ["demo"])
+    assert result.exit_code == 0, result.output
+    assert "verified" in result.stdout
