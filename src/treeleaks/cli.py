@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from treeleaks.attacks.exact import reconstruct
+from treeleaks.display import certificate_text
 from treeleaks.errors import TreeleaksError
 from treeleaks.io import load_model
 from treeleaks.model import ReleasedModel
@@ -165,14 +166,7 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
     how = ", ".join(filter(None, [s["solver"], f"{s['n_cells']} cells"]))
     table.add_row("Status", Text(f"{s['status']} in {s['time_s']:.2f} s ({how})", status_style))
     if s["certificate"] is not None:
-        checked = s["certificate"]["counts_checked"]
-        table.add_row(
-            "Certificate",
-            Text(f"verified: the rows reproduce all {checked} released leaf counts", "green")
-            if s["verified"]
-            else Text(f"not verified: {s['certificate']['counts_wrong']} of {checked} "
-                      "leaf counts differ", "red"),
-        )
+        table.add_row("Certificate", certificate_text(s))
     table.add_row("Rows reconstructed", str(s["n_rows"]))
     table.add_row("Rows proven to be training rows", f"{s['proven_rows']} of {s['n_rows']}")
     table.add_row(
