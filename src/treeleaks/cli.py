@@ -81,6 +81,9 @@ def reconstruct_command(
     threads: Annotated[int, typer.Option(min=1, help="CP-SAT worker threads.")] = 2,
     seed: Annotated[int, typer.Option(help="CP-SAT random seed.")] = 0,
     solver: Annotated[Literal["highs", "cp-sat"], typer.Option(help="Solver backend.")] = "highs",
+    certainty_time_limit: Annotated[
+        float, typer.Option(min=0, help="Time for tightening the proofs (they stay sound if cut).")
+    ] = 30.0,
     trust_pickle: TrustPickle = False,
 ) -> None:
     """Reconstruct the training rows of a forest whose trees each saw every row once."""
@@ -99,7 +102,8 @@ def reconstruct_command(
     try:
         with Console(stderr=True).status("Reconstructing the training set from the model..."):
             recon = reconstruct(
-                model, bound, time_limit=time_limit, threads=threads, seed=seed, solver=solver
+                model, bound, time_limit=time_limit, threads=threads, seed=seed, solver=solver,
+                certainty_time_limit=certainty_time_limit,
             )
     except TreeleaksError as exc:
         _fail(str(exc), EXIT_BAD_INPUT)
