@@ -98,3 +98,16 @@ def test_weighted_training_is_refused(how):
         forest.fit(X, y, sample_weight=np.linspace(0.3, 2.0, len(y)))
     with pytest.raises(UnsupportedModelError, match=r"not integers.*sample_weight or class_weight"):
         from_sklearn(forest)
+
+
+def test_leaf_boxes_hold_exactly_the_rows_routed_to_each_leaf():
+    X, y = binary_frame(90, 5, seed=7)
+    X["age"] = np.random.default_rng(7).integers(18, 90, len(X))
+    forest = RandomForestClassifier(n_estimators=4, bootstrap=False, random_state=0)
+    model = from_sklearn(forest.fit(X, y))
+    values = X.to_numpy(float)
+    for tree, leaves in zip(model.trees, model.apply(values).T):
+        lower, upper = tree.leaf_boxes(model.n_features)
+        inside = (lower[None] < values[:, None]) & (values[:, None] <= upper[None])
+        np.testing.assert_array_equal(inside.all(axis=2).argmax(axis=1), leaves)
+        assert (inside.all(axis=2).sum(axis=1) == 1).all()

@@ -44,7 +44,7 @@ def enumerate_cells(model: ReleasedModel, schema: FeatureSchema) -> Cells:
     history: list[tuple[np.ndarray, np.ndarray]] = []
     for tree in model.trees:
         parent, node, allowed = _route(tree, lower, upper, allowed)
-        node_lower, node_upper = _node_boxes(tree, m)
+        node_lower, node_upper = tree.node_boxes(m)
         lower = np.maximum(lower[parent], node_lower[node])
         upper = np.minimum(upper[parent], node_upper[node])
         keep = schema.feasible(lower, upper)
@@ -59,38 +59,12 @@ def enumerate_cells(model: ReleasedModel, schema: FeatureSchema) -> Cells:
     return Cells(lower, upper, allowed, leaf)
 
 
-def _node_boxes(tree: Tree, n_features: int) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds ``lower < x <= upper`` of every node's region, ``(n_nodes, M)`` each."""
-    n_nodes = len(tree.feature)
-    lower = np.full((n_nodes, n_features), -np.inf)
-    upper = np.full((n_nodes, n_features), np.inf)
-    for node in _top_down(tree):
-        f, t = tree.feature[node], tree.threshold[node]
-        left, right = tree.left[node], tree.right[node]
-        lower[left], upper[left] = lower[node], upper[node]
-        lower[right], upper[right] = lower[node], upper[node]
-        upper[left, f] = min(upper[node, f], t)
-        lower[right, f] = max(lower[node, f], t)
-    return lower, upper
-
-
-def _top_down(tree: Tree) -> list[int]:
-    """Internal nodes, each before its children."""
-    order, stack = [], [0]
-    while stack:
-        node = stack.pop()
-        if tree.feature[node] >= 0:
-            order.append(node)
-            stack.extend((tree.left[node], tree.right[node]))
-    return order
-
-
 def _class_presence(tree: Tree) -> np.ndarray:
     """``(n_nodes, C)``: whether some leaf below each node holds a row of each class."""
     presence = np.zeros((len(tree.feature), tree.counts.shape[1]), dtype=bool)
     is_leaf = tree.feature < 0
     presence[is_leaf] = tree.counts[tree.leaf_of_node[is_leaf]] > 0
-    for node in reversed(_top_down(tree)):
+    for node in reversed(tree.internal_nodes()):
         presence[node] = presence[tree.left[node]] | presence[tree.right[node]]
     return presence
 
@@ -104,7 +78,7 @@ def _route(
     region. Returns the box index, the leaf node, and the classes still allowed, per pair.
     """
     presence = _class_presence(tree)
-    node_lower, node_upper = _node_boxes(tree, lower.shape[1])
+    node_lower, node_upper = tree.node_boxes(lower.shape[1])
     box = np.arange(lower.shape[0])
     node = np.zeros(box.size, dtype=np.int64)
     allowed = allowed & presence[0]

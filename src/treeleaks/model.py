@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -70,26 +69,35 @@ class Tree:
                 depth[self.right[node]] = depth[node] + 1
         return int(depth.max())
 
-    def leaf_boxes(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per-leaf bounds ``(lower, upper)``, ``(n_leaves, n_features)``: lower < x <= upper."""
-        lower = np.full((self.n_leaves, n_features), -np.inf)
-        upper = np.full((self.n_leaves, n_features), np.inf)
-        stack = [(0, np.full(n_features, -np.inf), np.full(n_features, np.inf))]
-        while stack:
-            node, lo, hi = stack.pop()
-            f = self.feature[node]
-            if f < 0:
-                leaf = self.leaf_of_node[node]
-                lower[leaf], upper[leaf] = lo, hi
-                continue
-            t = self.threshold[node]
-            left_hi = hi.copy()
-            left_hi[f] = min(hi[f], t)
-            right_lo = lo.copy()
-            right_lo[f] = max(lo[f], t)
-            stack.append((self.left[node], lo, left_hi))
-            stack.append((self.right[node], right_lo, hi))
+    def node_boxes(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds ``(lower, upper)`` of every node's region, ``(n_nodes, n_features)``:
+        lower < x <= upper."""
+        lower = np.full((len(self.feature), n_features), -np.inf)
+        upper = np.full((len(self.feature), n_features), np.inf)
+        for node in self.internal_nodes():
+            f, t = self.feature[node], self.threshold[node]
+            for child in (self.left[node], self.right[node]):
+                lower[child], upper[child] = lower[node], upper[node]
+            upper[self.left[node], f] = min(upper[node, f], t)
+            lower[self.right[node], f] = max(lower[node, f], t)
         return lower, upper
+
+    def leaf_boxes(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each leaf's box ``(lower, upper)``, ``(n_leaves, n_features)``, in leaf order."""
+        lower, upper = self.node_boxes(n_features)
+        leaf_nodes = np.flatnonzero(self.feature < 0)
+        order = np.argsort(self.leaf_of_node[leaf_nodes])
+        return lower[leaf_nodes[order]], upper[leaf_nodes[order]]
+
+    def internal_nodes(self) -> list[int]:
+        """Internal nodes, each before its children."""
+        order, stack = [], [0]
+        while stack:
+            node = stack.pop()
+            if self.feature[node] >= 0:
+                order.append(node)
+                stack.extend((self.left[node], self.right[node]))
+        return order
 
     def apply(self, X: np.ndarray) -> np.ndarray:
         """Leaf index reached by each row of ``X``."""
@@ -203,11 +211,6 @@ class ReleasedModel:
         if self.bootstrap or self.noise is not None or not self.trees:
             return None
         return int(self.trees[0].counts.sum())
-
-    @cached_property
-    def boxes(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Leaf boxes of every tree (see `Tree.leaf_boxes`)."""
-        return [tree.leaf_boxes(self.n_features) for tree in self.trees]
 
     def thresholds(self) -> list[np.ndarray]:
         """Sorted distinct split thresholds of each feature over all trees."""

@@ -43,7 +43,6 @@ class Solution:
     status: str
     objective: float | None
     time_s: float
-    n_free_vars: int
 
 
 @dataclass
@@ -72,7 +71,6 @@ def solve(
     start = time.perf_counter()
     counts = system.lb.copy()
     residual = _residual(system)
-    n_free = int(residual.free.size)
     run = _solve_highs if solver == "highs" else _solve_cpsat
     statuses = []
     for block in _blocks(residual):
@@ -80,12 +78,12 @@ def solve(
         status, values = run(block, left, threads, seed)
         statuses.append(status)
         if values is None:
-            return Solution(None, status, None, time.perf_counter() - start, n_free)
+            return Solution(None, status, None, time.perf_counter() - start)
         n_steps = block.step_var.size
         added = np.bincount(block.step_var, weights=values[:n_steps], minlength=block.free.size)
         counts[block.free] += np.rint(added + values[n_steps:]).astype(np.int64)
     status = "OPTIMAL" if all(s == "OPTIMAL" for s in statuses) else "FEASIBLE"
-    return Solution(counts, status, _log_orderings(counts), time.perf_counter() - start, n_free)
+    return Solution(counts, status, _log_orderings(counts), time.perf_counter() - start)
 
 
 def _log_orderings(counts: np.ndarray) -> float:
