@@ -45,8 +45,9 @@ def reconstruct(
     """
     if model.bootstrap:
         raise UnsupportedModelError(
-            "this forest was trained with bootstrap=True; exact reconstruction needs every "
-            "tree to see every row once (refit with bootstrap=False to audit it here)"
+            "this forest was trained with bootstrap=True, which exact reconstruction does not "
+            "cover yet: it needs every tree to see every row once (bootstrap=False); "
+            "'treeleaks inspect' shows what the model exposes"
         )
     if model.noise is not None:
         raise UnsupportedModelError(
@@ -89,7 +90,13 @@ def reconstruct(
         certainty = lower_bounds(system, solution.counts, certainty_time_limit)
         tick = lap("certainty", tick)
         counts, lower, complete = solution.counts, certainty.lower, certainty.complete
-        message = "" if complete else "certainty bounds stopped at their time limit (still sound)"
+        notes = []
+        if solution.status == "FEASIBLE":
+            notes.append(f"the solver stopped at its time limit of {time_limit:g} s with a "
+                         "complete reconstruction that may not be the most likely one")
+        if not complete:
+            notes.append("certainty bounds stopped at their time limit (still sound)")
+        message = "; ".join(notes)
     recon = _rows(model, bound, cells, system.cell, system.cls, counts, lower)
     certificate = verify(model, recon["rows"])
     lap("verify", tick)
