@@ -126,7 +126,11 @@ def worker(config_path: str) -> int:
             from treeleaks.metrics import evaluate
         except ImportError as exc:
             out["metrics_failure"] = f"treeleaks.metrics unavailable: {exc}"
-        else:
+        if rec.n_rows != cfg["n"]:
+            # A partial reconstruction (only the rows propagation proved) is not comparable:
+            # its matched error would flatter the means, so the run stays unscored.
+            out["metrics_failure"] = f"not scored: {rec.n_rows} of {cfg['n']} rows reconstructed"
+        elif "metrics_failure" not in out:
             try:
                 score = evaluate(train, rec.rows, schema, label=data.label,
                                  n_baseline_draws=3, seed=cfg["seed"])
