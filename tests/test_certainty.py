@@ -64,3 +64,17 @@ def test_full_depth_forest_proves_every_row():
     system = propagate(build_system(model, cells))
     certainty = lower_bounds(system, solve(system).counts)
     assert certainty.lower.sum() == len(X)
+
+
+def test_no_time_for_lps_keeps_the_propagated_bounds_and_says_so():
+    X, y = binary_frame(200, 8, seed=12)
+    forest = RandomForestClassifier(n_estimators=20, max_depth=2, bootstrap=False, random_state=0)
+    model = from_sklearn(forest.fit(X, y))
+    schema = FeatureSchema.from_frame(X).bind(model)
+    cells = enumerate_cells(model, schema)
+    system = propagate(build_system(model, cells))
+    solution = solve(system).counts
+    assert np.any(solution > system.lb), "the case needs open variables to bound"
+    certainty = lower_bounds(system, solution, time_limit=0.0)
+    assert not certainty.complete and certainty.n_lps == 0
+    np.testing.assert_array_equal(certainty.lower, system.lb)

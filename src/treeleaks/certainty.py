@@ -51,7 +51,9 @@ def lower_bounds(system: CountSystem, solution: np.ndarray, time_limit: float = 
         n_lps += 1
         cost = np.zeros(open_vars.size)
         cost[[position[v] for v in targets]] = 1.0
-        res = linprog(cost, A_eq=A, b_eq=rest, bounds=bounds, method="highs")
+        left = max(time_limit - (time.perf_counter() - start), 0.01)
+        res = linprog(cost, A_eq=A, b_eq=rest, bounds=bounds, method="highs",
+                      options={"time_limit": left})
         return res.x if res.status == 0 else None
 
     # Joint LPs: every candidate that the LP can push down to its bound is settled.
@@ -65,11 +67,13 @@ def lower_bounds(system: CountSystem, solution: np.ndarray, time_limit: float = 
         candidates = candidates[~at_bound]
     # One LP per remaining candidate: its minimum, rounded up, is a sound bound. The optimum
     # also settles every other candidate it leaves at its bound.
+    unsettled = 0
     while candidates.size and time.perf_counter() - start < time_limit:
         v, candidates = candidates[0], candidates[1:]
         x = minimise(np.array([v]))
-        if x is None:
+        if x is None:  # out of time or numerical trouble: no bound for v, which is sound
+            unsettled += 1
             continue
         lower[v] = max(lower[v], int(np.ceil(x[position[v]] - _EPS)))
         candidates = candidates[x[[position[u] for u in candidates]] > lower[candidates] + _EPS]
-    return Certainty(lower, candidates.size == 0, n_lps)
+    return Certainty(lower, candidates.size == 0 and unsettled == 0, n_lps)
