@@ -47,15 +47,28 @@ class Solution:
 
 @dataclass
 class _Residual:
-    """The open part: ``A @ (step sums) == rest`` over unit steps and linear tails."""
+    """The open part: ``A @ x == rest`` with ``0 <= x <= span`` (x counts rows above ``lb``)."""
 
     free: np.ndarray
     A: sp.csr_matrix
     rest: np.ndarray
-    step_var: np.ndarray
-    step_cost: np.ndarray
-    tail_cap: np.ndarray
-    tail_cost: np.ndarray
+    lb: np.ndarray
+    span: np.ndarray
+
+
+@dataclass
+class _Mip:
+    """``min cost @ v`` s.t. ``matrix @ v == rhs``, ``0 <= v <= upper``, v integer.
+
+    Columns: one per open variable (carrying its equations), then unit steps and a linear
+    tail for variables that can take more than one extra row, tied to their variable by one
+    link row each, so the equations' coefficients are stored once per variable.
+    """
+
+    cost: np.ndarray
+    matrix: sp.csr_matrix
+    rhs: np.ndarray
+    upper: np.ndarray
 
 
 def solve(
@@ -79,9 +92,7 @@ def solve(
         statuses.append(status)
         if values is None:
             return Solution(None, status, None, time.perf_counter() - start)
-        n_steps = block.step_var.size
-        added = np.bincount(block.step_var, weights=values[:n_steps], minlength=block.free.size)
-        counts[block.free] += np.rint(added + values[n_steps:]).astype(np.int64)
+        counts[block.free] += np.rint(values[: block.free.size]).astype(np.int64)
     status = "OPTIMAL" if all(s == "OPTIMAL" for s in statuses) else "FEASIBLE"
     return Solution(counts, status, _log_orderings(counts), time.perf_counter() - start)
 
@@ -100,18 +111,12 @@ def _residual(system: CountSystem) -> _Residual:
     live = np.diff(A.indptr) > 0
     if np.any(rest[~live] != 0):
         raise AssertionError("propagation left an equation with no open variable unmet")
-    lb, span = system.lb[free], (system.ub - system.lb)[free]
-    steps = np.minimum(span, SEGMENTS)
-    step_var = np.repeat(np.arange(free.size), steps)
-    step_index = np.arange(step_var.size) - np.repeat(np.cumsum(steps) - steps, steps) + 1
     return _Residual(
         free=free,
         A=A[live],
         rest=rest[live],
-        step_var=step_var,
-        step_cost=np.log(lb[step_var] + step_index),
-        tail_cap=span - steps,
-        tail_cost=np.log(lb + steps + 1.0),
+        lb=system.lb[free],
+        span=(system.ub - system.lb)[free],
     )
 
 
@@ -119,7 +124,7 @@ def _blocks(residual: _Residual) -> list[_Residual]:
     """Split the residual into independent blocks (no equation links two of them), smallest
     first so that quick blocks do not wait behind a hard one; equations never mix classes,
     so there is at least one block per class."""
-    n_rows, n_free = residual.A.shape
+    n_rows = residual.A.shape[0]
     graph = sp.bmat([[None, residual.A], [residual.A.T, None]]).tocsr()
     _, label = connected_components(graph, directed=False)
     var_label, row_label = label[n_rows:], label[:n_rows]
@@ -127,40 +132,54 @@ def _blocks(residual: _Residual) -> list[_Residual]:
     for name in np.unique(var_label):
         vars_ = np.flatnonzero(var_label == name)
         rows = np.flatnonzero(row_label == name)
-        steps = np.flatnonzero(np.isin(residual.step_var, vars_))
-        renumber = np.full(n_free, -1)
-        renumber[vars_] = np.arange(vars_.size)
         blocks.append(_Residual(
             free=residual.free[vars_],
             A=residual.A[rows][:, vars_],
             rest=residual.rest[rows],
-            step_var=renumber[residual.step_var[steps]],
-            step_cost=residual.step_cost[steps],
-            tail_cap=residual.tail_cap[vars_],
-            tail_cost=residual.tail_cost[vars_],
+            lb=residual.lb[vars_],
+            span=residual.span[vars_],
         ))
     return sorted(blocks, key=lambda block: block.free.size)
 
 
-def _matrix(residual: _Residual) -> sp.csr_matrix:
-    """Constraint matrix over [steps, tails]: each step or tail adds one row to its variable."""
-    n_steps, n_free = residual.step_var.size, residual.free.size
-    to_vars = sp.csr_matrix(
-        (np.ones(n_steps), (residual.step_var, np.arange(n_steps))), shape=(n_free, n_steps)
+def _mip(residual: _Residual) -> _Mip:
+    """The block as a MIP minimising ``sum(log n!)`` (see the module doc)."""
+    n_free, lb, span = residual.free.size, residual.lb, residual.span
+    stepped = np.flatnonzero(span > 1)
+    steps = np.minimum(span[stepped], SEGMENTS)
+    step_owner = np.repeat(np.arange(stepped.size), steps)
+    step_index = np.arange(step_owner.size) - np.repeat(np.cumsum(steps) - steps, steps) + 1
+    n_steps, n_links = step_owner.size, stepped.size
+    # link row k: x[stepped[k]] - (its steps) - (its tail) == 0
+    link = sp.hstack([
+        sp.csr_matrix((np.ones(n_links), (np.arange(n_links), stepped)), shape=(n_links, n_free)),
+        sp.csr_matrix((-np.ones(n_steps), (step_owner, np.arange(n_steps))),
+                      shape=(n_links, n_steps)),
+        -sp.identity(n_links, format="csr"),
+    ])
+    equations = sp.hstack([residual.A, sp.csr_matrix((residual.A.shape[0], n_steps + n_links))])
+    single_cost = np.where(span == 1, np.log(lb + 1.0), 0.0)
+    return _Mip(
+        cost=np.concatenate([
+            single_cost,
+            np.log(lb[stepped][step_owner] + step_index),
+            np.log(lb[stepped] + steps + 1.0),
+        ]),
+        matrix=sp.vstack([equations, link]).tocsr(),
+        rhs=np.concatenate([residual.rest, np.zeros(n_links)]),
+        upper=np.concatenate([span, np.ones(n_steps), span[stepped] - steps]),
     )
-    return sp.hstack([residual.A @ to_vars, residual.A]).tocsr()
 
 
 def _solve_highs(
     residual: _Residual, time_limit: float, threads: int, seed: int
 ) -> tuple[str, np.ndarray | None]:
-    matrix = _matrix(residual)
-    n_steps = residual.step_var.size
+    mip = _mip(residual)
     result = milp(
-        np.concatenate([residual.step_cost, residual.tail_cost]),
-        constraints=LinearConstraint(matrix, residual.rest, residual.rest),
-        bounds=Bounds(0, np.concatenate([np.ones(n_steps), residual.tail_cap])),
-        integrality=np.ones(matrix.shape[1]),
+        mip.cost,
+        constraints=LinearConstraint(mip.matrix, mip.rhs, mip.rhs),
+        bounds=Bounds(0, mip.upper),
+        integrality=np.ones(mip.cost.size),
         options={"time_limit": time_limit},
     )
     if result.x is None:
@@ -171,18 +190,17 @@ def _solve_highs(
 def _solve_cpsat(
     residual: _Residual, time_limit: float, threads: int, seed: int
 ) -> tuple[str, np.ndarray | None]:
-    matrix = _matrix(residual)
-    n_steps = residual.step_var.size
-    caps = np.concatenate([np.ones(n_steps, dtype=np.int64), residual.tail_cap])
-    costs = np.rint(
-        np.concatenate([residual.step_cost, residual.tail_cost]) * _CPSAT_SCALE
-    ).astype(np.int64)
+    mip = _mip(residual)
+    costs = np.rint(mip.cost * _CPSAT_SCALE).astype(np.int64)
     model = cp_model.CpModel()
-    x = [model.new_int_var(0, int(cap), "") for cap in caps]
+    v = [model.new_int_var(0, int(cap), "") for cap in mip.upper]
+    matrix = mip.matrix
     for i in range(matrix.shape[0]):
         cols = matrix.indices[matrix.indptr[i] : matrix.indptr[i + 1]]
-        model.add(cp_model.LinearExpr.sum([x[j] for j in cols]) == int(residual.rest[i]))
-    model.minimize(cp_model.LinearExpr.weighted_sum(x, costs.tolist()))
+        coefs = matrix.data[matrix.indptr[i] : matrix.indptr[i + 1]].astype(np.int64)
+        terms = [v[j] for j in cols]
+        model.add(cp_model.LinearExpr.weighted_sum(terms, coefs.tolist()) == int(mip.rhs[i]))
+    model.minimize(cp_model.LinearExpr.weighted_sum(v, costs.tolist()))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
     solver.parameters.num_workers = max(int(threads), 1)
@@ -190,4 +208,4 @@ def _solve_cpsat(
     code = solver.solve(model)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return solver.status_name(code), None
-    return solver.status_name(code), np.array([solver.value(v) for v in x], dtype=np.float64)
+    return solver.status_name(code), np.array([solver.value(x) for x in v], dtype=np.float64)
