@@ -33,15 +33,11 @@ def lower_bounds(system: CountSystem, solution: np.ndarray, time_limit: float = 
     """Tighten ``system.lb`` (already propagated) towards the least each count can be."""
     start = time.perf_counter()
     lower = system.lb.copy()
-    open_vars = np.flatnonzero(system.lb < system.ub)
+    part = system.open_part()
+    open_vars, A, rest = part.vars, part.A, part.rest
     candidates = open_vars[solution[open_vars] > lower[open_vars]]
     if candidates.size == 0:
         return Certainty(lower, True, 0)
-    A = system.A.tocsc()[:, open_vars].tocsr()
-    fixed = system.lb == system.ub
-    rest = system.b - system.A @ np.where(fixed, system.lb, 0)
-    live = np.diff(A.indptr) > 0
-    A, rest = A[live], rest[live]
     bounds = np.column_stack([system.lb[open_vars], system.ub[open_vars]])
     position = {v: i for i, v in enumerate(open_vars)}
     n_lps = 0

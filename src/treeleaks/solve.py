@@ -24,6 +24,7 @@ import scipy.sparse as sp
 from ortools.sat.python import cp_model
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse.csgraph import connected_components
+from scipy.special import gammaln
 
 from treeleaks.system import CountSystem
 
@@ -98,25 +99,18 @@ def solve(
 
 
 def _log_orderings(counts: np.ndarray) -> float:
-    from scipy.special import gammaln
-
     return float(gammaln(counts.sum() + 1) - gammaln(counts + 1).sum())
 
 
 def _residual(system: CountSystem) -> _Residual:
-    free = np.flatnonzero(system.lb < system.ub)
-    fixed = np.where(system.lb == system.ub, system.lb, 0)
-    A = system.A.tocsc()[:, free].tocsr()
-    rest = (system.b - system.A @ fixed - A @ system.lb[free]).astype(np.int64)
-    live = np.diff(A.indptr) > 0
-    if np.any(rest[~live] != 0):
-        raise AssertionError("propagation left an equation with no open variable unmet")
+    part = system.open_part()
+    lb = system.lb[part.vars]
     return _Residual(
-        free=free,
-        A=A[live],
-        rest=rest[live],
-        lb=system.lb[free],
-        span=(system.ub - system.lb)[free],
+        free=part.vars,
+        A=part.A,
+        rest=part.rest - part.A @ lb,
+        lb=lb,
+        span=system.ub[part.vars] - lb,
     )
 
 

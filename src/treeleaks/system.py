@@ -37,6 +37,26 @@ class CountSystem:
     def n_vars(self) -> int:
         return int(self.cell.size)
 
+    def open_part(self) -> OpenPart:
+        """The equations over the variables propagation left open, fixed ones moved right."""
+        open_vars = np.flatnonzero(self.lb < self.ub)
+        fixed = np.where(self.lb == self.ub, self.lb, 0)
+        A = self.A.tocsc()[:, open_vars].tocsr()
+        rest = (self.b - self.A @ fixed).astype(np.int64)
+        live = np.diff(A.indptr) > 0
+        if np.any(rest[~live] != 0):
+            raise AssertionError("propagation left an equation with no open variable unmet")
+        return OpenPart(open_vars, A[live], rest[live])
+
+
+@dataclass
+class OpenPart:
+    """``A @ n[vars] == rest``: the system restricted to its open variables ``vars``."""
+
+    vars: np.ndarray
+    A: sp.csr_matrix
+    rest: np.ndarray
+
 
 def build_system(model: ReleasedModel, cells: Cells) -> CountSystem:
     """One equation per (tree, leaf, class) with a positive count; identical ones merged."""
