@@ -9,12 +9,60 @@ schema rules it out, so the 2^M corners of the feature space are never listed.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from treeleaks.model import ReleasedModel, Tree
+from treeleaks.progress import ProgressCallback, report
 from treeleaks.schema import FeatureSchema
+
+DEFAULT_MAX_CELLS = 200_000
+DEFAULT_MEMORY_MB = 1024.0
+
+
+class CellBudgetExceeded(Exception):
+    """Enumeration stopped: the refinement outgrew its budget after ``trees_done`` trees."""
+
+    def __init__(self, trees_done: int, n_cells: int, reason: str) -> None:
+        super().__init__(f"{reason} after {trees_done} trees ({n_cells} cells)")
+        self.trees_done, self.n_cells, self.reason = trees_done, n_cells, reason
+
+
+@dataclass(frozen=True)
+class CellBudget:
+    """Limits on enumeration: cells kept, memory their boxes take, and a wall-clock deadline
+    (``time.perf_counter()`` value). Beyond them, cells are generated on demand instead."""
+
+    max_cells: int = DEFAULT_MAX_CELLS
+    memory_mb: float = DEFAULT_MEMORY_MB
+    deadline: float | None = None
+
+    def cap(self, n_features: int) -> int:
+        """Most boxes (or box-node pairs while routing) to hold at once."""
+        per_box = 16 * max(n_features, 1) + 64
+        return int(min(self.max_cells, self.memory_mb * 2**20 / per_box))
+
+    def check(self, trees_done: int, n_cells: int, n_features: int) -> None:
+        if n_cells > self.cap(n_features):
+            raise CellBudgetExceeded(trees_done, n_cells, "more cells than the budget allows")
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise CellBudgetExceeded(trees_done, n_cells, "enumeration ran out of its time")
+
+
+@dataclass(frozen=True)
+class CellProbe:
+    """How far enumeration got within a budget: a cheap estimate of a run's cost."""
+
+    trees_done: int
+    n_trees: int
+    n_cells: int
+    complete: bool
+
+    @property
+    def strategy(self) -> str:
+        return "enumerate" if self.complete else "generate"
 
 
 @dataclass
@@ -31,25 +79,34 @@ class Cells:
         return int(self.lower.shape[0])
 
 
-def enumerate_cells(model: ReleasedModel, schema: FeatureSchema) -> Cells:
+def enumerate_cells(
+    model: ReleasedModel,
+    schema: FeatureSchema,
+    budget: CellBudget | None = None,
+    progress: ProgressCallback | None = None,
+) -> Cells:
     """All cells a row of some class could occupy given exact (noise-free) leaf counts.
 
     A class is possible in a cell only when every tree's leaf holding the cell has a
-    positive count of it.
+    positive count of it. Raises `CellBudgetExceeded` as soon as ``budget`` is exceeded.
     """
     m, c = model.n_features, model.n_classes
     lower = np.full((1, m), -np.inf)
     upper = np.full((1, m), np.inf)
     allowed = np.ones((1, c), dtype=bool)
     history: list[tuple[np.ndarray, np.ndarray]] = []
-    for tree in model.trees:
-        parent, node, allowed = _route(tree, lower, upper, allowed)
+    cap = budget.cap(m) if budget is not None else None
+    for t, tree in enumerate(model.trees):
+        parent, node, allowed = _route(tree, lower, upper, allowed, cap, t)
         node_lower, node_upper = tree.node_boxes(m)
         lower = np.maximum(lower[parent], node_lower[node])
         upper = np.minimum(upper[parent], node_upper[node])
         keep = schema.feasible(lower, upper)
         lower, upper, allowed = lower[keep], upper[keep], allowed[keep]
         history.append((parent[keep], tree.leaf_of_node[node[keep]]))
+        if budget is not None:
+            budget.check(t + 1, lower.shape[0], m)
+        report(progress, "cells", t + 1, model.n_trees, cells=int(lower.shape[0]))
     leaf = np.zeros((lower.shape[0], len(history)), dtype=np.int32)
     index = np.arange(lower.shape[0])
     for t in range(len(history) - 1, -1, -1):
@@ -69,8 +126,24 @@ def _class_presence(tree: Tree) -> np.ndarray:
     return presence
 
 
+def probe_cells(
+    model: ReleasedModel, schema: FeatureSchema, budget: CellBudget | None = None
+) -> CellProbe:
+    """Enumerate within ``budget`` (default: the engine's) and say how far it got."""
+    try:
+        cells = enumerate_cells(model, schema, budget or CellBudget())
+    except CellBudgetExceeded as stop:
+        return CellProbe(stop.trees_done, model.n_trees, stop.n_cells, False)
+    return CellProbe(model.n_trees, model.n_trees, len(cells), True)
+
+
 def _route(
-    tree: Tree, lower: np.ndarray, upper: np.ndarray, allowed: np.ndarray
+    tree: Tree,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    allowed: np.ndarray,
+    cap: int | None = None,
+    trees_done: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Route boxes down ``tree``: every (box, leaf) pair that overlaps and can hold a class.
 
@@ -98,4 +171,6 @@ def _route(
         allowed = np.concatenate([allowed[left], allowed[right]]) & presence[node]
         alive = allowed.any(axis=1)
         box, node, allowed = box[alive], node[alive], allowed[alive]
+        if cap is not None and box.size + sum(part[0].size for part in done) > cap:
+            raise CellBudgetExceeded(trees_done, int(box.size), "more cells than the budget allows")
     return tuple(np.concatenate(parts) for parts in zip(*done))

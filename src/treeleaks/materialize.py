@@ -12,7 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
+from treeleaks.cells import Cells
+from treeleaks.model import ReleasedModel
 from treeleaks.schema import FeatureSchema
 
 
@@ -59,6 +62,40 @@ def cell_values(
 
     _fill_binary(schema, can0, can1, determined, value, weight)
     return CellValues(determined, value, low, high)
+
+
+def rows_from_counts(
+    model: ReleasedModel,
+    schema: FeatureSchema,
+    cells: Cells,
+    var_cell: np.ndarray,
+    var_cls: np.ndarray,
+    counts: np.ndarray,
+    lower: np.ndarray,
+) -> dict:
+    """Expand variable counts into rows; the first ``lower[j]`` rows of variable j are proven."""
+    used = np.flatnonzero(counts > 0)
+    per_cell_rows = np.bincount(var_cell[used], weights=counts[used], minlength=len(cells))
+    values = cell_values(schema, cells.lower, cells.upper, per_cell_rows)
+    reps = counts[used]
+    cell_of_row = np.repeat(var_cell[used], reps)
+    cls_of_row = np.repeat(var_cls[used], reps)
+    rank = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
+    proven_here = rank < np.repeat(lower[used], reps)
+    pinned = values.determined.all(axis=1)[cell_of_row]
+    names = list(model.feature_names)
+    rows = pd.DataFrame(values.value[cell_of_row], columns=names)
+    rows[model.label_name] = np.asarray(model.classes, dtype=object)[cls_of_row]
+    if len(rows):
+        rows[model.label_name] = rows[model.label_name].infer_objects()
+    return {
+        "rows": rows,
+        "free": pd.DataFrame(~values.determined[cell_of_row], columns=names),
+        "lower": pd.DataFrame(values.low[cell_of_row], columns=names),
+        "upper": pd.DataFrame(values.high[cell_of_row], columns=names),
+        "proven": proven_here & pinned,
+        "proven_pattern": proven_here,
+    }
 
 
 def _resolve_groups(schema: FeatureSchema, can0: np.ndarray, can1: np.ndarray) -> None:

@@ -20,6 +20,9 @@ class Reconstruction:
     implies. ``proven[i]`` says row i is *provably* a training row (every feature pinned,
     and every dataset consistent with the model contains it); ``proven_pattern[i]`` says
     some training row provably matches row i on its non-free features.
+    ``strategy`` says how the cells were found: ``enumerate`` (every cell of the trees'
+    common refinement listed) or ``generate`` (cells generated on demand by pricing when
+    the refinement is too large to list); ``proof`` says how the proofs were obtained.
     """
 
     rows: pd.DataFrame
@@ -37,6 +40,8 @@ class Reconstruction:
     n_cells: int = 0
     certainty_complete: bool = False
     timings: dict[str, float] = field(default_factory=dict)
+    strategy: str = "enumerate"
+    proof: str = ""
 
     @property
     def verified(self) -> bool:
@@ -62,6 +67,8 @@ class Reconstruction:
             "free_values": int(self.free.to_numpy().sum()),
             "certainty_complete": self.certainty_complete,
             "n_cells": self.n_cells,
+            "strategy": self.strategy,
+            "proof": self.proof,
             "solver": self.solver,
             "log_orderings": self.objective,
             "message": self.message,

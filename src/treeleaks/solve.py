@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from ortools.sat.python import cp_model
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse.csgraph import connected_components
 from scipy.special import gammaln
@@ -184,6 +183,8 @@ def _solve_highs(
 def _solve_cpsat(
     residual: _Residual, time_limit: float, threads: int, seed: int
 ) -> tuple[str, np.ndarray | None]:
+    from ortools.sat.python import cp_model  # imported here: it costs ~0.3 s at start-up
+
     mip = _mip(residual)
     costs = np.rint(mip.cost * _CPSAT_SCALE).astype(np.int64)
     model = cp_model.CpModel()

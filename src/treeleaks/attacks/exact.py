@@ -12,10 +12,10 @@ import time
 import numpy as np
 import pandas as pd
 
-from treeleaks.cells import Cells, enumerate_cells
+from treeleaks.cells import enumerate_cells
 from treeleaks.certainty import lower_bounds
 from treeleaks.errors import UnsupportedModelError
-from treeleaks.materialize import cell_values
+from treeleaks.materialize import rows_from_counts
 from treeleaks.model import ReleasedModel
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
@@ -97,7 +97,7 @@ def reconstruct(
         if not complete:
             notes.append("certainty bounds stopped at their time limit (still sound)")
         message = "; ".join(notes)
-    recon = _rows(model, bound, cells, system.cell, system.cls, counts, lower)
+    recon = rows_from_counts(model, bound, cells, system.cell, system.cls, counts, lower)
     certificate = verify(model, recon["rows"])
     lap("verify", tick)
     status = solution.status if solution.counts is not None else "UNKNOWN"
@@ -115,40 +115,6 @@ def reconstruct(
         certainty_complete=complete,
         timings=timings,
     )
-
-
-def _rows(
-    model: ReleasedModel,
-    schema: FeatureSchema,
-    cells: Cells,
-    var_cell: np.ndarray,
-    var_cls: np.ndarray,
-    counts: np.ndarray,
-    lower: np.ndarray,
-) -> dict:
-    """Expand variable counts into rows; the first ``lower[j]`` rows of variable j are proven."""
-    used = np.flatnonzero(counts > 0)
-    per_cell_rows = np.bincount(var_cell[used], weights=counts[used], minlength=len(cells))
-    values = cell_values(schema, cells.lower, cells.upper, per_cell_rows)
-    reps = counts[used]
-    cell_of_row = np.repeat(var_cell[used], reps)
-    cls_of_row = np.repeat(var_cls[used], reps)
-    rank = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
-    proven_here = rank < np.repeat(lower[used], reps)
-    pinned = values.determined.all(axis=1)[cell_of_row]
-    names = list(model.feature_names)
-    rows = pd.DataFrame(values.value[cell_of_row], columns=names)
-    rows[model.label_name] = np.asarray(model.classes, dtype=object)[cls_of_row]
-    if len(rows):
-        rows[model.label_name] = rows[model.label_name].infer_objects()
-    return {
-        "rows": rows,
-        "free": pd.DataFrame(~values.determined[cell_of_row], columns=names),
-        "lower": pd.DataFrame(values.low[cell_of_row], columns=names),
-        "upper": pd.DataFrame(values.high[cell_of_row], columns=names),
-        "proven": proven_here & pinned,
-        "proven_pattern": proven_here,
-    }
 
 
 def _empty(
