@@ -12,11 +12,12 @@ import time
 import numpy as np
 import pandas as pd
 
-from treeleaks.cells import enumerate_cells
+from treeleaks.cells import CellBudget, enumerate_cells
 from treeleaks.certainty import lower_bounds
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.materialize import rows_from_counts
 from treeleaks.model import ReleasedModel
+from treeleaks.progress import ProgressCallback
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
 from treeleaks.solve import solve
@@ -33,6 +34,9 @@ def reconstruct(
     seed: int = 0,
     solver: str = "highs",
     certainty_time_limit: float = 30.0,
+    strategy: str = "auto",
+    cell_budget: CellBudget | None = None,
+    progress: ProgressCallback | None = None,
 ) -> Reconstruction:
     """Reconstruct the training set of a no-bootstrap, noise-free forest from its counts.
 
@@ -42,6 +46,10 @@ def reconstruct(
     propagation proved (status UNKNOWN). Counts no dataset can produce give status INFEASIBLE.
     ``threads`` and ``seed`` steer CP-SAT (``solver="cp-sat"``); HiGHS runs deterministically.
     ``certainty_time_limit`` bounds the LP tightening of the proofs (they stay sound if cut).
+    ``strategy``: ``enumerate`` lists every cell of the trees' common refinement,
+    ``generate`` generates the cells a solution needs on demand, ``auto`` (default)
+    enumerates within ``cell_budget`` and generates beyond it. ``progress`` receives
+    `treeleaks.progress.Progress` events.
     """
     if model.bootstrap:
         raise UnsupportedModelError(
@@ -63,7 +71,7 @@ def reconstruct(
         return now
 
     tick = time.perf_counter()
-    cells = enumerate_cells(model, bound)
+    cells = enumerate_cells(model, bound, progress=progress)
     tick = lap("cells", tick)
     try:
         system = propagate(build_system(model, cells))
