@@ -2,9 +2,17 @@
 
 A cell fixes a feature when only one value the schema allows lies in its interval (a
 one-hot group can fix members the box leaves open: if one member is forced to 1, the
-others are 0). Features left open are filled with the value most common among the
-reconstructed rows where that feature *is* determined (a prior fitted on the cells), or
-the middle of the cell's interval for ordinal and numerical features, and flagged.
+others are 0). Features left open are filled and flagged: binary ones with the value most
+common among the reconstructed rows where that feature *is* determined (a prior fitted on
+the cells), ordinal and numerical ones in the middle of the part of their interval where
+the model's split thresholds say training values lie (`feature_reach`).
+
+A row is *proven* when every dataset that reproduces the counts holds a row in its cell
+with its label, and the cell pins each of its binary and ordinal values. It is proven on
+the columns the model constrains: numerical values are proven to lie in
+``lower < x <= upper`` (the filled value is a guess within those bounds), and a column no
+tree splits on that the schema does not describe (kind ``unknown``) stays empty and is no
+part of the proof.
 """
 
 from __future__ import annotations
@@ -21,21 +29,36 @@ from treeleaks.schema import FeatureSchema
 
 @dataclass
 class CellValues:
-    """Per-cell ``determined`` mask and ``value`` (filled where not determined), ``(K, M)``."""
+    """Per-cell features, ``(K, M)`` each: ``determined`` (one value possible), ``value``
+    (filled where not determined), the bounds ``low``/``high`` the box and the schema leave
+    (open below and closed above for numerical features, closed for the others), and
+    ``width``, how much of its column's extent the value may still take (`_widths`)."""
 
     determined: np.ndarray
     value: np.ndarray
     low: np.ndarray
     high: np.ndarray
+    width: np.ndarray
 
 
 def cell_values(
-    schema: FeatureSchema, lower: np.ndarray, upper: np.ndarray, weight: np.ndarray
+    schema: FeatureSchema,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    weight: np.ndarray,
+    thresholds: list[np.ndarray] | None = None,
 ) -> CellValues:
-    """Resolve each cell's features; ``weight`` (rows per cell) fits the fill prior."""
+    """Resolve each cell's features; ``weight`` (rows per cell) fits the binary fill prior.
+
+    ``thresholds`` are each feature's split thresholds over all trees
+    (`ReleasedModel.thresholds`), which place the fills of ordinal and numerical features;
+    by default the finite bounds of the boxes, which are thresholds the trees split at.
+    """
     k, m = lower.shape
     kinds = schema.kind_array()
     range_low, range_high = schema.range_arrays()
+    split_at = _box_thresholds(lower, upper) if thresholds is None else thresholds
+    reach_low, reach_high = feature_reach(schema, split_at, lower, upper, weight)
     low = np.maximum(lower, range_low)
     high = np.minimum(upper, range_high)
     determined = np.zeros((k, m), dtype=bool)
@@ -54,14 +77,122 @@ def cell_values(
     first = np.maximum(range_low[ordinal], np.floor(lower[:, ordinal]) + 1)
     last = np.minimum(range_high[ordinal], np.floor(upper[:, ordinal]))
     low[:, ordinal], high[:, ordinal] = first, last
-    determined[:, ordinal] = first == last
-    value[:, ordinal] = np.floor((first + last) / 2)
 
-    numerical = kinds == "numerical"
-    value[:, numerical] = _interval_fill(low[:, numerical], high[:, numerical])
+    ranged = ordinal | (kinds == "numerical")
+    determined[:, ranged] = low[:, ranged] == high[:, ranged]
+    value[:, ranged] = _reach_fill(
+        low[:, ranged], high[:, ranged], reach_low[ranged], reach_high[ranged]
+    )
+    value[:, ordinal] = np.clip(np.floor(value[:, ordinal] + 0.5), first, last)
 
     _fill_binary(schema, can0, can1, determined, value, weight)
-    return CellValues(determined, value, low, high)
+    width = np.full((k, m), np.nan)
+    width[:, ranged] = _widths(
+        low[:, ranged], high[:, ranged], range_low[ranged], range_high[ranged],
+        reach_low[ranged], reach_high[ranged],
+    )
+    return CellValues(determined, value, low, high, width)
+
+
+def feature_reach(
+    schema: FeatureSchema,
+    thresholds: list[np.ndarray],
+    lower: np.ndarray,
+    upper: np.ndarray,
+    weight: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per feature, the finite interval where its training values plausibly lie.
+
+    scikit-learn puts a threshold half-way between two neighbouring training values, so
+    values lie among the thresholds, and the first value past an extreme threshold about
+    half a spacing (`_spacing`) past it. Trees stop splitting where a region is pure, so the
+    rows past the extreme thresholds (``weight`` of the boxes ``lower < x <= upper`` there)
+    can reach much further: they are taken to spread at the density of the rows between the
+    extreme thresholds. The reach ends one spacing plus that spread past each extreme
+    threshold, so the middle of an end interval is the middle of the rows estimated there,
+    rather than of a schema range that may be far wider than the data. A feature no tree
+    splits on reaches over its schema range (an unbounded end one unit past the finite
+    one, or [-0.5, 0.5] when neither is finite: nothing gives a scale there).
+    """
+    range_low, range_high = schema.range_arrays()
+    reach_low = np.where(
+        np.isfinite(range_low), range_low,
+        np.where(np.isfinite(range_high), range_high - 1.0, -0.5),
+    )
+    reach_high = np.where(np.isfinite(range_high), range_high, reach_low + 1.0)
+    total = float(weight.sum())
+    for j, split_at in enumerate(thresholds):
+        if not split_at.size:
+            continue
+        first, last = split_at[0], split_at[-1]
+        below = float(weight[upper[:, j] <= first].sum())
+        above = float(weight[lower[:, j] >= last].sum())
+        between = total - below - above
+        per_row = (last - first) / between if between > 0 else 0.0
+        gap = _spacing(split_at, range_low[j], range_high[j])
+        reach_low[j] = first - gap - below * per_row
+        reach_high[j] = last + gap + above * per_row
+    return reach_low, reach_high
+
+
+def _spacing(thresholds: np.ndarray, range_low: float, range_high: float) -> float:
+    """Typical gap between neighbouring training values of one feature (positive).
+
+    The median gap between consecutive thresholds: each threshold lies between two
+    neighbouring values, so consecutive thresholds are about one value gap apart, and the
+    median ignores the few wide gaps between clusters of values. A single threshold gives
+    no gap: then the schema range's width (so the reach covers the range), or max(|t|, 1)
+    when the range is unbounded or a single point.
+    """
+    if thresholds.size >= 2:
+        return float(np.median(np.diff(thresholds)))
+    width = range_high - range_low
+    if np.isfinite(width) and width > 0:
+        return float(width)
+    return max(abs(float(thresholds[0])), 1.0)
+
+
+def _box_thresholds(lower: np.ndarray, upper: np.ndarray) -> list[np.ndarray]:
+    """Each feature's distinct finite box bounds: thresholds some tree splits at."""
+    bounds = np.vstack([lower, upper])
+    return [np.unique(column[np.isfinite(column)]) for column in bounds.T]
+
+
+def _reach_fill(
+    low: np.ndarray, high: np.ndarray, reach_low: np.ndarray, reach_high: np.ndarray
+) -> np.ndarray:
+    """Middle of each interval's part inside its feature's reach: between two thresholds the
+    middle of the interval, past the extreme ones the middle of the rows estimated there.
+    An interval wholly outside the reach (a schema range at odds with the splits) gets its
+    point nearest the reach's middle."""
+    start, end = np.maximum(low, reach_low), np.minimum(high, reach_high)
+    nearest = np.clip((reach_low + reach_high) / 2, low, high)
+    return np.where(start <= end, (start + end) / 2, nearest)
+
+
+def _widths(
+    low: np.ndarray,
+    high: np.ndarray,
+    range_low: np.ndarray,
+    range_high: np.ndarray,
+    reach_low: np.ndarray,
+    reach_high: np.ndarray,
+) -> np.ndarray:
+    """Share of its column's extent each interval spans: 0 for a pinned value, 1 when the
+    model does not narrow the value at all.
+
+    The extent is the span a guess could take without the model: the schema range where
+    finite, else the reach (`feature_reach`: the extreme thresholds, widened by one spacing
+    and the spread of the rows past them). An interval unbounded on a side is cut to the
+    extent.
+    """
+    extent_low = np.where(np.isfinite(range_low), range_low, np.minimum(reach_low, range_high))
+    extent_high = np.where(
+        np.isfinite(range_high), range_high, np.maximum(reach_high, range_low)
+    )
+    span = np.minimum(high, extent_high) - np.maximum(low, extent_low)
+    extent = np.broadcast_to(extent_high - extent_low, span.shape)
+    return np.divide(np.maximum(span, 0.0), extent, out=np.zeros(span.shape), where=extent > 0)
 
 
 def rows_from_counts(
@@ -72,23 +203,35 @@ def rows_from_counts(
     var_cls: np.ndarray,
     counts: np.ndarray,
     lower: np.ndarray,
+    *,
+    with_width: bool = False,
 ) -> dict:
-    """Expand variable counts into rows; the first ``lower[j]`` rows of variable j are proven."""
+    """Expand variable counts into the row frames of a `Reconstruction`.
+
+    The first ``lower[j]`` rows of variable j are in every dataset the counts admit
+    (``proven_pattern``); they are ``proven`` when their cell also pins every binary and
+    ordinal value (see the module docstring). ``with_width`` adds ``width``, how much of
+    each numerical and ordinal column's extent the value may still take (0 when pinned,
+    NaN for binary and unknown columns).
+    """
     used = np.flatnonzero(counts > 0)
     per_cell_rows = np.bincount(var_cell[used], weights=counts[used], minlength=len(cells))
-    values = cell_values(schema, cells.lower, cells.upper, per_cell_rows)
+    values = cell_values(
+        schema, cells.lower, cells.upper, per_cell_rows, thresholds=model.thresholds()
+    )
     reps = counts[used]
     cell_of_row = np.repeat(var_cell[used], reps)
     cls_of_row = np.repeat(var_cls[used], reps)
     rank = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
     proven_here = rank < np.repeat(lower[used], reps)
-    pinned = values.determined.all(axis=1)[cell_of_row]
+    constrained = np.isin(schema.kind_array(), ("binary", "ordinal"))
+    pinned = values.determined[:, constrained].all(axis=1)[cell_of_row]
     names = list(model.feature_names)
     rows = pd.DataFrame(values.value[cell_of_row], columns=names)
     rows[model.label_name] = np.asarray(model.classes, dtype=object)[cls_of_row]
     if len(rows):
         rows[model.label_name] = rows[model.label_name].infer_objects()
-    return {
+    frames = {
         "rows": rows,
         "free": pd.DataFrame(~values.determined[cell_of_row], columns=names),
         "lower": pd.DataFrame(values.low[cell_of_row], columns=names),
@@ -96,6 +239,9 @@ def rows_from_counts(
         "proven": proven_here & pinned,
         "proven_pattern": proven_here,
     }
+    if with_width:
+        frames["width"] = pd.DataFrame(values.width[cell_of_row], columns=names)
+    return frames
 
 
 def _resolve_groups(schema: FeatureSchema, can0: np.ndarray, can1: np.ndarray) -> None:
@@ -111,18 +257,6 @@ def _resolve_groups(schema: FeatureSchema, can0: np.ndarray, can1: np.ndarray) -
             single = sub1.sum(axis=1) == 1
             sub0 = np.where(single[:, None], ~sub1, sub0)
         can0[:, cols], can1[:, cols] = sub0, sub1
-
-
-def _interval_fill(low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """Middle of each numerical interval; half a unit inside when one end is unbounded
-    (the model and schema give no scale there), 0 when both are."""
-    has_low, has_high = np.isfinite(low), np.isfinite(high)
-    mid = np.zeros(low.shape)
-    both = has_low & has_high
-    mid[both] = (low[both] + high[both]) / 2
-    mid[has_low & ~has_high] = low[has_low & ~has_high] + 0.5
-    mid[~has_low & has_high] = high[~has_low & has_high] - 0.5
-    return mid
 
 
 def _fill_binary(
