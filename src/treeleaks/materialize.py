@@ -224,7 +224,7 @@ def rows_from_counts(
     cls_of_row = np.repeat(var_cls[used], reps)
     rank = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
     proven_here = rank < np.repeat(lower[used], reps)
-    constrained = np.isin(schema.kind_array(), ("binary", "ordinal"))
+    constrained = schema.kind_array() == "binary"
     pinned = values.determined[:, constrained].all(axis=1)[cell_of_row]
     names = list(model.feature_names)
     rows = pd.DataFrame(values.value[cell_of_row], columns=names)

@@ -17,9 +17,13 @@ class Reconstruction:
 
     ``rows`` has the model's feature names and its label column. ``free`` flags values the
     model leaves open (filled from a prior); ``lower``/``upper`` bound each value as the model
-    implies. ``proven[i]`` says row i is *provably* a training row (every feature pinned,
-    and every dataset consistent with the model contains it); ``proven_pattern[i]`` says
-    some training row provably matches row i on its non-free features.
+    implies. ``proven[i]`` says row i is *provably* a training row on the columns the model
+    constrains: every binary value pinned, ordinal and numerical values within
+    ``lower``/``upper``, and every dataset consistent with the model contains it;
+    ``proven_pattern[i]`` says some training row provably matches row i on its non-free
+    features.
+    ``width`` is each value's interval as a share of its column's range (0 when pinned,
+    NaN for binary columns): how tightly the model pins numerical values.
     ``strategy`` says how the cells were found: ``enumerate`` (every cell of the trees'
     common refinement listed) or ``generate`` (cells generated on demand by pricing when
     the refinement is too large to list); ``proof`` says how the proofs were obtained.
@@ -42,6 +46,7 @@ class Reconstruction:
     timings: dict[str, float] = field(default_factory=dict)
     strategy: str = "enumerate"
     proof: str = ""
+    width: pd.DataFrame | None = None
 
     @property
     def verified(self) -> bool:
@@ -67,6 +72,8 @@ class Reconstruction:
             "free_values": int(self.free.to_numpy().sum()),
             "certainty_complete": self.certainty_complete,
             "n_cells": self.n_cells,
+            "numerical_width_mean": None if self.width is None or self.width.isna().all().all()
+            else float(np.nanmean(self.width.to_numpy(dtype=float))),
             "strategy": self.strategy,
             "proof": self.proof,
             "solver": self.solver,

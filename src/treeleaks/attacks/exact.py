@@ -8,21 +8,31 @@ certainty bounds → rows → certificate.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from treeleaks.cells import CellBudget, enumerate_cells
+from treeleaks.cells import CellBudget, CellBudgetExceeded, enumerate_cells
 from treeleaks.certainty import lower_bounds
 from treeleaks.errors import UnsupportedModelError
+from treeleaks.generate import generate_cells, generated_lower_bounds
 from treeleaks.materialize import rows_from_counts
 from treeleaks.model import ReleasedModel
-from treeleaks.progress import ProgressCallback
+from treeleaks.progress import ProgressCallback, report
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
 from treeleaks.solve import solve
 from treeleaks.system import InconsistentCountsError, build_system, propagate
 from treeleaks.verify import verify
+
+STRATEGIES = ("auto", "enumerate", "generate")
+ENUMERATION_SHARE = 0.25  # of the time limit, before `auto` switches to generating cells
+ENUMERATION_MIN_S = 2.0  # ... but never less: small models enumerate in well under this
+PROOF_ENUMERATED = "propagation and LP bounds over every cell (enumeration complete)"
+PROOF_GENERATED = (
+    "LP bounds over the generated cells, each closed by exact pricing over all other cells"
+)
 
 
 def reconstruct(
@@ -61,7 +71,10 @@ def reconstruct(
         raise UnsupportedModelError(
             "this model releases noisy (DP) counts; exact reconstruction needs exact counts"
         )
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     start = time.perf_counter()
+    deadline = start + float(time_limit)
     timings: dict[str, float] = {}
     bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
 
@@ -70,32 +83,81 @@ def reconstruct(
         timings[name] = now - since
         return now
 
+    def left() -> float:
+        return max(deadline - time.perf_counter(), 0.0)
+
+    def empty(status: str, message: str, n_cells: int, used: str) -> Reconstruction:
+        return _empty(model, status, time.perf_counter() - start, timings, message, n_cells,
+                      solver, used)
+
     tick = time.perf_counter()
-    cells = enumerate_cells(model, bound, progress=progress)
-    tick = lap("cells", tick)
+    cells, used = None, "generate"
+    if strategy != "generate":
+        limits = cell_budget or CellBudget()
+        if strategy == "auto":
+            share = max(ENUMERATION_SHARE * time_limit, ENUMERATION_MIN_S)
+            limits = replace(limits, deadline=start + share)
+        try:
+            cells = enumerate_cells(model, bound, limits if strategy == "auto" else None,
+                                    progress)
+            used = "enumerate"
+        except CellBudgetExceeded as stop:
+            timings["cells_abandoned_after_trees"] = stop.trees_done
+        tick = lap("cells", tick)
+    if cells is None:
+        generated = generate_cells(model, bound, deadline, seed=seed, threads=threads,
+                                      progress=progress)
+        tick = lap("generate", tick)
+        timings["generate_iterations"] = generated.iterations
+        timings["pricing_calls"] = generated.pricing_calls
+        if generated.status == "INFEASIBLE":
+            return empty("INFEASIBLE", "no dataset reproduces the released counts: no set of "
+                         "cells can hold every leaf's rows (proven by pricing)",
+                         len(generated.cells), used)
+        if generated.status != "FEASIBLE":
+            why = ("rounding its LP reached a dead end" if generated.status == "DEAD_END"
+                   else f"the time limit of {time_limit:g} s ran out; raise it")
+            return empty("UNKNOWN", f"cell generation placed {generated.placed:.0f} of "
+                         f"{model.n_rows} rows: {why}", len(generated.cells), used)
+        cells = generated.cells
     try:
         system = propagate(build_system(model, cells))
     except InconsistentCountsError as exc:
-        lap("system", tick)
-        return _empty(model, "INFEASIBLE", time.perf_counter() - start, timings,
-                      f"no dataset reproduces the released counts: {exc}", len(cells), solver)
+        lap("propagation", tick)
+        if used == "generate":
+            return empty("UNKNOWN", "the cells generated within the time limit hold no "
+                         "integer dataset; raise the time limit", len(cells), used)
+        return empty("INFEASIBLE", f"no dataset reproduces the released counts: {exc}",
+                     len(cells), used)
     tick = lap("propagation", tick)
-    solution = solve(system, time_limit=time_limit, threads=threads, seed=seed, solver=solver)
+    report(progress, "solve", 0, None, variables=system.n_vars)
+    solution = solve(system, time_limit=left(), threads=threads, seed=seed, solver=solver)
     tick = lap("solve", tick)
     if solution.counts is None:
-        if solution.status == "INFEASIBLE":
-            return _empty(model, "INFEASIBLE", time.perf_counter() - start, timings,
-                          "no dataset reproduces the released counts: the model was altered "
-                          "or its counts are not exact", len(cells), solver)
+        if solution.status == "INFEASIBLE" and used == "enumerate":
+            return empty("INFEASIBLE", "no dataset reproduces the released counts: the model "
+                         "was altered or its counts are not exact", len(cells), used)
+        if used == "generate":
+            return empty("UNKNOWN", "no integer dataset found among the cells generated "
+                         f"within the time limit of {time_limit:g} s; raise the time limit",
+                         len(cells), used)
         counts, lower = system.lb, system.lb
         message = (
             f"no complete reconstruction found within the time limit of {time_limit:g} s; "
             f"returning the {int(counts.sum())} rows propagation proved. "
             "Raise the time limit to get the rest."
         )
-        complete = True
+        complete, proof = True, PROOF_ENUMERATED
     else:
-        certainty = lower_bounds(system, solution.counts, certainty_time_limit)
+        report(progress, "certainty", 0, None)
+        if used == "enumerate":
+            certainty = lower_bounds(system, solution.counts, certainty_time_limit)
+            proof = PROOF_ENUMERATED
+        else:
+            certainty = generated_lower_bounds(model, bound, cells, system, solution.counts,
+                                               certainty_time_limit, seed=seed,
+                                               threads=threads, progress=progress)
+            proof = PROOF_GENERATED
         tick = lap("certainty", tick)
         counts, lower, complete = solution.counts, certainty.lower, certainty.complete
         notes = []
@@ -105,7 +167,9 @@ def reconstruct(
         if not complete:
             notes.append("certainty bounds stopped at their time limit (still sound)")
         message = "; ".join(notes)
-    recon = rows_from_counts(model, bound, cells, system.cell, system.cls, counts, lower)
+    report(progress, "verify", 0, None)
+    recon = rows_from_counts(model, bound, cells, system.cell, system.cls, counts, lower,
+                             with_width=True)
     certificate = verify(model, recon["rows"])
     lap("verify", tick)
     status = solution.status if solution.counts is not None else "UNKNOWN"
@@ -122,6 +186,8 @@ def reconstruct(
         n_cells=len(cells),
         certainty_complete=complete,
         timings=timings,
+        strategy=used,
+        proof=proof,
     )
 
 
@@ -133,6 +199,7 @@ def _empty(
     message: str,
     n_cells: int,
     solver: str,
+    strategy: str,
 ) -> Reconstruction:
     """A result with no rows: the counts admit no dataset."""
     names = list(model.feature_names)
@@ -143,5 +210,5 @@ def _empty(
     return Reconstruction(
         rows=rows, free=empty.astype(bool), lower=empty, upper=empty, proven=nothing,
         proven_pattern=nothing, status=status, certificate=None, time_s=elapsed,
-        message=message, solver=solver, n_cells=n_cells, timings=timings,
+        message=message, solver=solver, n_cells=n_cells, timings=timings, strategy=strategy,
     )

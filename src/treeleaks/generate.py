@@ -1,0 +1,324 @@
+"""Cells on demand: column generation over the count system, for refinements too large to list.
+
+The count system has one variable per (cell, class) and one equation per released
+(tree, leaf, class) count. When the trees' common refinement holds millions of cells,
+only the few a dataset needs are generated:
+
+- **Master**: the packing LP ``max sum(n)`` subject to ``sum of n over the generated
+  columns inside (t, v, c) <= count[t, v, c]``, ``n >= 0``. Every tree's counts add up to
+  N, so its optimum is N exactly when the generated cells reproduce every count.
+- **Pricing**: with the LP's dual prices ``pi >= 0``, a cell of class c improves the
+  master when its leaves' prices sum below 1; `treeleaks.pricing.Pricer` finds one (a
+  point through every tree, CP-SAT). When pricing proves that no such cell exists while
+  the optimum is below N, the counts admit no dataset, not even a fractional one.
+
+The cells found are handed to the usual count system and integer solver. Their LP bounds
+prove nothing about cells never generated, so proofs come from `generated_lower_bounds`:
+each candidate's LP minimum over the generated cells, closed by an exact pricing run that
+bounds what every other cell could add (a Lagrangian bound, sound for the whole system).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from treeleaks.cells import Cells
+from treeleaks.certainty import Certainty
+from treeleaks.model import ReleasedModel
+from treeleaks.progress import ProgressCallback, report
+from treeleaks.schema import FeatureSchema
+from treeleaks.system import CountSystem
+
+_TOL = 1e-7
+
+
+@dataclass
+class Generated:
+    """The cells generated, and how the generation ended.
+
+    ``status``: ``FEASIBLE`` (these cells hold an integer dataset), ``INFEASIBLE``
+    (pricing proved that no dataset, not even a fractional one, reproduces the counts),
+    ``DEAD_END`` (rounding led where no dataset fits; other roundings were not tried),
+    ``TIMEOUT``.
+    """
+
+    cells: Cells
+    status: str
+    placed: float
+    iterations: int
+    pricing_calls: int
+
+
+class ColumnPool:
+    """Generated (cell, class) columns of the count system, deduplicated."""
+
+    def __init__(self, model: ReleasedModel) -> None:
+        self.model = model
+        self.n_classes = model.n_classes
+        self.offsets = np.cumsum([0] + [t.n_leaves * model.n_classes for t in model.trees])
+        self.counts = np.concatenate([t.counts.ravel() for t in model.trees]).astype(np.int64)
+        self.leaves: list[np.ndarray] = []
+        self.cls: list[int] = []
+        self._seen: set[tuple[int, bytes]] = set()
+
+    def __len__(self) -> int:
+        return len(self.cls)
+
+    def add(self, cls: int, leaves: np.ndarray) -> bool:
+        key = (cls, leaves.astype(np.int64).tobytes())
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        self.leaves.append(leaves.astype(np.int64))
+        self.cls.append(cls)
+        return True
+
+    def matrix(self) -> sp.csc_matrix:
+        """``(n_counts, n_columns)``: column j has a 1 in each (tree, leaf, class) it lies in."""
+        leaves = np.array(self.leaves, dtype=np.int64).reshape(len(self), self.model.n_trees)
+        rows = self.offsets[:-1][None, :] + leaves * self.n_classes + np.array(self.cls)[:, None]
+        cols = np.repeat(np.arange(len(self)), leaves.shape[1])
+        data = np.ones(rows.size)
+        return sp.csc_matrix((data, (rows.ravel(), cols)), shape=(self.counts.size, len(self)))
+
+    def weights(self, prices: np.ndarray, cls: int) -> list[np.ndarray]:
+        """Per tree, the price of each leaf for class ``cls``."""
+        return [
+            prices[self.offsets[t] + np.arange(tree.n_leaves) * self.n_classes + cls]
+            for t, tree in enumerate(self.model.trees)
+        ]
+
+    def cells(self, schema: FeatureSchema) -> Cells:
+        """The distinct cells among the columns, as boxes with the classes generated there."""
+        m, c = self.model.n_features, self.n_classes
+        leaves = np.array(self.leaves, dtype=np.int64).reshape(len(self), self.model.n_trees)
+        unique, cell_of = np.unique(leaves, axis=0, return_inverse=True)
+        cell_of = cell_of.ravel()
+        allowed = np.zeros((len(unique), c), dtype=bool)
+        allowed[cell_of, np.array(self.cls, dtype=np.int64)] = True
+        lower = np.full((len(unique), m), -np.inf)
+        upper = np.full((len(unique), m), np.inf)
+        for t, tree in enumerate(self.model.trees):
+            leaf_lower, leaf_upper = tree.leaf_boxes(m)
+            np.maximum(lower, leaf_lower[unique[:, t]], out=lower)
+            np.minimum(upper, leaf_upper[unique[:, t]], out=upper)
+        return Cells(lower, upper, allowed, unique.astype(np.int32))
+
+
+def generate_cells(
+    model: ReleasedModel,
+    schema: FeatureSchema,
+    deadline: float,
+    seed: int = 0,
+    threads: int = 2,
+    progress: ProgressCallback | None = None,
+) -> Generated:
+    """Generate cells until they hold an integer dataset (see the module doc).
+
+    Column generation makes the packing LP place all N rows; its solution is then rounded
+    by diving: columns at whole values are kept, the largest fractional one is rounded
+    up, and the rest of the rows are placed again by column generation on what is left
+    of the counts, until every row is placed.
+    """
+    from treeleaks.pricing import Pricer
+
+    pool = ColumnPool(model)
+    pricers = [Pricer(model, schema, c) for c in range(model.n_classes)]
+    capacity = pool.counts.copy()
+    left_rows = int(model.n_rows or 0)
+    stats = {"iterations": 0, "calls": 0}
+    status, placed = "TIMEOUT", 0.0
+    while time.perf_counter() < deadline:
+        outcome, x = _pack(pool, pricers, capacity, left_rows, deadline, seed, threads,
+                           progress, stats)
+        if outcome != "FEASIBLE":
+            dead_end = outcome == "INFEASIBLE" and left_rows < (model.n_rows or 0)
+            status = "DEAD_END" if dead_end else outcome
+            break
+        whole = np.floor(x + _TOL)
+        fractional = np.flatnonzero(x - whole > _TOL)
+        if fractional.size:
+            j = fractional[np.argmax(x[fractional] - whole[fractional])]
+            whole[j] += 1
+        take = whole.astype(np.int64)
+        A = pool.matrix()
+        capacity = capacity - A[:, : take.size] @ take
+        left_rows -= int(take.sum())
+        placed = (model.n_rows or 0) - left_rows
+        if left_rows <= 0:
+            status = "FEASIBLE"
+            break
+    return Generated(pool.cells(schema), status, placed, stats["iterations"], stats["calls"])
+
+
+def _pack(
+    pool: ColumnPool,
+    pricers: list,
+    capacity: np.ndarray,
+    n_rows: int,
+    deadline: float,
+    seed: int,
+    threads: int,
+    progress: ProgressCallback | None,
+    stats: dict[str, int],
+) -> tuple[str, np.ndarray]:
+    """Column generation on the packing LP with ``capacity`` until it places ``n_rows``."""
+    from scipy.optimize import linprog
+
+    live = np.flatnonzero(capacity > 0)
+    while time.perf_counter() < deadline:
+        stats["iterations"] += 1
+        prices = np.zeros(pool.counts.size)
+        x, placed = np.zeros(len(pool)), 0.0
+        if len(pool):
+            A = pool.matrix()
+            dead = np.asarray(A[np.flatnonzero(capacity <= 0)].sum(axis=0)).ravel() > 0
+            res = linprog(-np.ones(A.shape[1]), A_ub=A[live], b_ub=capacity[live],
+                          bounds=[(0, 0) if d else (0, None) for d in dead], method="highs",
+                          options={"time_limit": max(deadline - time.perf_counter(), 0.01)})
+            if res.status != 0:
+                return "TIMEOUT", x
+            x, placed = res.x, -float(res.fun)
+            prices[live] = np.maximum(-res.ineqlin.marginals, 0.0)
+        prices[capacity <= 0] = 2.0  # a full leaf: no cell through it can help
+        report(progress, "generate", int(placed), n_rows, columns=len(pool),
+               iteration=stats["iterations"])
+        if placed >= n_rows - 1e-6:
+            return "FEASIBLE", x
+        added, proven_none = 0, True
+        for c, pricer in enumerate(pricers):
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                return "TIMEOUT", x
+            stats["calls"] += 1
+            found, bound, finished = pricer.best(
+                pool.weights(prices, c), left, seed=seed + stats["iterations"],
+                threads=threads, keep=5, cutoff=1.0 - _TOL,
+            )
+            added += sum(pool.add(c, cell.leaves) for cell in found if cell.weight < 1 - _TOL)
+            proven_none &= finished and bound >= 1 - _TOL
+        if not added:
+            return ("INFEASIBLE" if proven_none else "TIMEOUT"), x
+    return "TIMEOUT", np.zeros(len(pool))
+
+
+def generated_lower_bounds(
+    model: ReleasedModel,
+    schema: FeatureSchema,
+    cells: Cells,
+    system: CountSystem,
+    solution: np.ndarray,
+    time_limit: float,
+    seed: int = 0,
+    threads: int = 2,
+    progress: ProgressCallback | None = None,
+) -> Certainty:
+    """Sound lower bounds on the variables of a system over *generated* cells.
+
+    For a candidate j, any prices y give the bound ``y.b + N * min_k(c_k - y.a_k)`` on
+    ``min n_j`` over every dataset (weak LP duality; c is 1 on j, 0 elsewhere, and every
+    dataset has N rows). y comes from the LP over the generated cells; the minimum over
+    the cells never generated is bounded by exact pricing (it proves none is negative, or
+    finds one, which joins the LP). One joint LP first drops every candidate the generated
+    cells alone can empty, since no proof can exist for those.
+    """
+    from scipy.optimize import linprog
+
+    from treeleaks.pricing import Pricer
+
+    start = time.perf_counter()
+    pool = ColumnPool(model)
+    for cell, cls in zip(system.cell, system.cls):
+        pool.add(int(cls), cells.leaf[cell])
+    live = np.flatnonzero(pool.counts > 0)
+    b = pool.counts[live].astype(np.float64)
+    n_rows = float(model.n_rows or 0)
+    lower = np.zeros(system.n_vars, dtype=np.int64)
+
+    def lp_min(cost: np.ndarray) -> tuple[float, np.ndarray] | None:
+        A = pool.matrix()[live]
+        left = max(time_limit - (time.perf_counter() - start), 0.01)
+        res = linprog(np.pad(cost, (0, A.shape[1] - cost.size)), A_eq=A, b_eq=b,
+                      bounds=(0, None), method="highs", options={"time_limit": left})
+        return None if res.status != 0 else (float(res.fun), res.eqlin.marginals)
+
+    candidates = np.flatnonzero(solution > 0)
+    joint = np.zeros(system.n_vars)
+    joint[candidates] = 1.0
+    first = lp_min(joint)
+    if first is None:
+        return Certainty(lower, False, 1)
+    pricers: dict[int, Pricer] = {}
+    n_lps, unsettled, done = 1, 0, 0
+    for j in candidates:
+        if time.perf_counter() - start >= time_limit:
+            unsettled += 1
+            continue
+        cost = np.zeros(system.n_vars)
+        cost[j] = 1.0
+        bound, n_lps = _lagrangian_bound(
+            model, schema, pool, live, b, n_rows, j, cost, lp_min, pricers,
+            start + time_limit, seed, threads,
+        ), n_lps + 1
+        if bound is None:
+            unsettled += 1
+        else:
+            lower[j] = max(0, int(np.ceil(bound - 1e-6)))
+        done += 1
+        report(progress, "certainty", done, candidates.size)
+    return Certainty(lower, unsettled == 0, n_lps)
+
+
+def _lagrangian_bound(
+    model: ReleasedModel,
+    schema: FeatureSchema,
+    pool: ColumnPool,
+    live: np.ndarray,
+    b: np.ndarray,
+    n_rows: float,
+    target: int,
+    cost: np.ndarray,
+    lp_min,
+    pricers: dict,
+    deadline: float,
+    seed: int,
+    threads: int,
+) -> float | None:
+    """``min n_target`` over all datasets, bounded below; None when time ran out."""
+    from treeleaks.pricing import Pricer
+
+    target_cls, target_leaves = pool.cls[target], pool.leaves[target]
+    while time.perf_counter() < deadline:
+        optimum = lp_min(cost)
+        if optimum is None:
+            return None
+        value, marginals = optimum
+        if value <= 1e-9:
+            return 0.0  # the generated cells alone can empty it: no proof exists
+        prices = np.zeros(pool.counts.size)
+        prices[live] = marginals
+        A = pool.matrix()[live]
+        full_cost = np.pad(cost, (0, A.shape[1] - cost.size))
+        reduced = full_cost - A.T @ marginals
+        floor, added = min(0.0, float(reduced.min())), 0
+        for c in range(model.n_classes):
+            if c not in pricers:
+                pricers[c] = Pricer(model, schema, c)
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                return None
+            found, bound, finished = pricers[c].best(
+                pool.weights(-prices, c), left, seed=seed, threads=threads, keep=5,
+                cutoff=-1e-9, exclude=target_leaves if c == target_cls else None,
+            )
+            if not found and not finished:
+                return None
+            added += sum(pool.add(c, cell.leaves) for cell in found)
+            floor = min(floor, bound)
+        if not added:
+            return float(marginals @ b) + n_rows * floor
+    return None
