@@ -34,6 +34,7 @@ from treeleaks.schema import FeatureSchema
 from treeleaks.system import CountSystem
 
 _TOL = 1e-7
+INTEGER_PACKING_S = 5.0
 
 
 @dataclass
@@ -76,6 +77,10 @@ class ColumnPool:
         self.leaves.append(leaves.astype(np.int64))
         self.cls.append(cls)
         return True
+
+    def rows_of(self, cls: int, leaves: np.ndarray) -> np.ndarray:
+        """The (tree, leaf, class) counts a cell of class ``cls`` in ``leaves`` lies in."""
+        return self.offsets[:-1] + leaves.astype(np.int64) * self.n_classes + cls
 
     def matrix(self) -> sp.csc_matrix:
         """``(n_counts, n_columns)``: column j has a 1 in each (tree, leaf, class) it lies in."""
@@ -142,6 +147,10 @@ def generate_cells(
         whole = np.floor(x + _TOL)
         fractional = np.flatnonzero(x - whole > _TOL)
         if fractional.size:
+            packed = _integer_packing(pool, capacity, left_rows, deadline)
+            if packed is not None:
+                placed, status = model.n_rows or 0, "FEASIBLE"
+                break
             j = fractional[np.argmax(x[fractional] - whole[fractional])]
             whole[j] += 1
         take = whole.astype(np.int64)
@@ -153,6 +162,65 @@ def generate_cells(
             status = "FEASIBLE"
             break
     return Generated(pool.cells(schema), status, placed, stats["iterations"], stats["calls"])
+
+
+def _integer_packing(
+    pool: ColumnPool, capacity: np.ndarray, n_rows: int, deadline: float
+) -> np.ndarray | None:
+    """Whole counts over the generated cells that place ``n_rows`` within ``capacity``, if
+    the MIP finds them within a short time; diving is the fallback."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    A = pool.matrix()
+    live = np.flatnonzero(capacity > 0)
+    dead = np.asarray(A[np.flatnonzero(capacity <= 0)].sum(axis=0)).ravel() > 0
+    left = min(INTEGER_PACKING_S, deadline - time.perf_counter())
+    if left <= 0:
+        return None
+    result = milp(
+        -np.ones(A.shape[1]),
+        constraints=[LinearConstraint(A[live], -np.inf, capacity[live]),
+                     LinearConstraint(np.ones((1, A.shape[1])), n_rows, n_rows)],
+        bounds=Bounds(0, np.where(dead, 0, np.inf)),
+        integrality=np.ones(A.shape[1]),
+        options={"time_limit": left},
+    )
+    return None if result.x is None else np.rint(result.x).astype(np.int64)
+
+
+def _fill_slack(
+    pool: ColumnPool,
+    pricers: list,
+    slack: np.ndarray,
+    deadline: float,
+    seed: int,
+    threads: int,
+    stats: dict[str, int],
+) -> int:
+    """Greedy augmentation: add cells lying only in leaves the LP leaves room in, each
+    taking that room, until none fits. The LP's prices are degenerate (a full leaf often
+    has price 0), so pricing on them alone adds many cells that cannot raise the optimum;
+    a cell found here raises it at once. Returns how many cells were added."""
+    slack = slack.copy()
+    added, progress = 0, True
+    while progress and time.perf_counter() < deadline:
+        progress = False
+        for c, pricer in enumerate(pricers):
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                break
+            full = np.where(slack > _TOL, 0.0, 1.0)
+            stats["calls"] += 1
+            found, _, _ = pricer.best(pool.weights(full, c), left, seed=seed + added,
+                                      threads=threads, keep=5, cutoff=0.5)
+            for cell in found:
+                rows = pool.rows_of(c, cell.leaves)
+                room = slack[rows].min()
+                if room > _TOL and pool.add(c, cell.leaves):
+                    slack[rows] -= room
+                    added += 1
+                    progress = True
+    return added
 
 
 def _pack(
@@ -189,6 +257,10 @@ def _pack(
                iteration=stats["iterations"])
         if placed >= n_rows - 1e-6:
             return "FEASIBLE", x
+        slack = capacity - (pool.matrix() @ x if len(pool) else 0)
+        if _fill_slack(pool, pricers, slack, deadline, seed + stats["iterations"], threads,
+                       stats):
+            continue
         added, proven_none = 0, True
         for c, pricer in enumerate(pricers):
             left = deadline - time.perf_counter()
@@ -197,7 +269,7 @@ def _pack(
             stats["calls"] += 1
             found, bound, finished = pricer.best(
                 pool.weights(prices, c), left, seed=seed + stats["iterations"],
-                threads=threads, keep=5, cutoff=1.0 - _TOL,
+                threads=threads, keep=20, cutoff=1.0 - _TOL,
             )
             added += sum(pool.add(c, cell.leaves) for cell in found if cell.weight < 1 - _TOL)
             proven_none &= finished and bound >= 1 - _TOL
