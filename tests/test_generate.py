@@ -31,7 +31,7 @@ def assert_proven_rows_are_training_rows(result, X: pd.DataFrame, y, label: str)
     assert len(boxes) <= len(rows)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     n_rows=st.integers(1, 30),
     n_features=st.integers(1, 6),

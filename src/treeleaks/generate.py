@@ -43,7 +43,7 @@ class Generated:
 
     ``status``: ``FEASIBLE`` (these cells hold an integer dataset), ``INFEASIBLE``
     (pricing proved that no dataset, not even a fractional one, reproduces the counts),
-    ``DEAD_END`` (rounding led where no dataset fits; other roundings were not tried),
+    ``DEAD_END`` (every rounding tried before the deadline led where no dataset fits),
     ``TIMEOUT``.
     """
 
@@ -64,6 +64,7 @@ class ColumnPool:
         self.counts = np.concatenate([t.counts.ravel() for t in model.trees]).astype(np.int64)
         self.leaves: list[np.ndarray] = []
         self.cls: list[int] = []
+        self.banned: set[int] = set()
         self._seen: set[tuple[int, bytes]] = set()
 
     def __len__(self) -> int:
@@ -77,6 +78,10 @@ class ColumnPool:
         self.leaves.append(leaves.astype(np.int64))
         self.cls.append(cls)
         return True
+
+    def excluded(self, cls: int) -> list[np.ndarray]:
+        """Leaves of the banned columns of class ``cls``, for pricing to skip."""
+        return [self.leaves[j] for j in sorted(self.banned) if self.cls[j] == cls]
 
     def rows_of(self, cls: int, leaves: np.ndarray) -> np.ndarray:
         """The (tree, leaf, class) counts a cell of class ``cls`` in ``leaves`` lies in."""
@@ -119,7 +124,6 @@ def generate_cells(
     schema: FeatureSchema,
     deadline: float,
     seed: int = 0,
-    threads: int = 2,
     progress: ProgressCallback | None = None,
 ) -> Generated:
     """Generate cells until they hold an integer dataset (see the module doc).
@@ -134,30 +138,42 @@ def generate_cells(
     pool = ColumnPool(model)
     pricers = [Pricer(model, schema, c) for c in range(model.n_classes)]
     capacity = pool.counts.copy()
-    left_rows = int(model.n_rows or 0)
+    n_rows = left_rows = int(model.n_rows or 0)
     stats = {"iterations": 0, "calls": 0}
-    status, placed = "TIMEOUT", 0.0
+    status, placed, rounded_up = "TIMEOUT", 0.0, None
     while time.perf_counter() < deadline:
-        outcome, x = _pack(pool, pricers, capacity, left_rows, deadline, seed, threads,
-                           progress, stats)
+        outcome, x = _pack(pool, pricers, capacity, left_rows, deadline, seed, progress,
+                           stats)
+        if outcome == "INFEASIBLE" and (left_rows < n_rows or pool.banned):
+            # A dead end of the rounding: ban the cell it last rounded up and start again
+            # from all the counts with every cell generated so far.
+            if _integer_packing(pool, pool.counts, n_rows, deadline) is not None:
+                placed, status = n_rows, "FEASIBLE"
+                break
+            if rounded_up is None:
+                status = "DEAD_END"
+                break
+            pool.banned.add(rounded_up)
+            capacity, left_rows, status, rounded_up = pool.counts.copy(), n_rows, "DEAD_END", None
+            continue
         if outcome != "FEASIBLE":
-            dead_end = outcome == "INFEASIBLE" and left_rows < (model.n_rows or 0)
-            status = "DEAD_END" if dead_end else outcome
+            status = outcome
             break
         whole = np.floor(x + _TOL)
         fractional = np.flatnonzero(x - whole > _TOL)
         if fractional.size:
             packed = _integer_packing(pool, capacity, left_rows, deadline)
             if packed is not None:
-                placed, status = model.n_rows or 0, "FEASIBLE"
+                placed, status = n_rows, "FEASIBLE"
                 break
             j = fractional[np.argmax(x[fractional] - whole[fractional])]
             whole[j] += 1
+            rounded_up = int(j)
         take = whole.astype(np.int64)
         A = pool.matrix()
         capacity = capacity - A[:, : take.size] @ take
         left_rows -= int(take.sum())
-        placed = (model.n_rows or 0) - left_rows
+        placed = max(placed, n_rows - left_rows)
         if left_rows <= 0:
             status = "FEASIBLE"
             break
@@ -174,6 +190,7 @@ def _integer_packing(
     A = pool.matrix()
     live = np.flatnonzero(capacity > 0)
     dead = np.asarray(A[np.flatnonzero(capacity <= 0)].sum(axis=0)).ravel() > 0
+    dead[list(pool.banned)] = True
     left = min(INTEGER_PACKING_S, deadline - time.perf_counter())
     if left <= 0:
         return None
@@ -194,7 +211,6 @@ def _fill_slack(
     slack: np.ndarray,
     deadline: float,
     seed: int,
-    threads: int,
     stats: dict[str, int],
 ) -> int:
     """Greedy augmentation: add cells lying only in leaves the LP leaves room in, each
@@ -211,8 +227,8 @@ def _fill_slack(
                 break
             full = np.where(slack > _TOL, 0.0, 1.0)
             stats["calls"] += 1
-            found, _, _ = pricer.best(pool.weights(full, c), left, seed=seed + added,
-                                      threads=threads, keep=5, cutoff=0.5)
+            found, _, _ = pricer.best(pool.weights(full, c), left, seed=seed + added, keep=5,
+                                      cutoff=0.5, exclude=pool.excluded(c))
             for cell in found:
                 rows = pool.rows_of(c, cell.leaves)
                 room = slack[rows].min()
@@ -230,7 +246,6 @@ def _pack(
     n_rows: int,
     deadline: float,
     seed: int,
-    threads: int,
     progress: ProgressCallback | None,
     stats: dict[str, int],
 ) -> tuple[str, np.ndarray]:
@@ -245,6 +260,7 @@ def _pack(
         if len(pool):
             A = pool.matrix()
             dead = np.asarray(A[np.flatnonzero(capacity <= 0)].sum(axis=0)).ravel() > 0
+            dead[list(pool.banned)] = True
             res = linprog(-np.ones(A.shape[1]), A_ub=A[live], b_ub=capacity[live],
                           bounds=[(0, 0) if d else (0, None) for d in dead], method="highs",
                           options={"time_limit": max(deadline - time.perf_counter(), 0.01)})
@@ -258,8 +274,7 @@ def _pack(
         if placed >= n_rows - 1e-6:
             return "FEASIBLE", x
         slack = capacity - (pool.matrix() @ x if len(pool) else 0)
-        if _fill_slack(pool, pricers, slack, deadline, seed + stats["iterations"], threads,
-                       stats):
+        if _fill_slack(pool, pricers, slack, deadline, seed + stats["iterations"], stats):
             continue
         added, proven_none = 0, True
         for c, pricer in enumerate(pricers):
@@ -268,8 +283,8 @@ def _pack(
                 return "TIMEOUT", x
             stats["calls"] += 1
             found, bound, finished = pricer.best(
-                pool.weights(prices, c), left, seed=seed + stats["iterations"],
-                threads=threads, keep=20, cutoff=1.0 - _TOL,
+                pool.weights(prices, c), left, seed=seed + stats["iterations"], keep=20,
+                cutoff=1.0 - _TOL, exclude=pool.excluded(c),
             )
             added += sum(pool.add(c, cell.leaves) for cell in found if cell.weight < 1 - _TOL)
             proven_none &= finished and bound >= 1 - _TOL
@@ -286,7 +301,6 @@ def generated_lower_bounds(
     solution: np.ndarray,
     time_limit: float,
     seed: int = 0,
-    threads: int = 2,
     progress: ProgressCallback | None = None,
 ) -> Certainty:
     """Sound lower bounds on the variables of a system over *generated* cells.
@@ -334,7 +348,7 @@ def generated_lower_bounds(
         cost[j] = 1.0
         bound, n_lps = _lagrangian_bound(
             model, schema, pool, live, b, n_rows, j, cost, lp_min, pricers,
-            start + time_limit, seed, threads,
+            start + time_limit, seed,
         ), n_lps + 1
         if bound is None:
             unsettled += 1
@@ -358,7 +372,6 @@ def _lagrangian_bound(
     pricers: dict,
     deadline: float,
     seed: int,
-    threads: int,
 ) -> float | None:
     """``min n_target`` over all datasets, bounded below; None when time ran out."""
     from treeleaks.pricing import Pricer
@@ -384,8 +397,8 @@ def _lagrangian_bound(
             if left <= 0:
                 return None
             found, bound, finished = pricers[c].best(
-                pool.weights(-prices, c), left, seed=seed, threads=threads, keep=5,
-                cutoff=-1e-9, exclude=target_leaves if c == target_cls else None,
+                pool.weights(-prices, c), left, seed=seed, keep=5,
+                cutoff=-1e-9, exclude=[target_leaves] if c == target_cls else [],
             )
             if not found and not finished:
                 return None

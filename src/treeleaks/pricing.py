@@ -64,15 +64,15 @@ class Pricer:
             self.leaf_ids.append(allowed)
 
     def best(
-        self, weights: list[np.ndarray], time_limit: float, seed: int = 0, threads: int = 2,
-        keep: int = 20, cutoff: float | None = None, exclude: np.ndarray | None = None,
+        self, weights: list[np.ndarray], time_limit: float, seed: int = 0,
+        keep: int = 20, cutoff: float | None = None, exclude: list[np.ndarray] = (),
     ) -> tuple[list[PricedCell], float, bool]:
         """Points with the least total weight (``weights[t][leaf]``): up to ``keep`` of those
         found, a sound lower bound on the least total weight over all points, and whether
         the search finished (the bound is then the optimum). With ``cutoff``, only points
         lighter than it are sought and the search stops once ``keep`` are found, which is
-        far quicker than proving the optimum. ``exclude`` (a leaf per tree) rules out the
-        one cell lying in exactly those leaves."""
+        far quicker than proving the optimum. Each of ``exclude`` (a leaf per tree) rules
+        out the one cell lying in exactly those leaves."""
         if not self.feasible:
             return [], np.inf, True
         terms, coefs = [], []
@@ -85,11 +85,12 @@ class Pricer:
         problem.minimize(objective)
         if cutoff is not None:
             problem.add(objective <= int(np.ceil(cutoff * _SCALE)) - 1)
-        if exclude is not None:
-            problem.add_bool_or([~self._var(t, int(leaf)) for t, leaf in enumerate(exclude)])
+        for leaves in exclude:
+            problem.add_bool_or([~self._var(t, int(leaf)) for t, leaf in enumerate(leaves)])
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
-        solver.parameters.num_workers = max(int(threads), 1)
+        # One worker: pricing is short, and a single CP-SAT worker is deterministic.
+        solver.parameters.num_workers = 1
         solver.parameters.random_seed = int(seed) % 2**31
         # Measured on 100 full-depth trees: presolve, probing and the LP relaxation cost
         # ~1.3 s per call and do not pay off on these implication-only models.

@@ -105,8 +105,7 @@ def reconstruct(
             timings["cells_abandoned_after_trees"] = stop.trees_done
         tick = lap("cells", tick)
     if cells is None:
-        generated = generate_cells(model, bound, deadline, seed=seed, threads=threads,
-                                      progress=progress)
+        generated = generate_cells(model, bound, deadline, seed=seed, progress=progress)
         tick = lap("generate", tick)
         timings["generate_iterations"] = generated.iterations
         timings["pricing_calls"] = generated.pricing_calls
@@ -156,7 +155,7 @@ def reconstruct(
         else:
             certainty = generated_lower_bounds(model, bound, cells, system, solution.counts,
                                                certainty_time_limit, seed=seed,
-                                               threads=threads, progress=progress)
+                                               progress=progress)
             proof = PROOF_GENERATED
         tick = lap("certainty", tick)
         counts, lower, complete = solution.counts, certainty.lower, certainty.complete
