@@ -325,12 +325,12 @@ def generated_lower_bounds(
     n_rows = float(model.n_rows or 0)
     lower = np.zeros(system.n_vars, dtype=np.int64)
 
-    def lp_min(cost: np.ndarray) -> tuple[float, np.ndarray] | None:
+    def lp_min(cost: np.ndarray) -> tuple[float, np.ndarray, np.ndarray] | None:
         A = pool.matrix()[live]
         left = max(time_limit - (time.perf_counter() - start), 0.01)
         res = linprog(np.pad(cost, (0, A.shape[1] - cost.size)), A_eq=A, b_eq=b,
                       bounds=(0, None), method="highs", options={"time_limit": left})
-        return None if res.status != 0 else (float(res.fun), res.eqlin.marginals)
+        return None if res.status != 0 else (float(res.fun), res.eqlin.marginals, res.x)
 
     candidates = np.flatnonzero(solution > 0)
     joint = np.zeros(system.n_vars)
@@ -338,6 +338,7 @@ def generated_lower_bounds(
     first = lp_min(joint)
     if first is None:
         return Certainty(lower, False, 1)
+    candidates = candidates[first[2][candidates] > _TOL]
     pricers: dict[int, Pricer] = {}
     n_lps, unsettled, done = 1, 0, 0
     for j in candidates:
@@ -381,7 +382,7 @@ def _lagrangian_bound(
         optimum = lp_min(cost)
         if optimum is None:
             return None
-        value, marginals = optimum
+        value, marginals, _ = optimum
         if value <= 1e-9:
             return 0.0  # the generated cells alone can empty it: no proof exists
         prices = np.zeros(pool.counts.size)
