@@ -40,9 +40,13 @@ class CellBudget:
     deadline: float | None = None
 
     def cap(self, n_features: int) -> int:
-        """Most boxes (or box-node pairs while routing) to hold at once."""
+        """Most cells to hold at once (each box takes two floats per feature)."""
         per_box = 16 * max(n_features, 1) + 64
         return int(min(self.max_cells, self.memory_mb * 2**20 / per_box))
+
+    def pair_cap(self) -> int:
+        """Most (box, node) pairs to hold while routing a tree (indices only, ~32 bytes)."""
+        return int(self.memory_mb * 2**20 / 32)
 
     def check(self, trees_done: int, n_cells: int, n_features: int) -> None:
         if n_cells > self.cap(n_features):
@@ -95,7 +99,7 @@ def enumerate_cells(
     upper = np.full((1, m), np.inf)
     allowed = np.ones((1, c), dtype=bool)
     history: list[tuple[np.ndarray, np.ndarray]] = []
-    cap = budget.cap(m) if budget is not None else None
+    cap = budget.pair_cap() if budget is not None else None
     for t, tree in enumerate(model.trees):
         parent, node, allowed = _route(tree, lower, upper, allowed, cap, t)
         node_lower, node_upper = tree.node_boxes(m)

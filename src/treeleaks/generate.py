@@ -44,7 +44,7 @@ class Generated:
     ``status``: ``FEASIBLE`` (these cells hold an integer dataset), ``INFEASIBLE``
     (pricing proved that no dataset, not even a fractional one, reproduces the counts),
     ``DEAD_END`` (every rounding tried before the deadline led where no dataset fits),
-    ``TIMEOUT``.
+    ``STALLED`` (pricing could neither find a better cell nor rule one out), ``TIMEOUT``.
     """
 
     cells: Cells
@@ -144,9 +144,10 @@ def generate_cells(
     while time.perf_counter() < deadline:
         outcome, x = _pack(pool, pricers, capacity, left_rows, deadline, seed, progress,
                            stats)
-        if outcome == "INFEASIBLE" and (left_rows < n_rows or pool.banned):
-            # A dead end of the rounding: ban the cell it last rounded up and start again
-            # from all the counts with every cell generated so far.
+        if outcome in ("INFEASIBLE", "STALLED") and (left_rows < n_rows or pool.banned):
+            # A dead end of the rounding: ban the cell it last rounded up (or, before any
+            # rounding, the last cell it kept) and start again from all the counts with
+            # every cell generated so far.
             if _integer_packing(pool, pool.counts, n_rows, deadline) is not None:
                 placed, status = n_rows, "FEASIBLE"
                 break
@@ -170,6 +171,8 @@ def generate_cells(
             whole[j] += 1
             rounded_up = int(j)
         take = whole.astype(np.int64)
+        if rounded_up is None and take.any():
+            rounded_up = int(np.flatnonzero(take)[-1])
         A = pool.matrix()
         capacity = capacity - A[:, : take.size] @ take
         left_rows -= int(take.sum())
@@ -287,9 +290,12 @@ def _pack(
                 cutoff=1.0 - _TOL, exclude=pool.excluded(c),
             )
             added += sum(pool.add(c, cell.leaves) for cell in found if cell.weight < 1 - _TOL)
-            proven_none &= finished and bound >= 1 - _TOL
+            proven_none &= finished and bound >= 1 - 2 * _TOL
         if not added:
-            return ("INFEASIBLE" if proven_none else "TIMEOUT"), x
+            # No cell weighs under 1 - 2e-7, so the LP over all cells places at most
+            # placed + 2e-7 N rows: a clear gap to N proves it.
+            infeasible = proven_none and placed < n_rows - 1e-3
+            return ("INFEASIBLE" if infeasible else "STALLED"), x
     return "TIMEOUT", np.zeros(len(pool))
 
 

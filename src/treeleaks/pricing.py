@@ -23,7 +23,7 @@ from ortools.sat.python import cp_model
 from treeleaks.model import ReleasedModel
 from treeleaks.schema import FeatureSchema
 
-_SCALE = 1_000_000
+_SCALE = 1_000_000_000  # weights become integers: floor(w * _SCALE)
 
 
 @dataclass
@@ -83,8 +83,11 @@ class Pricer:
         objective = cp_model.LinearExpr.weighted_sum(terms, coefs)
         problem = self.cp.clone()
         problem.minimize(objective)
-        if cutoff is not None:
-            problem.add(objective <= int(np.ceil(cutoff * _SCALE)) - 1)
+        # Flooring loses less than one unit per tree, so a point whose floored sum stays
+        # ``n_trees`` units under the scaled cutoff truly weighs less than the cutoff.
+        scaled_cutoff = None if cutoff is None else int(np.ceil(cutoff * _SCALE))
+        if scaled_cutoff is not None:
+            problem.add(objective <= scaled_cutoff - 1 - self.n_trees)
         for leaves in exclude:
             problem.add_bool_or([~self._var(t, int(leaf)) for t, leaf in enumerate(leaves)])
         solver = cp_model.CpSolver()
@@ -100,8 +103,8 @@ class Pricer:
         collector = _Collector(self, weights, keep, stop_early=cutoff is not None)
         code = solver.solve(problem, collector)
         if code == cp_model.INFEASIBLE:
-            # every point's floored weight reaches the cutoff, so its true weight does too
-            floor = np.inf if cutoff is None else np.ceil(cutoff * _SCALE) / _SCALE
+            # every point's floored sum, a lower bound on its true weight, is this high
+            floor = np.inf if scaled_cutoff is None else (scaled_cutoff - self.n_trees) / _SCALE
             return [], floor, True
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return [], -np.inf, False

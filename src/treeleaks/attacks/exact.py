@@ -114,8 +114,11 @@ def reconstruct(
                          "cells can hold every leaf's rows (proven by pricing)",
                          len(generated.cells), used)
         if generated.status != "FEASIBLE":
-            why = ("rounding its LP reached a dead end" if generated.status == "DEAD_END"
-                   else f"the time limit of {time_limit:g} s ran out; raise it")
+            why = {
+                "DEAD_END": "every rounding of its LP tried in time reached a dead end",
+                "STALLED": "pricing could neither find a better cell nor rule one out",
+            }.get(generated.status, f"the time limit of {time_limit:g} s ran out")
+            why += "; raise the time limit, or try strategy 'enumerate' if memory allows"
             return empty("UNKNOWN", f"cell generation placed {generated.placed:.0f} of "
                          f"{model.n_rows} rows: {why}", len(generated.cells), used)
         cells = generated.cells
