@@ -122,3 +122,34 @@ def test_demo_runs_and_is_verified() -> None:
     result = runner.invoke(app, ["demo"])
     assert result.exit_code == 0, result.output
     assert "verified" in result.stdout
+
+
+def test_details_carry_each_rows_proof_and_bounds(
+    files: dict[str, Path], truth: pd.DataFrame, tmp_path: Path
+) -> None:
+    out, details = tmp_path / "recon.csv", tmp_path / "details.csv"
+    result = runner.invoke(app, ["reconstruct", str(files["forest"]), "--out", str(out),
+                                 "--details", str(details), "--strategy", "generate"])
+    assert result.exit_code == 0, result.output
+    rows, table = pd.read_csv(out), pd.read_csv(details)
+    assert len(table) == len(rows) == len(truth)
+    assert {"row", "proven", "proven_pattern", "f0:free", "f0:lower", "f0:upper"} <= set(table)
+    for name in (f"f{i}" for i in range(6)):
+        inside = (table[f"{name}:lower"] <= rows[name]) & (rows[name] <= table[f"{name}:upper"])
+        assert inside.all()
+    assert "generated" in result.stdout
+
+
+@pytest.mark.parametrize("clash", ["model", "each-other"])
+def test_outputs_never_overwrite_inputs_or_each_other(
+    files: dict[str, Path], tmp_path: Path, clash: str
+) -> None:
+    model = tmp_path / "model.json"
+    model.write_text(files["tampered"].read_text())
+    before = model.read_text()
+    target = model if clash == "model" else tmp_path / "same.csv"
+    result = runner.invoke(app, ["reconstruct", str(model), "--out", str(target),
+                                 "--details", str(tmp_path / "same.csv")])
+    line = one_line_error(result, 2)
+    assert ("overwrite the input" in line) if clash == "model" else ("same file" in line)
+    assert model.read_text() == before

@@ -77,7 +77,21 @@ def reconstruct_command(
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Write the result summary to this JSON file.")
     ] = None,
-    time_limit: Annotated[float, typer.Option(min=0, help="Solver time limit in seconds.")] = 60.0,
+    details: Annotated[
+        Path | None,
+        typer.Option(help="Write per-row proofs and bounds to this CSV: proven, proven_pattern, "
+                     "and <column>:free / :lower / :upper for every feature."),
+    ] = None,
+    time_limit: Annotated[
+        float,
+        typer.Option(min=0, help="Time limit in seconds for finding the reconstruction: cell "
+                     "enumeration or generation and the solver."),
+    ] = 60.0,
+    strategy: Annotated[
+        Literal["auto", "enumerate", "generate"],
+        typer.Option(help="List every cell (enumerate), generate cells on demand (generate), "
+                     "or enumerate within a budget and generate beyond it (auto)."),
+    ] = "auto",
     threads: Annotated[int, typer.Option(min=1, help="CP-SAT worker threads.")] = 2,
     seed: Annotated[int, typer.Option(help="CP-SAT random seed.")] = 0,
     solver: Annotated[Literal["highs", "cp-sat"], typer.Option(help="Solver backend.")] = "highs",
@@ -89,9 +103,7 @@ def reconstruct_command(
     """Reconstruct the training rows of a forest whose trees each saw every row once."""
     if schema is not None and not schema.is_file():
         _fail(f"schema file {str(schema)!r} does not exist", EXIT_BAD_INPUT)
-    for target in (out, json_path):
-        if target is not None and not target.parent.is_dir():
-            _fail(f"cannot write {str(target)!r}: its folder does not exist", EXIT_BAD_INPUT)
+    _check_outputs(model_path, schema, out, json_path, details)
     model = _load(model_path, trust_pickle)
     bound = None
     if schema is not None:
@@ -103,7 +115,7 @@ def reconstruct_command(
         with Console(stderr=True).status("Reconstructing the training set from the model..."):
             recon = reconstruct(
                 model, bound, time_limit=time_limit, threads=threads, seed=seed, solver=solver,
-                certainty_time_limit=certainty_time_limit,
+                certainty_time_limit=certainty_time_limit, strategy=strategy,
             )
     except TreeleaksError as exc:
         _fail(str(exc), EXIT_BAD_INPUT)
@@ -113,6 +125,9 @@ def reconstruct_command(
         if out is not None:
             _integral(recon.rows).to_csv(out, index=False)
             out_console.print(f"Wrote {len(recon.rows)} rows to {escape(str(out))}")
+        if details is not None:
+            _details(recon).to_csv(details, index=False)
+            out_console.print(f"Wrote per-row proofs and bounds to {escape(str(details))}")
         if json_path is not None:
             summary = {**recon.summary(), "model_path": str(model_path)}
             json_path.write_text(json.dumps(summary, indent=2) + "\n")
@@ -127,6 +142,36 @@ def inspect(model_path: ModelArg, trust_pickle: TrustPickle = False) -> None:
     """Show what a model file exposes to anyone who holds it."""
     model = _load(model_path, trust_pickle)
     Console().print(_inspect_table(model_path, model))
+
+
+def _check_outputs(model: Path, schema: Path | None, *outputs: Path | None) -> None:
+    """Refuse outputs in missing folders, or that would overwrite an input or each other."""
+    inputs = {p.resolve(): p for p in (model, schema) if p is not None}
+    seen: dict[Path, Path] = {}
+    for target in outputs:
+        if target is None:
+            continue
+        if not target.parent.is_dir():
+            _fail(f"cannot write {str(target)!r}: its folder does not exist", EXIT_BAD_INPUT)
+        resolved = target.resolve()
+        if resolved in inputs:
+            _fail(f"output {str(target)!r} would overwrite the input {str(inputs[resolved])!r}; "
+                  "choose another file name", EXIT_BAD_INPUT)
+        if resolved in seen:
+            _fail(f"two outputs name the same file {str(target)!r}; give each its own name",
+                  EXIT_BAD_INPUT)
+        seen[resolved] = target
+
+
+def _details(recon: Reconstruction) -> pd.DataFrame:
+    """Per row: proven, proven_pattern, and each feature's free flag and bounds."""
+    parts = {"row": np.arange(recon.n_rows), "proven": recon.proven,
+             "proven_pattern": recon.proven_pattern}
+    for name in recon.free.columns:
+        parts[f"{name}:free"] = recon.free[name].to_numpy()
+        parts[f"{name}:lower"] = recon.lower[name].to_numpy()
+        parts[f"{name}:upper"] = recon.upper[name].to_numpy()
+    return pd.DataFrame(parts)
 
 
 def _load(path: Path, trust_pickle: bool) -> ReleasedModel:
@@ -167,7 +212,7 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
     table.add_row("Model", escape(f"{path} ({model.source or 'treeleaks JSON'}, "
                                   f"{model.n_trees} trees, {model.n_features} features)"))
     status_style = "green" if s["status"] == "OPTIMAL" else "yellow"
-    how = ", ".join(filter(None, [s["solver"], f"{s['n_cells']} cells"]))
+    how = ", ".join(filter(None, [s["solver"], f"{s['n_cells']} cells {s['strategy']}d"]))
     table.add_row("Status", Text(f"{s['status']} in {s['time_s']:.2f} s ({how})", status_style))
     if s["certificate"] is not None:
         table.add_row("Certificate", certificate_text(s))
@@ -178,6 +223,11 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
         f"{s['proven_pattern_rows']} of {s['n_rows']}",
     )
     table.add_row("Values the model leaves open", f"{s['free_values']} (filled in)")
+    if s["numerical_width_mean"] is not None:
+        table.add_row("Numerical values pinned to",
+                      f"{s['numerical_width_mean']:.1%} of their range on average")
+    if s["proof"]:
+        table.add_row("Proofs", escape(s["proof"]))
     if s["message"]:
         table.add_row("Note", escape(s["message"]))
     return table
