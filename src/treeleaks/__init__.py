@@ -1,29 +1,39 @@
-"""treeleaks: what a released tree-based model reveals about its training data."""
+"""treeleaks: what a released tree-based model reveals about its training data.
 
-from treeleaks.attacks.exact import reconstruct
-from treeleaks.errors import (
-    SchemaError,
-    TreeleaksError,
-    UnsupportedModelError,
-    UntrustedPickleError,
-)
-from treeleaks.frontends.sklearn import from_sklearn
-from treeleaks.io import load_model, save_model
-from treeleaks.model import ReleasedModel
-from treeleaks.result import Reconstruction
-from treeleaks.schema import FeatureSchema
+Public names load on first use (PEP 562), so ``treeleaks inspect`` does not pay for the
+solvers' imports.
+"""
 
-__all__ = [
-    "FeatureSchema",
-    "Reconstruction",
-    "ReleasedModel",
-    "SchemaError",
-    "TreeleaksError",
-    "UnsupportedModelError",
-    "UntrustedPickleError",
-    "from_sklearn",
-    "load_model",
-    "reconstruct",
-    "save_model",
-]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_PUBLIC = {
+    "FeatureSchema": "treeleaks.schema",
+    "Reconstruction": "treeleaks.result",
+    "ReleasedModel": "treeleaks.model",
+    "SchemaError": "treeleaks.errors",
+    "TreeleaksError": "treeleaks.errors",
+    "UnsupportedModelError": "treeleaks.errors",
+    "UntrustedPickleError": "treeleaks.errors",
+    "from_sklearn": "treeleaks.frontends.sklearn",
+    "load_model": "treeleaks.io",
+    "reconstruct": "treeleaks.attacks.exact",
+    "save_model": "treeleaks.io",
+}
+
+__all__ = sorted(_PUBLIC)
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'treeleaks' has no attribute {name!r}")
+    value = getattr(import_module(_PUBLIC[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])

@@ -9,23 +9,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
-import numpy as np
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from treeleaks.attacks.exact import reconstruct
 from treeleaks.display import certificate_text
 from treeleaks.errors import TreeleaksError
 from treeleaks.io import load_model
-from treeleaks.model import ReleasedModel
-from treeleaks.result import Reconstruction
-from treeleaks.schema import FeatureSchema
+
+if TYPE_CHECKING:  # the solvers, pandas and scipy load only for the commands that need them
+    import pandas as pd
+
+    from treeleaks.model import ReleasedModel
+    from treeleaks.result import Reconstruction
 
 EXIT_UNVERIFIED = 1
 EXIT_BAD_INPUT = 2
@@ -101,6 +101,9 @@ def reconstruct_command(
     trust_pickle: TrustPickle = False,
 ) -> None:
     """Reconstruct the training rows of a forest whose trees each saw every row once."""
+    from treeleaks.attacks.exact import reconstruct
+    from treeleaks.schema import FeatureSchema
+
     if schema is not None and not schema.is_file():
         _fail(f"schema file {str(schema)!r} does not exist", EXIT_BAD_INPUT)
     _check_outputs(model_path, schema, out, json_path, details)
@@ -165,6 +168,9 @@ def _check_outputs(model: Path, schema: Path | None, *outputs: Path | None) -> N
 
 def _details(recon: Reconstruction) -> pd.DataFrame:
     """Per row: proven, proven_pattern, and each feature's free flag and bounds."""
+    import numpy as np
+    import pandas as pd
+
     parts = {"row": np.arange(recon.n_rows), "proven": recon.proven,
              "proven_pattern": recon.proven_pattern}
     for name in recon.free.columns:
@@ -276,6 +282,9 @@ def _rows_known(model: ReleasedModel, multiplicities_exposed: bool) -> str:
 
 def _integral(rows: pd.DataFrame) -> pd.DataFrame:
     """Float columns holding only whole numbers as integers, so 0/1 data stays 0/1 in the CSV."""
+    import numpy as np
+    import pandas as pd
+
     rows = rows.copy()
     for name in rows.columns:
         values = rows[name]
@@ -287,6 +296,8 @@ def _integral(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _spread(values: list[Any]) -> str:
+    import numpy as np
+
     if not values:
         return "-"
     return f"min {min(values)}, median {np.median(values):g}, max {max(values)}"

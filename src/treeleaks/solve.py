@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse.csgraph import connected_components
 from scipy.special import gammaln
 
@@ -167,6 +166,8 @@ def _mip(residual: _Residual) -> _Mip:
 def _solve_highs(
     residual: _Residual, time_limit: float, threads: int, seed: int
 ) -> tuple[str, np.ndarray | None]:
+    from scipy.optimize import Bounds, LinearConstraint, milp  # ~0.3 s to import
+
     mip = _mip(residual)
     result = milp(
         mip.cost,
