@@ -45,8 +45,9 @@ class CellBudget:
         return int(min(self.max_cells, self.memory_mb * 2**20 / per_box))
 
     def pair_cap(self) -> int:
-        """Most (box, node) pairs to hold while routing a tree (indices only, ~32 bytes)."""
-        return int(self.memory_mb * 2**20 / 32)
+        """Most (box, node) pairs to hold while routing a tree: index arrays, ~100 bytes a
+        pair with their transient copies; and no more than a tree can turn into cells."""
+        return int(min(self.memory_mb * 2**20 / 100, 10 * self.max_cells))
 
     def check(self, trees_done: int, n_cells: int, n_features: int) -> None:
         if n_cells > self.cap(n_features):
