@@ -153,3 +153,9 @@ def test_outputs_never_overwrite_inputs_or_each_other(
     line = one_line_error(result, 2)
     assert ("overwrite the input" in line) if clash == "model" else ("same file" in line)
     assert model.read_text() == before
+
+
+def test_inspect_estimates_which_strategy_will_run(files: dict[str, Path]) -> None:
+    result = runner.invoke(app, ["inspect", str(files["forest"])])
+    assert result.exit_code == 0, result.output
+    assert "Reconstruction cost" in result.stdout and "cells listed" in result.stdout

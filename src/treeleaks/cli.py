@@ -266,7 +266,24 @@ def _inspect_table(path: Path, model: ReleasedModel) -> Table:
                   f"{noise.kind}, epsilon={noise.epsilon:g}, scale={noise.scale:g}")
     for key, value in model.facts.items():
         table.add_row(escape(key), escape(str(value)))
+    if model.n_rows is not None and model.trees:
+        table.add_row("Reconstruction cost", _cost_estimate(model))
     return table
+
+
+def _cost_estimate(model: ReleasedModel) -> str:
+    """How far listing the cells gets in half a second, and so which strategy will run."""
+    import time
+
+    from treeleaks.cells import CellBudget, probe_cells
+    from treeleaks.schema import FeatureSchema
+
+    schema = FeatureSchema.infer(model).bind(model)
+    probe = probe_cells(model, schema, CellBudget(deadline=time.perf_counter() + 0.5))
+    if probe.complete:
+        return f"{probe.n_cells:,} cells over all {probe.n_trees} trees: cells listed"
+    return (f"{probe.n_cells:,} cells after {probe.trees_done} of {probe.n_trees} trees: "
+            "too many to list, cells generated on demand (see docs/engine.md)")
 
 
 def _rows_known(model: ReleasedModel, multiplicities_exposed: bool) -> str:
