@@ -40,14 +40,11 @@ class CellBudget:
     deadline: float | None = None
 
     def cap(self, n_features: int) -> int:
-        """Most cells to hold at once (each box takes two floats per feature)."""
-        per_box = 16 * max(n_features, 1) + 64
+        """Most cells to hold at once: each box takes two floats per feature, about five
+        times over while a tree splits them (measured: 165,000 cells of 64 features,
+        550 MB peak)."""
+        per_box = 80 * max(n_features, 1) + 64
         return int(min(self.max_cells, self.memory_mb * 2**20 / per_box))
-
-    def pair_cap(self) -> int:
-        """Most (box, node) pairs to hold while routing a tree: index arrays, ~100 bytes a
-        pair with their transient copies; and no more than a tree can turn into cells."""
-        return int(min(self.memory_mb * 2**20 / 100, 10 * self.max_cells))
 
     def check(self, trees_done: int, n_cells: int, n_features: int) -> None:
         if n_cells > self.cap(n_features):
@@ -100,7 +97,9 @@ def enumerate_cells(
     upper = np.full((1, m), np.inf)
     allowed = np.ones((1, c), dtype=bool)
     history: list[tuple[np.ndarray, np.ndarray]] = []
-    cap = budget.pair_cap() if budget is not None else None
+    # Routing stops as soon as one tree would hold more (box, node) pairs than cells are
+    # allowed: the boxes they become are what takes the memory.
+    cap = budget.cap(m) if budget is not None else None
     for t, tree in enumerate(model.trees):
         parent, node, allowed = _route(tree, lower, upper, allowed, cap, t)
         node_lower, node_upper = tree.node_boxes(m)
