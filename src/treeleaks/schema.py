@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from treeleaks.errors import SchemaError
 from treeleaks.model import ReleasedModel
+
+if TYPE_CHECKING:  # pandas is needed only to read a frame
+    import pandas as pd
 
 KINDS = ("binary", "ordinal", "numerical", "unknown")
 JSON_KEYS = ("one_hot_groups", "at_most_one_groups", "numerical", "ordinal")
@@ -52,6 +54,8 @@ class FeatureSchema:
         at_most_one_groups: list[list[str]] | None = None,
     ) -> FeatureSchema:
         """Infer each column's kind and range from data (0/1 → binary, integers → ordinal)."""
+        import pandas as pd
+
         features = {}
         for name in frame.columns:
             values = pd.to_numeric(frame[name], errors="raise").to_numpy(dtype=np.float64)
