@@ -45,11 +45,13 @@ class Generated:
     (pricing proved that no dataset, not even a fractional one, reproduces the counts),
     ``DEAD_END`` (every rounding tried before the deadline led where no dataset fits),
     ``STALLED`` (pricing could neither find a better cell nor rule one out), ``TIMEOUT``.
+    ``placed`` rows were fixed as whole rows; ``lp_placed`` is the most the LP placed.
     """
 
     cells: Cells
     status: str
     placed: float
+    lp_placed: float
     iterations: int
     pricing_calls: int
 
@@ -139,7 +141,7 @@ def generate_cells(
     pricers = [Pricer(model, schema, c) for c in range(model.n_classes)]
     capacity = pool.counts.copy()
     n_rows = left_rows = int(model.n_rows or 0)
-    stats = {"iterations": 0, "calls": 0}
+    stats = {"iterations": 0, "calls": 0, "rows": n_rows, "lp_placed": 0.0}
     status, placed, rounded_up = "TIMEOUT", 0.0, None
     while time.perf_counter() < deadline:
         outcome, x = _pack(pool, pricers, capacity, left_rows, deadline, seed, progress,
@@ -180,7 +182,8 @@ def generate_cells(
         if left_rows <= 0:
             status = "FEASIBLE"
             break
-    return Generated(pool.cells(schema), status, placed, stats["iterations"], stats["calls"])
+    return Generated(pool.cells(schema), status, placed, stats["lp_placed"],
+                     int(stats["iterations"]), int(stats["calls"]))
 
 
 def _integer_packing(
@@ -214,7 +217,7 @@ def _fill_slack(
     slack: np.ndarray,
     deadline: float,
     seed: int,
-    stats: dict[str, int],
+    stats: dict[str, float],
 ) -> int:
     """Greedy augmentation: add cells lying only in leaves the LP leaves room in, each
     taking that room, until none fits. The LP's prices are degenerate (a full leaf often
@@ -250,7 +253,7 @@ def _pack(
     deadline: float,
     seed: int,
     progress: ProgressCallback | None,
-    stats: dict[str, int],
+    stats: dict[str, float],
 ) -> tuple[str, np.ndarray]:
     """Column generation on the packing LP with ``capacity`` until it places ``n_rows``."""
     from scipy.optimize import linprog
@@ -270,6 +273,7 @@ def _pack(
             if res.status != 0:
                 return "TIMEOUT", x
             x, placed = res.x, -float(res.fun)
+            stats["lp_placed"] = max(stats["lp_placed"], stats["rows"] - n_rows + placed)
             prices[live] = np.maximum(-res.ineqlin.marginals, 0.0)
         prices[capacity <= 0] = 2.0  # a full leaf: no cell through it can help
         report(progress, "generate", int(placed), n_rows, columns=len(pool),

@@ -119,8 +119,9 @@ def reconstruct(
                 "STALLED": "pricing could neither find a better cell nor rule one out",
             }.get(generated.status, f"the time limit of {time_limit:g} s ran out")
             why += "; raise the time limit, or try strategy 'enumerate' if memory allows"
-            return empty("UNKNOWN", f"cell generation placed {generated.placed:.0f} of "
-                         f"{model.n_rows} rows: {why}", len(generated.cells), used)
+            return empty("UNKNOWN", f"cell generation fixed {generated.placed:.0f} of "
+                         f"{model.n_rows} rows (its LP placed at most "
+                         f"{generated.lp_placed:.1f}): {why}", len(generated.cells), used)
         cells = generated.cells
     try:
         system = propagate(build_system(model, cells))
