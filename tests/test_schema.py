@@ -90,3 +90,20 @@ def test_feasible_respects_groups():
     upper = np.array([[inf, inf, inf], [0.5, 0.5, 0.5], [0.5, inf, 0.5]])
     # two members forced to 1; all forced to 0; exactly one possible
     np.testing.assert_array_equal(schema.feasible(lower, upper), [False, False, True])
+
+
+def test_a_ratio_split_inside_0_1_is_not_taken_for_binary():
+    from sklearn.datasets import load_wine
+    from sklearn.ensemble import RandomForestClassifier
+
+    from treeleaks import from_sklearn, reconstruct
+
+    data = load_wine(as_frame=True)
+    X = data.data[["nonflavanoid_phenols", "hue"]].iloc[::4].reset_index(drop=True)
+    y = data.target.iloc[::4].to_numpy()
+    forest = RandomForestClassifier(n_estimators=5, bootstrap=False, random_state=0).fit(X, y)
+    model = from_sklearn(forest)
+    inferred = FeatureSchema.infer(model).bind(model)
+    assert inferred.features["nonflavanoid_phenols"].kind == "numerical"
+    result = reconstruct(model)
+    assert result.verified and result.n_rows == len(X)

@@ -20,6 +20,7 @@ from rich.text import Text
 from treeleaks.display import certificate_text
 from treeleaks.errors import TreeleaksError
 from treeleaks.io import load_model
+from treeleaks.live import live_progress
 
 if TYPE_CHECKING:  # the solvers, pandas and scipy load only for the commands that need them
     import pandas as pd
@@ -115,10 +116,10 @@ def reconstruct_command(
         except (TreeleaksError, ValueError, OSError) as exc:
             _fail(_describe(exc), EXIT_BAD_INPUT)
     try:
-        with Console(stderr=True).status("Reconstructing the training set from the model..."):
+        with live_progress(Console(stderr=True)) as progress:
             recon = reconstruct(
                 model, bound, time_limit=time_limit, threads=threads, seed=seed, solver=solver,
-                certainty_time_limit=certainty_time_limit, strategy=strategy,
+                certainty_time_limit=certainty_time_limit, strategy=strategy, progress=progress,
             )
     except TreeleaksError as exc:
         _fail(str(exc), EXIT_BAD_INPUT)

@@ -114,12 +114,15 @@ class FeatureSchema:
 
     @classmethod
     def infer(cls, model: ReleasedModel) -> FeatureSchema:
-        """What the model alone implies: split only in (0, 1) → binary, unsplit → unknown."""
+        """What the model alone implies: split at one threshold in (0, 1) → binary (every
+        tree cuts a 0/1 column at the same place), unsplit → unknown, else numerical. A
+        column split at several points inside (0, 1), such as a ratio, is numerical:
+        calling it binary would make its real values look impossible."""
         features = {}
         for name, thresholds in zip(model.feature_names, model.thresholds()):
             if thresholds.size == 0:
                 features[name] = FeatureSpec("unknown")
-            elif ((thresholds > 0) & (thresholds < 1)).all():
+            elif thresholds.size == 1 and 0 < thresholds[0] < 1:
                 features[name] = FeatureSpec("binary", 0.0, 1.0)
             else:
                 features[name] = FeatureSpec("numerical")
