@@ -110,7 +110,9 @@ def reconstruct_command(
     _check_outputs(model_path, schema, out, json_path, details)
     model = _load(model_path, trust_pickle)
     bound = None
-    if schema is not None:
+    if schema is None:
+        _hint_groups(model, model_path)
+    else:
         try:
             bound = FeatureSchema.from_json(schema).bind(model)
         except (TreeleaksError, ValueError, OSError) as exc:
@@ -142,10 +144,48 @@ def reconstruct_command(
 
 
 @app.command()
-def inspect(model_path: ModelArg, trust_pickle: TrustPickle = False) -> None:
+def inspect(
+    model_path: ModelArg,
+    suggest_schema: Annotated[
+        Path | None,
+        typer.Option(help="Write the one-hot / at-most-one groups the column names and the "
+                     "model suggest to this schema JSON, for review and --schema."),
+    ] = None,
+    trust_pickle: TrustPickle = False,
+) -> None:
     """Show what a model file exposes to anyone who holds it."""
+    from treeleaks.schema_hints import schema_json, suggest_groups
+
+    _check_outputs(model_path, None, suggest_schema)
     model = _load(model_path, trust_pickle)
-    Console().print(_inspect_table(model_path, model))
+    groups = suggest_groups(model)
+    table = _inspect_table(model_path, model)
+    if groups:
+        table.add_row("Looks one-hot encoded", escape(", ".join(
+            f"{g.prefix} ({len(g.columns)} columns)" for g in groups)))
+    Console().print(table)
+    if suggest_schema is not None:
+        try:
+            suggest_schema.write_text(json.dumps(schema_json(groups), indent=2) + "\n")
+        except OSError as exc:
+            _fail(_describe(exc), EXIT_BAD_INPUT)
+        Console().print(f"Wrote {len(groups)} suggested group(s) to {escape(str(suggest_schema))}"
+                        "; check them before passing --schema")
+
+
+def _hint_groups(model: ReleasedModel, path: Path) -> None:
+    """Say when columns look one-hot encoded: declaring them can save orders of magnitude."""
+    from treeleaks.schema_hints import suggest_groups
+
+    groups = suggest_groups(model)
+    if groups:
+        names = ", ".join(f"{g.prefix}:*" for g in groups[:4]) + (", ..." if len(groups) > 4
+                                                                  else "")
+        Console(stderr=True).print(Text(
+            f"note: {len(groups)} group(s) of columns look one-hot encoded ({names}); they are "
+            f"not assumed. Declaring them can make this much faster: treeleaks inspect "
+            f"{path} --suggest-schema schema.json, check it, then --schema schema.json",
+            style="yellow"), soft_wrap=True)
 
 
 def _check_outputs(model: Path, schema: Path | None, *outputs: Path | None) -> None:
