@@ -244,3 +244,81 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
+
+
+# --- datasets beyond the shared files (offline; used by wide.py) ---------------------------
+
+SKLEARN_DATASETS = {"cancer": "load_breast_cancer", "wine": "load_wine", "digits": "load_digits"}
+
+
+def sklearn_dataset(name: str, label: str = "label") -> Dataset:
+    """One of scikit-learn's bundled datasets with its raw feature values (not binarized):
+    ``cancer`` (30 numerical, 569 rows), ``wine`` (13 numerical, 178) or ``digits``
+    (64 pixel counts 0-16, 1,797). Nothing is downloaded."""
+    import sklearn.datasets
+
+    if name not in SKLEARN_DATASETS:
+        raise KeyError(f"unknown scikit-learn dataset {name!r}; have {', '.join(SKLEARN_DATASETS)}")
+    data = getattr(sklearn.datasets, SKLEARN_DATASETS[name])(as_frame=True)
+    frame = data.data.reset_index(drop=True).assign(**{label: data.target.to_numpy()})
+    return Dataset(name=name, frame=frame, label=label, one_hot_groups=[], at_most_one_groups=[])
+
+
+def one_hot_dataset(
+    width: int, n_rows: int = 5000, seed: int = 0, n_factors: int = 4, label: str = "label"
+) -> Dataset:
+    """Synthetic categorical data one-hot encoded to exactly ``width`` binary columns.
+
+    Attributes ``a0, a1, ...`` have 3 to 12 levels (columns ``a3:0`` ... ``a3:k-1``, one
+    one-hot group each). Every row draws ``n_factors`` correlated Gaussian latent factors;
+    an attribute loads on one to three of them, and its level is drawn from a softmax of
+    the loadings plus per-level offsets (so levels are unevenly common and attributes are
+    correlated through the factors, not independent noise). The label is a noisy threshold
+    of a fixed function of the factors. Deterministic in ``(width, n_rows, seed,
+    n_factors)``.
+    """
+    if width < 3:
+        raise ValueError(f"width must be at least 3 (one attribute of 3 levels), got {width}")
+    rng = np.random.default_rng([seed, width])
+    cards: list[int] = []
+    while sum(cards) < width:
+        left = width - sum(cards)
+        k = left if 3 <= left <= 12 else int(rng.integers(3, 13))
+        if left - k in (1, 2):  # a remainder too small for an attribute of its own
+            k = left - 3  # left > 12 here, so 10 <= k <= 11
+        cards.append(k)
+    assert sum(cards) == width and all(3 <= k <= 12 for k in cards), cards
+
+    corr = np.full((n_factors, n_factors), 0.3) + 0.7 * np.eye(n_factors)
+    factors = rng.normal(size=(n_rows, n_factors)) @ np.linalg.cholesky(corr).T
+    columns: dict[str, np.ndarray] = {}
+    groups: list[list[str]] = []
+    for a, k in enumerate(cards):
+        loading = np.zeros((n_factors, k))
+        used = rng.choice(n_factors, size=int(rng.integers(1, 4)), replace=False)
+        loading[used] = rng.normal(scale=1.5, size=(len(used), k))
+        offset = rng.normal(scale=1.0, size=k)
+        gumbel = -np.log(-np.log(rng.random((n_rows, k))))
+        level = np.argmax(factors @ loading + offset + gumbel, axis=1)
+        names = [f"a{a}:{j}" for j in range(k)]
+        for j, column in enumerate(names):
+            columns[column] = (level == j).astype(np.int64)
+        groups.append(names)
+    score = factors[:, 0] - 0.7 * factors[:, 1] + 0.5 * factors[:, 2] * factors[:, 3 % n_factors]
+    noisy = score + rng.normal(scale=0.6, size=n_rows)
+    frame = pd.DataFrame(columns).assign(**{label: (noisy > np.median(noisy)).astype(np.int64)})
+    return Dataset(name=f"onehot{width}", frame=frame, label=label, one_hot_groups=groups,
+                   at_most_one_groups=[])
+
+
+def run_status(outcome: ChildOutcome) -> str:
+    """The status of an isolated run: the reconstruction's status, or ``timeout`` (killed by
+    the guard), ``ERROR`` (a Python exception in the child) or ``CRASH(rc=...)`` (no result,
+    e.g. killed by a signal such as the OOM killer)."""
+    res = outcome.result or {}
+    if outcome.timed_out:
+        return "timeout"
+    if "exception" in res:
+        return "ERROR"
+    status = res.get("status")
+    return str(status) if status is not None else f"CRASH(rc={outcome.returncode})"
