@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import io
 import json
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import joblib
 import numpy as np
 import pandas as pd
 import pytest
+from rich.console import Console
 from sklearn.ensemble import RandomForestClassifier
 from typer.testing import CliRunner, Result
 
-from treeleaks import from_sklearn
+from treeleaks import cli, from_sklearn
 from treeleaks.cli import app
-from treeleaks.io import save_model
+from treeleaks.display import live_progress
+from treeleaks.io import load_model, save_model
+from treeleaks.progress import Progress
 
 runner = CliRunner()
 
@@ -137,25 +144,115 @@ def test_details_carry_each_rows_proof_and_bounds(
     for name in (f"f{i}" for i in range(6)):
         inside = (table[f"{name}:lower"] <= rows[name]) & (rows[name] <= table[f"{name}:upper"])
         assert inside.all()
-    assert "generated" in result.stdout
+    assert "generated on demand" in result.stdout
 
 
-@pytest.mark.parametrize("clash", ["model", "each-other"])
+@pytest.mark.parametrize(
+    ("clash", "fragment"),
+    [("model", "overwrite the input"), ("schema", "overwrite the input"),
+     ("each-other", "same file"), ("json", "same file"), ("folder", "it is a folder")],
+)
 def test_outputs_never_overwrite_inputs_or_each_other(
-    files: dict[str, Path], tmp_path: Path, clash: str
+    files: dict[str, Path], tmp_path: Path, clash: str, fragment: str
 ) -> None:
-    model = tmp_path / "model.json"
+    model, schema = tmp_path / "model.json", tmp_path / "schema.json"
     model.write_text(files["tampered"].read_text())
-    before = model.read_text()
-    target = model if clash == "model" else tmp_path / "same.csv"
-    result = runner.invoke(app, ["reconstruct", str(model), "--out", str(target),
-                                 "--details", str(tmp_path / "same.csv")])
-    line = one_line_error(result, 2)
-    assert ("overwrite the input" in line) if clash == "model" else ("same file" in line)
-    assert model.read_text() == before
+    schema.write_text("{}")
+    before = model.read_text(), schema.read_text()
+    details = {"model": model, "schema": schema, "each-other": tmp_path / "same.csv",
+               "json": tmp_path / "same.csv", "folder": tmp_path}[clash]
+    other = "--json" if clash == "json" else "--out"
+    result = runner.invoke(app, ["reconstruct", str(model), "--schema", str(schema), other,
+                                 str(tmp_path / "same.csv"), "--details", str(details)])
+    assert fragment in one_line_error(result, 2)
+    assert (model.read_text(), schema.read_text()) == before
 
 
-def test_inspect_estimates_which_strategy_will_run(files: dict[str, Path]) -> None:
+def test_inspect_estimates_which_strategy_will_run(
+    files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     result = runner.invoke(app, ["inspect", str(files["forest"])])
     assert result.exit_code == 0, result.output
-    assert "Reconstruction cost" in result.stdout and "cells listed" in result.stdout
+    assert "Estimated cost" in result.stdout and "cells enumerated" in result.stdout
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"one_hot_groups": [["f0", "f1"]]}))
+    result = runner.invoke(app, ["inspect", str(files["forest"]), "--schema", str(schema)])
+    assert result.exit_code == 0 and "cells enumerated" in result.stdout
+    monkeypatch.setattr(cli, "PROBE_SECONDS", 0.0)
+    result = runner.invoke(app, ["inspect", str(files["forest"])])
+    assert "listing did not finish" in result.stdout and "probably generated" in result.stdout
+
+
+def test_inspect_refuses_a_schema_that_does_not_fit(files: dict[str, Path], tmp_path: Path) -> None:
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"ordinal": {"age": [0, 99]}}))
+    result = runner.invoke(app, ["inspect", str(files["forest"]), "--schema", str(schema)])
+    assert "'age'" in one_line_error(result, 2)
+
+
+def test_summary_says_how_cells_were_found_and_proofs_obtained(files: dict[str, Path]) -> None:
+    result = runner.invoke(app, ["reconstruct", str(files["forest"])])
+    assert result.exit_code == 0, result.output
+    assert "every cell listed" in result.stdout and "Proofs" in result.stdout
+
+
+def test_skops_forest_loads_without_skops_or_sklearn(
+    files: dict[str, Path], truth: pd.DataFrame
+) -> None:
+    """A plain tree classifier is read from the archive itself: importing skops and
+    scikit-learn would cost seconds of start-up."""
+    code = ("import sys; from treeleaks.io import load_model; "
+            f"load_model({str(files['forest'])!r}); "
+            "print(sorted(m for m in ('skops', 'sklearn') if m in sys.modules))")
+    imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    assert imported == "[]"
+    X, y = truth.drop(columns="label"), truth["label"]
+    forest = RandomForestClassifier(n_estimators=20, bootstrap=False, random_state=0).fit(X, y)
+    assert load_model(files["forest"]).to_dict() == from_sklearn(forest).to_dict()
+
+
+def test_a_skops_tree_with_broken_nodes_is_refused_in_one_line(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken.skops"
+    with zipfile.ZipFile(files["forest"]) as source, zipfile.ZipFile(broken, "w") as target:
+        schema = json.loads(source.read("schema.json"))
+        tree = schema["content"]["content"]["estimators_"]["content"][0]["content"]["content"]
+        nodes_file = tree["tree_"]["content"]["content"]["nodes"]["file"]
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == nodes_file:
+                nodes = np.load(io.BytesIO(data))
+                nodes["left_child"][0] = 10_000
+                buffer = io.BytesIO()
+                np.save(buffer, nodes)
+                data = buffer.getvalue()
+            target.writestr(item, data)
+    result = runner.invoke(app, ["inspect", str(broken)])
+    assert "malformed tree" in one_line_error(result, 2)
+
+
+def test_live_progress_draws_stages_and_figures_on_a_terminal() -> None:
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=150)
+    with live_progress(console) as show:
+        assert show is not None
+        show(Progress("cells", 12, 100, {"cells": 3412}))
+        bars = show.bars  # type: ignore[attr-defined]
+        task = bars.tasks[-1]
+        assert (task.description, task.total, task.fields["figures"]) == (
+            "Listing cells", 100, "12/100 trees · cells 3,412")
+        show(Progress("polish", 1, None, {"odd_key": "x"}))  # a stage the CLI does not know
+        assert len(bars.tasks) == 1 and bars.tasks[-1].total is None
+    assert "Polish" in screen.getvalue() and "odd key x" in screen.getvalue()
+    with live_progress(Console(file=io.StringIO())) as show:
+        assert show is None  # not a terminal: nothing is drawn
+
+
+def test_progress_figures_read_well() -> None:
+    from treeleaks.display import figures_text
+
+    assert figures_text({"cells": 3412, "columns": 12.0, "bound": 98.76543, "note": "x"}) == (
+        "cells 3,412 · cells generated 12 · bound 98.77 · note x"
+    )

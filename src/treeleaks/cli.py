@@ -8,6 +8,7 @@ reconstruction (the counts admit no dataset, or the solver ran out of time).
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
@@ -17,16 +18,17 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from treeleaks.display import certificate_text
+from treeleaks.display import certificate_text, live_progress
 from treeleaks.errors import TreeleaksError
 from treeleaks.io import load_model
-from treeleaks.live import live_progress
 
 if TYPE_CHECKING:  # the solvers, pandas and scipy load only for the commands that need them
     import pandas as pd
 
     from treeleaks.model import ReleasedModel
     from treeleaks.result import Reconstruction
+    from treeleaks.schema import FeatureSchema
+    from treeleaks.schema_hints import SuggestedGroup
 
 EXIT_UNVERIFIED = 1
 EXIT_BAD_INPUT = 2
@@ -46,6 +48,16 @@ ModelArg = Annotated[
         show_default=False,
     ),
 ]
+SchemaOption = Annotated[
+    Path | None,
+    typer.Option(help="Feature schema JSON (one_hot_groups, at_most_one_groups, numerical, "
+                 "ordinal). Default: inferred from the model's splits."),
+]
+STRATEGIES = {  # how Reconstruction.strategy found the cells
+    "enumerate": "every cell listed (enumerate)",
+    "generate": "cells generated on demand (generate)",
+}
+PROBE_SECONDS = 1.5  # inspect lists cells at most this long to estimate the cost
 TrustPickle = Annotated[
     bool,
     typer.Option(
@@ -67,11 +79,7 @@ def demo(seed: Annotated[int, typer.Option(help="Random state of the forest.")] 
 @app.command("reconstruct")
 def reconstruct_command(
     model_path: ModelArg,
-    schema: Annotated[
-        Path | None,
-        typer.Option(help="Feature schema JSON (one_hot_groups, at_most_one_groups, "
-                     "numerical, ordinal). Default: inferred from the model's splits."),
-    ] = None,
+    schema: SchemaOption = None,
     out: Annotated[
         Path | None, typer.Option(help="Write the reconstructed rows to this CSV.")
     ] = None,
@@ -103,20 +111,12 @@ def reconstruct_command(
 ) -> None:
     """Reconstruct the training rows of a forest whose trees each saw every row once."""
     from treeleaks.attacks.exact import reconstruct
-    from treeleaks.schema import FeatureSchema
 
-    if schema is not None and not schema.is_file():
-        _fail(f"schema file {str(schema)!r} does not exist", EXIT_BAD_INPUT)
     _check_outputs(model_path, schema, out, json_path, details)
     model = _load(model_path, trust_pickle)
-    bound = None
-    if schema is None:
+    bound = _bound_schema(schema, model)
+    if schema is None and not model.bootstrap and model.noise is None:  # else refused below
         _hint_groups(model, model_path)
-    else:
-        try:
-            bound = FeatureSchema.from_json(schema).bind(model)
-        except (TreeleaksError, ValueError, OSError) as exc:
-            _fail(_describe(exc), EXIT_BAD_INPUT)
     try:
         with live_progress(Console(stderr=True)) as progress:
             recon = reconstruct(
@@ -146,6 +146,7 @@ def reconstruct_command(
 @app.command()
 def inspect(
     model_path: ModelArg,
+    schema: SchemaOption = None,
     suggest_schema: Annotated[
         Path | None,
         typer.Option(help="Write the one-hot / at-most-one groups the column names and the "
@@ -153,16 +154,19 @@ def inspect(
     ] = None,
     trust_pickle: TrustPickle = False,
 ) -> None:
-    """Show what a model file exposes to anyone who holds it."""
+    """Show what a model file exposes to anyone who holds it, and what rebuilding its
+    training set would take."""
     from treeleaks.schema_hints import schema_json, suggest_groups
 
-    _check_outputs(model_path, None, suggest_schema)
+    _check_outputs(model_path, schema, suggest_schema)
     model = _load(model_path, trust_pickle)
+    bound = _bound_schema(schema, model)
     groups = suggest_groups(model)
     table = _inspect_table(model_path, model)
+    if model.n_rows is not None and model.trees:
+        table.add_row("Estimated cost", _cost_estimate(model, bound))
     if groups:
-        table.add_row("Looks one-hot encoded", escape(", ".join(
-            f"{g.prefix} ({len(g.columns)} columns)" for g in groups)))
+        table.add_row("Looks one-hot encoded", _groups_text(groups, suggest_schema is None))
     Console().print(table)
     if suggest_schema is not None:
         try:
@@ -173,19 +177,49 @@ def inspect(
                         "; check them before passing --schema")
 
 
+def _bound_schema(path: Path | None, model: ReleasedModel) -> FeatureSchema:
+    """The schema file bound to the model's columns, or the one inferred from its splits."""
+    from treeleaks.schema import FeatureSchema
+
+    if path is None:
+        return FeatureSchema.infer(model).bind(model)
+    if not path.is_file():
+        _fail(f"schema file {str(path)!r} does not exist", EXIT_BAD_INPUT)
+    try:
+        return FeatureSchema.from_json(path).bind(model)
+    except (TreeleaksError, ValueError, OSError) as exc:
+        _fail(_describe(exc), EXIT_BAD_INPUT)
+
+
+def _groups_text(groups: list[SuggestedGroup], how_to_use: bool) -> Text:
+    """Each suggested group: its prefix, kind and columns (the first few); with
+    ``how_to_use``, how to turn them into a schema."""
+    lines = []
+    for g in groups:
+        kind = "one-hot" if g.exactly_one else "at most one"
+        shown = ", ".join(g.columns[:4]) + (f", ... ({len(g.columns)})" if len(g.columns) > 4
+                                             else "")
+        lines.append(f"{g.prefix} ({kind}): {shown}")
+    if how_to_use:
+        lines.append("not assumed; --suggest-schema FILE writes them for --schema")
+    return Text("\n".join(lines))
+
+
 def _hint_groups(model: ReleasedModel, path: Path) -> None:
     """Say when columns look one-hot encoded: declaring them can save orders of magnitude."""
     from treeleaks.schema_hints import suggest_groups
 
     groups = suggest_groups(model)
-    if groups:
-        names = ", ".join(f"{g.prefix}:*" for g in groups[:4]) + (", ..." if len(groups) > 4
-                                                                  else "")
-        Console(stderr=True).print(Text(
-            f"note: {len(groups)} group(s) of columns look one-hot encoded ({names}); they are "
-            f"not assumed. Declaring them can make this much faster: treeleaks inspect "
-            f"{path} --suggest-schema schema.json, check it, then --schema schema.json",
-            style="yellow"), soft_wrap=True)
+    if not groups:
+        return
+    names = ", ".join(f"{g.prefix} ({len(g.columns)} columns)" for g in groups[:4])
+    more = f" and {len(groups) - 4} more" if len(groups) > 4 else ""
+    Console(stderr=True).print(Text(
+        f"note: columns look one-hot encoded: {names}{more}; treeleaks does not assume it. "
+        f"If they are, declaring them can make this much faster: run treeleaks inspect "
+        f"{shlex.quote(str(path))} --suggest-schema schema.json, check the file, then pass "
+        "--schema schema.json",
+        style="yellow"), soft_wrap=True)
 
 
 def _check_outputs(model: Path, schema: Path | None, *outputs: Path | None) -> None:
@@ -197,6 +231,8 @@ def _check_outputs(model: Path, schema: Path | None, *outputs: Path | None) -> N
             continue
         if not target.parent.is_dir():
             _fail(f"cannot write {str(target)!r}: its folder does not exist", EXIT_BAD_INPUT)
+        if target.is_dir():
+            _fail(f"cannot write {str(target)!r}: it is a folder; name a file", EXIT_BAD_INPUT)
         resolved = target.resolve()
         if resolved in inputs:
             _fail(f"output {str(target)!r} would overwrite the input {str(inputs[resolved])!r}; "
@@ -259,8 +295,10 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
     table.add_row("Model", escape(f"{path} ({model.source or 'treeleaks JSON'}, "
                                   f"{model.n_trees} trees, {model.n_features} features)"))
     status_style = "green" if s["status"] == "OPTIMAL" else "yellow"
-    how = ", ".join(filter(None, [s["solver"], f"{s['n_cells']} cells {s['strategy']}d"]))
-    table.add_row("Status", Text(f"{s['status']} in {s['time_s']:.2f} s ({how})", status_style))
+    solver = f" ({s['solver']})" if s["solver"] else ""
+    table.add_row("Status", Text(f"{s['status']} in {s['time_s']:.2f} s{solver}", status_style))
+    how = STRATEGIES.get(s["strategy"], s["strategy"])
+    table.add_row("Cells", escape(f"{s['n_cells']:,}: {how}"))
     if s["certificate"] is not None:
         table.add_row("Certificate", certificate_text(s))
     table.add_row("Rows reconstructed", str(s["n_rows"]))
@@ -307,24 +345,26 @@ def _inspect_table(path: Path, model: ReleasedModel) -> Table:
                   f"{noise.kind}, epsilon={noise.epsilon:g}, scale={noise.scale:g}")
     for key, value in model.facts.items():
         table.add_row(escape(key), escape(str(value)))
-    if model.n_rows is not None and model.trees:
-        table.add_row("Reconstruction cost", _cost_estimate(model))
     return table
 
 
-def _cost_estimate(model: ReleasedModel) -> str:
-    """How far listing the cells gets in half a second, and so which strategy will run."""
+def _cost_estimate(model: ReleasedModel, schema: FeatureSchema) -> str:
+    """How far listing the cells gets within the engine's budget (and at most
+    `PROBE_SECONDS`), so which strategy `reconstruct` will use."""
     import time
 
     from treeleaks.cells import CellBudget, probe_cells
-    from treeleaks.schema import FeatureSchema
 
-    schema = FeatureSchema.infer(model).bind(model)
-    probe = probe_cells(model, schema, CellBudget(deadline=time.perf_counter() + 0.5))
+    deadline = time.perf_counter() + PROBE_SECONDS
+    probe = probe_cells(model, schema, CellBudget(deadline=deadline))
     if probe.complete:
-        return f"{probe.n_cells:,} cells over all {probe.n_trees} trees: cells listed"
-    return (f"{probe.n_cells:,} cells after {probe.trees_done} of {probe.n_trees} trees: "
-            "too many to list, cells generated on demand (see docs/engine.md)")
+        return f"all {probe.n_trees} trees: {probe.n_cells:,} cells → cells enumerated"
+    if time.perf_counter() > deadline:
+        return (f"listing did not finish in {PROBE_SECONDS:g} s ({probe.trees_done} of "
+                f"{probe.n_trees} trees, {probe.n_cells:,} cells) → probably generated on "
+                "demand (reconstruct lists for a quarter of --time-limit, at least 2 s)")
+    return (f"stopped after {probe.trees_done} of {probe.n_trees} trees at {probe.n_cells:,} "
+            "cells → cells generated on demand (see docs/engine.md)")
 
 
 def _rows_known(model: ReleasedModel, multiplicities_exposed: bool) -> str:

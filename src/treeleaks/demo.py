@@ -23,7 +23,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
 
 from treeleaks.attacks.exact import reconstruct
-from treeleaks.display import certificate_text
+from treeleaks.display import certificate_text, live_progress
 from treeleaks.frontends.sklearn import from_sklearn
 from treeleaks.metrics import evaluate
 from treeleaks.result import Reconstruction
@@ -68,8 +68,8 @@ def run_demo(seed: int = 0, console: Console | None = None) -> dict[str, Any]:
         f"and the {LABEL}. The attacker sees only the fitted model.",
         highlight=False,
     )
-    with console.status("Reconstructing the training set from the model..."):
-        recon = reconstruct(model, FeatureSchema.infer(model), seed=seed)
+    with live_progress(console) as progress:
+        recon = reconstruct(model, FeatureSchema.infer(model), seed=seed, progress=progress)
     truth = X.assign(**{LABEL: y})
     score = evaluate(truth, recon.rows, FeatureSchema.from_frame(X), label=LABEL, seed=seed)
     exact_rows = round(score.exact_share * score.n_true)

@@ -4,13 +4,25 @@ Supported files: the treeleaks JSON IR (``.json``), skops archives (``.skops``),
 explicit opt-in, pickles (``.pkl``, ``.pickle``, ``.joblib``). Auditing a model someone
 hands you must not let that model execute code on the auditor's machine, so skops files are
 loaded with only the scikit-learn tree types trusted and pickles are refused by default.
+
+A skops archive holding a no-bootstrap tree classifier and nothing else is read straight
+from its JSON and numpy arrays, constructing no object at all: importing skops and
+scikit-learn takes seconds, longer than the rest of ``treeleaks inspect``. Anything else in
+an archive (other types, bootstrap forests, another skops protocol) goes through skops.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import io
+import json
+import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
+
+import numpy as np
 
 from treeleaks.errors import TreeleaksError, UntrustedPickleError
 from treeleaks.frontends.sklearn import from_sklearn
@@ -36,6 +48,11 @@ TRUSTED_SKOPS_TYPES = frozenset(
         "numpy.ndarray",
         "numpy.random.mtrand.RandomState",
     }
+)
+SKOPS_PROTOCOL = 2  # the archive layout `_read_plain_skops` understands
+_SKOPS_TREE = "sklearn.tree._tree.Tree"
+_SKOPS_ESTIMATORS = frozenset(
+    t for t in TRUSTED_SKOPS_TYPES if t.startswith("sklearn.") and t != _SKOPS_TREE
 )
 
 
@@ -68,7 +85,7 @@ def load_model(
         model = ReleasedModel.from_json(path)
         return model if feature_names is None else _renamed(model, feature_names)
     estimator = _load_skops(path) if suffix == ".skops" else _load_pickle(path)
-    return from_sklearn(estimator, feature_names=feature_names)
+    return _checked(from_sklearn(estimator, feature_names=feature_names), path)
 
 
 def save_model(estimator: Any, path: str | Path) -> Path:
@@ -82,6 +99,9 @@ def save_model(estimator: Any, path: str | Path) -> Path:
 
 def _load_skops(path: Path) -> Any:
     """Load a skops archive trusting only the tree types it needs; name any other type."""
+    plain = _read_plain_skops(path)
+    if plain is not None:
+        return plain
     import skops.io
 
     try:
@@ -98,6 +118,107 @@ def _load_skops(path: Path) -> Any:
         return skops.io.load(path, trusted=list(untrusted))
     except Exception as exc:
         raise ModelFormatError(f"could not load the skops file {path.name}: {exc}") from exc
+
+
+class _NotPlain(Exception):
+    """The archive holds something only skops itself can load, or judge."""
+
+
+def _read_plain_skops(path: Path) -> Any | None:
+    """A no-bootstrap tree classifier as plain records named after its classes (what
+    `from_sklearn` reads), or None when the archive needs skops."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            schema = json.loads(archive.read("schema.json"))
+            if schema.get("protocol") != SKOPS_PROTOCOL:
+                return None
+            estimator = _PlainArchive(archive).read(schema)
+    except (_NotPlain, zipfile.BadZipFile, OSError, KeyError, ValueError, TypeError,
+            AttributeError):
+        return None  # skops reads it, or explains what is wrong with it
+    if not isinstance(estimator, SimpleNamespace) or getattr(estimator, "bootstrap", False):
+        return None  # bootstrap draws are recomputed by scikit-learn itself
+    return estimator
+
+
+class _PlainArchive:
+    """Reads the nodes of a skops archive that are plain data: JSON values, lists, tuples,
+    string-keyed dicts, numpy arrays (never pickled ones) and the trusted tree types."""
+
+    def __init__(self, archive: zipfile.ZipFile) -> None:
+        self.archive = archive
+
+    def read(self, node: dict[str, Any]) -> Any:
+        loader, kind = node["__loader__"], f"{node['__module__']}.{node['__class__']}"
+        if loader == "JsonNode":
+            return json.loads(node["content"])
+        if loader in ("ListNode", "TupleNode") and kind in ("builtins.list", "builtins.tuple"):
+            items = [self.read(item) for item in node["content"]]
+            return items if loader == "ListNode" else tuple(items)
+        if loader == "DictNode" and kind == "builtins.dict":
+            return self._dict(node)
+        if loader == "NdArrayNode" and node["__module__"] == "numpy":
+            return self._array(node)
+        if loader == "ObjectNode" and kind in _SKOPS_ESTIMATORS:
+            return _record_type(node["__class__"])(**self.read(node["content"]))
+        if loader == "TreeNode" and kind == _SKOPS_TREE:
+            return _tree_record(self.read(node["content"]))
+        raise _NotPlain(kind)
+
+    def _dict(self, node: dict[str, Any]) -> dict[str, Any]:
+        key_types = node["key_types"]["content"]
+        if any(f"{k['__module__']}.{k['__class__']}" != "builtins.str" for k in key_types):
+            raise _NotPlain("a dict with keys other than strings")
+        return {key: self.read(value) for key, value in node["content"].items()}
+
+    def _array(self, node: dict[str, Any]) -> Any:
+        if node["type"] == "json":  # object arrays, such as column names
+            shape = self.read(node["shape"])
+            if len(shape) != 1:
+                raise _NotPlain("a multi-dimensional object array")
+            values = np.empty(shape[0], dtype=object)
+            values[:] = [self.read(item) for item in node["content"]]
+            return values
+        with self.archive.open(node["file"]) as stored:
+            array = np.load(io.BytesIO(stored.read()), allow_pickle=False)
+        return array if node["__class__"] == "ndarray" else array[()]
+
+
+@functools.cache
+def _record_type(class_name: str) -> type:
+    """A plain record class named like the scikit-learn class it stands for."""
+    return type(class_name, (SimpleNamespace,), {})
+
+
+def _tree_record(state: dict[str, Any]) -> SimpleNamespace:
+    """The attributes of a fitted ``sklearn.tree._tree.Tree`` that `from_sklearn` reads."""
+    n_nodes = int(state["node_count"])
+    nodes = state["nodes"][:n_nodes]
+    return SimpleNamespace(
+        children_left=nodes["left_child"], children_right=nodes["right_child"],
+        feature=nodes["feature"], threshold=nodes["threshold"],
+        n_node_samples=nodes["n_node_samples"],
+        weighted_n_node_samples=nodes["weighted_n_node_samples"],
+        value=state["values"][:n_nodes],
+    )
+
+
+def _checked(model: ReleasedModel, path: Path) -> ReleasedModel:
+    """Refuse trees whose nodes do not form binary trees over the model's features: a
+    crafted file must get a one-line error, not an index error deep in the attack."""
+    try:
+        for tree in model.trees:
+            tree.validate(model.n_classes)
+    except ModelFormatError as exc:
+        raise ModelFormatError(f"{path.name} holds a malformed tree: {exc}") from exc
+    for tree in model.trees:
+        used = tree.feature[tree.feature >= 0]
+        if used.size and used.max() >= model.n_features:
+            raise ModelFormatError(
+                f"{path.name} holds a tree splitting on feature {int(used.max())} but the "
+                f"model has only {model.n_features} features"
+            )
+    return model
 
 
 def _load_pickle(path: Path) -> Any:

@@ -2,14 +2,21 @@
 
 A schema's groups change the cost of a reconstruction by orders of magnitude (a 27-column
 dataset: 14 s without its groups, 0.6 s with them), but treeleaks never assumes them: a
-wrong group would make real rows impossible. It only suggests them, from two signs: the
+wrong group would make real rows impossible. It only suggests them, from two signs: binary
 columns share a name prefix (``age:18-20``, ``age:21-22``; ``education_HS``), and no leaf
 holding training rows forces two of them to 1.
+
+The prefix is cut at a separator (``:``, ``=``, ``_`` or ``__``), and each column goes under
+the longest prefix it shares with another column: ``cat__sex_f`` and ``cat__sex_m`` form
+``cat__sex``, not ``cat``, so columns of two encoded attributes are not merged (a value that
+holds a separator itself, ``workclass_Self_emp_inc``, can split a group in two smaller ones,
+which stay true at-most-one groups).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import re
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +24,7 @@ import numpy as np
 from treeleaks.model import ReleasedModel
 from treeleaks.schema import FeatureSchema
 
-SEPARATORS = (":", "=", "__")
+SEPARATOR = re.compile(r"__|[:=_]")
 
 
 @dataclass(frozen=True)
@@ -33,12 +40,9 @@ class SuggestedGroup:
 def suggest_groups(model: ReleasedModel) -> list[SuggestedGroup]:
     """Groups of binary columns sharing a name prefix that the model does not contradict."""
     kinds = FeatureSchema.infer(model).kind_array()
-    by_prefix: dict[str, list[int]] = defaultdict(list)
-    for j, name in enumerate(model.feature_names):
-        prefix = _prefix(name)
-        if prefix and kinds[j] in ("binary", "unknown"):
-            by_prefix[prefix].append(j)
-    candidates = {p: np.array(cols) for p, cols in by_prefix.items() if len(cols) >= 2}
+    binary = [j for j in range(model.n_features) if kinds[j] == "binary"]
+    by_prefix = _by_prefix([model.feature_names[j] for j in binary])
+    candidates = {p: np.array([binary[i] for i in members]) for p, members in by_prefix.items()}
     if not candidates:
         return []
     forced_one, all_zero = _leaf_facts(model, candidates)
@@ -56,11 +60,23 @@ def schema_json(groups: list[SuggestedGroup]) -> dict[str, list[list[str]]]:
     }
 
 
-def _prefix(name: str) -> str:
-    for separator in SEPARATORS:
-        if separator in name:
-            return name.split(separator)[0]
-    return name.rsplit("_", 1)[0] if "_" in name else ""
+def _by_prefix(names: list[str]) -> dict[str, list[int]]:
+    """Positions of the names under the longest prefix each shares with another name;
+    prefixes holding at least two."""
+    prefixes = [_prefixes(name) for name in names]
+    sharing = Counter(p for options in prefixes for p in set(options))
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, options in enumerate(prefixes):
+        shared = [p for p in options if sharing[p] >= 2]
+        if shared:
+            groups[max(shared, key=len)].append(i)
+    return {p: members for p, members in groups.items() if len(members) >= 2}
+
+
+def _prefixes(name: str) -> list[str]:
+    """Every cut of ``name`` at a separator that leaves a name before it and a value after."""
+    return [name[:m.start()] for m in SEPARATOR.finditer(name)
+            if m.start() > 0 and name[m.start() - 1] not in ":=_" and m.end() < len(name)]
 
 
 def _leaf_facts(
