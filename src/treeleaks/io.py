@@ -209,15 +209,9 @@ def _checked(model: ReleasedModel, path: Path) -> ReleasedModel:
     try:
         for tree in model.trees:
             tree.validate(model.n_classes)
+        model.check_features()
     except ModelFormatError as exc:
         raise ModelFormatError(f"{path.name} holds a malformed tree: {exc}") from exc
-    for tree in model.trees:
-        used = tree.feature[tree.feature >= 0]
-        if used.size and used.max() >= model.n_features:
-            raise ModelFormatError(
-                f"{path.name} holds a tree splitting on feature {int(used.max())} but the "
-                f"model has only {model.n_features} features"
-            )
     return model
 
 

@@ -307,14 +307,18 @@ class ReleasedModel:
             )
         except KeyError as exc:
             raise ModelFormatError(f"model is missing the field {exc.args[0]!r}") from exc
-        for tree in model.trees:
+        model.check_features()
+        return model
+
+    def check_features(self) -> None:
+        """Every split must name one of the model's features."""
+        for tree in self.trees:
             used = tree.feature[tree.feature >= 0]
-            if used.size and used.max() >= model.n_features:
+            if used.size and used.max() >= self.n_features:
                 raise ModelFormatError(
                     f"a tree splits on feature {int(used.max())} but the model names only "
-                    f"{model.n_features} features"
+                    f"{self.n_features} features"
                 )
-        return model
 
     @classmethod
     def from_json(cls, text_or_path: str | Path) -> ReleasedModel:
