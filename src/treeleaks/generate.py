@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,6 +34,9 @@ from treeleaks.model import ReleasedModel
 from treeleaks.progress import ProgressCallback, report
 from treeleaks.schema import FeatureSchema
 from treeleaks.system import CountSystem
+
+if TYPE_CHECKING:
+    from treeleaks.pricing import PricingTeam
 
 _TOL = 1e-7
 INTEGER_PACKING_S = 5.0
@@ -127,18 +132,20 @@ def generate_cells(
     deadline: float,
     seed: int = 0,
     progress: ProgressCallback | None = None,
+    workers: int = 1,
 ) -> Generated:
     """Generate cells until they hold an integer dataset (see the module doc).
 
     Column generation makes the packing LP place all N rows; its solution is then rounded
     by diving: columns at whole values are kept, the largest fractional one is rounded
     up, and the rest of the rows are placed again by column generation on what is left
-    of the counts, until every row is placed.
+    of the counts, until every row is placed. ``workers`` threads price the classes side
+    by side.
     """
-    from treeleaks.pricing import Pricer
+    from treeleaks.pricing import PricingTeam
 
     pool = ColumnPool(model)
-    pricers = [Pricer(model, schema, c) for c in range(model.n_classes)]
+    pricers = PricingTeam(model, schema, workers)
     capacity = pool.counts.copy()
     n_rows = left_rows = int(model.n_rows or 0)
     stats = {"iterations": 0, "calls": 0, "rows": n_rows, "lp_placed": 0.0}
@@ -213,7 +220,7 @@ def _integer_packing(
 
 def _fill_slack(
     pool: ColumnPool,
-    pricers: list,
+    pricers: PricingTeam,
     slack: np.ndarray,
     deadline: float,
     seed: int,
@@ -224,30 +231,31 @@ def _fill_slack(
     has price 0), so pricing on them alone adds many cells that cannot raise the optimum;
     a cell found here raises it at once. Returns how many cells were added."""
     slack = slack.copy()
-    added, progress = 0, True
-    while progress and time.perf_counter() < deadline:
-        progress = False
-        for c, pricer in enumerate(pricers):
-            left = deadline - time.perf_counter()
-            if left <= 0:
-                break
-            full = np.where(slack > _TOL, 0.0, 1.0)
-            stats["calls"] += 1
-            found, _, _ = pricer.best(pool.weights(full, c), left, seed=seed + added, keep=5,
-                                      cutoff=0.5, exclude=pool.excluded(c))
-            for cell in found:
+    added, settled = 0, set()  # settled: classes with no cell left to add (room only shrinks)
+    while len(settled) < len(pricers) and time.perf_counter() < deadline:
+        full = np.where(slack > _TOL, 0.0, 1.0)
+        results = pricers.best_each(partial(pool.weights, full), deadline, pool.excluded,
+                                    seed=seed + added, keep=5, cutoff=0.5, skip=settled)
+        stats["calls"] += len(pricers) - len(settled)
+        for c, result in enumerate(results):
+            if c in settled:
+                continue
+            fitted = 0
+            for cell in result[0] if result else []:
                 rows = pool.rows_of(c, cell.leaves)
                 room = slack[rows].min()
                 if room > _TOL and pool.add(c, cell.leaves):
                     slack[rows] -= room
-                    added += 1
-                    progress = True
+                    fitted += 1
+            if not fitted:
+                settled.add(c)
+            added += fitted
     return added
 
 
 def _pack(
     pool: ColumnPool,
-    pricers: list,
+    pricers: PricingTeam,
     capacity: np.ndarray,
     n_rows: int,
     deadline: float,
@@ -283,16 +291,14 @@ def _pack(
         slack = capacity - (pool.matrix() @ x if len(pool) else 0)
         if _fill_slack(pool, pricers, slack, deadline, seed + stats["iterations"], stats):
             continue
+        results = pricers.best_each(partial(pool.weights, prices), deadline, pool.excluded,
+                                    seed=seed + stats["iterations"], keep=20,
+                                    cutoff=1.0 - _TOL)
+        if any(result is None for result in results):
+            return "TIMEOUT", x
+        stats["calls"] += len(pricers)
         added, proven_none = 0, True
-        for c, pricer in enumerate(pricers):
-            left = deadline - time.perf_counter()
-            if left <= 0:
-                return "TIMEOUT", x
-            stats["calls"] += 1
-            found, bound, finished = pricer.best(
-                pool.weights(prices, c), left, seed=seed + stats["iterations"], keep=20,
-                cutoff=1.0 - _TOL, exclude=pool.excluded(c),
-            )
+        for c, (found, bound, finished) in enumerate(results):
             added += sum(pool.add(c, cell.leaves) for cell in found if cell.weight < 1 - _TOL)
             proven_none &= finished and bound >= 1 - 2 * _TOL
         if not added:
@@ -312,6 +318,7 @@ def generated_lower_bounds(
     time_limit: float,
     seed: int = 0,
     progress: ProgressCallback | None = None,
+    workers: int = 1,
 ) -> Certainty:
     """Sound lower bounds on the variables of a system over *generated* cells.
 
@@ -320,11 +327,12 @@ def generated_lower_bounds(
     dataset has N rows). y comes from the LP over the generated cells; the minimum over
     the cells never generated is bounded by exact pricing (it proves none is negative, or
     finds one, which joins the LP). One joint LP first drops every candidate the generated
-    cells alone can empty, since no proof can exist for those.
+    cells alone can empty, since no proof can exist for those. ``workers`` threads price
+    the classes side by side.
     """
     from scipy.optimize import linprog
 
-    from treeleaks.pricing import Pricer
+    from treeleaks.pricing import PricingTeam
 
     start = time.perf_counter()
     pool = ColumnPool(model)
@@ -349,7 +357,7 @@ def generated_lower_bounds(
     if first is None:
         return Certainty(lower, False, 1)
     candidates = candidates[first[2][candidates] > _TOL]
-    pricers: dict[int, Pricer] = {}
+    pricers = PricingTeam(model, schema, workers) if candidates.size else None
     n_lps, unsettled, done = 1, 0, 0
     for j in candidates:
         if time.perf_counter() - start >= time_limit:
@@ -358,8 +366,7 @@ def generated_lower_bounds(
         cost = np.zeros(system.n_vars)
         cost[j] = 1.0
         bound, n_lps = _lagrangian_bound(
-            model, schema, pool, live, b, n_rows, j, cost, lp_min, pricers,
-            start + time_limit, seed,
+            pool, live, b, n_rows, j, cost, lp_min, pricers, start + time_limit, seed,
         ), n_lps + 1
         if bound is None:
             unsettled += 1
@@ -371,8 +378,6 @@ def generated_lower_bounds(
 
 
 def _lagrangian_bound(
-    model: ReleasedModel,
-    schema: FeatureSchema,
     pool: ColumnPool,
     live: np.ndarray,
     b: np.ndarray,
@@ -380,13 +385,11 @@ def _lagrangian_bound(
     target: int,
     cost: np.ndarray,
     lp_min,
-    pricers: dict,
+    pricers: PricingTeam,
     deadline: float,
     seed: int,
 ) -> float | None:
     """``min n_target`` over all datasets, bounded below; None when time ran out."""
-    from treeleaks.pricing import Pricer
-
     target_cls, target_leaves = pool.cls[target], pool.leaves[target]
     while time.perf_counter() < deadline:
         optimum = lp_min(cost)
@@ -401,18 +404,15 @@ def _lagrangian_bound(
         full_cost = np.pad(cost, (0, A.shape[1] - cost.size))
         reduced = full_cost - A.T @ marginals
         floor, added = min(0.0, float(reduced.min())), 0
-        for c in range(model.n_classes):
-            if c not in pricers:
-                pricers[c] = Pricer(model, schema, c)
-            left = deadline - time.perf_counter()
-            if left <= 0:
+        results = pricers.best_each(
+            partial(pool.weights, -prices), deadline,
+            lambda c: [target_leaves] if c == target_cls else [],
+            seed=seed, keep=5, cutoff=-1e-9,
+        )
+        for c, result in enumerate(results):
+            if result is None or not (result[0] or result[2]):
                 return None
-            found, bound, finished = pricers[c].best(
-                pool.weights(-prices, c), left, seed=seed, keep=5,
-                cutoff=-1e-9, exclude=[target_leaves] if c == target_cls else [],
-            )
-            if not found and not finished:
-                return None
+            found, bound, _ = result
             added += sum(pool.add(c, cell.leaves) for cell in found)
             floor = min(floor, bound)
         if not added:

@@ -54,7 +54,8 @@ def reconstruct(
     `treeleaks.solve`). ``time_limit`` bounds the solver's search; when it runs out the best
     solution found is returned with status FEASIBLE, or, if none was found, the rows
     propagation proved (status UNKNOWN). Counts no dataset can produce give status INFEASIBLE.
-    ``threads`` and ``seed`` steer CP-SAT (``solver="cp-sat"``); HiGHS runs deterministically.
+    ``threads`` and ``seed`` steer CP-SAT (``solver="cp-sat"``; with generated cells,
+    ``threads`` also prices the classes side by side); HiGHS runs deterministically.
     ``certainty_time_limit`` bounds the LP tightening of the proofs (they stay sound if cut).
     ``strategy``: ``enumerate`` lists every cell of the trees' common refinement,
     ``generate`` generates the cells a solution needs on demand, ``auto`` (default)
@@ -105,7 +106,8 @@ def reconstruct(
             timings["cells_abandoned_after_trees"] = stop.trees_done
         tick = lap("cells", tick)
     if cells is None:
-        generated = generate_cells(model, bound, deadline, seed=seed, progress=progress)
+        generated = generate_cells(model, bound, deadline, seed=seed, progress=progress,
+                                   workers=threads)
         tick = lap("generate", tick)
         timings["generate_iterations"] = generated.iterations
         timings["pricing_calls"] = generated.pricing_calls
@@ -159,7 +161,7 @@ def reconstruct(
         else:
             certainty = generated_lower_bounds(model, bound, cells, system, solution.counts,
                                                certainty_time_limit, seed=seed,
-                                               progress=progress)
+                                               progress=progress, workers=threads)
             proof = PROOF_GENERATED
         tick = lap("certainty", tick)
         counts, lower, complete = solution.counts, certainty.lower, certainty.complete
