@@ -68,6 +68,28 @@ def test_a_read_only_folder_is_refused_before_the_run(model: Path, tmp_path: Pat
         check_outputs([model], [folder / "out.csv"])
 
 
+def test_a_read_only_mount_is_refused_before_the_run(
+    model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only file system refuses even root: simulated, as tests cannot mount one."""
+    def read_only(*args: object, **kwargs: object) -> int:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(outputs.os, "open", read_only)
+    with pytest.raises(OutputError, match=r"out\.csv'.*does not take new files.*Read-only"):
+        check_outputs([model], [tmp_path / "out.csv"])
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only files")
+def test_a_read_only_file_is_not_replaced(model: Path, tmp_path: Path) -> None:
+    """Renaming over a read-only file works; writing to it would not, so neither do we."""
+    kept = tmp_path / "kept.csv"
+    kept.write_text("keep me\n")
+    kept.chmod(0o444)
+    with pytest.raises(OutputError, match="read-only"):
+        check_outputs([model], [kept])
+
+
 def test_outputs_are_written_and_replace_old_files_keeping_their_mode(tmp_path: Path) -> None:
     old = tmp_path / "old.csv"
     old.write_text("stale,content,that,is,longer\n" * 10)

@@ -94,6 +94,8 @@ def _check_writable(target: Path) -> None:
         raise OutputError(f"cannot write {str(target)!r}: it is a folder; name a file")
     if target.exists() and not target.is_file():
         raise OutputError(f"cannot write {str(target)!r}: it is not a regular file")
+    if target.exists() and not os.access(target, os.W_OK):  # renaming over it would work
+        raise OutputError(f"cannot write {str(target)!r}: the file is read-only")
     try:  # the only reliable test (permissions, read-only mounts, quotas, running as root)
         _stage(target.resolve(), "").unlink()
     except OSError as exc:
