@@ -36,7 +36,8 @@ def partial_path(path: Path) -> Path:
 
 def check_outputs(inputs: Iterable[Path], outputs: Iterable[Path]) -> None:
     """Refuse, before any work, outputs that could not be written (missing or read-only
-    folder, a folder or device in the way) or that name an input or each other."""
+    folder, a read-only file, a folder or device in the way) or that name an input or
+    each other."""
     inputs = list(inputs)
     seen: list[Path] = []
     for target in outputs:
@@ -78,8 +79,8 @@ def write_outputs(files: Mapping[Path, str]) -> None:
         for target in renamed:
             target.unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            raise OutputError(f"cannot write {str(current)!r}: {exc.strerror or exc}; no "
-                              "output file was written") from exc
+            raise OutputError(f"cannot write {str(current)!r}: {exc.strerror or exc}; none "
+                              "of this run's output files were kept") from exc
         raise
 
 
