@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -118,11 +119,19 @@ def test_bad_input_exits_2_with_one_line(
     assert fragment in one_line_error(runner.invoke(app, args), 2)
 
 
-def test_counts_no_dataset_can_produce_exit_3(files: dict[str, Path], tmp_path: Path) -> None:
-    summary = tmp_path / "summary.json"
-    result = runner.invoke(app, ["reconstruct", str(files["tampered"]), "--json", str(summary)])
+def test_counts_no_dataset_can_produce_exit_3_with_outputs_labelled_partial(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    out, details, summary = tmp_path / "recon.csv", tmp_path / "details.csv", tmp_path / "s.json"
+    result = runner.invoke(app, ["reconstruct", str(files["tampered"]), "--json", str(summary),
+                                 "--out", str(out), "--details", str(details)])
     assert "no dataset reproduces the released counts" in one_line_error(result, 3)
-    assert json.loads(summary.read_text())["status"] == "INFEASIBLE"
+    report = json.loads(summary.read_text())
+    assert report["status"] == "INFEASIBLE" and report["partial"] is True
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "details.partial.csv", "recon.partial.csv", "s.json"]  # recon.csv only if complete
+    assert pd.read_csv(tmp_path / "recon.partial.csv").empty
+    assert "(partial: no complete reconstruction) to" in result.stdout
 
 
 def test_demo_runs_and_is_verified() -> None:
@@ -150,7 +159,9 @@ def test_details_carry_each_rows_proof_and_bounds(
 @pytest.mark.parametrize(
     ("clash", "fragment"),
     [("model", "overwrite the input"), ("schema", "overwrite the input"),
-     ("each-other", "same file"), ("json", "same file"), ("folder", "it is a folder")],
+     ("each-other", "same file"), ("json", "same file"), ("folder", "it is a folder"),
+     ("symlink", "overwrite the input"), ("hard-link", "overwrite the input"),
+     ("dot", "overwrite the input"), ("partial", "same file")],
 )
 def test_outputs_never_overwrite_inputs_or_each_other(
     files: dict[str, Path], tmp_path: Path, clash: str, fragment: str
@@ -159,8 +170,13 @@ def test_outputs_never_overwrite_inputs_or_each_other(
     model.write_text(files["tampered"].read_text())
     schema.write_text("{}")
     before = model.read_text(), schema.read_text()
+    (tmp_path / "link.csv").symlink_to(model)
+    os.link(schema, tmp_path / "hard.csv")
     details = {"model": model, "schema": schema, "each-other": tmp_path / "same.csv",
-               "json": tmp_path / "same.csv", "folder": tmp_path}[clash]
+               "json": tmp_path / "same.csv", "folder": tmp_path, "symlink": tmp_path / "link.csv",
+               "hard-link": tmp_path / "hard.csv", "dot": tmp_path / "sub" / ".." / "model.json",
+               "partial": tmp_path / "same.partial.csv"}[clash]
+    (tmp_path / "sub").mkdir()
     other = "--json" if clash == "json" else "--out"
     result = runner.invoke(app, ["reconstruct", str(model), "--schema", str(schema), other,
                                  str(tmp_path / "same.csv"), "--details", str(details)])
@@ -256,3 +272,152 @@ def test_progress_figures_read_well() -> None:
     assert figures_text({"cells": 3412, "columns": 12.0, "bound": 98.76543, "note": "x"}) == (
         "cells 3,412 · cells generated 12 · bound 98.77 · note x"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["reconstruct", "{forest}", "--bogus"], "No such option: --bogus"),
+        (["reconstruct"], "Missing argument 'MODEL'"),
+        (["frobnicate"], "No such command 'frobnicate'"),
+        (["reconstruct", "{forest}", "--time-limit", "soon"], "'--time-limit'"),
+        (["reconstruct", "{forest}", "--time-limit", "0"], "'--time-limit'"),
+        (["reconstruct", "{forest}", "--time-limit", "-5"], "'--time-limit'"),
+        (["reconstruct", "{forest}", "--time-limit", "nan"], "'--time-limit'"),
+        (["reconstruct", "{forest}", "--certainty-time-limit", "inf"], "'--certainty-time-limit'"),
+        (["reconstruct", "{forest}", "--threads", "0"], "'--threads'"),
+        (["reconstruct", "{forest}", "--seed", str(2**32)], "'--seed'"),
+        (["reconstruct", "{forest}", "--seed", "-1"], "'--seed'"),
+        (["reconstruct", "{forest}", "--strategy", "guess"], "'--strategy'"),
+    ],
+)
+def test_usage_errors_are_one_line_naming_the_option(
+    files: dict[str, Path], args: list[str], fragment: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("treeleaks.attacks.exact.reconstruct", never_called)
+    args = [a.format(**{k: str(v) for k, v in files.items()}) for a in args]
+    assert fragment in one_line_error(runner.invoke(app, args), 2)
+
+
+def never_called(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the run started although its options or outputs were refused")
+
+
+@pytest.fixture
+def run_folder(files: dict[str, Path], tmp_path: Path) -> Path:
+    """A folder holding a model and a schema, to check they come out byte-identical."""
+    (tmp_path / "model.skops").write_bytes(files["forest"].read_bytes())
+    (tmp_path / "schema.json").write_text("{}")
+    return tmp_path
+
+
+def folder_state(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def run_in(folder: Path, *options: str) -> Result:
+    return runner.invoke(app, ["reconstruct", str(folder / "model.skops"), "--schema",
+                               str(folder / "schema.json"), *options])
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "fragments"),
+    [
+        (MemoryError(), 3, ("memory ran out", "--time-limit", "--strategy generate", "--schema")),
+        (KeyboardInterrupt(), 130, ("interrupted",)),
+        (RuntimeError("solver\nexploded"), 4, ("unexpected RuntimeError: solver exploded",
+                                               "this is a bug, please report it")),
+    ],
+)
+def test_a_crash_in_the_run_is_one_line_with_a_documented_code_and_no_files(
+    run_folder: Path, monkeypatch: pytest.MonkeyPatch, error: BaseException, code: int,
+    fragments: tuple[str, ...]
+) -> None:
+    def crash(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr("treeleaks.attacks.exact.reconstruct", crash)
+    before = folder_state(run_folder)
+    result = run_in(run_folder, "--out", str(run_folder / "recon.csv"),
+                    "--json", str(run_folder / "summary.json"))
+    line = one_line_error(result, code)
+    assert all(fragment in line for fragment in fragments), line
+    assert folder_state(run_folder) == before  # inputs unchanged, nothing written, no temps
+
+
+def test_the_traceback_of_a_bug_shows_only_when_asked(
+    files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def crash(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("solver exploded")
+
+    monkeypatch.setattr("treeleaks.attacks.exact.reconstruct", crash)
+    monkeypatch.setenv("TREELEAKS_DEBUG", "1")
+    result = runner.invoke(app, ["reconstruct", str(files["forest"])])
+    assert result.exit_code == 4
+    assert "Traceback" in result.stderr and "in crash" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("error: unexpected RuntimeError")
+
+
+def test_a_failed_write_names_the_path_and_leaves_no_output_behind(
+    run_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary is written after the CSV: its failure must not leave the CSV looking
+    like a success."""
+    from treeleaks import outputs
+
+    real_replace = os.replace
+
+    def replace(source: Path, target: Path) -> None:
+        if Path(target).name == "summary.json":
+            raise OSError(28, "No space left on device")
+        real_replace(source, target)
+
+    monkeypatch.setattr(outputs.os, "replace", replace)
+    before = folder_state(run_folder)
+    result = run_in(run_folder, "--out", str(run_folder / "recon.csv"),
+                    "--details", str(run_folder / "details.csv"),
+                    "--json", str(run_folder / "summary.json"))
+    line = one_line_error(result, 2)
+    assert str(run_folder / "summary.json") in line and "No space left on device" in line
+    assert folder_state(run_folder) == before
+
+
+def test_an_unwritable_output_is_refused_before_the_run(
+    run_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("treeleaks.attacks.exact.reconstruct", never_called)
+    before = folder_state(run_folder)
+    for target, fragment in [(run_folder / "no" / "out.csv", "folder does not exist"),
+                             (run_folder / "schema.json" / "out.csv", "is not a folder")]:
+        result = run_in(run_folder, "--details", str(target))
+        line = one_line_error(result, 2)
+        assert str(target) in line and fragment in line
+    assert folder_state(run_folder) == before
+
+
+def test_suggest_schema_is_written_atomically_and_never_over_an_input(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    target = tmp_path / "schema.json"
+    target.write_text("old")
+    result = runner.invoke(app, ["inspect", str(files["forest"]), "--suggest-schema",
+                                 str(target)])
+    assert result.exit_code == 0, result.output
+    assert isinstance(json.loads(target.read_text()), dict)
+    assert [p.name for p in tmp_path.iterdir()] == ["schema.json"]
+    clash = runner.invoke(app, ["inspect", str(files["forest"]), "--suggest-schema",
+                                str(files["forest"])])
+    assert "would overwrite the input" in one_line_error(clash, 2)
+
+
+def test_the_installed_entry_point_prints_one_line_too(files: dict[str, Path]) -> None:
+    """`treeleaks` runs `treeleaks.cli:app`: outside CliRunner, through typer's own call."""
+    result = subprocess.run(
+        [sys.executable, "-c", "from treeleaks.cli import app; app()", "reconstruct",
+         str(files["forest"]), "--seed", "-3"],
+        capture_output=True, text=True, env={**os.environ, "COLUMNS": "40"},
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'--seed'" in lines[0], result.stderr

@@ -1,14 +1,20 @@
 """The ``treeleaks`` command line: a thin shell over the library.
 
 Exit codes: 0 success; 1 a reconstruction that fails its own certificate (a bug, please
-report it); 2 bad input (unreadable model or schema, unsupported model); 3 no complete
-reconstruction (the counts admit no dataset, or the solver ran out of time).
+report it); 2 bad input or usage (unreadable model or schema, unsupported model, bad option,
+unwritable output); 3 no complete reconstruction (the counts admit no dataset, the solver
+ran out of time, or memory ran out); 4 an unexpected error (a bug, please report it);
+130 interrupted. Every error is one line on stderr.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import shlex
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
@@ -17,10 +23,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
+from typer.core import TyperGroup
 
 from treeleaks.display import certificate_text, live_progress
 from treeleaks.errors import TreeleaksError
 from treeleaks.io import load_model
+from treeleaks.outputs import OutputError, check_outputs, partial_path, write_outputs
 
 if TYPE_CHECKING:  # the solvers, pandas and scipy load only for the commands that need them
     import pandas as pd
@@ -33,11 +41,70 @@ if TYPE_CHECKING:  # the solvers, pandas and scipy load only for the commands th
 EXIT_UNVERIFIED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INCOMPLETE = 3
+EXIT_BUG = 4
+EXIT_INTERRUPTED = 130
+SEED_MAX = 2**31 - 1  # CP-SAT takes a 32-bit seed
+INCOMPLETE = ("INFEASIBLE", "UNKNOWN")  # statuses without a complete reconstruction
+DEBUG_VARIABLE = "TREELEAKS_DEBUG"  # set to 1 to see the traceback of an unexpected error
+OUT_OF_MEMORY = (
+    "memory ran out before the run finished; try a shorter --time-limit, --strategy "
+    "generate, or a --schema declaring one-hot groups (treeleaks inspect MODEL "
+    "--suggest-schema schema.json)"
+)
+
+
+class _OneLineErrors(TyperGroup):
+    """The command group, with every way a run can fail turned into one line on stderr and
+    a documented exit code (see the module docstring) instead of a box or a traceback."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except typer.TyperException as exc:  # click's usage errors (unknown option, ...)
+            if type(exc).__name__ == "NoArgsIsHelpError":  # bare `treeleaks`: help shown
+                code = exc.exit_code
+            else:
+                ctx = getattr(exc, "ctx", None)
+                hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+                code = _print_error(_one_line(exc.format_message()) + hint, exc.exit_code)
+        except typer.Abort:  # end of input at a prompt
+            code = _print_error("interrupted", EXIT_INTERRUPTED)
+        code = code if isinstance(code, int) else 0
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.TyperException, typer.Exit, typer.Abort):
+            raise
+        except KeyboardInterrupt:
+            _fail("interrupted; no output file was written", EXIT_INTERRUPTED)
+        except MemoryError:
+            _fail(OUT_OF_MEMORY, EXIT_INCOMPLETE)
+        except Exception as exc:
+            if os.environ.get(DEBUG_VARIABLE):
+                import traceback
+
+                traceback.print_exc()
+            _fail(f"unexpected {type(exc).__name__}: {_one_line(str(exc))}; this is a bug, "
+                  f"please report it (set {DEBUG_VARIABLE}=1 to see the traceback)", EXIT_BUG)
+
 
 app = typer.Typer(
+    cls=_OneLineErrors,
     help="What does a released tree model reveal about its training data?",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_enable=False,
 )
 
 ModelArg = Annotated[
@@ -67,8 +134,26 @@ TrustPickle = Annotated[
 ]
 
 
+def _positive_seconds(value: float) -> float:
+    """``--time-limit``: a time the run can actually use (NaN, infinite, 0 are refused)."""
+    if not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"must be a positive number of seconds, not {value:g}")
+    return value
+
+
+def _seconds(value: float) -> float:
+    """``--certainty-time-limit``: 0 or more seconds (NaN and infinite are refused)."""
+    if not (math.isfinite(value) and value >= 0):
+        raise typer.BadParameter(f"must be 0 or a positive number of seconds, not {value:g}")
+    return value
+
+
 @app.command()
-def demo(seed: Annotated[int, typer.Option(help="Random state of the forest.")] = 0) -> None:
+def demo(
+    seed: Annotated[
+        int, typer.Option(min=0, max=SEED_MAX, help="Random state of the forest.")
+    ] = 0,
+) -> None:
     """Train a forest on built-in data, reconstruct its training set from the model, score it."""
     from treeleaks.demo import run_demo
 
@@ -93,8 +178,8 @@ def reconstruct_command(
     ] = None,
     time_limit: Annotated[
         float,
-        typer.Option(min=0, help="Time limit in seconds for finding the reconstruction: cell "
-                     "enumeration or generation and the solver."),
+        typer.Option(callback=_positive_seconds, help="Time limit in seconds for finding the "
+                     "reconstruction: cell enumeration or generation and the solver."),
     ] = 60.0,
     strategy: Annotated[
         Literal["auto", "enumerate", "generate"],
@@ -102,17 +187,23 @@ def reconstruct_command(
                      "or enumerate within a budget and generate beyond it (auto)."),
     ] = "auto",
     threads: Annotated[int, typer.Option(min=1, help="CP-SAT worker threads.")] = 2,
-    seed: Annotated[int, typer.Option(help="CP-SAT random seed.")] = 0,
+    seed: Annotated[
+        int, typer.Option(min=0, max=SEED_MAX, help="CP-SAT random seed (0 to 2^31-1).")
+    ] = 0,
     solver: Annotated[Literal["highs", "cp-sat"], typer.Option(help="Solver backend.")] = "highs",
     certainty_time_limit: Annotated[
-        float, typer.Option(min=0, help="Time for tightening the proofs (they stay sound if cut).")
+        float,
+        typer.Option(callback=_seconds,
+                     help="Time for tightening the proofs (they stay sound if cut)."),
     ] = 30.0,
     trust_pickle: TrustPickle = False,
 ) -> None:
     """Reconstruct the training rows of a forest whose trees each saw every row once."""
     from treeleaks.attacks.exact import reconstruct
 
-    _check_outputs(model_path, schema, out, json_path, details)
+    csvs = [path for path in (out, details) if path is not None]  # partial runs: .partial.csv
+    summary_file = [json_path] if json_path is not None else []
+    _check_outputs(model_path, schema, [*csvs, *map(partial_path, csvs), *summary_file])
     model = _load(model_path, trust_pickle)
     bound = _bound_schema(schema, model)
     if schema is None and not model.bootstrap and model.noise is None:  # else refused below
@@ -127,19 +218,23 @@ def reconstruct_command(
         _fail(str(exc), EXIT_BAD_INPUT)
     out_console = Console()
     out_console.print(_summary_table(model_path, model, recon))
-    try:
-        if out is not None:
-            _integral(recon.rows).to_csv(out, index=False)
-            out_console.print(f"Wrote {len(recon.rows)} rows to {escape(str(out))}")
-        if details is not None:
-            _details(recon).to_csv(details, index=False)
-            out_console.print(f"Wrote per-row proofs and bounds to {escape(str(details))}")
-        if json_path is not None:
-            summary = {**recon.summary(), "model_path": str(model_path)}
-            json_path.write_text(json.dumps(summary, indent=2) + "\n")
-            out_console.print(f"Wrote the summary to {escape(str(json_path))}")
-    except OSError as exc:
-        _fail(_describe(exc), EXIT_BAD_INPUT)
+    partial = recon.status in INCOMPLETE
+    place = partial_path if partial else Path
+    files, notes = {}, []
+    label = " (partial: no complete reconstruction)" if partial else ""
+    if out is not None:
+        files[place(out)] = _integral(recon.rows).to_csv(index=False)
+        notes.append(f"Wrote {len(recon.rows)} rows{label} to {place(out)}")
+    if details is not None:
+        files[place(details)] = _details(recon).to_csv(index=False)
+        notes.append(f"Wrote per-row proofs and bounds{label} to {place(details)}")
+    if json_path is not None:
+        summary = {**recon.summary(), "partial": partial, "model_path": str(model_path)}
+        files[json_path] = json.dumps(summary, indent=2) + "\n"
+        notes.append(f"Wrote the summary{label} to {json_path}")
+    _write(files)
+    for note in notes:
+        out_console.print(Text(note), soft_wrap=True)
     _check_outcome(recon.status, recon.verified, recon.message)
 
 
@@ -158,7 +253,7 @@ def inspect(
     training set would take."""
     from treeleaks.schema_hints import schema_json, suggest_groups
 
-    _check_outputs(model_path, schema, suggest_schema)
+    _check_outputs(model_path, schema, [suggest_schema] if suggest_schema is not None else [])
     model = _load(model_path, trust_pickle)
     bound = _bound_schema(schema, model)
     groups = suggest_groups(model)
@@ -169,10 +264,7 @@ def inspect(
         table.add_row("Looks one-hot encoded", _groups_text(groups, suggest_schema is None))
     Console().print(table)
     if suggest_schema is not None:
-        try:
-            suggest_schema.write_text(json.dumps(schema_json(groups), indent=2) + "\n")
-        except OSError as exc:
-            _fail(_describe(exc), EXIT_BAD_INPUT)
+        _write({suggest_schema: json.dumps(schema_json(groups), indent=2) + "\n"})
         Console().print(f"Wrote {len(groups)} suggested group(s) to {escape(str(suggest_schema))}"
                         "; check them before passing --schema")
 
@@ -222,25 +314,21 @@ def _hint_groups(model: ReleasedModel, path: Path) -> None:
         style="yellow"), soft_wrap=True)
 
 
-def _check_outputs(model: Path, schema: Path | None, *outputs: Path | None) -> None:
-    """Refuse outputs in missing folders, or that would overwrite an input or each other."""
-    inputs = {p.resolve(): p for p in (model, schema) if p is not None}
-    seen: dict[Path, Path] = {}
-    for target in outputs:
-        if target is None:
-            continue
-        if not target.parent.is_dir():
-            _fail(f"cannot write {str(target)!r}: its folder does not exist", EXIT_BAD_INPUT)
-        if target.is_dir():
-            _fail(f"cannot write {str(target)!r}: it is a folder; name a file", EXIT_BAD_INPUT)
-        resolved = target.resolve()
-        if resolved in inputs:
-            _fail(f"output {str(target)!r} would overwrite the input {str(inputs[resolved])!r}; "
-                  "choose another file name", EXIT_BAD_INPUT)
-        if resolved in seen:
-            _fail(f"two outputs name the same file {str(target)!r}; give each its own name",
-                  EXIT_BAD_INPUT)
-        seen[resolved] = target
+def _check_outputs(model: Path, schema: Path | None, outputs: list[Path]) -> None:
+    """Refuse, before the run, outputs that cannot be written or would overwrite an input
+    or each other."""
+    try:
+        check_outputs([p for p in (model, schema) if p is not None], outputs)
+    except OutputError as exc:
+        _fail(str(exc), EXIT_BAD_INPUT)
+
+
+def _write(files: dict[Path, str]) -> None:
+    """Write the output files all or nothing; a failure is one line naming the path."""
+    try:
+        write_outputs(files)
+    except OutputError as exc:
+        _fail(str(exc), EXIT_BAD_INPUT)
 
 
 def _details(recon: Reconstruction) -> pd.DataFrame:
@@ -273,10 +361,20 @@ def _describe(exc: Exception) -> str:
 
 def _fail(message: str, code: int) -> NoReturn:
     """Print one red line on stderr and exit with ``code``."""
+    raise typer.Exit(_print_error(message, code))
+
+
+def _print_error(message: str, code: int) -> int:
+    """Print ``error: message`` as one red line on stderr; return ``code``."""
     Console(stderr=True).print(
         Text.assemble(("error: ", "bold red"), (message, "red")), soft_wrap=True
     )
-    raise typer.Exit(code)
+    return code
+
+
+def _one_line(message: str) -> str:
+    """A message with its line breaks and runs of spaces folded into single spaces."""
+    return " ".join(message.split())
 
 
 def _check_outcome(status: str, verified: bool, message: str) -> None:
