@@ -24,6 +24,8 @@ from treeleaks.display import live_progress
 from treeleaks.io import load_model, save_model
 from treeleaks.progress import Progress
 
+from conftest import binary_frame
+
 runner = CliRunner()
 
 
@@ -421,3 +423,23 @@ def test_the_installed_entry_point_prints_one_line_too(files: dict[str, Path]) -
     assert result.returncode == 2 and result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "'--seed'" in lines[0], result.stderr
+
+
+def test_counts_implying_more_rows_than_max_rows_exit_2_naming_the_limit(
+    files: dict[str, Path]
+) -> None:
+    result = runner.invoke(app, ["reconstruct", str(files["forest"]), "--max-rows", "59"])
+    message = one_line_error(result, 2)
+    assert "imply 60 training rows" in message and "--max-rows" in message
+
+
+def test_enumeration_beyond_max_memory_exits_3_saying_what_to_try(tmp_path: Path) -> None:
+    X, y = binary_frame(100, 40, seed=4)
+    forest = RandomForestClassifier(n_estimators=20, bootstrap=False, random_state=0).fit(X, y)
+    model, summary = tmp_path / "wide.json", tmp_path / "s.json"
+    model.write_text(json.dumps(from_sklearn(forest).to_dict()))
+    result = runner.invoke(app, ["reconstruct", str(model), "--strategy", "enumerate",
+                                 "--max-memory", "1", "--json", str(summary)])
+    assert "too many cells to list" in one_line_error(result, 3)
+    written = json.loads(summary.read_text())
+    assert written["partial"] and written["status"] == "UNKNOWN"

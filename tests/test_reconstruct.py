@@ -11,6 +11,8 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 from treeleaks import FeatureSchema, UnsupportedModelError, from_sklearn, reconstruct
+from treeleaks.cells import CellBudget
+from treeleaks.errors import BudgetError
 
 from conftest import binary_frame
 
@@ -119,15 +121,66 @@ def test_tampered_counts_give_infeasible_with_an_explanation():
     assert result.n_rows == 0 and not result.verified
 
 
-def test_too_short_time_limit_returns_best_result_with_status():
+def test_no_time_at_all_gives_unknown_with_the_fix():
     X, y = binary_frame(300, 10, seed=8)
     forest = RandomForestClassifier(n_estimators=30, max_depth=2, bootstrap=False, random_state=0)
     model = from_sklearn(forest.fit(X, y))
     result = reconstruct(model, FeatureSchema.from_frame(X), time_limit=0.0)
-    assert result.status == "UNKNOWN"
-    assert "time limit" in result.message and "Raise the time limit" in result.message
-    assert not result.verified
+    assert result.status == "UNKNOWN" and not result.verified
+    assert "time limit of 0 s ran out" in result.message
+    assert "raise the time limit" in result.message
+
+
+def test_solver_out_of_time_returns_the_proven_rows(monkeypatch):
+    import treeleaks.attacks.exact as exact
+    from treeleaks.solve import Solution
+
+    X, y = binary_frame(300, 10, seed=8)
+    forest = RandomForestClassifier(n_estimators=30, max_depth=2, bootstrap=False, random_state=0)
+    model = from_sklearn(forest.fit(X, y))
+    monkeypatch.setattr(exact, "solve", lambda *a, **k: Solution(None, "UNKNOWN", None, 1.0))
+    result = reconstruct(model, FeatureSchema.from_frame(X), time_limit=5.0)
+    assert result.status == "UNKNOWN" and not result.verified
+    assert "Raise the time limit" in result.message
     assert result.n_rows == int(result.proven_pattern.sum()) < 300
+
+
+def test_proofs_get_only_what_is_left_of_the_time_limit(monkeypatch):
+    import treeleaks.attacks.exact as exact
+
+    granted = []
+    real = exact.lower_bounds
+
+    def spy(system, solution, time_limit):
+        granted.append(time_limit)
+        return real(system, solution, time_limit)
+
+    monkeypatch.setattr(exact, "lower_bounds", spy)
+    X, y = binary_frame(80, 8, seed=3)
+    forest = RandomForestClassifier(n_estimators=10, max_depth=3, bootstrap=False, random_state=0)
+    model = from_sklearn(forest.fit(X, y))
+    result = reconstruct(model, FeatureSchema.from_frame(X), time_limit=5.0,
+                         certainty_time_limit=30.0)
+    assert result.verified and len(granted) == 1
+    assert 0.0 <= granted[0] <= 5.0 - result.timings["cells"] - result.timings["solve"]
+
+
+def test_counts_implying_too_many_rows_are_refused_with_the_limit_to_raise():
+    X, y = binary_frame(50, 4, seed=2)
+    model = from_sklearn(RandomForestClassifier(n_estimators=2, bootstrap=False,
+                                                random_state=0).fit(X, y))
+    with pytest.raises(BudgetError, match=r"imply 50 training rows.*limit of 49.*--max-rows"):
+        reconstruct(model, max_rows=49)
+
+
+def test_requested_enumeration_stops_at_its_memory_budget_and_says_what_to_try():
+    X, y = binary_frame(100, 40, seed=4)
+    forest = RandomForestClassifier(n_estimators=20, bootstrap=False, random_state=0)
+    model = from_sklearn(forest.fit(X, y))
+    result = reconstruct(model, FeatureSchema.from_frame(X), strategy="enumerate",
+                         cell_budget=CellBudget(memory_mb=0.05))
+    assert result.status == "UNKNOWN" and result.strategy == "enumerate"
+    assert "too many cells to list" in result.message and "'generate'" in result.message
 
 
 def test_bootstrap_forest_is_refused_with_the_fix():

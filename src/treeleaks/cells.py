@@ -10,16 +10,16 @@ schema rules it out, so the 2^M corners of the feature space are never listed.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from treeleaks.limits import default_memory_mb
 from treeleaks.model import ReleasedModel, Tree
 from treeleaks.progress import ProgressCallback, report
 from treeleaks.schema import FeatureSchema
 
 DEFAULT_MAX_CELLS = 200_000
-DEFAULT_MEMORY_MB = 1024.0
 
 
 class CellBudgetExceeded(Exception):
@@ -36,7 +36,7 @@ class CellBudget:
     (``time.perf_counter()`` value). Beyond them, cells are generated on demand instead."""
 
     max_cells: int = DEFAULT_MAX_CELLS
-    memory_mb: float = DEFAULT_MEMORY_MB
+    memory_mb: float = field(default_factory=default_memory_mb)
     deadline: float | None = None
 
     def cap(self, n_features: int) -> int:

@@ -28,6 +28,7 @@ from typer.core import TyperGroup
 from treeleaks.display import certificate_text, live_progress
 from treeleaks.errors import TreeleaksError
 from treeleaks.io import load_model
+from treeleaks.limits import DEFAULT_MAX_ROWS
 from treeleaks.outputs import OutputError, check_outputs, partial_path, write_outputs
 
 if TYPE_CHECKING:  # the solvers, pandas and scipy load only for the commands that need them
@@ -178,8 +179,9 @@ def reconstruct_command(
     ] = None,
     time_limit: Annotated[
         float,
-        typer.Option(callback=_positive_seconds, help="Time limit in seconds for finding the "
-                     "reconstruction: cell enumeration or generation and the solver."),
+        typer.Option(callback=_positive_seconds, help="Time limit in seconds for the whole "
+                     "run: cells and solver, then the proofs in what is left (at least "
+                     "min(--certainty-time-limit, 15%))."),
     ] = 60.0,
     strategy: Annotated[
         Literal["auto", "enumerate", "generate"],
@@ -194,12 +196,23 @@ def reconstruct_command(
     certainty_time_limit: Annotated[
         float,
         typer.Option(callback=_seconds,
-                     help="Time for tightening the proofs (they stay sound if cut)."),
+                     help="At most this long for tightening the proofs, within --time-limit "
+                     "(they stay sound if cut)."),
     ] = 30.0,
+    max_memory: Annotated[
+        float | None,
+        typer.Option(min=1, help="Memory in MB that listing cells may take; beyond it 'auto' "
+                     "generates cells and 'enumerate' stops. Default: a quarter of this "
+                     "machine's memory, 512 MB to 8 GB."),
+    ] = None,
+    max_rows: Annotated[
+        int, typer.Option(min=1, help="Refuse models whose counts imply more training rows.")
+    ] = DEFAULT_MAX_ROWS,
     trust_pickle: TrustPickle = False,
 ) -> None:
     """Reconstruct the training rows of a forest whose trees each saw every row once."""
     from treeleaks.attacks.exact import reconstruct
+    from treeleaks.cells import CellBudget
 
     csvs = [path for path in (out, details) if path is not None]  # partial runs: .partial.csv
     summary_file = [json_path] if json_path is not None else []
@@ -213,6 +226,8 @@ def reconstruct_command(
             recon = reconstruct(
                 model, bound, time_limit=time_limit, threads=threads, seed=seed, solver=solver,
                 certainty_time_limit=certainty_time_limit, strategy=strategy, progress=progress,
+                cell_budget=None if max_memory is None else CellBudget(memory_mb=max_memory),
+                max_rows=max_rows,
             )
     except TreeleaksError as exc:
         _fail(str(exc), EXIT_BAD_INPUT)

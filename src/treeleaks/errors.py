@@ -15,3 +15,8 @@ class SchemaError(TreeleaksError):
 
 class UntrustedPickleError(TreeleaksError):
     """Loading the file would run arbitrary code and the caller did not opt in."""
+
+
+class BudgetError(TreeleaksError):
+    """The run would exceed a limit set on it (training rows, memory); the message says
+    which limit to raise."""

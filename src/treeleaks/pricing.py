@@ -97,6 +97,7 @@ class Pricer:
         solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
         # One worker: pricing is short, and a single CP-SAT worker is deterministic.
         solver.parameters.num_workers = 1
+        solver.parameters.catch_sigint_signal = False  # Ctrl-C must reach the CLI
         solver.parameters.random_seed = int(seed) % 2**31
         # Measured on 100 full-depth trees: presolve, probing and the LP relaxation cost
         # ~1.3 s per call and do not pay off on these implication-only models.

@@ -201,6 +201,7 @@ def _solve_cpsat(
     solver.parameters.max_time_in_seconds = time_limit
     solver.parameters.num_workers = max(int(threads), 1)
     solver.parameters.random_seed = int(seed)
+    solver.parameters.catch_sigint_signal = False  # Ctrl-C must reach the CLI
     code = solver.solve(model)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return solver.status_name(code), None

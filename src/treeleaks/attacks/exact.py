@@ -7,6 +7,7 @@ certainty bounds → rows → certificate.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import replace
 
@@ -15,8 +16,9 @@ import pandas as pd
 
 from treeleaks.cells import CellBudget, CellBudgetExceeded, enumerate_cells
 from treeleaks.certainty import lower_bounds
-from treeleaks.errors import UnsupportedModelError
+from treeleaks.errors import BudgetError, UnsupportedModelError
 from treeleaks.generate import generate_cells, generated_lower_bounds
+from treeleaks.limits import DEFAULT_MAX_ROWS
 from treeleaks.materialize import rows_from_counts
 from treeleaks.model import ReleasedModel
 from treeleaks.progress import ProgressCallback, report
@@ -27,6 +29,7 @@ from treeleaks.system import InconsistentCountsError, build_system, propagate
 from treeleaks.verify import verify
 
 STRATEGIES = ("auto", "enumerate", "generate")
+PROOF_SHARE = 0.15  # of the time limit, kept for the proofs (at most certainty_time_limit)
 ENUMERATION_SHARE = 0.25  # of the time limit, before `auto` switches to generating cells
 ENUMERATION_MIN_S = 2.0  # ... but never less: small models enumerate in well under this
 PROOF_ENUMERATED = "propagation and LP bounds over every cell (enumeration complete)"
@@ -46,21 +49,27 @@ def reconstruct(
     certainty_time_limit: float = 30.0,
     strategy: str = "auto",
     cell_budget: CellBudget | None = None,
+    max_rows: int = DEFAULT_MAX_ROWS,
     progress: ProgressCallback | None = None,
 ) -> Reconstruction:
     """Reconstruct the training set of a no-bootstrap, noise-free forest from its counts.
 
     Among the datasets the counts admit, the one with the most orderings is returned (see
-    `treeleaks.solve`). ``time_limit`` bounds the solver's search; when it runs out the best
-    solution found is returned with status FEASIBLE, or, if none was found, the rows
-    propagation proved (status UNKNOWN). Counts no dataset can produce give status INFEASIBLE.
+    `treeleaks.solve`). ``time_limit`` bounds the whole run: finding the reconstruction
+    (listing or generating cells, then the solver) may use all of it but a reserve of
+    ``min(certainty_time_limit, 15% of it)``; the proofs then use what is left, at most
+    ``certainty_time_limit`` (cut short, they stay sound). Checking and assembling the rows
+    take a fraction of a second. When the search runs out of time the best solution found
+    is returned with status FEASIBLE, or, if none was found, the rows propagation proved
+    (status UNKNOWN). Counts no dataset can produce give status INFEASIBLE.
     ``threads`` and ``seed`` steer CP-SAT (``solver="cp-sat"``; with generated cells,
     ``threads`` also prices the classes side by side); HiGHS runs deterministically.
-    ``certainty_time_limit`` bounds the LP tightening of the proofs (they stay sound if cut).
     ``strategy``: ``enumerate`` lists every cell of the trees' common refinement,
     ``generate`` generates the cells a solution needs on demand, ``auto`` (default)
-    enumerates within ``cell_budget`` and generates beyond it. ``progress`` receives
-    `treeleaks.progress.Progress` events.
+    enumerates within ``cell_budget`` and generates beyond it. The budget's memory limit
+    holds for ``enumerate`` too: beyond it the run stops with status UNKNOWN and says so.
+    Counts implying more than ``max_rows`` training rows are refused (`BudgetError`).
+    ``progress`` receives `treeleaks.progress.Progress` events.
     """
     if model.bootstrap:
         raise UnsupportedModelError(
@@ -74,8 +83,15 @@ def reconstruct(
         )
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    if model.n_rows is not None and model.n_rows > max_rows:
+        raise BudgetError(
+            f"the counts imply {model.n_rows:,} training rows, more than the limit of "
+            f"{max_rows:,}; raise it (--max-rows) if that size is right: time and memory "
+            "grow with it"
+        )
     start = time.perf_counter()
     deadline = start + float(time_limit)
+    search_deadline = deadline - min(certainty_time_limit, PROOF_SHARE * time_limit)
     timings: dict[str, float] = {}
     bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
 
@@ -84,8 +100,11 @@ def reconstruct(
         timings[name] = now - since
         return now
 
-    def left() -> float:
-        return max(deadline - time.perf_counter(), 0.0)
+    def left(until: float) -> float:
+        return max(until - time.perf_counter(), 0.0)
+
+    def proof_time() -> float:
+        return min(certainty_time_limit, left(deadline))
 
     def empty(status: str, message: str, n_cells: int, used: str) -> Reconstruction:
         return _empty(model, status, time.perf_counter() - start, timings, message, n_cells,
@@ -97,16 +116,24 @@ def reconstruct(
         limits = cell_budget or CellBudget()
         if strategy == "auto":
             share = max(ENUMERATION_SHARE * time_limit, ENUMERATION_MIN_S)
-            limits = replace(limits, deadline=start + share)
+            limits = replace(limits, deadline=min(start + share, search_deadline))
+        else:  # only memory and time stop a requested enumeration
+            limits = replace(limits, max_cells=sys.maxsize, deadline=search_deadline)
         try:
-            cells = enumerate_cells(model, bound, limits if strategy == "auto" else None,
-                                    progress)
+            cells = enumerate_cells(model, bound, limits, progress)
             used = "enumerate"
         except CellBudgetExceeded as stop:
             timings["cells_abandoned_after_trees"] = stop.trees_done
+            if strategy == "enumerate":
+                lap("cells", tick)
+                return empty("UNKNOWN", f"too many cells to list: enumeration stopped at "
+                             f"{stop.n_cells:,} cells after {stop.trees_done} of "
+                             f"{model.n_trees} trees ({stop.reason}); try strategy 'auto' or "
+                             "'generate', a schema with the one-hot groups, or a larger "
+                             "memory budget or time limit", stop.n_cells, "enumerate")
         tick = lap("cells", tick)
     if cells is None:
-        generated = generate_cells(model, bound, deadline, seed=seed, progress=progress,
+        generated = generate_cells(model, bound, search_deadline, seed=seed, progress=progress,
                                    workers=threads)
         tick = lap("generate", tick)
         timings["generate_iterations"] = generated.iterations
@@ -136,7 +163,8 @@ def reconstruct(
                      len(cells), used)
     tick = lap("propagation", tick)
     report(progress, "solve", 0, None, variables=system.n_vars)
-    solution = solve(system, time_limit=left(), threads=threads, seed=seed, solver=solver)
+    solution = solve(system, time_limit=left(search_deadline), threads=threads, seed=seed,
+                     solver=solver)
     tick = lap("solve", tick)
     if solution.counts is None:
         if solution.status == "INFEASIBLE" and used == "enumerate":
@@ -156,11 +184,11 @@ def reconstruct(
     else:
         report(progress, "certainty", 0, None)
         if used == "enumerate":
-            certainty = lower_bounds(system, solution.counts, certainty_time_limit)
+            certainty = lower_bounds(system, solution.counts, proof_time())
             proof = PROOF_ENUMERATED
         else:
             certainty = generated_lower_bounds(model, bound, cells, system, solution.counts,
-                                               certainty_time_limit, seed=seed,
+                                               proof_time(), seed=seed,
                                                progress=progress, workers=threads)
             proof = PROOF_GENERATED
         tick = lap("certainty", tick)
