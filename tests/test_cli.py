@@ -44,7 +44,8 @@ def files(truth: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> dict
     forest = RandomForestClassifier(n_estimators=20, bootstrap=False, random_state=0).fit(X, y)
     joblib.dump(forest, folder / "forest.pkl")
     tampered = from_sklearn(forest).to_dict()
-    tampered["trees"][0]["counts"][0][0] += 1
+    tampered["trees"][0]["counts"][0][0] += 1  # one more row in tree 0 than in the others
+    tampered["trees"][0]["n_samples"][0] += 1
     (folder / "tampered.json").write_text(json.dumps(tampered))
     bagged = RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y)
     return {
@@ -193,9 +194,9 @@ def test_inspect_estimates_which_strategy_will_run(
     assert result.exit_code == 0, result.output
     assert "Estimated cost" in result.stdout and "cells enumerated" in result.stdout
     schema = tmp_path / "schema.json"
-    schema.write_text(json.dumps({"one_hot_groups": [["f0", "f1"]]}))
+    schema.write_text(json.dumps({"ordinal": {"f3": [0, 1]}}))
     result = runner.invoke(app, ["inspect", str(files["forest"]), "--schema", str(schema)])
-    assert result.exit_code == 0 and "cells enumerated" in result.stdout
+    assert result.exit_code == 0 and "cells enumerated" in result.stdout, result.output
     monkeypatch.setattr(cli, "PROBE_SECONDS", 0.0)
     result = runner.invoke(app, ["inspect", str(files["forest"])])
     assert "listing did not finish" in result.stdout and "probably generated" in result.stdout

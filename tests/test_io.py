@@ -116,3 +116,36 @@ def test_unknown_extension_and_missing_file(tmp_path: Path) -> None:
         load_model(path)
     with pytest.raises(TreeleaksError, match="does not exist"):
         load_model(tmp_path / "absent.skops")
+
+
+def test_a_folder_is_not_called_missing(tmp_path: Path) -> None:
+    (tmp_path / "model.json").mkdir()
+    with pytest.raises(TreeleaksError, match="is a folder; give the model file inside it"):
+        load_model(tmp_path / "model.json")
+
+
+def test_a_path_starting_with_a_brace_is_a_path(
+    forest: RandomForestClassifier, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    from_sklearn(forest).to_json("{odd}.json")
+    assert_same_model(load_model(Path("{odd}.json")), from_sklearn(forest))
+
+
+def test_a_pipeline_is_refused_by_name_before_loading(
+    forest: RandomForestClassifier, data: tuple[pd.DataFrame, pd.Series], tmp_path: Path
+) -> None:
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    path = tmp_path / "pipeline.skops"
+    skops.io.dump(make_pipeline(StandardScaler(), forest).fit(*data), path)
+    with pytest.raises(UntrustedPickleError, match=r"sklearn\.pipeline\.Pipeline.*last step"):
+        load_model(path)
+
+
+def test_deeply_nested_json_is_one_error(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ModelFormatError, match="nests its JSON too deeply"):
+        load_model(path)

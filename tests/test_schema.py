@@ -28,6 +28,7 @@ def test_from_frame_infers_kinds_and_ranges():
 
 def test_json_schema_binds_and_unlisted_columns_are_binary(tmp_path):
     X, y = binary_frame(40, 4, seed=0)
+    X["f1"] = 1 - X["f0"]  # a true one-hot pair
     X["age"] = np.arange(40)
     model = fitted(X, y)
     path = tmp_path / "schema.json"
@@ -38,7 +39,7 @@ def test_json_schema_binds_and_unlisted_columns_are_binary(tmp_path):
 
 
 def test_unknown_json_key_is_named():
-    with pytest.raises(SchemaError, match=r"unknown schema key.*'categorical'"):
+    with pytest.raises(SchemaError, match=r"unknown schema key 'categorical'; the schema takes"):
         FeatureSchema.from_dict({"categorical": {}})
 
 
@@ -107,3 +108,22 @@ def test_a_ratio_split_inside_0_1_is_not_taken_for_binary():
     assert inferred.features["nonflavanoid_phenols"].kind == "numerical"
     result = reconstruct(model)
     assert result.verified and result.n_rows == len(X)
+
+
+def test_a_range_that_excludes_occupied_leaves_is_blamed_on_the_schema():
+    X, y = binary_frame(40, 3, seed=2)
+    X["age"] = np.arange(40)
+    y = (X["age"] > 20).to_numpy().astype(int)
+    model = fitted(X, y)
+    with pytest.raises(SchemaError, match=r"column 'age' is ordinal in \[0, 15\] but the leaf "
+                       r"needs 20\.5 < age"):
+        FeatureSchema.from_dict({"ordinal": {"age": [0, 15]}}).bind(model)
+    assert FeatureSchema.from_dict({"ordinal": {"age": [0, 39]}}).bind(model).features[
+        "age"].kind == "ordinal"
+
+
+def test_a_group_the_data_breaks_is_blamed_on_the_schema():
+    X, _ = binary_frame(60, 3, seed=5)
+    model = fitted(X, X["f0"] & X["f1"])  # some training row has f0 = f1 = 1
+    with pytest.raises(SchemaError, match="several columns of a group"):
+        FeatureSchema.from_dict({"at_most_one_groups": [["f0", "f1"]]}).bind(model)

@@ -79,13 +79,15 @@ def load_model(
             "--trust-pickle (trust_pickle=True) if you trust its source, or export the model "
             "with skops"
         )
+    if path.is_dir():
+        raise TreeleaksError(f"{str(path)!r} is a folder; give the model file inside it")
     if not path.is_file():
         raise TreeleaksError(f"model file {str(path)!r} does not exist")
     if suffix == ".json":
         model = ReleasedModel.from_json(path)
         return model if feature_names is None else _renamed(model, feature_names)
     estimator = _load_skops(path) if suffix == ".skops" else _load_pickle(path)
-    return _checked(from_sklearn(estimator, feature_names=feature_names), path)
+    return _translated(estimator, path, feature_names)
 
 
 def save_model(estimator: Any, path: str | Path) -> Path:
@@ -106,18 +108,44 @@ def _load_skops(path: Path) -> Any:
 
     try:
         untrusted = skops.io.get_untrusted_types(file=path)
+        held = _archive_types(path)
     except Exception as exc:
         raise ModelFormatError(f"{path.name} is not a readable skops file: {exc}") from exc
-    unknown = sorted(set(untrusted) - TRUSTED_SKOPS_TYPES)
+    unknown = sorted((held | set(untrusted)) - TRUSTED_SKOPS_TYPES - _PLAIN_SKOPS_TYPES)
     if unknown:
         raise UntrustedPickleError(
-            f"refusing to load {path.name}: it holds types treeleaks does not trust "
-            f"({', '.join(unknown)}); a scikit-learn tree classifier needs none of them"
+            f"refusing to load {path.name}: it holds types treeleaks does not read "
+            f"({', '.join(unknown[:5])}); save the tree classifier itself (for a pipeline, "
+            "its last step) with skops"
         )
     try:
         return skops.io.load(path, trusted=list(untrusted))
     except Exception as exc:
         raise ModelFormatError(f"could not load the skops file {path.name}: {exc}") from exc
+
+
+# Plain data a skops archive may hold beside the trusted types: no code runs to build it.
+_PLAIN_SKOPS_TYPES = frozenset(
+    f"builtins.{name}" for name in ("dict", "list", "tuple", "str", "int", "float", "bool",
+                                    "NoneType")
+)
+
+
+def _archive_types(path: Path) -> set[str]:
+    """Every type an archive's schema names (numpy's data types count as plain data)."""
+    with zipfile.ZipFile(path) as archive:
+        pending = [json.loads(archive.read("schema.json"))]
+    held: set[str] = set()
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            module, name = node.get("__module__"), node.get("__class__")
+            if isinstance(module, str) and isinstance(name, str) and module != "numpy":
+                held.add(f"{module}.{name}")
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return held
 
 
 class _NotPlain(Exception):
@@ -203,16 +231,12 @@ def _tree_record(state: dict[str, Any]) -> SimpleNamespace:
     )
 
 
-def _checked(model: ReleasedModel, path: Path) -> ReleasedModel:
-    """Refuse trees whose nodes do not form binary trees over the model's features: a
-    crafted file must get a one-line error, not an index error deep in the attack."""
+def _translated(estimator: Any, path: Path, feature_names: list[str] | None) -> ReleasedModel:
+    """The estimator in the IR; a refusal names the file."""
     try:
-        for tree in model.trees:
-            tree.validate(model.n_classes)
-        model.check_features()
-    except ModelFormatError as exc:
-        raise ModelFormatError(f"{path.name} holds a malformed tree: {exc}") from exc
-    return model
+        return from_sklearn(estimator, feature_names=feature_names)
+    except TreeleaksError as exc:
+        raise type(exc)(f"{path.name}: {exc}") from None
 
 
 def _load_pickle(path: Path) -> Any:
@@ -231,4 +255,6 @@ def _renamed(model: ReleasedModel, feature_names: list[str]) -> ReleasedModel:
             f"{len(feature_names)} feature names given but the model has {model.n_features} "
             "features"
         )
-    return dataclasses.replace(model, feature_names=list(feature_names))
+    renamed = dataclasses.replace(model, feature_names=list(feature_names))
+    renamed.validate()
+    return renamed

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.errors import TreeleaksError
+from treeleaks.errors import TreeleaksError, UnsupportedModelError
+from treeleaks.formats import MAX_COUNT, TreeRecord, parse_model, read_json
 
 FORMAT_VERSION = 1
 
@@ -63,10 +64,8 @@ class Tree:
     @property
     def depth(self) -> int:
         depth = np.zeros(len(self.feature), dtype=np.int64)
-        for node in range(len(self.feature)):
-            if self.feature[node] >= 0:
-                depth[self.left[node]] = depth[node] + 1
-                depth[self.right[node]] = depth[node] + 1
+        for node in self.internal_nodes():
+            depth[self.left[node]] = depth[self.right[node]] = depth[node] + 1
         return int(depth.max())
 
     def node_boxes(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
@@ -129,36 +128,27 @@ class Tree:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], n_classes: int) -> Tree:
-        try:
-            feature = np.asarray(data["feature"], dtype=np.int64)
-            threshold = np.array(
-                [np.nan if t is None else t for t in data["threshold"]], dtype=np.float64
-            )
-            counts = np.asarray(data["counts"], dtype=np.float64)
-            if counts.size and not np.array_equal(counts, np.round(counts)):
-                raise ModelFormatError(
-                    "tree 'counts' must be whole numbers of training rows; round or "
-                    "re-export the counts before auditing"
-                )
-            tree = cls(
-                feature=feature,
-                threshold=threshold,
-                left=np.asarray(data["left"], dtype=np.int64),
-                right=np.asarray(data["right"], dtype=np.int64),
-                leaf_of_node=np.asarray(data["leaf_of_node"], dtype=np.int64),
-                counts=counts.astype(np.int64),
-                n_samples=_optional_int_array(data.get("n_samples")),
-                multiplicities=_optional_int_array(data.get("multiplicities")),
-            )
-        except KeyError as exc:
-            raise ModelFormatError(f"tree is missing the field {exc.args[0]!r}") from exc
-        tree.validate(n_classes)
-        return tree
+    def from_record(cls, record: TreeRecord) -> Tree:
+        """A tree from its checked JSON fields (`ReleasedModel.validate` checks the shape)."""
+        return cls(
+            feature=np.asarray(record.feature, dtype=np.int64),
+            threshold=np.array(
+                [np.nan if t is None else t for t in record.threshold], dtype=np.float64
+            ),
+            left=np.asarray(record.left, dtype=np.int64),
+            right=np.asarray(record.right, dtype=np.int64),
+            leaf_of_node=np.asarray(record.leaf_of_node, dtype=np.int64),
+            counts=np.asarray(record.counts, dtype=np.float64).astype(np.int64),
+            n_samples=_optional_int_array(record.n_samples),
+            multiplicities=_optional_int_array(record.multiplicities),
+        )
 
-    def validate(self, n_classes: int) -> None:
-        """Check the node arrays describe one binary tree and the counts fit it."""
+    def validate(self, n_classes: int, n_features: int) -> None:
+        """Check the node arrays describe one binary tree over ``n_features`` features and
+        the counts fit it; a crafted file gets a one-line error, not an index error later."""
         n_nodes = len(self.feature)
+        if n_nodes == 0:
+            raise ModelFormatError("a tree has no nodes")
         for name in ("threshold", "left", "right", "leaf_of_node"):
             if len(getattr(self, name)) != n_nodes:
                 raise ModelFormatError(f"tree field {name!r} has a length other than 'feature'")
@@ -169,11 +159,26 @@ class Tree:
                 f"tree 'counts' must have shape (n_leaves={n_leaves}, n_classes={n_classes}), "
                 f"got {self.counts.shape}"
             )
+        if np.abs(self.counts).sum(dtype=np.float64) > MAX_COUNT:
+            raise ModelFormatError("the tree's counts add up to more than 2^53 rows")
+        if self.n_samples is not None and self.n_samples.shape != (n_leaves,):
+            raise ModelFormatError(f"tree 'n_samples' must have one entry per leaf ({n_leaves})")
         if sorted(self.leaf_of_node[is_leaf].tolist()) != list(range(n_leaves)):
             raise ModelFormatError("tree 'leaf_of_node' must number the leaves 0..n_leaves-1")
         children = np.concatenate([self.left[~is_leaf], self.right[~is_leaf]])
-        if sorted(children.tolist()) != list(range(1, n_nodes)):
+        # Every node but the root is a child exactly once, and all are reached from the root.
+        if sorted(children.tolist()) != list(range(1, n_nodes)) or (
+            len(self.internal_nodes()) != n_nodes - n_leaves
+        ):
             raise ModelFormatError("tree nodes must form one binary tree rooted at node 0")
+        used = self.feature[~is_leaf]
+        if used.size and used.max() >= n_features:
+            raise ModelFormatError(
+                f"a tree splits on feature {int(used.max())} but the model names only "
+                f"{n_features} features"
+            )
+        if not np.isfinite(self.threshold[~is_leaf]).all():
+            raise ModelFormatError("a tree has a split whose threshold is not a finite number")
 
 
 def _optional_int_array(values: Any) -> np.ndarray | None:
@@ -276,59 +281,100 @@ class ReleasedModel:
         return text
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ReleasedModel:
-        trees = data.get("trees", []) if isinstance(data, dict) else None
-        if not isinstance(trees, list) or not all(isinstance(t, dict) for t in trees):
-            raise ModelFormatError(
-                "a treeleaks model is a JSON object whose 'trees' are objects; "
-                "export it with ReleasedModel.to_json"
-            )
-        if data.get("format") != "treeleaks.ReleasedModel":
-            raise ModelFormatError(
-                "not a treeleaks model: the JSON needs \"format\": \"treeleaks.ReleasedModel\""
-            )
-        if data.get("version") != FORMAT_VERSION:
-            raise ModelFormatError(
-                f"model format version {data.get('version')!r} is not supported "
-                f"(this treeleaks reads version {FORMAT_VERSION})"
-            )
-        try:
-            classes = list(data["classes"])
-            noise = data.get("noise")
-            model = cls(
-                trees=[Tree.from_dict(t, len(classes)) for t in data["trees"]],
-                classes=classes,
-                feature_names=list(data["feature_names"]),
-                label_name=data.get("label_name", "label"),
-                bootstrap=bool(data.get("bootstrap", False)),
-                noise=None if noise is None else NoiseMechanism(**noise),
-                source=data.get("source", ""),
-                facts=dict(data.get("facts", {})),
-            )
-        except KeyError as exc:
-            raise ModelFormatError(f"model is missing the field {exc.args[0]!r}") from exc
-        model.check_features()
+    def from_dict(cls, data: Any) -> ReleasedModel:
+        """A model from the JSON form `to_dict` writes, every field checked."""
+        record = parse_model(data, ModelFormatError)
+        model = cls(
+            trees=[Tree.from_record(tree) for tree in record.trees],
+            classes=list(record.classes),
+            feature_names=list(record.feature_names),
+            label_name=record.label_name,
+            bootstrap=record.bootstrap,
+            noise=None if record.noise is None else NoiseMechanism(**record.noise.model_dump()),
+            source=record.source,
+            facts=dict(record.facts),
+        )
+        model.validate()
         return model
 
-    def check_features(self) -> None:
-        """Every split must name one of the model's features."""
-        for tree in self.trees:
-            used = tree.feature[tree.feature >= 0]
-            if used.size and used.max() >= self.n_features:
-                raise ModelFormatError(
-                    f"a tree splits on feature {int(used.max())} but the model names only "
-                    f"{self.n_features} features"
-                )
-
     @classmethod
-    def from_json(cls, text_or_path: str | Path) -> ReleasedModel:
-        path = Path(text_or_path) if not str(text_or_path).lstrip().startswith("{") else None
-        text = path.read_text() if path is not None else str(text_or_path)
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ModelFormatError(f"model JSON does not parse: {exc}") from exc
+    def from_json(cls, source: str | Path) -> ReleasedModel:
+        """A model from a JSON file (a `Path`, or a string not starting with ``{``) or from
+        JSON text (a string starting with ``{``)."""
+        if isinstance(source, str) and source.lstrip().startswith("{"):
+            try:
+                data = json.loads(source)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                raise ModelFormatError(f"model JSON does not parse: {exc}") from exc
+        else:
+            data = read_json(Path(source), "model", ModelFormatError)
         return cls.from_dict(data)
+
+    def validate(self) -> None:
+        """Check what the JSON shapes cannot: the trees fit the classes and features, names
+        are distinct, and counts are those of unweighted training. Raises `ModelFormatError`
+        (malformed) or `UnsupportedModelError` (weighted) naming the fix."""
+        if not self.trees:
+            raise ModelFormatError("the model has no trees")
+        if len(set(self.feature_names)) != len(self.feature_names):
+            raise ModelFormatError("the model names a feature twice; feature names must differ")
+        if len(set(map(_plain, self.classes))) != len(self.classes):
+            raise ModelFormatError("the model lists a class twice; classes must differ")
+        if self.label_name in self.feature_names:
+            raise ModelFormatError(
+                f"the label column {self.label_name!r} has the name of a feature; give the "
+                "model another 'label_name'"
+            )
+        for index, tree in enumerate(self.trees):
+            try:
+                tree.validate(self.n_classes, self.n_features)
+            except ModelFormatError as exc:
+                raise ModelFormatError(f"malformed tree {index}: {exc}") from None
+        if self.noise is None:
+            self._check_unweighted()
+
+    def _check_unweighted(self) -> None:
+        """Noise-free counts are row counts: negative ones are malformed, and counts that
+        disagree with the rows each leaf (or tree) saw come from weighted training."""
+        weighted = (
+            "so it was trained with sample_weight or class_weight (or its counts were "
+            "altered); treeleaks reconstructs unweighted training only: refit without weights"
+        )
+        draws = None
+        for index, tree in enumerate(self.trees):
+            if (tree.counts < 0).any():
+                raise ModelFormatError(
+                    f"tree {index} holds a negative count; counts without noise are row counts"
+                )
+            rows = tree.counts.sum(axis=1)
+            if not self.bootstrap and tree.n_samples is not None:
+                leaf = np.flatnonzero(rows != tree.n_samples)
+                if leaf.size:
+                    raise UnsupportedModelError(
+                        f"tree {index}, leaf {leaf[0]}: its class counts add up to "
+                        f"{rows[leaf[0]]} but it holds {tree.n_samples[leaf[0]]} training "
+                        f"rows, {weighted}"
+                    )
+            if self.bootstrap and tree.multiplicities is not None:
+                if draws is None:
+                    draws = len(tree.multiplicities)
+                if len(tree.multiplicities) != draws:
+                    raise ModelFormatError(
+                        f"tree {index} has {len(tree.multiplicities)} multiplicities, tree 0 "
+                        f"has {draws}: each tree needs one per training row"
+                    )
+                distinct = np.count_nonzero(tree.multiplicities)
+                if tree.n_samples is not None and tree.n_samples.sum() != distinct:
+                    raise ModelFormatError(
+                        f"tree {index}: the recorded draws do not match the tree (it saw "
+                        f"{tree.n_samples.sum()} distinct rows, the draws name {distinct}); "
+                        "the bootstrap cannot be reproduced from this file"
+                    )
+                if rows.sum() != tree.multiplicities.sum():
+                    raise UnsupportedModelError(
+                        f"tree {index}: its class counts add up to {rows.sum()} but it drew "
+                        f"{tree.multiplicities.sum()} rows, {weighted}"
+                    )
 
 
 def _plain(value: Any) -> Any:

@@ -7,7 +7,6 @@ it). Groups of binary columns: one-hot (exactly one is 1) and at-most-one.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from treeleaks.errors import SchemaError
-from treeleaks.model import ReleasedModel
+from treeleaks.formats import parse_schema, read_json
+from treeleaks.model import ModelFormatError, ReleasedModel
 
 if TYPE_CHECKING:  # pandas is needed only to read a frame
     import pandas as pd
@@ -70,28 +70,16 @@ class FeatureSchema:
         return schema
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FeatureSchema:
-        """A partial schema in the ``--schema`` JSON form; unknown keys are an error."""
-        unknown = sorted(set(data) - set(JSON_KEYS))
-        if unknown:
-            raise SchemaError(
-                f"unknown schema key(s) {', '.join(map(repr, unknown))}; "
-                f"the schema takes {', '.join(JSON_KEYS)}"
-            )
+    def from_dict(cls, data: Any) -> FeatureSchema:
+        """A partial schema in the ``--schema`` JSON form, every field checked."""
+        record = parse_schema(data, SchemaError)
         features: dict[str, FeatureSpec] = {}
         for kind in ("numerical", "ordinal"):
-            for name, bounds in dict(data.get(kind, {})).items():
+            for name, (low, high) in getattr(record, kind).items():
                 if name in features:
                     raise SchemaError(f"column {name!r} is listed as both numerical and ordinal")
-                if not (isinstance(bounds, list | tuple) and len(bounds) == 2):
-                    raise SchemaError(
-                        f"{kind} column {name!r} needs a range [low, high], got {bounds!r}"
-                    )
-                low, high = float(bounds[0]), float(bounds[1])
-                if not low <= high:
-                    raise SchemaError(f"{kind} column {name!r} has low {low} above high {high}")
-                features[name] = FeatureSpec(kind, low, high)
-        groups = {key: [list(map(str, g)) for g in data.get(key, [])] for key in JSON_KEYS[:2]}
+                features[name] = FeatureSpec(kind, float(low), float(high))
+        groups = {key: [list(g) for g in getattr(record, key)] for key in JSON_KEYS[:2]}
         for group in groups["one_hot_groups"] + groups["at_most_one_groups"]:
             for name in group:
                 kind = features.get(name, FeatureSpec("binary")).kind
@@ -104,13 +92,7 @@ class FeatureSchema:
 
     @classmethod
     def from_json(cls, path: str | Path) -> FeatureSchema:
-        try:
-            data = json.loads(Path(path).read_text())
-        except json.JSONDecodeError as exc:
-            raise SchemaError(f"schema file {path} is not valid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise SchemaError(f"schema file {path} must hold a JSON object")
-        return cls.from_dict(data)
+        return cls.from_dict(read_json(Path(path), "schema", SchemaError))
 
     @classmethod
     def infer(cls, model: ReleasedModel) -> FeatureSchema:
@@ -170,7 +152,41 @@ class FeatureSchema:
                     "list it under 'numerical' or 'ordinal' with its range"
                 )
             features[name] = spec
-        return FeatureSchema(features, self.one_hot_groups, self.at_most_one_groups, True)
+        bound = FeatureSchema(features, self.one_hot_groups, self.at_most_one_groups, True)
+        if model.noise is None:
+            bound._check_leaves(model)
+        return bound
+
+    def _check_leaves(self, model: ReleasedModel) -> None:
+        """Every leaf that holds training rows must admit a row: else the counts are not
+        to blame for the INFEASIBLE that follows, and the message says what is."""
+        for t, tree in enumerate(model.trees):
+            lower, upper = tree.leaf_boxes(model.n_features)
+            occupied = tree.counts.sum(axis=1) > 0
+            bad = np.flatnonzero(occupied & ~self.feasible(lower, upper))
+            if not bad.size:
+                continue
+            leaf, rows = bad[0], int(tree.counts[bad[0]].sum())
+            where = f"tree {t}, leaf {leaf} holds {rows} training row(s)"
+            if not (lower[leaf] < upper[leaf]).all():
+                raise ModelFormatError(f"{where} but its splits contradict each other, so no "
+                                       "row can reach it; the model file is corrupt")
+            raise SchemaError(f"{where} but the schema allows no row there: "
+                              f"{self._exclusion(lower[leaf], upper[leaf])}; fix the schema")
+
+    def _exclusion(self, lower: np.ndarray, upper: np.ndarray) -> str:
+        """Which column's domain (or which group) rules out the box ``lower < x <= upper``."""
+        for j, (name, spec) in enumerate(self.features.items()):
+            alone_lower = np.full((1, len(lower)), -np.inf)
+            alone_upper = np.full((1, len(lower)), np.inf)
+            alone_lower[0, j], alone_upper[0, j] = lower[j], upper[j]
+            if not FeatureSchema({**{n: FeatureSpec("unknown") for n in self.features},
+                                  name: spec}).feasible(alone_lower, alone_upper)[0]:
+                domain = ("0 or 1" if spec.kind == "binary"
+                          else f"{spec.kind} in [{spec.low:g}, {spec.high:g}]")
+                return (f"column {name!r} is {domain} but the leaf needs "
+                        f"{lower[j]:g} < {name} <= {upper[j]:g}")
+        return "the leaf needs a 1 in several columns of a group, or none in a one-hot group"
 
     def _check_groups(self) -> None:
         seen: set[str] = set()

@@ -57,15 +57,26 @@ def from_sklearn(
     facts: dict[str, Any] = {}
     if kind != "DecisionTreeClassifier" and bootstrap:
         facts["max_samples"] = estimator.max_samples
-    return ReleasedModel(
+    model = ReleasedModel(
         trees=trees,
         classes=[c.item() if isinstance(c, np.generic) else c for c in estimator.classes_],
         feature_names=names,
-        label_name=label_name,
+        label_name=_free_name(label_name, names),
         bootstrap=bootstrap,
         source=f"sklearn.{kind}",
         facts=facts,
     )
+    model.validate()
+    return model
+
+
+def _free_name(wanted: str, taken: list[str]) -> str:
+    """``wanted``, or ``wanted_1``, ``wanted_2``, ... when a feature already has the name."""
+    names, name, suffix = set(taken), wanted, 0
+    while name in names:
+        suffix += 1
+        name = f"{wanted}_{suffix}"
+    return name
 
 
 def _feature_names(estimator: Any, given: list[str] | None) -> list[str]:
