@@ -236,3 +236,16 @@ def test_depth_does_not_depend_on_node_numbering():
         "left": [1, -1, -1, -1, 2], "right": [4, -1, -1, -1, 3],
         "leaf_of_node": [-1, 0, 1, 2, -1], "counts": [[1, 0], [0, 1], [1, 1]]}]}).trees[0]
     assert tree.depth == 2
+
+
+def test_a_forest_whose_members_are_not_trees_is_refused():
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = binary_frame(40, 3, seed=2)
+    forest = RandomForestClassifier(n_estimators=2, bootstrap=False).fit(X, y)
+    forest.estimators_[1] = LogisticRegression().fit(X, y)
+    with pytest.raises(UnsupportedModelError, match="holds a LogisticRegression where a fitted"):
+        from_sklearn(forest)
+    forest.estimators_ = []
+    with pytest.raises(UnsupportedModelError, match="holds no trees"):
+        from_sklearn(forest)

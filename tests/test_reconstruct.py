@@ -12,7 +12,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from treeleaks import FeatureSchema, UnsupportedModelError, from_sklearn, reconstruct
 from treeleaks.cells import CellBudget
-from treeleaks.errors import BudgetError
+from treeleaks.errors import BudgetError, TreeleaksError
 
 from conftest import binary_frame
 
@@ -197,3 +197,15 @@ def test_without_schema_unsplit_features_are_unknown():
     result = reconstruct(model)
     assert result.verified
     assert result.rows["constant"].isna().all() and result.free["constant"].all()
+
+
+@pytest.mark.parametrize(
+    "option, value",
+    [("time_limit", float("nan")), ("time_limit", -1), ("certainty_time_limit", float("inf")),
+     ("seed", 2**31), ("seed", -1), ("threads", 0), ("threads", 1.5), ("max_rows", 0)],
+)
+def test_options_a_run_cannot_honour_are_named(option, value):
+    X, y = binary_frame(30, 4, seed=1)
+    model = from_sklearn(RandomForestClassifier(n_estimators=2, bootstrap=False).fit(X, y))
+    with pytest.raises(TreeleaksError, match=f"{option} must be"):
+        reconstruct(model, **{option: value})

@@ -28,7 +28,7 @@ from typer.core import TyperGroup
 from treeleaks.display import certificate_text, live_progress
 from treeleaks.errors import TreeleaksError
 from treeleaks.io import load_model
-from treeleaks.limits import DEFAULT_MAX_ROWS
+from treeleaks.limits import DEFAULT_MAX_ROWS, SEED_MAX
 from treeleaks.outputs import OutputError, check_outputs, partial_path, write_outputs
 
 if TYPE_CHECKING:  # the solvers, pandas and scipy load only for the commands that need them
@@ -44,7 +44,6 @@ EXIT_BAD_INPUT = 2
 EXIT_INCOMPLETE = 3
 EXIT_BUG = 4
 EXIT_INTERRUPTED = 130
-SEED_MAX = 2**31 - 1  # CP-SAT takes a 32-bit seed
 INCOMPLETE = ("INFEASIBLE", "UNKNOWN")  # statuses without a complete reconstruction
 DEBUG_VARIABLE = "TREELEAKS_DEBUG"  # set to 1 to see the traceback of an unexpected error
 OUT_OF_MEMORY = (

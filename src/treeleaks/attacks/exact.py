@@ -18,7 +18,7 @@ from treeleaks.cells import CellBudget, CellBudgetExceeded, enumerate_cells
 from treeleaks.certainty import lower_bounds
 from treeleaks.errors import BudgetError, UnsupportedModelError
 from treeleaks.generate import generate_cells, generated_lower_bounds
-from treeleaks.limits import DEFAULT_MAX_ROWS
+from treeleaks.limits import DEFAULT_MAX_ROWS, check_run_options
 from treeleaks.materialize import rows_from_counts
 from treeleaks.model import ReleasedModel
 from treeleaks.progress import ProgressCallback, report
@@ -83,6 +83,7 @@ def reconstruct(
         )
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    check_run_options(time_limit, certainty_time_limit, threads, seed, max_rows)
     if model.n_rows is not None and model.n_rows > max_rows:
         raise BudgetError(
             f"the counts imply {model.n_rows:,} training rows, more than the limit of "

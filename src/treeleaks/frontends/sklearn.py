@@ -50,6 +50,14 @@ def from_sklearn(
         estimators = list(estimator.estimators_)
         bootstrap = bool(estimator.bootstrap)
         samples = _bootstrap_multiplicities(estimator) if bootstrap else None
+    if not estimators:
+        raise UnsupportedModelError(f"this {kind} holds no trees; refit it before auditing it")
+    strangers = [type(m).__name__ for m in estimators if not hasattr(m, "tree_")]
+    if strangers:
+        raise UnsupportedModelError(
+            f"this {kind} holds a {strangers[0]} where a fitted tree belongs; it was altered "
+            "after fitting, so its counts cannot be trusted"
+        )
     trees = []
     for index, member in enumerate(estimators):
         multiplicities = None if samples is None else samples[index]
