@@ -189,6 +189,8 @@ def valid_tree_dict() -> dict:
         ("facts", [], r"'facts': input should be a valid dictionary"),
         ("trees", [], r"'trees': list should have at least 1 item"),
         ("boostrap", True, r"unknown model key 'boostrap'"),
+        ("version", True, r"'version': input should be a valid integer"),
+        ("version", 2, r"format version 2 is not supported"),
     ],
 )
 def test_json_fields_of_the_wrong_type_are_named(field, value, message):
@@ -203,6 +205,8 @@ def test_json_fields_of_the_wrong_type_are_named(field, value, message):
         ("feature", 0, 1.5, r"'trees\[0\]\.feature\[0\]': input should be a valid integer"),
         ("threshold", 0, float("nan"), r"'trees\[0\]\.threshold\[0\]': a threshold must be"),
         ("threshold", 0, None, r"threshold is not a finite number"),
+        ("threshold", 0, float("inf"), r"'trees\[0\]\.threshold\[0\]': a threshold must be"),
+        ("n_samples", 0, [2], r"'trees\[0\]\.n_samples\[0\]': input should be a valid integer"),
         ("counts", 0, [-1, 3], r"negative count"),
         ("left", 0, 0, r"one binary tree rooted at node 0"),
     ],

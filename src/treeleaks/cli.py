@@ -287,12 +287,11 @@ def _bound_schema(path: Path | None, model: ReleasedModel) -> FeatureSchema:
     """The schema file bound to the model's columns, or the one inferred from its splits."""
     from treeleaks.schema import FeatureSchema
 
-    if path is None:
-        return FeatureSchema.infer(model).bind(model)
-    if not path.is_file():
+    if path is not None and not path.is_file():
         _fail(f"schema file {str(path)!r} does not exist", EXIT_BAD_INPUT)
     try:
-        return FeatureSchema.from_json(path).bind(model)
+        schema = FeatureSchema.infer(model) if path is None else FeatureSchema.from_json(path)
+        return schema.bind(model)
     except (TreeleaksError, ValueError, OSError) as exc:
         _fail(_describe(exc), EXIT_BAD_INPUT)
 

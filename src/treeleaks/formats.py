@@ -55,6 +55,16 @@ def _unique(values: list[Any]) -> list[Any]:
     return values
 
 
+FORMAT_VERSION = 1  # the model file format this treeleaks reads and writes
+
+
+def _supported_version(value: int) -> int:
+    if value != FORMAT_VERSION:
+        raise ValueError(f"format version {value} is not supported (this treeleaks reads "
+                         f"version {FORMAT_VERSION}); export the model with this version")
+    return value
+
+
 def _label(value: Any) -> Any:
     if isinstance(value, str | bool | int) or (isinstance(value, float) and math.isfinite(value)):
         return value
@@ -117,7 +127,7 @@ class ModelRecord(_Strict):
     """A treeleaks model file: what a released tree model exposes."""
 
     format: Literal["treeleaks.ReleasedModel"]
-    version: Literal[1]
+    version: Annotated[StrictInt, AfterValidator(_supported_version)]
     source: StrictStr = ""
     classes: Annotated[list[Label], Field(min_length=1), AfterValidator(_unique)]
     feature_names: Annotated[list[Name], Field(min_length=1), AfterValidator(_unique)]

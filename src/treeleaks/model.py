@@ -19,9 +19,7 @@ from typing import Any
 import numpy as np
 
 from treeleaks.errors import TreeleaksError, UnsupportedModelError
-from treeleaks.formats import MAX_COUNT, TreeRecord, parse_model, read_json
-
-FORMAT_VERSION = 1
+from treeleaks.formats import FORMAT_VERSION, MAX_COUNT, TreeRecord, parse_model, read_json
 
 
 class ModelFormatError(TreeleaksError, ValueError):
