@@ -145,10 +145,25 @@ def generate_cells(
     from treeleaks.pricing import PricingTeam
 
     pool = ColumnPool(model)
-    pricers = PricingTeam(model, schema, workers)
+    stats = {"iterations": 0, "calls": 0, "rows": int(model.n_rows or 0), "lp_placed": 0.0}
+    with PricingTeam(model, schema, workers) as pricers:
+        status, placed = _dive(pool, pricers, deadline, seed, progress, stats)
+    return Generated(pool.cells(schema), status, placed, stats["lp_placed"],
+                     int(stats["iterations"]), int(stats["calls"]))
+
+
+def _dive(
+    pool: ColumnPool,
+    pricers: PricingTeam,
+    deadline: float,
+    seed: int,
+    progress: ProgressCallback | None,
+    stats: dict[str, float],
+) -> tuple[str, float]:
+    """Place every row by column generation and diving (see `generate_cells`); the status
+    and the most rows fixed."""
     capacity = pool.counts.copy()
-    n_rows = left_rows = int(model.n_rows or 0)
-    stats = {"iterations": 0, "calls": 0, "rows": n_rows, "lp_placed": 0.0}
+    n_rows = left_rows = int(stats["rows"])
     status, placed, rounded_up = "TIMEOUT", 0.0, None
     while time.perf_counter() < deadline:
         outcome, x = _pack(pool, pricers, capacity, left_rows, deadline, seed, progress,
@@ -189,8 +204,7 @@ def generate_cells(
         if left_rows <= 0:
             status = "FEASIBLE"
             break
-    return Generated(pool.cells(schema), status, placed, stats["lp_placed"],
-                     int(stats["iterations"]), int(stats["calls"]))
+    return status, placed
 
 
 def _integer_packing(
@@ -357,23 +371,25 @@ def generated_lower_bounds(
     if first is None:
         return Certainty(lower, False, 1)
     candidates = candidates[first[2][candidates] > _TOL]
-    pricers = PricingTeam(model, schema, workers) if candidates.size else None
+    if not candidates.size:
+        return Certainty(lower, True, 1)
     n_lps, unsettled, done = 1, 0, 0
-    for j in candidates:
-        if time.perf_counter() - start >= time_limit:
-            unsettled += 1
-            continue
-        cost = np.zeros(system.n_vars)
-        cost[j] = 1.0
-        bound, n_lps = _lagrangian_bound(
-            pool, live, b, n_rows, j, cost, lp_min, pricers, start + time_limit, seed,
-        ), n_lps + 1
-        if bound is None:
-            unsettled += 1
-        else:
-            lower[j] = max(0, int(np.ceil(bound - 1e-6)))
-        done += 1
-        report(progress, "certainty", done, candidates.size)
+    with PricingTeam(model, schema, workers) as pricers:
+        for j in candidates:
+            if time.perf_counter() - start >= time_limit:
+                unsettled += 1
+                continue
+            cost = np.zeros(system.n_vars)
+            cost[j] = 1.0
+            bound, n_lps = _lagrangian_bound(
+                pool, live, b, n_rows, j, cost, lp_min, pricers, start + time_limit, seed,
+            ), n_lps + 1
+            if bound is None:
+                unsettled += 1
+            else:
+                lower[j] = max(0, int(np.ceil(bound - 1e-6)))
+            done += 1
+            report(progress, "certainty", done, candidates.size)
     return Certainty(lower, unsettled == 0, n_lps)
 
 
