@@ -105,12 +105,24 @@ def test_pickle_needs_trust_pickle(files: dict[str, Path]) -> None:
     assert trusted.exit_code == 0, trusted.output
 
 
+def test_a_bootstrap_forest_is_rebuilt_and_verified(
+    files: dict[str, Path], truth: pd.DataFrame, tmp_path: Path
+) -> None:
+    out, summary = tmp_path / "rows.csv", tmp_path / "summary.json"
+    result = runner.invoke(app, ["reconstruct", str(files["bagged"]), "--out", str(out),
+                                 "--json", str(summary)])
+    assert result.exit_code == 0, result.output
+    assert "bootstrap-known" in result.stdout
+    facts = json.loads(summary.read_text())
+    assert facts["formulation"] == "bootstrap-known" and facts["verified"]
+    assert len(pd.read_csv(out)) == len(truth) == facts["n_rows"]
+
+
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
         (["inspect", "absent.skops"], "does not exist"),
         (["inspect", "model.txt"], "unknown model file type"),
-        (["reconstruct", "{bagged}"], "bootstrap=True"),
         (["reconstruct", "{forest}", "--schema", "absent.json"], "schema file"),
         (["reconstruct", "{forest}", "--out", "no/such/folder/x.csv"], "folder does not exist"),
     ],

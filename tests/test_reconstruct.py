@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from treeleaks import FeatureSchema, UnsupportedModelError, from_sklearn, reconstruct
+from treeleaks import FeatureSchema, from_sklearn, reconstruct
 from treeleaks.cells import CellBudget
 from treeleaks.errors import BudgetError, TreeleaksError
 
@@ -181,13 +181,6 @@ def test_requested_enumeration_stops_at_its_memory_budget_and_says_what_to_try()
                          cell_budget=CellBudget(memory_mb=0.05))
     assert result.status == "UNKNOWN" and result.strategy == "enumerate"
     assert "too many cells to list" in result.message and "'generate'" in result.message
-
-
-def test_bootstrap_forest_is_refused_with_the_fix():
-    X, y = binary_frame(40, 4, seed=9)
-    model = from_sklearn(RandomForestClassifier(n_estimators=2, random_state=0).fit(X, y))
-    with pytest.raises(UnsupportedModelError, match="bootstrap=False"):
-        reconstruct(model)
 
 
 def test_without_schema_unsplit_features_are_unknown():

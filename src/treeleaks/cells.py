@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -39,15 +40,15 @@ class CellBudget:
     memory_mb: float = field(default_factory=default_memory_mb)
     deadline: float | None = None
 
-    def cap(self, n_features: int) -> int:
+    def cap(self, n_features: int, n_occupants: int = 2) -> int:
         """Most cells to hold at once: each box takes two floats per feature, about five
         times over while a tree splits them (measured: 165,000 cells of 64 features,
-        550 MB peak)."""
-        per_box = 80 * max(n_features, 1) + 64
+        550 MB peak), and a flag per possible occupant."""
+        per_box = 80 * max(n_features, 1) + 5 * n_occupants + 64
         return int(min(self.max_cells, self.memory_mb * 2**20 / per_box))
 
-    def check(self, trees_done: int, n_cells: int, n_features: int) -> None:
-        if n_cells > self.cap(n_features):
+    def check(self, trees_done: int, n_cells: int, n_features: int, n_occupants: int = 2) -> None:
+        if n_cells > self.cap(n_features, n_occupants):
             raise CellBudgetExceeded(trees_done, n_cells, "more cells than the budget allows")
         if self.deadline is not None and time.perf_counter() > self.deadline:
             raise CellBudgetExceeded(trees_done, n_cells, "enumeration ran out of its time")
@@ -67,10 +68,34 @@ class CellProbe:
         return "enumerate" if self.complete else "generate"
 
 
+class Occupancy(Protocol):
+    """Who may occupy a cell: ``n`` kinds of occupant, and per tree and node which of them
+    a row below that node could be (`ClassOccupancy` is the exact engine's)."""
+
+    n: int
+
+    def presence(self, t: int, tree: Tree) -> np.ndarray:
+        """``(n_nodes, n)``: whether an occupant may lie below each node of tree ``t``."""
+        ...
+
+
+class ClassOccupancy:
+    """Occupants are classes: a row of class c may lie only below nodes with a training
+    row of class c (every tree saw every row)."""
+
+    def __init__(self, model: ReleasedModel) -> None:
+        self.n = model.n_classes
+
+    def presence(self, t: int, tree: Tree) -> np.ndarray:
+        leaf_presence = tree.counts > 0
+        return node_presence(tree, leaf_presence)
+
+
 @dataclass
 class Cells:
-    """Boxes ``lower < x <= upper`` (``(K, M)``), classes each may hold (``(K, C)``), and the
-    leaf each cell falls in, per tree (``(K, T)``)."""
+    """Boxes ``lower < x <= upper`` (``(K, M)``), the occupants each may hold (``(K, C)``
+    classes for the exact engine), and the leaf each cell falls in, per tree
+    (``(K, T)``)."""
 
     lower: np.ndarray
     upper: np.ndarray
@@ -86,22 +111,26 @@ def enumerate_cells(
     schema: FeatureSchema,
     budget: CellBudget | None = None,
     progress: ProgressCallback | None = None,
+    occupancy: Occupancy | None = None,
 ) -> Cells:
-    """All cells a row of some class could occupy given exact (noise-free) leaf counts.
+    """All cells some occupant could occupy given exact (noise-free) leaf counts.
 
-    A class is possible in a cell only when every tree's leaf holding the cell has a
-    positive count of it. Raises `CellBudgetExceeded` as soon as ``budget`` is exceeded.
+    By default occupants are classes: a class is possible in a cell only when every tree's
+    leaf holding the cell has a positive count of it. Raises `CellBudgetExceeded` as soon
+    as ``budget`` is exceeded.
     """
-    m, c = model.n_features, model.n_classes
+    occupancy = occupancy or ClassOccupancy(model)
+    m, c = model.n_features, occupancy.n
     lower = np.full((1, m), -np.inf)
     upper = np.full((1, m), np.inf)
     allowed = np.ones((1, c), dtype=bool)
     history: list[tuple[np.ndarray, np.ndarray]] = []
     # Routing stops as soon as one tree would hold more (box, node) pairs than cells are
     # allowed: the boxes they become are what takes the memory.
-    cap = budget.cap(m) if budget is not None else None
+    cap = budget.cap(m, c) if budget is not None else None
     for t, tree in enumerate(model.trees):
-        parent, node, allowed = _route(tree, lower, upper, allowed, cap, t)
+        parent, node, allowed = _route(tree, lower, upper, allowed, occupancy.presence(t, tree),
+                                       cap, t)
         node_lower, node_upper = tree.node_boxes(m)
         lower = np.maximum(lower[parent], node_lower[node])
         upper = np.minimum(upper[parent], node_upper[node])
@@ -109,7 +138,7 @@ def enumerate_cells(
         lower, upper, allowed = lower[keep], upper[keep], allowed[keep]
         history.append((parent[keep], tree.leaf_of_node[node[keep]]))
         if budget is not None:
-            budget.check(t + 1, lower.shape[0], m)
+            budget.check(t + 1, lower.shape[0], m, c)
         report(progress, "cells", t + 1, model.n_trees, cells=int(lower.shape[0]))
     leaf = np.zeros((lower.shape[0], len(history)), dtype=np.int32)
     index = np.arange(lower.shape[0])
@@ -120,11 +149,12 @@ def enumerate_cells(
     return Cells(lower, upper, allowed, leaf)
 
 
-def _class_presence(tree: Tree) -> np.ndarray:
-    """``(n_nodes, C)``: whether some leaf below each node holds a row of each class."""
-    presence = np.zeros((len(tree.feature), tree.counts.shape[1]), dtype=bool)
+def node_presence(tree: Tree, leaf_presence: np.ndarray) -> np.ndarray:
+    """``(n_nodes, n)``: whether some leaf below each node has ``leaf_presence`` (given per
+    leaf, ``(n_leaves, n)``)."""
+    presence = np.zeros((len(tree.feature), leaf_presence.shape[1]), dtype=bool)
     is_leaf = tree.feature < 0
-    presence[is_leaf] = tree.counts[tree.leaf_of_node[is_leaf]] > 0
+    presence[is_leaf] = leaf_presence[tree.leaf_of_node[is_leaf]]
     for node in reversed(tree.internal_nodes()):
         presence[node] = presence[tree.left[node]] | presence[tree.right[node]]
     return presence
@@ -146,15 +176,16 @@ def _route(
     lower: np.ndarray,
     upper: np.ndarray,
     allowed: np.ndarray,
+    presence: np.ndarray,
     cap: int | None = None,
     trees_done: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Route boxes down ``tree``: every (box, leaf) pair that overlaps and can hold a class.
+    """Route boxes down ``tree``: every (box, leaf) pair that overlaps and can hold an
+    occupant (``presence``: per node, which occupants may lie below it).
 
     Only indices move; a box's bound on the split feature is narrowed by the node's own
-    region. Returns the box index, the leaf node, and the classes still allowed, per pair.
+    region. Returns the box index, the leaf node, and the occupants still allowed, per pair.
     """
-    presence = _class_presence(tree)
     node_lower, node_upper = tree.node_boxes(lower.shape[1])
     box = np.arange(lower.shape[0])
     node = np.zeros(box.size, dtype=np.int64)

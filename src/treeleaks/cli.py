@@ -124,6 +124,11 @@ STRATEGIES = {  # how Reconstruction.strategy found the cells
     "enumerate": "every cell listed (enumerate)",
     "generate": "cells generated on demand (generate)",
 }
+FORMULATIONS = {  # what Reconstruction.formulation solved
+    "exact": "every tree saw every row once (exact)",
+    "bootstrap-known": "rows drawn with replacement, draws read from the model "
+                       "(bootstrap-known): rows in training order",
+}
 PROBE_SECONDS = 1.5  # inspect lists cells at most this long to estimate the cost
 TrustPickle = Annotated[
     bool,
@@ -218,7 +223,7 @@ def reconstruct_command(
     _check_outputs(model_path, schema, [*csvs, *map(partial_path, csvs), *summary_file])
     model = _load(model_path, trust_pickle)
     bound = _bound_schema(schema, model)
-    if schema is None and not model.bootstrap and model.noise is None:  # else refused below
+    if schema is None and model.noise is None:  # else refused below
         _hint_groups(model, model_path)
     try:
         with live_progress(Console(stderr=True)) as progress:
@@ -408,6 +413,7 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
     status_style = "green" if s["status"] == "OPTIMAL" else "yellow"
     solver = f" ({s['solver']})" if s["solver"] else ""
     table.add_row("Status", Text(f"{s['status']} in {s['time_s']:.2f} s{solver}", status_style))
+    table.add_row("Formulation", FORMULATIONS.get(s["formulation"], s["formulation"]))
     how = STRATEGIES.get(s["strategy"], s["strategy"])
     table.add_row("Cells", escape(f"{s['n_cells']:,}: {how}"))
     if s["certificate"] is not None:

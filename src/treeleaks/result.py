@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from treeleaks.verify import Certificate
+
+if TYPE_CHECKING:
+    from treeleaks.model import ReleasedModel
 
 
 @dataclass
@@ -27,6 +30,8 @@ class Reconstruction:
     ``strategy`` says how the cells were found: ``enumerate`` (every cell of the trees'
     common refinement listed) or ``generate`` (cells generated on demand by pricing when
     the refinement is too large to list); ``proof`` says how the proofs were obtained.
+    ``formulation`` names the model solved: ``exact`` (every tree saw every row once) or
+    ``bootstrap-known`` (rows drawn with replacement, multiplicities read from the model).
     """
 
     rows: pd.DataFrame
@@ -47,6 +52,18 @@ class Reconstruction:
     strategy: str = "enumerate"
     proof: str = ""
     width: pd.DataFrame | None = None
+    formulation: str = "exact"
+
+    @classmethod
+    def empty(cls, model: ReleasedModel, **fields: Any) -> Reconstruction:
+        """A result with no rows (no dataset, or none found), with the model's columns."""
+        names = list(model.feature_names)
+        nothing = np.zeros(0, dtype=bool)
+        frame = pd.DataFrame(np.zeros((0, len(names))), columns=names)
+        rows = frame.copy()
+        rows[model.label_name] = pd.Series(dtype=object)
+        return cls(rows=rows, free=frame.astype(bool), lower=frame, upper=frame.copy(),
+                   proven=nothing, proven_pattern=nothing, certificate=None, **fields)
 
     @property
     def verified(self) -> bool:
@@ -74,6 +91,7 @@ class Reconstruction:
             "n_cells": self.n_cells,
             "numerical_width_mean": None if self.width is None or self.width.isna().all().all()
             else float(np.nanmean(self.width.to_numpy(dtype=float))),
+            "formulation": self.formulation,
             "strategy": self.strategy,
             "proof": self.proof,
             "solver": self.solver,

@@ -21,11 +21,22 @@ class Certificate:
 
 
 def verify(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
-    """Route ``rows`` (features + label) through every tree and compare all leaf counts."""
+    """Route ``rows`` (features + label) through every tree and compare all leaf counts.
+
+    For a bootstrap forest, row k counts ``multiplicities[k]`` times in each tree (the rows
+    are in training order), and each leaf's number of distinct rows is checked too."""
     X = rows[list(model.feature_names)].to_numpy(dtype=np.float64)
-    produced = model.leaf_counts_of(X, rows[model.label_name].to_numpy())
+    leaves, cls = model.apply(X), model.class_index(rows[model.label_name].to_numpy())
     wrong, checked, first = 0, 0, ""
-    for t, (tree, counts) in enumerate(zip(model.trees, produced)):
+    for t, tree in enumerate(model.trees):
+        weight = np.ones(len(rows), dtype=np.int64)
+        if model.bootstrap:
+            if tree.multiplicities is None or len(tree.multiplicities) != len(rows):
+                return Certificate(False, checked, wrong + 1, f"tree {t} has no multiplicity "
+                                   f"for each of the {len(rows)} rows")
+            weight = tree.multiplicities
+        counts = np.zeros(tree.counts.shape, dtype=np.int64)
+        np.add.at(counts, (leaves[:, t], cls), weight)
         diff = np.argwhere(counts != tree.counts)
         checked += counts.size
         wrong += len(diff)
@@ -35,4 +46,12 @@ def verify(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
                 f"tree {t} leaf {leaf} class {model.classes[c]!r}: released "
                 f"{tree.counts[leaf, c]}, reconstructed rows give {counts[leaf, c]}"
             )
+        if model.bootstrap and tree.n_samples is not None:
+            distinct = np.bincount(leaves[:, t], weights=weight > 0, minlength=tree.n_leaves)
+            off = np.flatnonzero(distinct != tree.n_samples)
+            checked += tree.n_leaves
+            wrong += off.size
+            if off.size and not first:
+                first = (f"tree {t} leaf {off[0]}: released {tree.n_samples[off[0]]} distinct "
+                         f"rows, reconstructed rows give {int(distinct[off[0]])}")
     return Certificate(wrong == 0, checked, wrong, first)

@@ -11,9 +11,7 @@ import sys
 import time
 from dataclasses import replace
 
-import numpy as np
-import pandas as pd
-
+from treeleaks.attacks.bootstrap import has_multiplicities, reconstruct_known_multiplicities
 from treeleaks.cells import CellBudget, CellBudgetExceeded, enumerate_cells
 from treeleaks.certainty import lower_bounds
 from treeleaks.errors import BudgetError, UnsupportedModelError
@@ -52,7 +50,8 @@ def reconstruct(
     max_rows: int = DEFAULT_MAX_ROWS,
     progress: ProgressCallback | None = None,
 ) -> Reconstruction:
-    """Reconstruct the training set of a no-bootstrap, noise-free forest from its counts.
+    """Reconstruct the training set of a noise-free forest from its counts (a bootstrap
+    forest through `treeleaks.attacks.bootstrap`, when it exposes its multiplicities).
 
     Among the datasets the counts admit, the one with the most orderings is returned (see
     `treeleaks.solve`). ``time_limit`` bounds the whole run: finding the reconstruction
@@ -71,12 +70,6 @@ def reconstruct(
     Counts implying more than ``max_rows`` training rows are refused (`BudgetError`).
     ``progress`` receives `treeleaks.progress.Progress` events.
     """
-    if model.bootstrap:
-        raise UnsupportedModelError(
-            "this forest was trained with bootstrap=True, which exact reconstruction does not "
-            "cover yet: it needs every tree to see every row once (bootstrap=False); "
-            "'treeleaks inspect' shows what the model exposes"
-        )
     if model.noise is not None:
         raise UnsupportedModelError(
             "this model releases noisy (DP) counts; exact reconstruction needs exact counts"
@@ -84,6 +77,14 @@ def reconstruct(
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     check_run_options(time_limit, certainty_time_limit, threads, seed, max_rows)
+    if model.bootstrap:
+        n_rows = len(model.trees[0].multiplicities) if has_multiplicities(model) else 0
+        if n_rows > max_rows:
+            raise BudgetError(f"the forest drew from {n_rows:,} training rows, more than the "
+                              f"limit of {max_rows:,}; raise it (--max-rows) if that is right")
+        bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
+        return reconstruct_known_multiplicities(model, bound, time_limit=time_limit,
+                                                cell_budget=cell_budget, progress=progress)
     if model.n_rows is not None and model.n_rows > max_rows:
         raise BudgetError(
             f"the counts imply {model.n_rows:,} training rows, more than the limit of "
@@ -236,13 +237,6 @@ def _empty(
     strategy: str,
 ) -> Reconstruction:
     """A result with no rows: the counts admit no dataset."""
-    names = list(model.feature_names)
-    nothing = np.zeros(0, dtype=bool)
-    empty = pd.DataFrame(np.zeros((0, len(names))), columns=names)
-    rows = empty.copy()
-    rows[model.label_name] = pd.Series(dtype=object)
-    return Reconstruction(
-        rows=rows, free=empty.astype(bool), lower=empty, upper=empty, proven=nothing,
-        proven_pattern=nothing, status=status, certificate=None, time_s=elapsed,
-        message=message, solver=solver, n_cells=n_cells, timings=timings, strategy=strategy,
-    )
+    return Reconstruction.empty(model, status=status, time_s=elapsed, message=message,
+                                solver=solver, n_cells=n_cells, timings=timings,
+                                strategy=strategy)

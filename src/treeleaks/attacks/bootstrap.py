@@ -1,0 +1,187 @@
+"""Reconstruct a bootstrap forest whose multiplicities are known.
+
+scikit-learn draws each tree's rows with replacement and keeps the random state, so how
+often tree t drew training row k (``b[t, k]``) can be recomputed from the released object
+(`Tree.multiplicities`). Leaf counts then count rows with multiplicity: rows are no longer
+interchangeable, and a row is constrained only by the trees that drew it.
+
+The formulation stays over cells of the trees' common refinement, with (row, class) pairs
+as the occupants: row k of class c may lie in leaf v of tree t only if the tree never drew
+it or the leaf holds at least ``b[t, k]`` rows of class c (`RowOccupancy`). A 0/1 variable
+places row k, with class c, in one of the cells it may occupy; the constraints are one cell
+per row, every (tree, leaf, class) weighted count, and every leaf's number of distinct
+rows. HiGHS solves it. The rows come back in training order, each checked against every
+weighted and distinct-row count.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from treeleaks.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells, node_presence
+from treeleaks.errors import UnsupportedModelError
+from treeleaks.materialize import rows_from_counts
+from treeleaks.model import ReleasedModel, Tree
+from treeleaks.progress import ProgressCallback, report
+from treeleaks.result import Reconstruction
+from treeleaks.schema import FeatureSchema
+from treeleaks.verify import verify
+
+FORMULATION = "bootstrap-known"
+# Beyond this many nonzeros, HiGHS's presolve alone can outlast the time limit (COMPAS with
+# N = 1,000: 164,000 placements, 21 million nonzeros, over 100 s).
+MAX_NONZEROS = 4_000_000
+NO_PROOFS = ("no proofs yet for bootstrap forests: the rows reproduce every count, but "
+             "other datasets may too")
+
+
+class RowOccupancy:
+    """Occupants are (training row, class) pairs, numbered ``row * n_classes + class``."""
+
+    def __init__(self, model: ReleasedModel) -> None:
+        self.n_rows = len(model.trees[0].multiplicities)
+        self.n_classes = model.n_classes
+        self.n = self.n_rows * self.n_classes
+
+    def presence(self, t: int, tree: Tree) -> np.ndarray:
+        """Row k of class c fits leaf v when the leaf holds at least its ``b`` draws of c,
+        and, where the leaf's distinct rows are known, the rest of its weight can be the
+        leaf's other distinct rows (one draw each at least; none when it has one row)."""
+        drawn = tree.multiplicities[None, :, None]
+        weight = tree.counts[:, None, :]  # (leaves, 1, classes) against (1, rows, 1)
+        fits = weight >= drawn
+        if tree.n_samples is not None:
+            total = tree.counts.sum(axis=1)[:, None, None]
+            others = tree.n_samples[:, None, None] - 1
+            fits &= total - drawn >= others
+            fits &= (others > 0) | (total == drawn)
+        fits |= drawn == 0  # a tree that never drew a row says nothing of it
+        return node_presence(tree, fits.reshape(tree.n_leaves, self.n))
+
+
+def has_multiplicities(model: ReleasedModel) -> bool:
+    """Whether every tree of a bootstrap forest says how often it drew each row."""
+    return model.bootstrap and all(tree.multiplicities is not None for tree in model.trees)
+
+
+def reconstruct_known_multiplicities(
+    model: ReleasedModel,
+    schema: FeatureSchema,
+    *,
+    time_limit: float,
+    cell_budget: CellBudget | None = None,
+    progress: ProgressCallback | None = None,
+) -> Reconstruction:
+    """The training rows of a bootstrap forest, in training order (see the module doc).
+
+    ``schema`` is bound to the model. Status OPTIMAL when rows reproducing every count were
+    found, INFEASIBLE when none exist (the multiplicities or counts were altered), UNKNOWN
+    when the time limit or the cell budget ran out first.
+    """
+    if not has_multiplicities(model):
+        raise UnsupportedModelError(
+            "this bootstrap forest does not say how often each tree drew each row (its random "
+            "states were not kept); reconstruction with unknown multiplicities is not "
+            "supported yet"
+        )
+    start = time.perf_counter()
+    timings: dict[str, float] = {}
+    occupancy = RowOccupancy(model)
+    limits = cell_budget or CellBudget()
+    limits = CellBudget(limits.max_cells, limits.memory_mb, start + time_limit)
+    try:
+        cells = enumerate_cells(model, schema, limits, progress, occupancy)
+    except CellBudgetExceeded as stop:
+        return _nothing(model, "UNKNOWN", start, timings, stop.n_cells, (
+            f"too many cells to list for a bootstrap forest: enumeration stopped at "
+            f"{stop.n_cells:,} cells after {stop.trees_done} of {model.n_trees} trees "
+            f"({stop.reason}); raise the time limit or the memory budget, or give a schema "
+            "with the one-hot groups"))
+    timings["cells"] = time.perf_counter() - start
+    tick = time.perf_counter()
+    cell, row, cls = _placements(cells, occupancy)
+    homeless = np.setdiff1d(np.arange(occupancy.n_rows), row)
+    if homeless.size:
+        return _nothing(model, "INFEASIBLE", start, timings, len(cells), (
+            f"no dataset reproduces the released counts with these multiplicities: training "
+            f"row {homeless[0]} fits no cell of the trees that drew it (the model or its "
+            "multiplicities were altered)"))
+    size = int(cell.size) * (1 + 2 * model.n_trees)  # nonzeros, at most
+    if size > MAX_NONZEROS:
+        return _nothing(model, "UNKNOWN", start, timings, len(cells), (
+            f"the placement problem is too large for this version: {cell.size:,} placements "
+            f"of {occupancy.n_rows:,} rows over {len(cells):,} cells; it solves forests of a "
+            "few hundred rows over deep trees"))
+    report(progress, "solve", 0, None, variables=int(cell.size))
+    chosen, status = _solve(model, cells, cell, row, cls, start + time_limit)
+    timings["solve"] = time.perf_counter() - tick
+    if chosen is None:
+        message = ("no dataset reproduces the released counts with these multiplicities: the "
+                   "model or its multiplicities were altered" if status == "INFEASIBLE" else
+                   f"no reconstruction found within the time limit of {time_limit:g} s; "
+                   "raise the time limit")
+        return _nothing(model, status, start, timings, len(cells), message)
+    order = np.argsort(row[chosen])
+    picked = chosen[order]
+    frames = rows_from_counts(model, schema, cells, cell[picked], cls[picked],
+                              np.ones(picked.size, dtype=np.int64),
+                              np.zeros(picked.size, dtype=np.int64), with_width=True)
+    certificate = verify(model, frames["rows"])
+    message = NO_PROOFS if certificate.verified else (
+        f"reconstruction does not reproduce the model: {certificate.first_mismatch}")
+    return Reconstruction(**frames, status="OPTIMAL", certificate=certificate,
+                          time_s=time.perf_counter() - start, message=message, solver="highs",
+                          n_cells=len(cells), timings=timings, formulation=FORMULATION)
+
+
+def _placements(cells: Cells, occupancy: RowOccupancy) -> tuple[np.ndarray, ...]:
+    """Every (cell, row, class) a row may take, as three index arrays."""
+    cell, occupant = np.nonzero(cells.allowed)
+    return cell, occupant // occupancy.n_classes, occupant % occupancy.n_classes
+
+
+def _solve(
+    model: ReleasedModel, cells: Cells, cell: np.ndarray, row: np.ndarray, cls: np.ndarray,
+    deadline: float,
+) -> tuple[np.ndarray | None, str]:
+    """The placements chosen (one per row), or None with the solver's verdict."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    n_rows, n_classes = len(model.trees[0].multiplicities), model.n_classes
+    n_vars = cell.size
+    blocks, targets = [sp.csr_matrix((np.ones(n_vars), (row, np.arange(n_vars))),
+                                     shape=(n_rows, n_vars))], [np.ones(n_rows)]
+    for t, tree in enumerate(model.trees):
+        leaf = cells.leaf[cell, t].astype(np.int64)
+        drawn = tree.multiplicities[row]
+        inbag = np.flatnonzero(drawn > 0)
+        weighted = sp.csr_matrix(
+            (drawn[inbag].astype(np.float64), (leaf[inbag] * n_classes + cls[inbag], inbag)),
+            shape=(tree.n_leaves * n_classes, n_vars))
+        blocks.append(weighted)
+        targets.append(tree.counts.ravel().astype(np.float64))
+        if tree.n_samples is not None:
+            blocks.append(sp.csr_matrix((np.ones(inbag.size), (leaf[inbag], inbag)),
+                                        shape=(tree.n_leaves, n_vars)))
+            targets.append(tree.n_samples.astype(np.float64))
+    A, b = sp.vstack(blocks, format="csr"), np.concatenate(targets)
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        return None, "UNKNOWN"
+    result = milp(np.zeros(n_vars), constraints=LinearConstraint(A, b, b),
+                  integrality=np.ones(n_vars), bounds=Bounds(0, 1),
+                  options={"time_limit": left})
+    if result.x is None:
+        return None, "INFEASIBLE" if result.status == 2 else "UNKNOWN"
+    return np.flatnonzero(result.x > 0.5), "OPTIMAL"
+
+
+def _nothing(model: ReleasedModel, status: str, start: float, timings: dict[str, float],
+             n_cells: int, message: str) -> Reconstruction:
+    """A result without rows."""
+    return Reconstruction.empty(model, status=status, time_s=time.perf_counter() - start,
+                                message=message, solver="highs", n_cells=n_cells,
+                                timings=timings, formulation=FORMULATION)

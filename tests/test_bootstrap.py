@@ -1,0 +1,118 @@
+"""Bootstrap forests with known multiplicities: rows in training order, every weighted and
+distinct-row count reproduced, clear refusals."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.ensemble import RandomForestClassifier
+
+from treeleaks import FeatureSchema, ReleasedModel, UnsupportedModelError, from_sklearn, reconstruct
+
+from conftest import SHARED_DATA, binary_frame
+
+
+def weighted_and_distinct_counts(model: ReleasedModel, rows: pd.DataFrame):
+    """Each tree's (leaf, class) counts of the rows with the tree's draws, and each leaf's
+    number of distinct rows drawn: computed here, apart from the certificate's code."""
+    X = rows[model.feature_names].to_numpy(dtype=float)
+    labels = rows[model.label_name].tolist()
+    for tree in model.trees:
+        weighted = np.zeros_like(tree.counts)
+        distinct = np.zeros(tree.n_leaves, dtype=np.int64)
+        for x, label, drawn in zip(X, labels, tree.multiplicities):
+            leaf = tree.apply(x[None, :])[0]
+            weighted[leaf, model.classes.index(label)] += drawn
+            distinct[leaf] += drawn > 0
+        yield tree, weighted, distinct
+
+
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n_rows=st.integers(8, 40),
+    n_features=st.integers(2, 6),
+    n_trees=st.integers(1, 8),
+    depth=st.sampled_from([None, 2, 4]),
+    seed=st.integers(0, 10_000),
+)
+def test_rows_reproduce_every_weighted_and_distinct_count(n_rows, n_features, n_trees, depth,
+                                                          seed):
+    X, y = binary_frame(n_rows, n_features, seed)
+    forest = RandomForestClassifier(n_estimators=n_trees, max_depth=depth, random_state=seed)
+    model = from_sklearn(forest.fit(X, y))
+    result = reconstruct(model, FeatureSchema.from_frame(X), time_limit=20)
+    assert result.formulation == "bootstrap-known"
+    if result.status == "UNKNOWN":  # shallow trees over many rows may outgrow the cell budget
+        assert "too many cells" in result.message or "too large" in result.message
+        return
+    assert result.status == "OPTIMAL" and result.verified and result.n_rows == n_rows
+    for tree, weighted, distinct in weighted_and_distinct_counts(model, result.rows):
+        np.testing.assert_array_equal(weighted, tree.counts)
+        np.testing.assert_array_equal(distinct, tree.n_samples)
+
+
+def test_deep_forest_rows_come_back_in_training_order():
+    X, y = binary_frame(60, 8, seed=11)
+    model = from_sklearn(RandomForestClassifier(n_estimators=30, random_state=2).fit(X, y))
+    result = reconstruct(model, FeatureSchema.from_frame(X), time_limit=30)
+    assert result.verified
+    values = result.rows[model.feature_names].to_numpy()
+    # Row k is training row k wherever the trees that drew it pin its values.
+    pinned = ~result.free.to_numpy()
+    assert (values[pinned] == X.to_numpy()[pinned]).mean() > 0.95
+    assert (result.rows[model.label_name].to_numpy() == y).all()
+
+
+def test_a_smaller_bootstrap_sample_is_handled():
+    X, y = binary_frame(50, 6, seed=3)
+    forest = RandomForestClassifier(n_estimators=10, max_samples=0.6, random_state=1).fit(X, y)
+    model = from_sklearn(forest)
+    assert all(tree.multiplicities.sum() == 30 for tree in model.trees)
+    result = reconstruct(model, FeatureSchema.from_frame(X), time_limit=20)
+    assert result.verified and result.n_rows == 50
+
+
+def test_multiplicities_that_contradict_the_counts_are_infeasible():
+    X, y = binary_frame(40, 5, seed=4)
+    data = from_sklearn(RandomForestClassifier(n_estimators=5, random_state=0).fit(X, y)).to_dict()
+    draws = data["trees"][2]["multiplicities"]
+    once, twice = draws.index(1), draws.index(2)
+    draws[once], draws[twice] = 2, 1  # same draws and distinct rows, other rows weighted
+    result = reconstruct(ReleasedModel.from_dict(data), time_limit=20)
+    assert result.status in ("INFEASIBLE", "OPTIMAL")
+    if result.status == "INFEASIBLE":
+        assert "multiplicities" in result.message and not result.verified
+    else:  # another dataset explains the tampered draws: it must still match them
+        assert result.verified
+
+
+def test_a_forest_without_its_draws_is_refused_with_the_reason():
+    X, y = binary_frame(30, 4, seed=5)
+    data = from_sklearn(RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y)).to_dict()
+    for tree in data["trees"]:
+        del tree["multiplicities"]
+    with pytest.raises(UnsupportedModelError, match="unknown multiplicities is not supported"):
+        reconstruct(ReleasedModel.from_dict(data), time_limit=10)
+
+
+@pytest.mark.parametrize("name", ["compas", "adult", "default_credit"])
+def test_shared_datasets_are_rebuilt_exactly_at_n100(name):
+    meta = SHARED_DATA / "datasets.json"
+    if not meta.exists():
+        pytest.skip("shared datasets not available")
+    info = json.loads(meta.read_text())[name]
+    frame = pd.read_csv(SHARED_DATA / info["file"]).sample(100, random_state=0)
+    frame = frame.reset_index(drop=True)
+    label = frame.pop(info["label"])
+    forest = RandomForestClassifier(n_estimators=100, random_state=0).fit(frame, label)
+    model = from_sklearn(forest, label_name=info["label"])
+    result = reconstruct(model, FeatureSchema.from_frame(frame), time_limit=60)
+    assert result.status == "OPTIMAL" and result.verified
+    error = np.abs(result.rows[model.feature_names].to_numpy() - frame.to_numpy()).mean()
+    assert error <= 0.005
