@@ -1,0 +1,206 @@
+"""Benchmark: reconstruction of bootstrap random forests with known multiplicities.
+
+For every (dataset, N, max_depth, seed): sample N training rows, fit scikit-learn's default
+``RandomForestClassifier(n_estimators=100, max_depth=d, random_state=seed)`` (bootstrap),
+reconstruct its training set from the fitted model alone (the draws recomputed from its
+random states), verify it, and score it against the truth: matched error (as published)
+and row-aligned error (row k of the output against training row k). Each run is a fresh
+process (own peak memory; a crash or hang ends only that run).
+
+    python bench/bootstrap.py --smoke                  # CI check, < 1 min, exit 1 on failure
+    python bench/bootstrap.py --datasets compas --sizes 100,500 --depths None --seeds 3
+    python bench/bootstrap.py                          # the grid below (about an hour)
+
+See bench/README.md for what is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from common import (
+    BENCH_DIR,
+    DEFAULT_DATA_DIR,
+    environment,
+    fmt,
+    load_dataset,
+    maxrss_mb,
+    mean,
+    median,
+    run_isolated,
+    share,
+    write_json,
+)
+
+DATASETS = ("compas", "adult", "default_credit")
+DEPTHS: tuple[int | None, ...] = (None, 10, 5)
+SIZES = (100,)
+N_TREES = 100
+SMOKE = {"datasets": ("compas",), "sizes": (100,), "depths": (None,), "seeds": 1,
+         "time_limit": 30.0, "max_reconstruct_s": 10.0}
+
+# Published DRAFT (Ferry et al., ICML'24) mean error with bagging, T=100, N=100, 5 seeds, and
+# its run time in s (5 h on 16 threads): /work/shared/anchors.md, "DRAFT (ICML'24)". DRAFT
+# treats the multiplicities as unknown; these runs read them from the model.
+DRAFT_BAGGING_T100: dict[str, dict[int | None, tuple[float | None, float | None]]] = {
+    "compas": {None: (0.047, 6721), 10: (0.042, 8150), 5: (0.063, 3713)},
+    "adult": {None: (0.083, 12814), 10: (0.084, 12822), 5: (0.116, 10905)},
+    "default_credit": {None: (0.096, 7443), 10: (None, None), 5: (0.145, 7334)},
+}
+
+
+def worker(config_path: str) -> int:
+    """Fit, reconstruct and score one configuration; write the result JSON. Child side."""
+    cfg = json.loads(Path(config_path).read_text())
+    out: dict[str, Any] = {}
+    try:
+        import numpy as np
+        from sklearn.ensemble import RandomForestClassifier
+
+        from treeleaks import FeatureSchema, from_sklearn, reconstruct
+        from treeleaks.metrics import evaluate
+
+        data = load_dataset(cfg["dataset"], Path(cfg["data_dir"]))
+        train = data.sample(cfg["n"], cfg["seed"])
+        X, y = train.drop(columns=[data.label]), train[data.label]
+        schema = FeatureSchema.from_frame(data.features, data.one_hot_groups or None,
+                                          data.at_most_one_groups or None)
+        forest = RandomForestClassifier(n_estimators=N_TREES, max_depth=cfg["depth"],
+                                        random_state=cfg["seed"]).fit(X, y)
+        model = from_sklearn(forest, label_name=data.label)
+        tick = time.perf_counter()
+        rec = reconstruct(model, schema, time_limit=cfg["time_limit"])
+        out.update(status=rec.status, verified=rec.verified, formulation=rec.formulation,
+                   time_s=time.perf_counter() - tick, n_cells=rec.n_cells,
+                   timings=rec.timings, message=rec.message,
+                   mem_mb=maxrss_mb(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+        if rec.n_rows == len(train):
+            score = evaluate(train, rec.rows, schema, label=data.label, n_baseline_draws=3,
+                             seed=cfg["seed"])
+            out.update(error=score.error, baseline_error=score.baseline_error,
+                       exact_share=score.exact_share)
+            aligned = rec.rows[list(X.columns)].to_numpy(dtype=float) != X.to_numpy(dtype=float)
+            out["aligned_error"] = float(aligned.mean())
+            out["label_agreement"] = float(np.mean(rec.rows[data.label].to_numpy() == y))
+    except Exception as exc:  # reported as status ERROR by the parent
+        traceback.print_exc()
+        out["exception"] = f"{type(exc).__name__}: {exc}"
+    Path(cfg["result_path"]).write_text(json.dumps(out, default=float))
+    return 0
+
+
+def record(dataset: str, n: int, depth: int | None, seed: int, time_limit: float,
+           data_dir: Path) -> dict[str, Any]:
+    config = {"dataset": dataset, "n": n, "depth": depth, "seed": seed,
+              "time_limit": time_limit, "data_dir": str(data_dir)}
+    child = run_isolated(Path(__file__), config, timeout_s=time_limit + 120)
+    result = child.result or {}
+    status = ("TIMEOUT" if child.timed_out else
+              "ERROR" if "exception" in result or not result else result["status"])
+    return {**config, **result, "status": status, "wall_s": child.wall_s,
+            "peak_mem_mb": child.peak_mem_mb,
+            **({"log_tail": child.log_tail} if status in ("ERROR", "TIMEOUT") else {})}
+
+
+def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for run in runs:
+        groups.setdefault((run["dataset"], run["n"], run["depth"]), []).append(run)
+    rows = []
+    for (dataset, n, depth), members in groups.items():
+        draft = DRAFT_BAGGING_T100.get(dataset, {}).get(depth, (None, None)) if n == 100 else (
+            None, None)
+        rows.append({
+            "dataset": dataset, "N": n, "depth": depth, "runs": len(members),
+            "share_verified": share([bool(r.get("verified")) for r in members]),
+            "time_s_median": median(r.get("time_s") for r in members),
+            "peak_mem_mb_median": median(r.get("peak_mem_mb") for r in members),
+            "error_mean": mean(r.get("error") for r in members),
+            "aligned_error_mean": mean(r.get("aligned_error") for r in members),
+            "baseline_error_mean": mean(r.get("baseline_error") for r in members),
+            "exact_share_mean": mean(r.get("exact_share") for r in members),
+            "n_cells_median": median(r.get("n_cells") for r in members),
+            "statuses": sorted({r["status"] for r in members}),
+            "draft_error_T100": draft[0], "draft_time_s_T100": draft[1],
+        })
+    return rows
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    head = ("dataset", "N", "depth", "runs", "verified", "time s", "MB", "error", "aligned",
+            "baseline", "exact", "cells", "DRAFT err", "statuses")
+    print(" | ".join(head))
+    for r in rows:
+        print(" | ".join(str(v) for v in (
+            r["dataset"], r["N"], r["depth"], r["runs"], fmt(r["share_verified"], 2),
+            fmt(r["time_s_median"], 2), fmt(r["peak_mem_mb_median"], 0), fmt(r["error_mean"]),
+            fmt(r["aligned_error_mean"]), fmt(r["baseline_error_mean"]),
+            fmt(r["exact_share_mean"], 2), fmt(r["n_cells_median"], 0),
+            fmt(r["draft_error_T100"]), ",".join(r["statuses"]))))
+
+
+def parse_depth(text: str) -> int | None:
+    return None if text == "None" else int(text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--datasets", default=",".join(DATASETS))
+    p.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    p.add_argument("--depths", default=",".join(map(str, DEPTHS)))
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--time-limit", type=float, default=60.0)
+    p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--smoke", action="store_true", help="the CI check (one small run)")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        return worker(args.worker)
+    if args.smoke:
+        datasets, sizes, depths = SMOKE["datasets"], SMOKE["sizes"], SMOKE["depths"]
+        seeds, time_limit = SMOKE["seeds"], SMOKE["time_limit"]
+    else:
+        datasets, sizes = args.datasets.split(","), [int(s) for s in args.sizes.split(",")]
+        depths = [parse_depth(d) for d in args.depths.split(",")]
+        seeds, time_limit = args.seeds, args.time_limit
+    if not (args.data_dir / "datasets.json").exists():
+        print(f"no datasets in {args.data_dir}; nothing to run", file=sys.stderr)
+        return 0
+    out = args.out or BENCH_DIR / "results" / (
+        "bootstrap_smoke.json" if args.smoke else "bootstrap.json")
+    meta = {"benchmark": "bootstrap", "started": datetime.now(UTC).isoformat(),
+            "argv": sys.argv, "n_trees": N_TREES, "time_limit": time_limit,
+            "environment": environment()}
+    runs = []
+    for dataset in datasets:
+        for n in sizes:
+            for depth in depths:
+                for seed in range(seeds):
+                    run = record(dataset, n, depth, seed, time_limit, args.data_dir)
+                    runs.append(run)
+                    print(f"{dataset} N={n} depth={depth} seed={seed}: {run['status']} "
+                          f"verified={run.get('verified')} time={fmt(run.get('time_s'), 2)} s "
+                          f"error={fmt(run.get('error'))}", file=sys.stderr, flush=True)
+                    write_json(out, {"meta": meta, "aggregates": aggregate(runs), "runs": runs})
+    rows = aggregate(runs)
+    print_table(rows)
+    if args.smoke:
+        bad = [r for r in runs if not r.get("verified")
+               or r.get("time_s", 1e9) > SMOKE["max_reconstruct_s"]]
+        print("smoke: FAILED" if bad else "smoke: ok", file=sys.stderr)
+        return 1 if bad else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
