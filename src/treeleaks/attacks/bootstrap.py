@@ -31,8 +31,9 @@ from treeleaks.schema import FeatureSchema
 from treeleaks.verify import verify
 
 FORMULATION = "bootstrap-known"
-# Beyond this many nonzeros, HiGHS's presolve alone can outlast the time limit (COMPAS with
-# N = 1,000: 164,000 placements, 21 million nonzeros, over 100 s).
+# Beyond this many nonzeros HiGHS was seen to outlast the time limit (COMPAS, N = 1,000:
+# 4.2 million, nothing in 130 s; without the one-hot groups 21 million), while Adult with
+# N = 1,000 (2.6 million) solved in 4 s.
 MAX_NONZEROS = 4_000_000
 NO_PROOFS = ("no proofs yet for bootstrap forests: the rows reproduce every count, but "
              "other datasets may too")
@@ -109,12 +110,14 @@ def reconstruct_known_multiplicities(
             f"no dataset reproduces the released counts with these multiplicities: training "
             f"row {homeless[0]} fits no cell of the trees that drew it (the model or its "
             "multiplicities were altered)"))
-    size = int(cell.size) * (1 + 2 * model.n_trees)  # nonzeros, at most
+    size = int(cell.size) + sum(  # the nonzeros of the placement problem
+        int(np.count_nonzero(tree.multiplicities[row])) * (1 + (tree.n_samples is not None))
+        for tree in model.trees)
     if size > MAX_NONZEROS:
         return _nothing(model, "UNKNOWN", start, timings, len(cells), (
             f"the placement problem is too large for this version: {cell.size:,} placements "
-            f"of {occupancy.n_rows:,} rows over {len(cells):,} cells; it solves forests of a "
-            "few hundred rows over deep trees"))
+            f"of {occupancy.n_rows:,} rows over {len(cells):,} cells ({size:,} nonzeros, "
+            f"more than {MAX_NONZEROS:,}); a schema with the one-hot groups makes it smaller"))
     report(progress, "solve", 0, None, variables=int(cell.size))
     chosen, status = _solve(model, cells, cell, row, cls, start + time_limit)
     timings["solve"] = time.perf_counter() - tick
