@@ -455,7 +455,13 @@ def _inspect_table(path: Path, model: ReleasedModel) -> Table:
     table.add_row("Features never split on", str(unsplit))
     table.add_row("Bootstrap", "yes" if model.bootstrap else "no: every tree saw every row once")
     exposed = bool(model.trees) and all(t.multiplicities is not None for t in model.trees)
-    table.add_row("Per-tree multiplicities", "exposed" if exposed else "not exposed")
+    if model.bootstrap:
+        table.add_row("Per-tree multiplicities", (
+            "exposed: the file says how often each tree drew each training row, which tells "
+            "rows apart; treeleaks rebuilds them in training order (formulation "
+            "bootstrap-known)") if exposed else "not exposed")
+    else:
+        table.add_row("Per-tree multiplicities", "exposed" if exposed else "not exposed")
     table.add_row("Training rows N", _rows_known(model, exposed))
     noise = model.noise
     table.add_row("Noise", "none (exact counts)" if noise is None else

@@ -117,7 +117,7 @@ def reconstruct_known_multiplicities(
         return _nothing(model, "UNKNOWN", start, timings, len(cells), (
             f"the placement problem is too large for this version: {cell.size:,} placements "
             f"of {occupancy.n_rows:,} rows over {len(cells):,} cells ({size:,} nonzeros, "
-            f"more than {MAX_NONZEROS:,}); a schema with the one-hot groups makes it smaller"))
+            f"more than the {MAX_NONZEROS:,} it solves in time): many rows share few cells"))
     report(progress, "solve", 0, None, variables=int(cell.size))
     chosen, status = _solve(model, cells, cell, row, cls, start + time_limit)
     timings["solve"] = time.perf_counter() - tick

@@ -68,6 +68,8 @@ def reconstruct(
     enumerates within ``cell_budget`` and generates beyond it. The budget's memory limit
     holds for ``enumerate`` too: beyond it the run stops with status UNKNOWN and says so.
     Counts implying more than ``max_rows`` training rows are refused (`BudgetError`).
+    A bootstrap forest that exposes its draws is rebuilt row by row in training order
+    (`treeleaks.attacks.bootstrap`, HiGHS whatever ``solver`` says, no proofs yet).
     ``progress`` receives `treeleaks.progress.Progress` events.
     """
     if model.noise is not None:
