@@ -69,7 +69,7 @@ def reconstruct(
     holds for ``enumerate`` too: beyond it the run stops with status UNKNOWN and says so.
     Counts implying more than ``max_rows`` training rows are refused (`BudgetError`).
     A bootstrap forest that exposes its draws is rebuilt row by row in training order
-    (`treeleaks.attacks.bootstrap`, HiGHS whatever ``solver`` says, no proofs yet).
+    (`treeleaks.attacks.bootstrap`, CP-SAT whatever ``solver`` says, no proofs yet).
     ``progress`` receives `treeleaks.progress.Progress` events.
     """
     if model.noise is not None:
@@ -86,6 +86,7 @@ def reconstruct(
                               f"limit of {max_rows:,}; raise it (--max-rows) if that is right")
         bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
         return reconstruct_known_multiplicities(model, bound, time_limit=time_limit,
+                                                threads=threads, seed=seed,
                                                 cell_budget=cell_budget, progress=progress)
     if model.n_rows is not None and model.n_rows > max_rows:
         raise BudgetError(
