@@ -69,7 +69,8 @@ def reconstruct(
     holds for ``enumerate`` too: beyond it the run stops with status UNKNOWN and says so.
     Counts implying more than ``max_rows`` training rows are refused (`BudgetError`).
     A bootstrap forest that exposes its draws is rebuilt row by row in training order
-    (`treeleaks.attacks.bootstrap`, CP-SAT whatever ``solver`` says, no proofs yet).
+    (`treeleaks.attacks.bootstrap`, HiGHS then CP-SAT whatever ``solver`` says, no proofs
+    yet).
     ``progress`` receives `treeleaks.progress.Progress` events.
     """
     if model.noise is not None:
