@@ -149,6 +149,21 @@ def test_counts_no_dataset_can_produce_exit_3_with_outputs_labelled_partial(
     assert "(partial: no complete reconstruction) to" in result.stdout
 
 
+def test_demo_of_a_bootstrap_forest_rebuilds_rows_in_training_order() -> None:
+    result = runner.invoke(app, ["demo", "--bootstrap"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "bootstrap=True" in text and "verified" in text and "row k of the reconstruction" in text
+
+
+def test_bootstrap_demo_puts_every_patient_back_in_place() -> None:
+    from treeleaks.demo import BOOTSTRAP_ROWS, run_demo
+
+    summary = run_demo(console=Console(file=io.StringIO()), bootstrap=True)
+    assert summary["verified"] and summary["formulation"] == "bootstrap-known"
+    assert summary["rows_in_place"] >= 0.95 * BOOTSTRAP_ROWS
+
+
 def test_demo_runs_and_is_verified() -> None:
     result = runner.invoke(app, ["demo"])
     assert result.exit_code == 0, result.output

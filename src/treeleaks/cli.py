@@ -158,11 +158,15 @@ def demo(
     seed: Annotated[
         int, typer.Option(min=0, max=SEED_MAX, help="Random state of the forest.")
     ] = 0,
+    bootstrap: Annotated[
+        bool, typer.Option(help="Attack scikit-learn's default forest (bootstrap=True) "
+                           "instead: the rows come back in training order.")
+    ] = False,
 ) -> None:
     """Train a forest on built-in data, reconstruct its training set from the model, score it."""
     from treeleaks.demo import run_demo
 
-    summary = run_demo(seed=seed, console=Console())
+    summary = run_demo(seed=seed, console=Console(), bootstrap=bootstrap)
     _check_outcome(summary["status"], summary["verified"], summary["message"])
 
 
