@@ -21,6 +21,7 @@ from treeleaks.progress import ProgressCallback, report
 from treeleaks.schema import FeatureSchema
 
 DEFAULT_MAX_CELLS = 200_000
+PACK_OCCUPANTS_ABOVE = 64  # occupants per cell beyond which their flags are kept as bits
 
 
 class CellBudgetExceeded(Exception):
@@ -43,7 +44,7 @@ class CellBudget:
     def cap(self, n_features: int, n_occupants: int = 2) -> int:
         """Most cells to hold at once: each box takes two floats per feature, about five
         times over while a tree splits them (measured: 165,000 cells of 64 features,
-        550 MB peak), and a flag per possible occupant."""
+        550 MB peak), and a byte per possible occupant (or per eight, packed)."""
         per_box = 80 * max(n_features, 1) + 5 * n_occupants + 64
         return int(min(self.max_cells, self.memory_mb * 2**20 / per_box))
 
@@ -123,14 +124,22 @@ def enumerate_cells(
     m, c = model.n_features, occupancy.n
     lower = np.full((1, m), -np.inf)
     upper = np.full((1, m), np.inf)
+    # Many occupants (rows of a bootstrap forest) travel as bits: `_route` only ands them
+    # and asks whether any is left, which bytes answer as well as Booleans.
+    packed = c > PACK_OCCUPANTS_ABOVE
     allowed = np.ones((1, c), dtype=bool)
+    if packed:
+        allowed = np.packbits(allowed, axis=1)
     history: list[tuple[np.ndarray, np.ndarray]] = []
     # Routing stops as soon as one tree would hold more (box, node) pairs than cells are
     # allowed: the boxes they become are what takes the memory.
-    cap = budget.cap(m, c) if budget is not None else None
+    width = allowed.shape[1]  # bytes of occupant flags per cell
+    cap = budget.cap(m, width) if budget is not None else None
     for t, tree in enumerate(model.trees):
-        parent, node, allowed = _route(tree, lower, upper, allowed, occupancy.presence(t, tree),
-                                       cap, t)
+        presence = occupancy.presence(t, tree)
+        if packed:
+            presence = np.packbits(presence, axis=1)
+        parent, node, allowed = _route(tree, lower, upper, allowed, presence, cap, t)
         node_lower, node_upper = tree.node_boxes(m)
         lower = np.maximum(lower[parent], node_lower[node])
         upper = np.minimum(upper[parent], node_upper[node])
@@ -138,7 +147,7 @@ def enumerate_cells(
         lower, upper, allowed = lower[keep], upper[keep], allowed[keep]
         history.append((parent[keep], tree.leaf_of_node[node[keep]]))
         if budget is not None:
-            budget.check(t + 1, lower.shape[0], m, c)
+            budget.check(t + 1, lower.shape[0], m, width)
         report(progress, "cells", t + 1, model.n_trees, cells=int(lower.shape[0]))
     leaf = np.zeros((lower.shape[0], len(history)), dtype=np.int32)
     index = np.arange(lower.shape[0])
@@ -146,6 +155,8 @@ def enumerate_cells(
         parent, leaf_t = history[t]
         leaf[:, t] = leaf_t[index]
         index = parent[index]
+    if packed:
+        allowed = np.unpackbits(allowed, axis=1, count=c).astype(bool)
     return Cells(lower, upper, allowed, leaf)
 
 
