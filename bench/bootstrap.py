@@ -81,6 +81,8 @@ def worker(config_path: str) -> int:
         rec = reconstruct(model, schema, time_limit=cfg["time_limit"])
         out.update(status=rec.status, verified=rec.verified, formulation=rec.formulation,
                    time_s=time.perf_counter() - tick, n_cells=rec.n_cells,
+                   proven_share=float(np.mean(rec.proven)) if rec.n_rows else 0.0,
+                   certainty_complete=rec.certainty_complete,
                    timings=rec.timings, message=rec.message,
                    mem_mb=maxrss_mb(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
         if rec.n_rows == len(train):
@@ -128,6 +130,7 @@ def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "aligned_error_mean": mean(r.get("aligned_error") for r in members),
             "baseline_error_mean": mean(r.get("baseline_error") for r in members),
             "exact_share_mean": mean(r.get("exact_share") for r in members),
+            "proven_share_mean": mean(r.get("proven_share") for r in members),
             "n_cells_median": median(r.get("n_cells") for r in members),
             "statuses": sorted({r["status"] for r in members}),
             "draft_error_T100": draft[0], "draft_time_s_T100": draft[1],
@@ -137,14 +140,15 @@ def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     head = ("dataset", "N", "depth", "runs", "verified", "time s", "MB", "error", "aligned",
-            "baseline", "exact", "cells", "DRAFT err", "statuses")
+            "baseline", "exact", "proven", "cells", "DRAFT err", "statuses")
     print(" | ".join(head))
     for r in rows:
         print(" | ".join(str(v) for v in (
             r["dataset"], r["N"], r["depth"], r["runs"], fmt(r["share_verified"], 2),
             fmt(r["time_s_median"], 2), fmt(r["peak_mem_mb_median"], 0), fmt(r["error_mean"]),
             fmt(r["aligned_error_mean"]), fmt(r["baseline_error_mean"]),
-            fmt(r["exact_share_mean"], 2), fmt(r["n_cells_median"], 0),
+            fmt(r["exact_share_mean"], 2), fmt(r["proven_share_mean"], 2),
+            fmt(r["n_cells_median"], 0),
             fmt(r["draft_error_T100"]), ",".join(r["statuses"]))))
 
 

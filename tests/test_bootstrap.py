@@ -55,6 +55,11 @@ def test_rows_reproduce_every_weighted_and_distinct_count(n_rows, n_features, n_
     for tree, weighted, distinct in weighted_and_distinct_counts(model, result.rows):
         np.testing.assert_array_equal(weighted, tree.counts)
         np.testing.assert_array_equal(distinct, tree.n_samples)
+    # A proven row is the training row at its position, on every value it pins.
+    proven = result.proven
+    np.testing.assert_array_equal(result.rows[model.feature_names].to_numpy()[proven],
+                                  X.to_numpy()[proven])
+    np.testing.assert_array_equal(result.rows[model.label_name].to_numpy()[proven], y[proven])
 
 
 def test_deep_forest_rows_come_back_in_training_order():
@@ -113,6 +118,10 @@ def test_shared_datasets_are_rebuilt_exactly_at_n100(name):
     forest = RandomForestClassifier(n_estimators=100, random_state=0).fit(frame, label)
     model = from_sklearn(forest, label_name=info["label"])
     result = reconstruct(model, FeatureSchema.from_frame(frame), time_limit=60)
-    assert result.status == "OPTIMAL" and result.verified
+    assert result.status == "OPTIMAL" and result.verified and result.certainty_complete
     error = np.abs(result.rows[model.feature_names].to_numpy() - frame.to_numpy()).mean()
     assert error <= 0.005
+    proven = result.proven
+    assert proven.sum() >= 50  # most rows are provably training rows, at their position
+    np.testing.assert_array_equal(result.rows[model.feature_names].to_numpy()[proven],
+                                  frame.to_numpy()[proven])

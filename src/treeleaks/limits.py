@@ -10,6 +10,7 @@ from treeleaks.errors import TreeleaksError
 
 DEFAULT_MAX_ROWS = 1_000_000  # training rows the counts may imply before a run is refused
 SEED_MAX = 2**31 - 1  # CP-SAT takes a 32-bit seed
+PROOF_SHARE = 0.15  # of the time limit, kept for the proofs (at most certainty_time_limit)
 
 
 def check_run_options(

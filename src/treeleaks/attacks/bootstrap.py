@@ -24,6 +24,7 @@ import scipy.sparse as sp
 
 from treeleaks.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells, node_presence
 from treeleaks.errors import UnsupportedModelError
+from treeleaks.limits import PROOF_SHARE
 from treeleaks.materialize import rows_from_counts
 from treeleaks.model import ReleasedModel, Tree
 from treeleaks.progress import ProgressCallback, report
@@ -43,8 +44,8 @@ MAX_CELLS = 3_000_000
 # one-hot groups: HiGHS solved COMPAS N=500 in 1.3 s and Adult N=1,000 in 4 s where CP-SAT
 # took 6-14 s; without groups, Default Credit N=1,000 took HiGHS 25 s and CP-SAT 0.7 s.
 HIGHS_SHARE = 0.4
-NO_PROOFS = ("no proofs yet for bootstrap forests: the rows reproduce every count, but "
-             "other datasets may too")
+PROOF = ("a row's only placement, or LP infeasibility without it (draws read from the "
+         "model)")
 
 
 class RowOccupancy:
@@ -81,6 +82,7 @@ def reconstruct_known_multiplicities(
     schema: FeatureSchema,
     *,
     time_limit: float,
+    certainty_time_limit: float = 30.0,
     threads: int = 2,
     seed: int = 0,
     cell_budget: CellBudget | None = None,
@@ -92,6 +94,8 @@ def reconstruct_known_multiplicities(
     and time (at least `MAX_CELLS` cells are allowed). Status OPTIMAL when rows
     reproducing every count were found, INFEASIBLE when none exist (the multiplicities or
     counts were altered), UNKNOWN when the time limit or the cell budget ran out first.
+    As in the exact engine, the search keeps ``min(certainty_time_limit, 15% of
+    time_limit)`` for the proofs (`_proofs`), which then use at most ``certainty_time_limit``.
     """
     if not has_multiplicities(model):
         raise UnsupportedModelError(
@@ -100,10 +104,12 @@ def reconstruct_known_multiplicities(
             "supported yet"
         )
     start = time.perf_counter()
+    deadline = start + time_limit
+    search_deadline = deadline - min(certainty_time_limit, PROOF_SHARE * time_limit)
     timings: dict[str, float] = {}
     occupancy = RowOccupancy(model)
     limits = cell_budget or CellBudget()
-    limits = CellBudget(max(limits.max_cells, MAX_CELLS), limits.memory_mb, start + time_limit)
+    limits = CellBudget(max(limits.max_cells, MAX_CELLS), limits.memory_mb, search_deadline)
     try:
         cells = enumerate_cells(model, schema, limits, progress, occupancy)
     except CellBudgetExceeded as stop:
@@ -130,26 +136,33 @@ def reconstruct_known_multiplicities(
             f"of {occupancy.n_rows:,} rows over {len(cells):,} cells ({size:,} nonzeros, "
             f"more than {MAX_NONZEROS:,}): many rows share few cells"))
     report(progress, "solve", 0, None, variables=int(cell.size))
-    chosen, status, solver = _solve(model, cells, cell, row, cls, start + time_limit, threads,
-                                    seed)
-    timings["solve"] = time.perf_counter() - tick
+    A, b = _placement_system(model, cells, cell, row, cls)
+    chosen, status, solver = _solve(A, b, search_deadline, threads, seed)
+    tick = _lap(timings, "solve", tick)
     if chosen is None:
         message = ("no dataset reproduces the released counts with these multiplicities: the "
                    "model or its multiplicities were altered" if status == "INFEASIBLE" else
                    f"no reconstruction found within the time limit of {time_limit:g} s; "
                    "raise the time limit")
         return _nothing(model, status, start, timings, len(cells), message)
-    order = np.argsort(row[chosen])
-    picked = chosen[order]
+    picked = chosen[np.argsort(row[chosen])]
+    report(progress, "certainty", 0, None)
+    proof_deadline = time.perf_counter() + min(certainty_time_limit,
+                                               max(deadline - time.perf_counter(), 0.0))
+    proven, complete = _proofs(A, b, picked, row, proof_deadline)
+    tick = _lap(timings, "certainty", tick)
     frames = rows_from_counts(model, schema, cells, cell[picked], cls[picked],
-                              np.ones(picked.size, dtype=np.int64),
-                              np.zeros(picked.size, dtype=np.int64), with_width=True)
+                              np.ones(picked.size, dtype=np.int64), proven.astype(np.int64),
+                              with_width=True)
     certificate = verify(model, frames["rows"])
-    message = NO_PROOFS if certificate.verified else (
-        f"reconstruction does not reproduce the model: {certificate.first_mismatch}")
+    _lap(timings, "verify", tick)
+    message = "" if complete else "certainty bounds stopped at their time limit (still sound)"
+    if not certificate.verified:
+        message = f"reconstruction does not reproduce the model: {certificate.first_mismatch}"
     return Reconstruction(**frames, status="OPTIMAL", certificate=certificate,
                           time_s=time.perf_counter() - start, message=message, solver=solver,
-                          n_cells=len(cells), timings=timings, formulation=FORMULATION)
+                          n_cells=len(cells), certainty_complete=complete, timings=timings,
+                          proof=PROOF, formulation=FORMULATION)
 
 
 def _placements(cells: Cells, occupancy: RowOccupancy) -> tuple[np.ndarray, ...]:
@@ -158,14 +171,11 @@ def _placements(cells: Cells, occupancy: RowOccupancy) -> tuple[np.ndarray, ...]
     return cell, occupant // occupancy.n_classes, occupant % occupancy.n_classes
 
 
-def _solve(
-    model: ReleasedModel, cells: Cells, cell: np.ndarray, row: np.ndarray, cls: np.ndarray,
-    deadline: float, threads: int, seed: int,
-) -> tuple[np.ndarray | None, str, str]:
+def _solve(A: sp.csr_matrix, b: np.ndarray, deadline: float, threads: int, seed: int,
+           ) -> tuple[np.ndarray | None, str, str]:
     """The placements chosen (one per row), or None, with the verdict and the solver that
     gave it: HiGHS first, on a share of the time, then CP-SAT on the rest (each solved
     cases the other did not)."""
-    A, b = _placement_system(model, cells, cell, row, cls)
     if np.any((np.diff(A.indptr) == 0) & (b != 0)):
         return None, "INFEASIBLE", ""  # a count no row can reach
     left = deadline - time.perf_counter()
@@ -178,6 +188,56 @@ def _solve(
     if left <= 0:
         return None, "UNKNOWN", "highs"
     return (*_solve_cp_sat(A, b, left, threads, seed), "cp-sat")
+
+
+def _proofs(A: sp.csr_matrix, b: np.ndarray, picked: np.ndarray, row: np.ndarray,
+            deadline: float) -> tuple[np.ndarray, bool]:
+    """Which chosen placements every dataset shares, and whether all were settled.
+
+    A row with one possible placement has it in every dataset. Otherwise, placement j is
+    proven when the LP relaxation has no solution without it: no dataset, not even a
+    fractional one, leaves row k elsewhere. One LP minimising the sum of the chosen
+    placements comes first: when even its minimum keeps every one of them, all are proven
+    at once; otherwise it sets aside those its solution avoids (no LP proof exists for
+    them)."""
+    from scipy.optimize import linprog
+
+    proven = np.bincount(row, minlength=row.max() + 1)[row[picked]] == 1
+    open_ = np.flatnonzero(~proven)
+    if not open_.size:
+        return proven, True
+
+    def lp(cost: np.ndarray, upper: np.ndarray) -> object | None:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return None
+        return linprog(cost, A_eq=A, b_eq=b, bounds=np.column_stack([np.zeros_like(upper),
+                                                                       upper]),
+                       method="highs", options={"time_limit": left})
+
+    cost, upper = np.zeros(A.shape[1]), np.ones(A.shape[1])
+    cost[picked[open_]] = 1.0
+    joint = lp(cost, upper)
+    if joint is None or joint.status != 0:
+        return proven, False
+    if joint.fun >= open_.size - 1e-6:  # no solution, even fractional, gives up any of them
+        proven[open_] = True
+        return proven, True
+    candidates = open_[joint.x[picked[open_]] > 1e-6]
+    for i in candidates:
+        upper[picked[i]] = 0.0
+        result = lp(np.zeros(A.shape[1]), upper)
+        upper[picked[i]] = 1.0
+        if result is None or result.status not in (0, 2):
+            return proven, False
+        proven[i] = result.status == 2  # infeasible without it
+    return proven, True
+
+
+def _lap(timings: dict[str, float], name: str, since: float) -> float:
+    now = time.perf_counter()
+    timings[name] = now - since
+    return now
 
 
 def _placement_system(

@@ -16,7 +16,7 @@ from treeleaks.cells import CellBudget, CellBudgetExceeded, enumerate_cells
 from treeleaks.certainty import lower_bounds
 from treeleaks.errors import BudgetError, UnsupportedModelError
 from treeleaks.generate import generate_cells, generated_lower_bounds
-from treeleaks.limits import DEFAULT_MAX_ROWS, check_run_options
+from treeleaks.limits import DEFAULT_MAX_ROWS, PROOF_SHARE, check_run_options
 from treeleaks.materialize import rows_from_counts
 from treeleaks.model import ReleasedModel
 from treeleaks.progress import ProgressCallback, report
@@ -27,7 +27,6 @@ from treeleaks.system import InconsistentCountsError, build_system, propagate
 from treeleaks.verify import verify
 
 STRATEGIES = ("auto", "enumerate", "generate")
-PROOF_SHARE = 0.15  # of the time limit, kept for the proofs (at most certainty_time_limit)
 ENUMERATION_SHARE = 0.25  # of the time limit, before `auto` switches to generating cells
 ENUMERATION_MIN_S = 2.0  # ... but never less: small models enumerate in well under this
 PROOF_ENUMERATED = "propagation and LP bounds over every cell (enumeration complete)"
@@ -69,8 +68,7 @@ def reconstruct(
     holds for ``enumerate`` too: beyond it the run stops with status UNKNOWN and says so.
     Counts implying more than ``max_rows`` training rows are refused (`BudgetError`).
     A bootstrap forest that exposes its draws is rebuilt row by row in training order
-    (`treeleaks.attacks.bootstrap`, HiGHS then CP-SAT whatever ``solver`` says, no proofs
-    yet).
+    (`treeleaks.attacks.bootstrap`, HiGHS then CP-SAT whatever ``solver`` says, LP proofs).
     ``progress`` receives `treeleaks.progress.Progress` events.
     """
     if model.noise is not None:
@@ -86,9 +84,9 @@ def reconstruct(
             raise BudgetError(f"the forest drew from {n_rows:,} training rows, more than the "
                               f"limit of {max_rows:,}; raise it (--max-rows) if that is right")
         bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
-        return reconstruct_known_multiplicities(model, bound, time_limit=time_limit,
-                                                threads=threads, seed=seed,
-                                                cell_budget=cell_budget, progress=progress)
+        return reconstruct_known_multiplicities(
+            model, bound, time_limit=time_limit, certainty_time_limit=certainty_time_limit,
+            threads=threads, seed=seed, cell_budget=cell_budget, progress=progress)
     if model.n_rows is not None and model.n_rows > max_rows:
         raise BudgetError(
             f"the counts imply {model.n_rows:,} training rows, more than the limit of "
