@@ -208,6 +208,7 @@ def test_json_fields_of_the_wrong_type_are_named(field, value, message):
         ("threshold", 0, float("inf"), r"'trees\[0\]\.threshold\[0\]': a threshold must be"),
         ("n_samples", 0, [2], r"'trees\[0\]\.n_samples\[0\]': input should be a valid integer"),
         ("counts", 0, [-1, 3], r"negative count"),
+        ("counts", 0, [3], r"'trees\[0\]\.counts': every leaf needs one count per class"),
         ("left", 0, 0, r"one binary tree rooted at node 0"),
     ],
 )

@@ -45,6 +45,12 @@ def _whole(value: float) -> float:
     return value
 
 
+def _rectangular(rows: list[list[float]]) -> list[list[float]]:
+    if len({len(row) for row in rows}) > 1:
+        raise ValueError("every leaf needs one count per class")
+    return rows
+
+
 def _unique(values: list[Any]) -> list[Any]:
     seen: set[Any] = set()
     for value in values:
@@ -110,7 +116,7 @@ class TreeRecord(_Strict):
     left: list[NodeIndex]
     right: list[NodeIndex]
     leaf_of_node: list[NodeIndex]
-    counts: list[list[Count]]
+    counts: Annotated[list[list[Count]], AfterValidator(_rectangular)]
     n_samples: list[Natural] | None = None
     multiplicities: list[Natural] | None = None
 

@@ -11,8 +11,7 @@ it or the leaf holds at least ``b[t, k]`` rows of class c (`RowOccupancy`). A 0/
 places row k, with class c, in one of the cells it may occupy; the constraints are one cell
 per row, every (tree, leaf, class) weighted count, and every leaf's number of distinct
 rows. HiGHS solves it, or CP-SAT when HiGHS has not within its share of the time. The rows
-come back in training order, each checked against every
-weighted and distinct-row count.
+come back in training order, each checked against every weighted and distinct-row count.
 """
 
 from __future__ import annotations
@@ -33,8 +32,8 @@ from treeleaks.schema import FeatureSchema
 from treeleaks.verify import verify
 
 FORMULATION = "bootstrap-known"
-# Beyond this many nonzeros the placement model would take gigabytes to build (COMPAS with
-# N = 1,000 and no one-hot groups has 21 million).
+# Beyond this many nonzeros the solvers' models would take gigabytes (COMPAS with N = 1,000
+# and no one-hot groups has 21 million).
 MAX_NONZEROS = 20_000_000
 # Cells held at once, unless memory runs out first. Early trees split the space before later
 # ones rule rows out (Default Credit, N=1,000: over 200,000 cells after 9 trees, 782 at the
@@ -101,7 +100,8 @@ def reconstruct_known_multiplicities(
         raise UnsupportedModelError(
             "this bootstrap forest does not say how often each tree drew each row (its random "
             "states were not kept); reconstruction with unknown multiplicities is not "
-            "supported yet"
+            "supported yet: export the fitted scikit-learn forest itself with skops, which "
+            "keeps them"
         )
     start = time.perf_counter()
     deadline = start + time_limit
@@ -118,8 +118,7 @@ def reconstruct_known_multiplicities(
             f"{stop.n_cells:,} cells after {stop.trees_done} of {model.n_trees} trees "
             f"({stop.reason}); raise the time limit or the memory budget, or give a schema "
             "with the one-hot groups"))
-    timings["cells"] = time.perf_counter() - start
-    tick = time.perf_counter()
+    tick = _lap(timings, "cells", start)
     cell, row, cls = _placements(cells, occupancy)
     homeless = np.setdiff1d(np.arange(occupancy.n_rows), row)
     if homeless.size:
@@ -127,16 +126,14 @@ def reconstruct_known_multiplicities(
             f"no dataset reproduces the released counts with these multiplicities: training "
             f"row {homeless[0]} fits no cell of the trees that drew it (the model or its "
             "multiplicities were altered)"))
-    size = int(cell.size) + sum(  # the nonzeros of the placement problem
-        int(np.count_nonzero(tree.multiplicities[row])) * (1 + (tree.n_samples is not None))
-        for tree in model.trees)
-    if size > MAX_NONZEROS:
+    A, b = _placement_system(model, cells, cell, row, cls)
+    if A.nnz > MAX_NONZEROS:
         return _nothing(model, "UNKNOWN", start, timings, len(cells), (
             f"the placement problem is too large for this version: {cell.size:,} placements "
-            f"of {occupancy.n_rows:,} rows over {len(cells):,} cells ({size:,} nonzeros, "
-            f"more than {MAX_NONZEROS:,}): many rows share few cells"))
+            f"of {occupancy.n_rows:,} rows over {len(cells):,} cells ({A.nnz:,} nonzeros, "
+            f"more than {MAX_NONZEROS:,}): many rows share few cells; declare the one-hot "
+            "groups in the schema if the columns have any"))
     report(progress, "solve", 0, None, variables=int(cell.size))
-    A, b = _placement_system(model, cells, cell, row, cls)
     chosen, status, solver = _solve(A, b, search_deadline, threads, seed)
     tick = _lap(timings, "solve", tick)
     if chosen is None:

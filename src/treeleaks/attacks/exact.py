@@ -78,26 +78,22 @@ def reconstruct(
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     check_run_options(time_limit, certainty_time_limit, threads, seed, max_rows)
-    if model.bootstrap:
-        n_rows = len(model.trees[0].multiplicities) if has_multiplicities(model) else 0
-        if n_rows > max_rows:
-            raise BudgetError(f"the forest drew from {n_rows:,} training rows, more than the "
-                              f"limit of {max_rows:,}; raise it (--max-rows) if that is right")
-        bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
-        return reconstruct_known_multiplicities(
-            model, bound, time_limit=time_limit, certainty_time_limit=certainty_time_limit,
-            threads=threads, seed=seed, cell_budget=cell_budget, progress=progress)
-    if model.n_rows is not None and model.n_rows > max_rows:
+    n_rows = len(model.trees[0].multiplicities) if has_multiplicities(model) else model.n_rows
+    if n_rows is not None and n_rows > max_rows:
         raise BudgetError(
-            f"the counts imply {model.n_rows:,} training rows, more than the limit of "
+            f"the counts imply {n_rows:,} training rows, more than the limit of "
             f"{max_rows:,}; raise it (--max-rows) if that size is right: time and memory "
             "grow with it"
         )
+    bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
+    if model.bootstrap:
+        return reconstruct_known_multiplicities(
+            model, bound, time_limit=time_limit, certainty_time_limit=certainty_time_limit,
+            threads=threads, seed=seed, cell_budget=cell_budget, progress=progress)
     start = time.perf_counter()
     deadline = start + float(time_limit)
     search_deadline = deadline - min(certainty_time_limit, PROOF_SHARE * time_limit)
     timings: dict[str, float] = {}
-    bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
 
     def lap(name: str, since: float) -> float:
         now = time.perf_counter()
