@@ -32,11 +32,11 @@ from common import (
     DEFAULT_DATA_DIR,
     environment,
     fmt,
+    isolated_record,
     load_dataset,
     maxrss_mb,
     mean,
     median,
-    run_isolated,
     share,
     write_json,
 )
@@ -104,13 +104,7 @@ def record(dataset: str, n: int, depth: int | None, seed: int, time_limit: float
            data_dir: Path) -> dict[str, Any]:
     config = {"dataset": dataset, "n": n, "depth": depth, "seed": seed,
               "time_limit": time_limit, "data_dir": str(data_dir)}
-    child = run_isolated(Path(__file__), config, timeout_s=time_limit + 120)
-    result = child.result or {}
-    status = ("TIMEOUT" if child.timed_out else
-              "ERROR" if "exception" in result or not result else result["status"])
-    return {**config, **result, "status": status, "wall_s": child.wall_s,
-            "peak_mem_mb": child.peak_mem_mb,
-            **({"log_tail": child.log_tail} if status in ("ERROR", "TIMEOUT") else {})}
+    return isolated_record(Path(__file__), config, timeout_s=time_limit + 120)
 
 
 def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -322,3 +322,13 @@ def run_status(outcome: ChildOutcome) -> str:
         return "ERROR"
     status = res.get("status")
     return str(status) if status is not None else f"CRASH(rc={outcome.returncode})"
+
+
+def isolated_record(script: Path, config: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    """One configuration run by `run_isolated`, flattened: the config, the worker's result,
+    its status (`run_status`), wall time, peak memory and, when it failed, its log's tail."""
+    child = run_isolated(script, config, timeout_s)
+    status = run_status(child)
+    failed = "exception" in (child.result or {}) or child.timed_out or not child.result
+    return {**config, **(child.result or {}), "status": status, "wall_s": child.wall_s,
+            "peak_mem_mb": child.peak_mem_mb, **({"log_tail": child.log_tail} if failed else {})}

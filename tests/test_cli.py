@@ -471,3 +471,34 @@ def test_enumeration_beyond_max_memory_exits_3_saying_what_to_try(tmp_path: Path
     assert "too many cells to list" in one_line_error(result, 3)
     written = json.loads(summary.read_text())
     assert written["partial"] and written["status"] == "UNKNOWN"
+
+
+def test_reconstruct_takes_known_columns_and_rows(
+    files: dict[str, Path], truth: pd.DataFrame, tmp_path: Path
+) -> None:
+    columns, rows = tmp_path / "columns.csv", tmp_path / "rows.csv"
+    truth[["f0", "f3"]].to_csv(columns, index=False)
+    truth.iloc[:5].to_csv(rows, index=False)
+    out, summary = tmp_path / "recon.csv", tmp_path / "summary.json"
+    result = runner.invoke(app, [
+        "reconstruct", str(files["forest"]), "--known-columns", str(columns),
+        "--known-columns-as", "multisets", "--known-rows", str(rows), "--out", str(out),
+        "--json", str(summary)])
+    assert result.exit_code == 0, result.output
+    assert "Side knowledge" in result.stdout
+    facts = json.loads(summary.read_text())
+    assert facts["verified"] and facts["knowledge"] == (
+        "known columns f0, f3 (each as a multiset) and 5 rows in full")
+    got = pd.read_csv(out)
+    for name in ("f0", "f3"):
+        assert sorted(got[name]) == sorted(truth[name])
+
+
+def test_known_columns_of_the_wrong_length_are_one_line_errors(
+    files: dict[str, Path], truth: pd.DataFrame, tmp_path: Path
+) -> None:
+    columns = tmp_path / "short.csv"
+    truth[["f0"]].iloc[:7].to_csv(columns, index=False)
+    result = runner.invoke(app, ["reconstruct", str(files["forest"]), "--known-columns",
+                                 str(columns)])
+    assert "have 7 rows but the model was trained on 60" in one_line_error(result, 2)

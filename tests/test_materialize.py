@@ -222,3 +222,11 @@ def test_width_comes_only_when_asked_and_measures_each_interval_against_its_rang
     expected = (frames["upper"][numerical] - frames["lower"][numerical]) / (high - low)
     np.testing.assert_allclose(width[numerical], expected)
     assert (width[numerical] > 0).all().all() and (width[numerical] < 1).all().all()
+
+
+def test_a_numerical_box_one_float_wide_is_filled_with_that_float():
+    top = 11.56
+    lower = np.array([[np.nextafter(top, -np.inf)]])
+    values = cell_values(one_column("numerical", 0.0, 100.0), lower, np.array([[top]]),
+                         np.array([1.0]))
+    assert values.value[0, 0] == top and values.determined[0, 0]

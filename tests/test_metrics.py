@@ -389,3 +389,17 @@ def test_compas_noisy_reconstruction_scores_between_perfect_and_random():
     assert score.label_agreement >= 1 - 300 / n
     assert 0.1 < score.baseline_error < 0.4
     assert score.baseline_error > 20 * score.error
+
+
+def test_error_columns_score_only_those_columns_after_matching_on_all():
+    truth = pd.DataFrame({"a": [0, 1, 0, 1], "b": [0, 0, 1, 1]})
+    recon = pd.DataFrame({"a": [0, 1, 0, 1], "b": [1, 1, 1, 1]})
+    schema = FeatureSchema.from_frame(truth)
+    everything = evaluate(truth, recon, schema, n_baseline_draws=1)
+    only_b = evaluate(truth, recon, schema, n_baseline_draws=1, error_columns=["b"])
+    only_a = evaluate(truth, recon, schema, n_baseline_draws=1, error_columns=["a"])
+    assert everything.error == pytest.approx(0.25)  # two rows off by one column of two
+    assert only_b.error == pytest.approx(0.5)
+    assert only_a.error == 0.0
+    with pytest.raises(ValueError, match="must name features"):
+        evaluate(truth, recon, schema, error_columns=["c"])

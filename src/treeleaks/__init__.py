@@ -11,6 +11,8 @@ from typing import Any
 
 _PUBLIC = {
     "FeatureSchema": "treeleaks.schema",
+    "Knowledge": "treeleaks.knowledge",
+    "KnowledgeError": "treeleaks.knowledge",
     "Reconstruction": "treeleaks.result",
     "ReleasedModel": "treeleaks.model",
     "SchemaError": "treeleaks.errors",

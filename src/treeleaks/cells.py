@@ -88,8 +88,7 @@ class ClassOccupancy:
         self.n = model.n_classes
 
     def presence(self, t: int, tree: Tree) -> np.ndarray:
-        leaf_presence = tree.counts > 0
-        return node_presence(tree, leaf_presence)
+        return node_presence(tree, tree.holds())
 
 
 @dataclass

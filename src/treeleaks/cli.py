@@ -216,11 +216,28 @@ def reconstruct_command(
     max_rows: Annotated[
         int, typer.Option(min=1, help="Refuse models whose counts imply more training rows.")
     ] = DEFAULT_MAX_ROWS,
+    known_columns: Annotated[
+        Path | None,
+        typer.Option(help="CSV of some columns' values for every training row (a header names "
+                     "them; the label may be one): side knowledge the rows must respect."),
+    ] = None,
+    known_columns_as: Annotated[
+        Literal["rows", "multisets"],
+        typer.Option(help="rows: each CSV row is one training row's values (in training order "
+                     "for a bootstrap forest); multisets: each column is only the bag of its "
+                     "values."),
+    ] = "rows",
+    known_rows: Annotated[
+        Path | None,
+        typer.Option(help="CSV of training rows known in full (every feature and the label)."),
+    ] = None,
     trust_pickle: TrustPickle = False,
 ) -> None:
-    """Reconstruct the training rows of a forest whose trees each saw every row once."""
+    """Reconstruct the training rows of a forest from its released counts (trees that each
+    saw every row once, or bootstrap forests that expose their draws)."""
     from treeleaks.attacks.exact import reconstruct
     from treeleaks.cells import CellBudget
+    from treeleaks.knowledge import Knowledge
 
     csvs = [path for path in (out, details) if path is not None]  # partial runs: .partial.csv
     summary_file = [json_path] if json_path is not None else []
@@ -230,12 +247,14 @@ def reconstruct_command(
     if schema is None and model.noise is None:  # else refused below
         _hint_groups(model, model_path)
     try:
+        knowledge = Knowledge.from_csv(known_columns, known_rows,
+                                       linked=known_columns_as == "rows")
         with live_progress(Console(stderr=True)) as progress:
             recon = reconstruct(
                 model, bound, time_limit=time_limit, threads=threads, seed=seed, solver=solver,
                 certainty_time_limit=certainty_time_limit, strategy=strategy, progress=progress,
                 cell_budget=None if max_memory is None else CellBudget(memory_mb=max_memory),
-                max_rows=max_rows,
+                max_rows=max_rows, knowledge=knowledge,
             )
     except TreeleaksError as exc:
         _fail(str(exc), EXIT_BAD_INPUT)
@@ -422,6 +441,8 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
     table.add_row("Cells", escape(f"{s['n_cells']:,}: {how}"))
     if s["certificate"] is not None:
         table.add_row("Certificate", certificate_text(s))
+    if s["knowledge"]:
+        table.add_row("Side knowledge", escape(s["knowledge"]))
     table.add_row("Rows reconstructed", str(s["n_rows"]))
     table.add_row("Rows proven to be training rows", f"{s['proven_rows']} of {s['n_rows']}")
     table.add_row(

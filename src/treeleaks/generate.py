@@ -69,6 +69,7 @@ class ColumnPool:
         self.n_classes = model.n_classes
         self.offsets = np.cumsum([0] + [t.n_leaves * model.n_classes for t in model.trees])
         self.counts = np.concatenate([t.counts.ravel() for t in model.trees]).astype(np.int64)
+        self.own_class = np.array([not t.pooled for t in model.trees])  # else column 0
         self.leaves: list[np.ndarray] = []
         self.cls: list[int] = []
         self.banned: set[int] = set()
@@ -92,12 +93,13 @@ class ColumnPool:
 
     def rows_of(self, cls: int, leaves: np.ndarray) -> np.ndarray:
         """The (tree, leaf, class) counts a cell of class ``cls`` in ``leaves`` lies in."""
-        return self.offsets[:-1] + leaves.astype(np.int64) * self.n_classes + cls
+        return self.offsets[:-1] + leaves.astype(np.int64) * self.n_classes + cls * self.own_class
 
     def matrix(self) -> sp.csc_matrix:
         """``(n_counts, n_columns)``: column j has a 1 in each (tree, leaf, class) it lies in."""
         leaves = np.array(self.leaves, dtype=np.int64).reshape(len(self), self.model.n_trees)
-        rows = self.offsets[:-1][None, :] + leaves * self.n_classes + np.array(self.cls)[:, None]
+        rows = (self.offsets[:-1][None, :] + leaves * self.n_classes
+                + np.array(self.cls)[:, None] * self.own_class[None, :])
         cols = np.repeat(np.arange(len(self)), leaves.shape[1])
         data = np.ones(rows.size)
         return sp.csc_matrix((data, (rows.ravel(), cols)), shape=(self.counts.size, len(self)))
@@ -105,7 +107,8 @@ class ColumnPool:
     def weights(self, prices: np.ndarray, cls: int) -> list[np.ndarray]:
         """Per tree, the price of each leaf for class ``cls``."""
         return [
-            prices[self.offsets[t] + np.arange(tree.n_leaves) * self.n_classes + cls]
+            prices[self.offsets[t] + np.arange(tree.n_leaves) * self.n_classes
+                   + tree.count_column(cls)]
             for t, tree in enumerate(self.model.trees)
         ]
 

@@ -84,6 +84,12 @@ def cell_values(
         low[:, ranged], high[:, ranged], reach_low[ranged], reach_high[ranged]
     )
     value[:, ordinal] = np.clip(np.floor(value[:, ordinal] + 0.5), first, last)
+    # A box is open below: a fill on its lower bound (the midpoint of two adjacent floats
+    # rounds down to it) moves to the next float up, which the box holds.
+    numerical = kinds == "numerical"
+    open_low = np.nextafter(lower[:, numerical], np.inf)
+    value[:, numerical] = np.maximum(value[:, numerical], open_low)
+    determined[:, numerical] |= open_low == high[:, numerical]
 
     _fill_binary(schema, can0, can1, determined, value, weight)
     width = np.full((k, m), np.nan)

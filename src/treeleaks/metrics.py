@@ -70,8 +70,13 @@ def evaluate(
     label: str | None = None,
     n_baseline_draws: int = 10,
     seed: int = 0,
+    error_columns: list[str] | None = None,
 ) -> ReconstructionScore:
     """Score ``reconstruction`` against ``truth`` on the schema's features (label excluded).
+
+    Rows are matched on every feature; ``error_columns`` (say, those side knowledge did not
+    give) restricts the reported ``error``, ``worst_row_error`` and ``baseline_error`` to
+    those columns.
 
     Frames of different lengths are matched on min(n_true, n_reconstructed) pairs. With a
     ``label`` present in both frames, identical feature vectors are paired within equal
@@ -82,11 +87,25 @@ def evaluate(
     labels = _label_codes(truth, reconstruction, label)
     matching = _match(columns, _matrix(reconstruction, columns.names, "reconstruction"), labels)
     n_matched = matching.n_matched
+    scored = np.arange(len(columns.names))
+    if error_columns is not None:
+        unknown = [n for n in error_columns if n not in columns.names]
+        if unknown or not error_columns:
+            raise ValueError(f"error_columns must name features of the schema, got {unknown}"
+                             if unknown else "error_columns is empty; give at least one")
+        scored = np.unique([columns.names.index(n) for n in error_columns])
+    distance = matching.terms[:, scored].sum(axis=1) / scored.size
+    baseline_columns = columns if error_columns is None else _Columns(
+        [columns.names[i] for i in scored], columns.kinds[scored], columns.low[scored],
+        columns.high[scored], columns.scale[scored],
+        [(np.searchsorted(scored, cols), one) for cols, one in columns.groups
+         if np.isin(cols, scored).all()],
+        columns.true_X[:, scored])
     return ReconstructionScore(
-        error=matching.error,
+        error=float(distance @ matching.count) / n_matched if n_matched else math.nan,
         exact_share=matching.n_identical / len(truth),
-        worst_row_error=float(matching.distance.max(initial=0.0)) if n_matched else math.nan,
-        baseline_error=_baseline(columns, n_baseline_draws, seed),
+        worst_row_error=float(distance.max(initial=0.0)) if n_matched else math.nan,
+        baseline_error=_baseline(baseline_columns, n_baseline_draws, seed),
         label_agreement=matching.n_agree / n_matched if labels and n_matched else math.nan,
         n_true=len(truth),
         n_reconstructed=len(reconstruction),
@@ -204,9 +223,13 @@ class _Matching:
 
     n_identical: int
     n_identical_agree: int
-    distance: np.ndarray
+    terms: np.ndarray  # per residual pair and feature: the disagreement, 0 to 1
     count: np.ndarray
     agree: np.ndarray
+
+    @property
+    def distance(self) -> np.ndarray:
+        return self.terms.mean(axis=1) if self.terms.shape[1] else self.terms.sum(axis=1)
 
     @property
     def n_matched(self) -> int:
@@ -255,11 +278,10 @@ def _match(
         true_rows, true_left[t], recon_rows, recon_left[r],
         codes[first[t]], codes[first[r]], values, columns, solver,
     )
-    n_features = len(columns.names)
     return _Matching(
         n_identical=int(same_label.sum() + other_label.sum()),
         n_identical_agree=int(same_label.sum()),
-        distance=_term(true_rows[ti], recon_rows[ri], columns.scale).sum(axis=1) / n_features,
+        terms=_term(true_rows[ti], recon_rows[ri], columns.scale),
         count=count,
         agree=label[first[t]][ti] == label[first[r]][ri],
     )

@@ -44,6 +44,8 @@ class Tree:
     ``n_samples[leaf]`` is the number of *distinct* training rows, when the framework stores
     it; ``multiplicities[row]`` is how often each training row was drawn for this tree, when
     the release exposes it (scikit-learn bootstrap forests do, through their random state).
+    A ``pooled`` tree holds every class's rows in the first column of ``counts`` (the rest
+    are 0): side knowledge that says nothing of the label (`treeleaks.knowledge`).
     """
 
     feature: np.ndarray
@@ -54,6 +56,7 @@ class Tree:
     counts: np.ndarray
     n_samples: np.ndarray | None = None
     multiplicities: np.ndarray | None = None
+    pooled: bool = False
 
     @property
     def n_leaves(self) -> int:
@@ -85,6 +88,17 @@ class Tree:
         leaf_nodes = np.flatnonzero(self.feature < 0)
         order = np.argsort(self.leaf_of_node[leaf_nodes])
         return lower[leaf_nodes[order]], upper[leaf_nodes[order]]
+
+    def count_column(self, cls: Any) -> Any:
+        """The column of ``counts`` that holds rows of class ``cls`` (an index or an array)."""
+        return cls * 0 if self.pooled else cls
+
+    def holds(self) -> np.ndarray:
+        """``(n_leaves, n_classes)``: whether each leaf holds training rows of each class."""
+        if self.pooled:
+            occupied = self.counts.sum(axis=1, keepdims=True) > 0
+            return np.repeat(occupied, self.counts.shape[1], axis=1)
+        return self.counts > 0
 
     def internal_nodes(self) -> list[int]:
         """Internal nodes, each before its children."""

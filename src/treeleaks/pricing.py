@@ -48,7 +48,7 @@ class Pricer:
         self.leaf_ids: list[np.ndarray] = []  # per tree: allowed leaf indices
         self.feasible = True
         for tree in model.trees:
-            allowed = np.flatnonzero(tree.counts[:, cls] > 0)
+            allowed = np.flatnonzero(tree.holds()[:, cls])
             if not allowed.size:
                 self.feasible = False
             node_of_leaf = np.empty(tree.n_leaves, dtype=np.int64)

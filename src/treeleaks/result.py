@@ -32,6 +32,8 @@ class Reconstruction:
     the refinement is too large to list); ``proof`` says how the proofs were obtained.
     ``formulation`` names the model solved: ``exact`` (every tree saw every row once) or
     ``bootstrap-known`` (rows drawn with replacement, multiplicities read from the model).
+    ``knowledge`` says what side knowledge the reconstruction used (empty: none); proofs and
+    the result then hold given that knowledge.
     """
 
     rows: pd.DataFrame
@@ -53,6 +55,7 @@ class Reconstruction:
     proof: str = ""
     width: pd.DataFrame | None = None
     formulation: str = "exact"
+    knowledge: str = ""
 
     @classmethod
     def empty(cls, model: ReleasedModel, **fields: Any) -> Reconstruction:
@@ -92,6 +95,7 @@ class Reconstruction:
             "numerical_width_mean": None if self.width is None or self.width.isna().all().all()
             else float(np.nanmean(self.width.to_numpy(dtype=float))),
             "formulation": self.formulation,
+            "knowledge": self.knowledge,
             "strategy": self.strategy,
             "proof": self.proof,
             "solver": self.solver,

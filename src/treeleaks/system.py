@@ -64,7 +64,8 @@ def build_system(model: ReleasedModel, cells: Cells) -> CountSystem:
     n_classes = model.n_classes
     offsets = np.cumsum([0] + [t.n_leaves * n_classes for t in model.trees])
     counts = np.concatenate([t.counts.ravel() for t in model.trees]).astype(np.int64)
-    rows = (offsets[:-1][None, :] + cells.leaf[cell].astype(np.int64) * n_classes + cls[:, None])
+    count_cols = np.column_stack([tree.count_column(cls) for tree in model.trees])
+    rows = offsets[:-1][None, :] + cells.leaf[cell].astype(np.int64) * n_classes + count_cols
     n_vars = cell.size
     columns = np.repeat(np.arange(n_vars), rows.shape[1])
     A = sp.csr_matrix(

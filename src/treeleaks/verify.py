@@ -36,7 +36,7 @@ def verify(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
                                    f"for each of the {len(rows)} rows")
             weight = tree.multiplicities
         counts = np.zeros(tree.counts.shape, dtype=np.int64)
-        np.add.at(counts, (leaves[:, t], cls), weight)
+        np.add.at(counts, (leaves[:, t], tree.count_column(cls)), weight)
         diff = np.argwhere(counts != tree.counts)
         checked += counts.size
         wrong += len(diff)

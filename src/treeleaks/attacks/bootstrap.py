@@ -32,6 +32,7 @@ from treeleaks.schema import FeatureSchema
 from treeleaks.verify import verify
 
 FORMULATION = "bootstrap-known"
+RowBoxes = tuple[np.ndarray, np.ndarray, np.ndarray]  # lower, upper (N, M); class or -1 (N,)
 # Beyond this many nonzeros the solvers' models would take gigabytes (COMPAS with N = 1,000
 # and no one-hot groups has 21 million).
 MAX_NONZEROS = 20_000_000
@@ -50,17 +51,19 @@ PROOF = ("a row's only placement, or LP infeasibility without it (draws read fro
 class RowOccupancy:
     """Occupants are (training row, class) pairs, numbered ``row * n_classes + class``."""
 
-    def __init__(self, model: ReleasedModel) -> None:
+    def __init__(self, model: ReleasedModel, row_boxes: RowBoxes | None = None) -> None:
         self.n_rows = len(model.trees[0].multiplicities)
         self.n_classes = model.n_classes
         self.n = self.n_rows * self.n_classes
+        self.row_boxes = row_boxes
 
     def presence(self, t: int, tree: Tree) -> np.ndarray:
         """Row k of class c fits leaf v when the leaf holds at least its ``b`` draws of c,
         and, where the leaf's distinct rows are known, the rest of its weight can be the
         leaf's other distinct rows (one draw each at least; none when it has one row)."""
         drawn = tree.multiplicities[None, :, None]
-        weight = tree.counts[:, None, :]  # (leaves, 1, classes) against (1, rows, 1)
+        columns = tree.count_column(np.arange(self.n_classes))
+        weight = tree.counts[:, None, columns]  # (leaves, 1, classes) against (1, rows, 1)
         fits = weight >= drawn
         if tree.n_samples is not None:
             total = tree.counts.sum(axis=1)[:, None, None]
@@ -68,7 +71,22 @@ class RowOccupancy:
             fits &= total - drawn >= others
             fits &= (others > 0) | (total == drawn)
         fits |= drawn == 0  # a tree that never drew a row says nothing of it
+        if self.row_boxes is not None:
+            fits &= self._known(tree)
         return node_presence(tree, fits.reshape(tree.n_leaves, self.n))
+
+    def _known(self, tree: Tree) -> np.ndarray:
+        """``(leaves, rows, classes)``: whether what is known of each row (the values its
+        box pins, its class when known) allows it in each leaf."""
+        lower, upper, cls = self.row_boxes
+        pinned = np.flatnonzero(np.isfinite(upper).any(axis=0))
+        leaf_lower, leaf_upper = tree.leaf_boxes(lower.shape[1])
+        meets = np.ones((tree.n_leaves, self.n_rows), dtype=bool)
+        for f in pinned:
+            meets &= (np.maximum(leaf_lower[:, f, None], lower[None, :, f])
+                      < np.minimum(leaf_upper[:, f, None], upper[None, :, f]))
+        of_class = (cls[:, None] < 0) | (cls[:, None] == np.arange(self.n_classes)[None, :])
+        return meets[:, :, None] & of_class[None, :, :]
 
 
 def has_multiplicities(model: ReleasedModel) -> bool:
@@ -86,6 +104,7 @@ def reconstruct_known_multiplicities(
     seed: int = 0,
     cell_budget: CellBudget | None = None,
     progress: ProgressCallback | None = None,
+    row_boxes: RowBoxes | None = None,
 ) -> Reconstruction:
     """The training rows of a bootstrap forest, in training order (see the module doc).
 
@@ -95,6 +114,8 @@ def reconstruct_known_multiplicities(
     counts were altered), UNKNOWN when the time limit or the cell budget ran out first.
     As in the exact engine, the search keeps ``min(certainty_time_limit, 15% of
     time_limit)`` for the proofs (`_proofs`), which then use at most ``certainty_time_limit``.
+    ``row_boxes`` (side knowledge: per row, bounds ``(N, M)`` its known values pin and its
+    class, -1 where unknown) restrict where each row may lie.
     """
     if not has_multiplicities(model):
         raise UnsupportedModelError(
@@ -107,7 +128,7 @@ def reconstruct_known_multiplicities(
     deadline = start + time_limit
     search_deadline = deadline - min(certainty_time_limit, PROOF_SHARE * time_limit)
     timings: dict[str, float] = {}
-    occupancy = RowOccupancy(model)
+    occupancy = RowOccupancy(model, row_boxes)
     limits = cell_budget or CellBudget()
     limits = CellBudget(max(limits.max_cells, MAX_CELLS), limits.memory_mb, search_deadline)
     try:
@@ -251,7 +272,7 @@ def _placement_system(
         drawn = tree.multiplicities[row]
         inbag = np.flatnonzero(drawn > 0)
         blocks.append(sp.csr_matrix(
-            (drawn[inbag], (leaf[inbag] * n_classes + cls[inbag], inbag)),
+            (drawn[inbag], (leaf[inbag] * n_classes + tree.count_column(cls[inbag]), inbag)),
             shape=(tree.n_leaves * n_classes, n_vars)))
         targets.append(tree.counts.ravel())
         if tree.n_samples is not None:

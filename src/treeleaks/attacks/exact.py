@@ -12,10 +12,12 @@ import time
 from dataclasses import replace
 
 from treeleaks.attacks.bootstrap import has_multiplicities, reconstruct_known_multiplicities
+from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
 from treeleaks.cells import CellBudget, CellBudgetExceeded, enumerate_cells
 from treeleaks.certainty import lower_bounds
 from treeleaks.errors import BudgetError, UnsupportedModelError
 from treeleaks.generate import generate_cells, generated_lower_bounds
+from treeleaks.knowledge import Knowledge
 from treeleaks.limits import DEFAULT_MAX_ROWS, PROOF_SHARE, check_run_options
 from treeleaks.materialize import rows_from_counts
 from treeleaks.model import ReleasedModel
@@ -48,6 +50,7 @@ def reconstruct(
     cell_budget: CellBudget | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
     progress: ProgressCallback | None = None,
+    knowledge: Knowledge | None = None,
 ) -> Reconstruction:
     """Reconstruct the training set of a noise-free forest from its counts (a bootstrap
     forest through `treeleaks.attacks.bootstrap`, when it exposes its multiplicities).
@@ -69,7 +72,9 @@ def reconstruct(
     Counts implying more than ``max_rows`` training rows are refused (`BudgetError`).
     A bootstrap forest that exposes its draws is rebuilt row by row in training order
     (`treeleaks.attacks.bootstrap`, HiGHS then CP-SAT whatever ``solver`` says, LP proofs).
-    ``progress`` receives `treeleaks.progress.Progress` events.
+    ``progress`` receives `treeleaks.progress.Progress` events. ``knowledge`` (known
+    columns, known rows) is respected exactly by the rows returned, and the proofs hold
+    given it (`treeleaks.attacks.side_knowledge`).
     """
     if model.noise is not None:
         raise UnsupportedModelError(
@@ -86,6 +91,17 @@ def reconstruct(
             "grow with it"
         )
     bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
+    if knowledge is not None and not knowledge.empty:
+        knowledge.check(model, bound, n_rows)
+        bound = knowledge.schema_for(bound, model)
+        options = {"time_limit": time_limit, "threads": threads, "seed": seed,
+                   "certainty_time_limit": certainty_time_limit, "cell_budget": cell_budget,
+                   "progress": progress}
+        if model.bootstrap:
+            return bootstrap_with_knowledge(model, bound, knowledge, lambda inner, boxes: (
+                reconstruct_known_multiplicities(inner, bound, row_boxes=boxes, **options)))
+        return exact_with_knowledge(model, bound, knowledge, lambda inner: reconstruct(
+            inner, bound, solver=solver, strategy=strategy, max_rows=max_rows, **options))
     if model.bootstrap:
         return reconstruct_known_multiplicities(
             model, bound, time_limit=time_limit, certainty_time_limit=certainty_time_limit,

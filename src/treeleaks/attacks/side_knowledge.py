@@ -1,0 +1,96 @@
+"""Reconstruction with side knowledge: the engine on a model that carries the knowledge.
+
+For a forest whose trees each saw every row once, known rows leave the counts and known
+columns become extra trees (`treeleaks.knowledge`); the engine reconstructs the other rows,
+the known rows are added back, and the whole is checked against the released model and
+the knowledge. A bootstrap forest takes known columns the same way (as multisets) or as
+boxes pinning each row's values (linked, in training order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from treeleaks.knowledge import Knowledge, KnowledgeError
+from treeleaks.model import ReleasedModel
+from treeleaks.result import Reconstruction
+from treeleaks.schema import FeatureSchema
+from treeleaks.verify import verify
+
+Engine = Callable[[ReleasedModel], Reconstruction]
+MISMATCH = "reconstruction does not reproduce the model"
+RowBoxEngine = Callable[[ReleasedModel, tuple[np.ndarray, np.ndarray, np.ndarray] | None],
+                     Reconstruction]
+
+
+def exact_with_knowledge(model: ReleasedModel, schema: FeatureSchema, knowledge: Knowledge,
+                         engine: Engine) -> Reconstruction:
+    """Run ``engine`` on ``model`` without the known rows and with the known columns as
+    extra trees; add the known rows back and check everything (see the module doc)."""
+    inner = knowledge.without_rows(model)
+    inner = replace(inner, trees=inner.trees + knowledge.column_trees(model, schema))
+    if inner.n_rows == 0:
+        rec = Reconstruction.empty(model, status="OPTIMAL", time_s=0.0, certainty_complete=True)
+    else:
+        rec = engine(inner)
+    return _finish(rec, model, knowledge, ordered=False)
+
+
+def bootstrap_with_knowledge(model: ReleasedModel, schema: FeatureSchema,
+                             knowledge: Knowledge, engine: RowBoxEngine) -> Reconstruction:
+    """Run the bootstrap ``engine`` with linked columns as per-row boxes, or multiset
+    columns as extra trees that count each distinct row once."""
+    if knowledge.rows is not None:
+        raise KnowledgeError(
+            "known rows are not supported for bootstrap forests yet: their positions in the "
+            "training order are unknown; give the columns you know for every row instead")
+    if knowledge.linked:
+        return _finish(engine(model, knowledge.row_boxes(model)), model, knowledge,
+                       ordered=True)
+    n_rows = len(model.trees[0].multiplicities)
+    extra = [replace(tree, multiplicities=np.ones(n_rows, dtype=np.int64))
+             for tree in knowledge.column_trees(model, schema)]
+    return _finish(engine(replace(model, trees=model.trees + extra), None), model, knowledge,
+                   ordered=True)
+
+
+def _finish(rec: Reconstruction, model: ReleasedModel, knowledge: Knowledge,
+            ordered: bool) -> Reconstruction:
+    """Add the known rows, re-check against the released model and the knowledge."""
+    described = knowledge.describe()
+    if rec.status == "INFEASIBLE":
+        return replace(rec, knowledge=described, message=(
+            "no dataset reproduces the released counts together with the side knowledge "
+            f"({described}): the knowledge or the model is wrong; {rec.message}"))
+    if not len(rec.rows) and (knowledge.rows is None or rec.status != "OPTIMAL"):
+        return replace(rec, knowledge=described)
+    frames = {name: getattr(rec, name) for name in ("rows", "free", "lower", "upper", "width")}
+    frames["rows"] = knowledge.snap(rec.rows, model)
+    proven, pattern = rec.proven, rec.proven_pattern
+    if knowledge.rows is not None and len(knowledge.rows):
+        known = knowledge.rows[[*model.feature_names, model.label_name]].reset_index(drop=True)
+        values = known[list(model.feature_names)].astype(np.float64)
+        given = {"rows": known, "free": values.astype(bool) & False, "lower": values,
+                 "upper": values, "width": values * 0.0}
+        for name, frame in given.items():
+            if frames[name] is not None:
+                frames[name] = pd.concat([frames[name], frame], ignore_index=True)
+        frames["rows"][model.label_name] = frames["rows"][model.label_name].infer_objects()
+        proven = np.concatenate([proven, np.ones(len(known), dtype=bool)])
+        pattern = np.concatenate([pattern, np.ones(len(known), dtype=bool)])
+    certificate = verify(model, frames["rows"])
+    # The engine checked its rows against the model with the knowledge's trees; the rows
+    # are checked again here, against the released model alone.
+    message = "" if rec.message.startswith(MISMATCH) else rec.message
+    if not certificate.verified:
+        message = f"{MISMATCH}: {certificate.first_mismatch}"
+    problem = knowledge.violation(frames["rows"], model, ordered)
+    if problem:
+        message = f"reconstruction does not respect the side knowledge: {problem}"
+    proof = f"{rec.proof}, given the side knowledge" if rec.proof else rec.proof
+    return replace(rec, **frames, proven=proven, proven_pattern=pattern,
+                   certificate=certificate, message=message, proof=proof, knowledge=described)

@@ -1,0 +1,357 @@
+"""Side knowledge: what the adversary knows of the training data besides the model.
+
+- **Known columns**: some columns' values for every training row. ``linked`` (the default)
+  means each row of the table is one training row's values (in training order, which
+  matters for a bootstrap forest); otherwise each column is only a multiset of values.
+  The label may be one of the columns.
+- **Known rows**: some training rows in full (every feature and the label).
+
+The engines take knowledge through the model itself, so every strategy (enumerated or
+generated cells, proofs, certificate) respects it without a special case: known rows leave
+the counts (`Knowledge.without_rows`), and known columns become extra trees whose leaves
+pin those columns to each known value and hold the rows with it (`Knowledge.column_trees`),
+pooled over classes unless the label is known with them. For a bootstrap forest, linked
+columns say where each row may lie (`Knowledge.row_boxes`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from treeleaks.errors import TreeleaksError
+from treeleaks.model import ReleasedModel, Tree
+from treeleaks.schema import FeatureSchema, FeatureSpec
+
+
+class KnowledgeError(TreeleaksError, ValueError):
+    """Side knowledge that does not fit the model, or contradicts it."""
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    """Known columns (``columns``, one row per training row) and known rows (``rows``)."""
+
+    columns: pd.DataFrame | None = None
+    linked: bool = True
+    rows: pd.DataFrame | None = None
+
+    @classmethod
+    def from_csv(
+        cls, columns: str | Path | None = None, rows: str | Path | None = None,
+        linked: bool = True,
+    ) -> Knowledge:
+        """Read known columns and known rows from CSV files (a header row names columns)."""
+        return cls(_read_csv(columns, "known columns"), linked, _read_csv(rows, "known rows"))
+
+    @property
+    def empty(self) -> bool:
+        return self.columns is None and self.rows is None
+
+    def describe(self) -> str:
+        """One line for the result: what was known."""
+        parts = []
+        if self.columns is not None:
+            how = "linked row by row" if self.linked else "each as a multiset"
+            parts.append(f"columns {', '.join(map(str, self.columns.columns))} ({how})")
+        if self.rows is not None:
+            parts.append(f"{len(self.rows)} rows in full")
+        return "known " + " and ".join(parts) if parts else ""
+
+    # --- checks ---------------------------------------------------------------------------
+
+    def check(self, model: ReleasedModel, schema: FeatureSchema, n_rows: int) -> None:
+        """Raise `KnowledgeError` naming the first problem: unknown or missing columns, a
+        count of rows other than the training set's, values outside the schema, labels
+        that are not classes, or known rows the counts cannot hold."""
+        if self.columns is not None:
+            frame = self.columns
+            _check_names(frame, model, "known columns", need_all=False)
+            if frame.shape[1] == 0:
+                raise KnowledgeError("the known-columns table has no columns")
+            if len(frame) != n_rows:
+                raise KnowledgeError(
+                    f"the known columns have {len(frame)} rows but the model was trained on "
+                    f"{n_rows}: give one value per training row")
+            _check_values(frame, model, schema, "known columns")
+            if model.label_name in frame and model.n_rows is not None:
+                totals = dict(zip(model.classes, model.trees[0].counts.sum(axis=0).tolist()))
+                given = Counter(frame[model.label_name].tolist())
+                if any(given[c] != n for c, n in totals.items()):
+                    raise KnowledgeError(
+                        f"the known labels contradict the model: it holds {totals} rows per "
+                        f"class, the known label column {dict(given)}")
+        if self.rows is not None:
+            _check_names(self.rows, model, "known rows", need_all=True)
+            if len(self.rows) > n_rows:
+                raise KnowledgeError(f"{len(self.rows)} known rows, but the model was trained "
+                                     f"on {n_rows}")
+            _check_values(self.rows, model, schema, "known rows")
+            if self.columns is not None:
+                self._check_rows_in_columns()
+
+    def _check_rows_in_columns(self) -> None:
+        names = [n for n in self.columns.columns]
+        if self.linked:
+            have = Counter(map(tuple, self.columns[names].to_numpy().tolist()))
+            for i, row in enumerate(map(tuple, self.rows[names].to_numpy().tolist())):
+                if have[row] <= 0:
+                    raise KnowledgeError(f"known row {i} has values {dict(zip(names, row))} "
+                                         "that no row of the known columns has")
+                have[row] -= 1
+            return
+        for name in names:
+            left = Counter(self.columns[name].tolist()) - Counter(self.rows[name].tolist())
+            if sum(left.values()) != len(self.columns) - len(self.rows):
+                raise KnowledgeError(f"the known rows' values of {name!r} are not among the "
+                                     "known column's values")
+
+    # --- what the engines use -------------------------------------------------------------
+
+    def schema_for(self, schema: FeatureSchema, model: ReleasedModel) -> FeatureSchema:
+        """``schema`` with each known column the model never splits on (kind ``unknown``)
+        made numerical over its known values, so that the rows can carry them."""
+        frames = [f for f in (self.columns, self.rows) if f is not None]
+        features = dict(schema.features)
+        for name, spec in schema.features.items():
+            given = [f[name].to_numpy(dtype=np.float64) for f in frames if name in f]
+            if spec.kind == "unknown" and given:
+                values = np.concatenate(given)
+                features[name] = FeatureSpec("numerical", float(values.min()),
+                                             float(values.max()))
+        return replace(schema, features=features)
+
+    def without_rows(self, model: ReleasedModel) -> ReleasedModel:
+        """``model`` with the known rows taken out of its counts (every tree saw each once);
+        `KnowledgeError` names the first leaf they overfill."""
+        if self.rows is None or not len(self.rows):
+            return model
+        X = self.rows[list(model.feature_names)].to_numpy(dtype=np.float64)
+        cls = model.class_index(self.rows[model.label_name].to_numpy())
+        leaves = model.apply(X)
+        trees = []
+        for t, tree in enumerate(model.trees):
+            taken = np.zeros(tree.counts.shape, dtype=np.int64)
+            np.add.at(taken, (leaves[:, t], cls), 1)
+            over = np.argwhere(taken > tree.counts)
+            if over.size:
+                leaf, c = over[0]
+                who = np.flatnonzero((leaves[:, t] == leaf) & (cls == c))
+                raise KnowledgeError(
+                    f"known row{'s' if who.size > 1 else ''} {_listing(who)} (label "
+                    f"{model.classes[c]!r}) land in tree {t}, leaf {leaf}, which holds "
+                    f"{int(tree.counts[leaf, c])} training rows of that class: the known rows "
+                    "contradict the model")
+            trees.append(replace(tree, counts=tree.counts - taken))
+        return replace(model, trees=trees)
+
+    def column_trees(self, model: ReleasedModel, schema: FeatureSchema) -> list[Tree]:
+        """Trees over the known columns whose leaves hold the rows with each known value (or
+        tuple of values, when linked), after the known rows are taken out."""
+        if self.columns is None:
+            return []
+        features = [n for n in self.columns.columns if n != model.label_name]
+        if not features:
+            return []
+        groups = [features] if self.linked else [[name] for name in features]
+        with_label = self.linked and model.label_name in self.columns
+        trees = []
+        for names in groups:
+            index = [model.feature_names.index(n) for n in names]
+            values = self.columns[names].to_numpy(dtype=np.float64)
+            cls = (model.class_index(self.columns[model.label_name].to_numpy()) if with_label
+                   else np.zeros(len(values), dtype=np.int64))
+            binary = [schema.features[n].kind == "binary" for n in names]
+            tree = _value_tree(index, binary, values, cls, model.n_classes,
+                               pooled=not with_label)
+            if self.rows is not None and len(self.rows):
+                known = self.rows[list(model.feature_names)].to_numpy(dtype=np.float64)
+                known_cls = (model.class_index(self.rows[model.label_name].to_numpy())
+                             if with_label else np.zeros(len(known), dtype=np.int64))
+                np.add.at(tree.counts, (tree.apply(known), known_cls), -1)
+            trees.append(tree)
+        return trees
+
+    def row_boxes(self, model: ReleasedModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per training row (linked columns, training order): the box its known values pin,
+        ``(N, M)`` bounds ``lower < x <= upper``, and its class (-1 when unknown)."""
+        n = len(self.columns)
+        lower = np.full((n, model.n_features), -np.inf)
+        upper = np.full((n, model.n_features), np.inf)
+        for name in self.columns.columns:
+            if name == model.label_name:
+                continue
+            f = model.feature_names.index(name)
+            upper[:, f] = self.columns[name].to_numpy(dtype=np.float64)
+            lower[:, f] = np.nextafter(upper[:, f], -np.inf)
+        cls = np.full(n, -1, dtype=np.int64)
+        if model.label_name in self.columns:
+            cls = model.class_index(self.columns[model.label_name].to_numpy())
+        return lower, upper, cls
+
+    def snap(self, rows: pd.DataFrame, model: ReleasedModel) -> pd.DataFrame:
+        """``rows`` with each known column's values set to the known value nearest them: a
+        leaf ``(v-, v]`` pins v, but a value picked inside it may be v- in floating point."""
+        if self.columns is None or not len(rows):
+            return rows
+        rows = rows.copy()
+        for name in self.columns.columns:
+            if name == model.label_name:
+                continue
+            known = np.unique(self.columns[name].to_numpy(dtype=np.float64))
+            value = rows[name].to_numpy(dtype=np.float64)
+            above = np.clip(np.searchsorted(known, value), 0, known.size - 1)
+            below = np.clip(above - 1, 0, known.size - 1)
+            nearer = np.abs(known[below] - value) < np.abs(known[above] - value)
+            rows[name] = np.where(nearer, known[below], known[above])
+        return rows
+
+    def violation(self, rows: pd.DataFrame, model: ReleasedModel, ordered: bool) -> str:
+        """The first way ``rows`` (a reconstruction) disagrees with the knowledge, or ""."""
+        if self.columns is not None:
+            names = list(self.columns.columns)
+            if ordered and self.linked:
+                differ = np.flatnonzero(~_equal_rows(rows[names], self.columns))
+                if differ.size:
+                    return f"row {differ[0]} does not carry its known values"
+            groups = [names] if self.linked else [[n] for n in names]
+            for group in groups:
+                if Counter(map(tuple, rows[group].to_numpy().tolist())) != Counter(
+                        map(tuple, self.columns[group].to_numpy().tolist())):
+                    return f"the values of {', '.join(group)} differ from the known ones"
+        if self.rows is not None:
+            names = [*model.feature_names, model.label_name]
+            have = Counter(map(tuple, rows[names].to_numpy().tolist()))
+            for i, row in enumerate(map(tuple, self.rows[names].to_numpy().tolist())):
+                if have[row] <= 0:
+                    return f"known row {i} is missing"
+                have[row] -= 1
+        return ""
+
+
+def _value_tree(features: list[int], binary: list[bool], values: np.ndarray, cls: np.ndarray,
+                n_classes: int, pooled: bool) -> Tree:
+    """A tree over ``features`` with a leaf ``(v-, v]`` (v- the float just below v; split
+    at 0.5 for a binary column) for each distinct value of the first feature, below it the
+    same for the next, and so on; its counts are the rows with each tuple of values (per
+    class, or pooled in column 0). Balanced on each feature, so its depth grows with the
+    log of the number of values."""
+    feature: list[int] = []
+    threshold: list[float] = []
+    left: list[int] = []
+    right: list[int] = []
+    leaf_rows: dict[int, np.ndarray] = {}
+
+    def new_node() -> int:
+        feature.append(-1)
+        threshold.append(np.nan)
+        left.append(-1)
+        right.append(-1)
+        return len(feature) - 1
+
+    def split(rows: np.ndarray, depth: int) -> int:
+        if depth == len(features) or not rows.size:
+            node = new_node()
+            leaf_rows[node] = rows
+            return node
+        column = values[rows, depth]
+        if binary[depth]:
+            bounds, held = np.array([0.5]), np.array([0.0, 1.0])
+        else:
+            distinct = np.unique(column)
+            bounds = np.column_stack([np.nextafter(distinct, -np.inf), distinct]).ravel()
+            held = np.full(bounds.size + 1, np.nan)  # between two known values: none
+            held[1::2] = distinct
+
+        def interval(first: int, last: int) -> int:  # intervals between bounds[first..last-1]
+            if first == last:
+                return split(rows[column == held[first]], depth + 1)
+            node = new_node()
+            mid = (first + last) // 2
+            feature[node], threshold[node] = features[depth], float(bounds[mid])
+            left[node] = interval(first, mid)
+            right[node] = interval(mid + 1, last)
+            return node
+
+        return interval(0, bounds.size)
+
+    split(np.arange(len(values)), 0)
+    feature_arr = np.asarray(feature, dtype=np.int64)
+    leaf_nodes = np.flatnonzero(feature_arr < 0)
+    leaf_of_node = np.full(len(feature), -1, dtype=np.int64)
+    leaf_of_node[leaf_nodes] = np.arange(leaf_nodes.size)
+    counts = np.zeros((leaf_nodes.size, n_classes), dtype=np.int64)
+    for node, rows in leaf_rows.items():
+        np.add.at(counts, (leaf_of_node[node], cls[rows]), 1)
+    return Tree(feature_arr, np.asarray(threshold), np.asarray(left, dtype=np.int64),
+                np.asarray(right, dtype=np.int64), leaf_of_node, counts, pooled=pooled)
+
+
+def _read_csv(path: str | Path | None, what: str) -> pd.DataFrame | None:
+    if path is None:
+        return None
+    try:
+        return pd.read_csv(path)
+    except FileNotFoundError:
+        raise KnowledgeError(f"{what}: no file {str(path)!r}") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise KnowledgeError(f"{what}: {str(path)!r} is not a readable CSV file ({exc})") \
+            from None
+
+
+def _check_names(frame: pd.DataFrame, model: ReleasedModel, what: str, need_all: bool) -> None:
+    known = set(model.feature_names) | {model.label_name}
+    strange = [str(n) for n in frame.columns if n not in known]
+    if strange:
+        raise KnowledgeError(f"{what}: column {strange[0]!r} is neither a feature of the model "
+                             f"nor its label {model.label_name!r}")
+    if frame.columns.duplicated().any():
+        raise KnowledgeError(f"{what}: column {frame.columns[frame.columns.duplicated()][0]!r} "
+                             "appears twice")
+    missing = [n for n in [*model.feature_names, model.label_name] if n not in frame]
+    if need_all and missing:
+        raise KnowledgeError(f"{what}: column {missing[0]!r} is missing; known rows give every "
+                             "feature and the label")
+
+
+def _check_values(frame: pd.DataFrame, model: ReleasedModel, schema: FeatureSchema,
+                  what: str) -> None:
+    if model.label_name in frame:
+        try:
+            model.class_index(frame[model.label_name].to_numpy())
+        except ValueError as exc:
+            raise KnowledgeError(f"{what}: {exc}") from None
+    for name in frame.columns:
+        if name == model.label_name:
+            continue
+        column = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(column))
+        if bad.size:
+            raise KnowledgeError(f"{what}: row {bad[0]} of column {name!r} is "
+                                 f"{frame[name].iloc[bad[0]]!r}, not a finite number")
+        f = model.feature_names.index(name)
+        single = FeatureSchema({name: schema.features[name]})
+        lower = np.full((column.size, 1), -np.inf)
+        upper = np.full((column.size, 1), np.inf)
+        upper[:, 0] = column
+        lower[:, 0] = np.nextafter(column, -np.inf)
+        ok = single.feasible(lower, upper)
+        if not ok.all():
+            i = int(np.flatnonzero(~ok)[0])
+            spec = schema.features[model.feature_names[f]]
+            raise KnowledgeError(f"{what}: row {i} of column {name!r} is {column[i]:g}, "
+                                 f"outside the schema ({spec.kind} {spec.low:g}..{spec.high:g})")
+
+
+def _equal_rows(a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
+    return (a.reset_index(drop=True).to_numpy() == b.reset_index(drop=True).to_numpy()).all(
+        axis=1)
+
+
+def _listing(rows: np.ndarray) -> str:
+    shown = ", ".join(str(int(r)) for r in rows[:3])
+    return shown + (f" and {rows.size - 3} more" if rows.size > 3 else "")
