@@ -157,10 +157,26 @@ def test_known_columns_that_contradict_the_model_are_infeasible(small):
     assert not len(rec.rows)
 
 
-def test_known_rows_of_a_bootstrap_forest_are_refused_with_the_reason():
-    model, train = _forest(20, 4, 0, None, bootstrap=True)
-    with pytest.raises(KnowledgeError, match="not supported for bootstrap forests yet"):
-        reconstruct(model, knowledge=Knowledge(rows=train.iloc[:3]))
+@pytest.mark.parametrize("columns", [None, "linked", "multisets"])
+def test_bootstrap_known_rows_are_among_the_rows(columns):
+    model, train = _forest(40, 6, 5, None, bootstrap=True, n_trees=20)
+    given_rows = train.sample(6, random_state=1)
+    known = Knowledge(rows=given_rows, linked=columns != "multisets",
+                      columns=None if columns is None else train[["f2"]])
+    rec = reconstruct(model, time_limit=60, knowledge=known)
+    assert rec.status == "OPTIMAL" and rec.verified, rec.message
+    names = [*model.feature_names, "label"]
+    assert not _tuples(given_rows, names) - _tuples(rec.rows, names)
+    assert "side knowledge" not in rec.message
+
+
+def test_bootstrap_known_row_no_training_row_can_be_is_infeasible():
+    model, train = _forest(40, 6, 7, None, bootstrap=True, n_trees=20)
+    impossible = train.assign(label=1 - train["label"])  # every row known, every label wrong
+    assert (train["label"] == 1).sum() == 23  # of 40, so the classes' weighted counts cannot match
+    rec = reconstruct(model, time_limit=30, knowledge=Knowledge(rows=impossible))
+    assert rec.status == "INFEASIBLE"
+    assert "known row" in rec.message or "side knowledge" in rec.message
 
 
 def test_missing_csv_is_a_clear_error(tmp_path):

@@ -149,9 +149,11 @@ class Knowledge:
             trees.append(replace(tree, counts=tree.counts - taken))
         return replace(model, trees=trees)
 
-    def column_trees(self, model: ReleasedModel, schema: FeatureSchema) -> list[Tree]:
+    def column_trees(self, model: ReleasedModel, schema: FeatureSchema,
+                     drop_rows: bool = True) -> list[Tree]:
         """Trees over the known columns whose leaves hold the rows with each known value (or
-        tuple of values, when linked), after the known rows are taken out."""
+        tuple of values, when linked), after the known rows are taken out (``drop_rows``:
+        they leave the counts too)."""
         if self.columns is None:
             return []
         features = [n for n in self.columns.columns if n != model.label_name]
@@ -168,7 +170,7 @@ class Knowledge:
             binary = [schema.features[n].kind == "binary" for n in names]
             tree = _value_tree(index, binary, values, cls, model.n_classes,
                                pooled=not with_label)
-            if self.rows is not None and len(self.rows):
+            if drop_rows and self.rows is not None and len(self.rows):
                 known = self.rows[list(model.feature_names)].to_numpy(dtype=np.float64)
                 known_cls = (model.class_index(self.rows[model.label_name].to_numpy())
                              if with_label else np.zeros(len(known), dtype=np.int64))

@@ -105,6 +105,7 @@ def reconstruct_known_multiplicities(
     cell_budget: CellBudget | None = None,
     progress: ProgressCallback | None = None,
     row_boxes: RowBoxes | None = None,
+    known_rows: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Reconstruction:
     """The training rows of a bootstrap forest, in training order (see the module doc).
 
@@ -115,7 +116,8 @@ def reconstruct_known_multiplicities(
     As in the exact engine, the search keeps ``min(certainty_time_limit, 15% of
     time_limit)`` for the proofs (`_proofs`), which then use at most ``certainty_time_limit``.
     ``row_boxes`` (side knowledge: per row, bounds ``(N, M)`` its known values pin and its
-    class, -1 where unknown) restrict where each row may lie.
+    class, -1 where unknown) restrict where each row may lie; ``known_rows`` (features
+    ``(k, M)`` and class indices) are rows some training row must equal, wherever it is.
     """
     if not has_multiplicities(model):
         raise UnsupportedModelError(
@@ -148,6 +150,17 @@ def reconstruct_known_multiplicities(
             f"row {homeless[0]} fits no cell of the trees that drew it (the model or its "
             "multiplicities were altered)"))
     A, b = _placement_system(model, cells, cell, row, cls)
+    lo, hi = b, b
+    if known_rows is not None:
+        known_cell = _cells_of(cells, known_rows[0])
+        if np.any(known_cell < 0):
+            i = int(np.flatnonzero(known_cell < 0)[0])
+            return _nothing(model, "INFEASIBLE", start, timings, len(cells), (
+                f"no dataset reproduces the released counts with the known rows: known row {i} "
+                "lies where no training row can (the known rows or the model are wrong)"))
+        A_known, need = _known_rows_system(known_cell, known_rows[1], cell, cls)
+        A = sp.vstack([A, A_known], format="csr")
+        lo, hi = np.concatenate([b, need]), np.concatenate([b, np.full(need.size, row.max() + 1)])
     if A.nnz > MAX_NONZEROS:
         return _nothing(model, "UNKNOWN", start, timings, len(cells), (
             f"the placement problem is too large for this version: {cell.size:,} placements "
@@ -155,7 +168,7 @@ def reconstruct_known_multiplicities(
             f"more than {MAX_NONZEROS:,}): many rows share few cells; declare the one-hot "
             "groups in the schema if the columns have any"))
     report(progress, "solve", 0, None, variables=int(cell.size))
-    chosen, status, solver = _solve(A, b, search_deadline, threads, seed)
+    chosen, status, solver = _solve(A, lo, hi, search_deadline, threads, seed)
     tick = _lap(timings, "solve", tick)
     if chosen is None:
         message = ("no dataset reproduces the released counts with these multiplicities: the "
@@ -167,11 +180,13 @@ def reconstruct_known_multiplicities(
     report(progress, "certainty", 0, None)
     proof_deadline = time.perf_counter() + min(certainty_time_limit,
                                                max(deadline - time.perf_counter(), 0.0))
-    proven, complete = _proofs(A, b, picked, row, proof_deadline)
+    proven, complete = _proofs(A, lo, hi, picked, row, proof_deadline)
     tick = _lap(timings, "certainty", tick)
     frames = rows_from_counts(model, schema, cells, cell[picked], cls[picked],
                               np.ones(picked.size, dtype=np.int64), proven.astype(np.int64),
                               with_width=True)
+    if known_rows is not None:
+        _place_known(frames, known_rows[0], known_cell, known_rows[1], cell[picked], cls[picked])
     certificate = verify(model, frames["rows"])
     _lap(timings, "verify", tick)
     message = "" if complete else "certainty bounds stopped at their time limit (still sound)"
@@ -189,27 +204,64 @@ def _placements(cells: Cells, occupancy: RowOccupancy) -> tuple[np.ndarray, ...]
     return cell, occupant // occupancy.n_classes, occupant % occupancy.n_classes
 
 
-def _solve(A: sp.csr_matrix, b: np.ndarray, deadline: float, threads: int, seed: int,
-           ) -> tuple[np.ndarray | None, str, str]:
-    """The placements chosen (one per row), or None, with the verdict and the solver that
-    gave it: HiGHS first, on a share of the time, then CP-SAT on the rest (each solved
-    cases the other did not)."""
-    if np.any((np.diff(A.indptr) == 0) & (b != 0)):
+def _cells_of(cells: Cells, X: np.ndarray) -> np.ndarray:
+    """The cell holding each row of ``X``, or -1 where none does."""
+    found = np.full(len(X), -1, dtype=np.int64)
+    for i, x in enumerate(X):
+        inside = np.flatnonzero(((cells.lower < x) & (x <= cells.upper)).all(axis=1))
+        if inside.size:
+            found[i] = inside[0]
+    return found
+
+
+def _known_rows_system(known_cell: np.ndarray, known_cls: np.ndarray, cell: np.ndarray,
+                       cls: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Per distinct known (cell, class): the placements there, at least as many as known."""
+    pairs, need = np.unique(np.column_stack([known_cell, known_cls]), axis=0,
+                            return_counts=True)
+    lookup = {(int(c), int(k)): i for i, (c, k) in enumerate(pairs)}
+    hits = [(lookup[(int(c), int(k))], j) for j, (c, k) in enumerate(zip(cell, cls))
+            if (int(c), int(k)) in lookup]
+    rows, cols = (np.array(v, dtype=np.int64) for v in zip(*hits)) if hits else (
+        np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    return (sp.csr_matrix((np.ones(rows.size, dtype=np.int64), (rows, cols)),
+                          shape=(len(pairs), cell.size)), need.astype(np.int64))
+
+
+def _place_known(frames: dict, X: np.ndarray, known_cell: np.ndarray, known_cls: np.ndarray,
+                 row_cell: np.ndarray, row_cls: np.ndarray) -> None:
+    """Give each known row's values to a reconstructed row of its cell and class (the
+    solver placed at least as many there), in place."""
+    taken = np.zeros(row_cell.size, dtype=bool)
+    names = list(frames["free"].columns)
+    for x, c, k in zip(X, known_cell, known_cls):
+        i = int(np.flatnonzero((row_cell == c) & (row_cls == k) & ~taken)[0])
+        taken[i] = True
+        frames["rows"].loc[i, names] = x
+        frames["free"].loc[i, names] = False
+
+
+def _solve(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, deadline: float, threads: int,
+           seed: int) -> tuple[np.ndarray | None, str, str]:
+    """The placements chosen (one per row) with ``lo <= A y <= hi``, or None, with the
+    verdict and the solver that gave it: HiGHS first, on a share of the time, then CP-SAT
+    on the rest (each solved cases the other did not)."""
+    if np.any((np.diff(A.indptr) == 0) & (lo > 0)):
         return None, "INFEASIBLE", ""  # a count no row can reach
     left = deadline - time.perf_counter()
     if left <= 0:
         return None, "UNKNOWN", ""
-    chosen, status = _solve_highs(A, b, HIGHS_SHARE * left)
+    chosen, status = _solve_highs(A, lo, hi, HIGHS_SHARE * left)
     if status != "UNKNOWN":
         return chosen, status, "highs"
     left = deadline - time.perf_counter()
     if left <= 0:
         return None, "UNKNOWN", "highs"
-    return (*_solve_cp_sat(A, b, left, threads, seed), "cp-sat")
+    return (*_solve_cp_sat(A, lo, hi, left, threads, seed), "cp-sat")
 
 
-def _proofs(A: sp.csr_matrix, b: np.ndarray, picked: np.ndarray, row: np.ndarray,
-            deadline: float) -> tuple[np.ndarray, bool]:
+def _proofs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, picked: np.ndarray,
+            row: np.ndarray, deadline: float) -> tuple[np.ndarray, bool]:
     """Which chosen placements every dataset shares, and whether all were settled.
 
     A row with one possible placement has it in every dataset. Otherwise, placement j is
@@ -225,12 +277,16 @@ def _proofs(A: sp.csr_matrix, b: np.ndarray, picked: np.ndarray, row: np.ndarray
     if not open_.size:
         return proven, True
 
+    equal = lo == hi  # the counts; the rest are known rows' lower bounds
+    A_eq, A_ub = A[np.flatnonzero(equal)], -A[np.flatnonzero(~equal)]
+    ub = {"A_ub": A_ub, "b_ub": -lo[~equal]} if A_ub.shape[0] else {}
+
     def lp(cost: np.ndarray, upper: np.ndarray) -> object | None:
         left = deadline - time.perf_counter()
         if left <= 0:
             return None
-        return linprog(cost, A_eq=A, b_eq=b, bounds=np.column_stack([np.zeros_like(upper),
-                                                                       upper]),
+        return linprog(cost, A_eq=A_eq, b_eq=lo[equal], **ub,
+                       bounds=np.column_stack([np.zeros_like(upper), upper]),
                        method="highs", options={"time_limit": left})
 
     cost, upper = np.zeros(A.shape[1]), np.ones(A.shape[1])
@@ -283,11 +339,11 @@ def _placement_system(
             np.concatenate(targets).astype(np.int64))
 
 
-def _solve_highs(A: sp.csr_matrix, b: np.ndarray, time_limit: float,
+def _solve_highs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, time_limit: float,
                  ) -> tuple[np.ndarray | None, str]:
     from scipy.optimize import Bounds, LinearConstraint, milp
 
-    result = milp(np.zeros(A.shape[1]), constraints=LinearConstraint(A, b, b),
+    result = milp(np.zeros(A.shape[1]), constraints=LinearConstraint(A, lo, hi),
                   integrality=np.ones(A.shape[1]), bounds=Bounds(0, 1),
                   options={"time_limit": max(time_limit, 0.01)})
     if result.x is not None:
@@ -295,16 +351,17 @@ def _solve_highs(A: sp.csr_matrix, b: np.ndarray, time_limit: float,
     return None, "INFEASIBLE" if result.status == 2 else "UNKNOWN"
 
 
-def _solve_cp_sat(A: sp.csr_matrix, b: np.ndarray, time_limit: float, threads: int,
-                  seed: int) -> tuple[np.ndarray | None, str]:
+def _solve_cp_sat(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, time_limit: float,
+                  threads: int, seed: int) -> tuple[np.ndarray | None, str]:
     from ortools.sat.python import cp_model
 
     cp = cp_model.CpModel()
     placed = np.array([cp.new_bool_var("") for _ in range(A.shape[1])], dtype=object)
     for i in np.flatnonzero(np.diff(A.indptr)):
         first, last = A.indptr[i], A.indptr[i + 1]
-        cp.add(cp_model.LinearExpr.weighted_sum(list(placed[A.indices[first:last]]),
-                                                A.data[first:last].tolist()) == int(b[i]))
+        cp.add_linear_constraint(
+            cp_model.LinearExpr.weighted_sum(list(placed[A.indices[first:last]]),
+                                             A.data[first:last].tolist()), int(lo[i]), int(hi[i]))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
     solver.parameters.num_workers = max(1, int(threads))

@@ -98,8 +98,9 @@ def reconstruct(
                    "certainty_time_limit": certainty_time_limit, "cell_budget": cell_budget,
                    "progress": progress}
         if model.bootstrap:
-            return bootstrap_with_knowledge(model, bound, knowledge, lambda inner, boxes: (
-                reconstruct_known_multiplicities(inner, bound, row_boxes=boxes, **options)))
+            return bootstrap_with_knowledge(model, bound, knowledge, lambda inner, boxes, rows: (
+                reconstruct_known_multiplicities(inner, bound, row_boxes=boxes, known_rows=rows,
+                                                 **options)))
         return exact_with_knowledge(model, bound, knowledge, lambda inner: reconstruct(
             inner, bound, solver=solver, strategy=strategy, max_rows=max_rows, **options))
     if model.bootstrap:

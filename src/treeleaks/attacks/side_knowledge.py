@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from treeleaks.knowledge import Knowledge, KnowledgeError
+from treeleaks.knowledge import Knowledge
 from treeleaks.model import ReleasedModel
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
@@ -23,8 +23,8 @@ from treeleaks.verify import verify
 
 Engine = Callable[[ReleasedModel], Reconstruction]
 MISMATCH = "reconstruction does not reproduce the model"
-RowBoxEngine = Callable[[ReleasedModel, tuple[np.ndarray, np.ndarray, np.ndarray] | None],
-                     Reconstruction]
+RowBoxEngine = Callable[[ReleasedModel, tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+                        tuple[np.ndarray, np.ndarray] | None], Reconstruction]
 
 
 def exact_with_knowledge(model: ReleasedModel, schema: FeatureSchema, knowledge: Knowledge,
@@ -44,18 +44,18 @@ def bootstrap_with_knowledge(model: ReleasedModel, schema: FeatureSchema,
                              knowledge: Knowledge, engine: RowBoxEngine) -> Reconstruction:
     """Run the bootstrap ``engine`` with linked columns as per-row boxes, or multiset
     columns as extra trees that count each distinct row once."""
+    known = None
     if knowledge.rows is not None:
-        raise KnowledgeError(
-            "known rows are not supported for bootstrap forests yet: their positions in the "
-            "training order are unknown; give the columns you know for every row instead")
-    if knowledge.linked:
-        return _finish(engine(model, knowledge.row_boxes(model)), model, knowledge,
-                       ordered=True)
+        known = (knowledge.rows[list(model.feature_names)].to_numpy(dtype=np.float64),
+                 model.class_index(knowledge.rows[model.label_name].to_numpy()))
+    if knowledge.columns is None or knowledge.linked:
+        boxes = None if knowledge.columns is None else knowledge.row_boxes(model)
+        return _finish(engine(model, boxes, known), model, knowledge, ordered=True)
     n_rows = len(model.trees[0].multiplicities)
     extra = [replace(tree, multiplicities=np.ones(n_rows, dtype=np.int64))
-             for tree in knowledge.column_trees(model, schema)]
-    return _finish(engine(replace(model, trees=model.trees + extra), None), model, knowledge,
-                   ordered=True)
+             for tree in knowledge.column_trees(model, schema, drop_rows=False)]
+    return _finish(engine(replace(model, trees=model.trees + extra), None, known), model,
+                   knowledge, ordered=True)
 
 
 def _finish(rec: Reconstruction, model: ReleasedModel, knowledge: Knowledge,
@@ -71,7 +71,7 @@ def _finish(rec: Reconstruction, model: ReleasedModel, knowledge: Knowledge,
     frames = {name: getattr(rec, name) for name in ("rows", "free", "lower", "upper", "width")}
     frames["rows"] = knowledge.snap(rec.rows, model)
     proven, pattern = rec.proven, rec.proven_pattern
-    if knowledge.rows is not None and len(knowledge.rows):
+    if knowledge.rows is not None and len(knowledge.rows) and not ordered:
         known = knowledge.rows[[*model.feature_names, model.label_name]].reset_index(drop=True)
         values = known[list(model.feature_names)].astype(np.float64)
         given = {"rows": known, "free": values.astype(bool) & False, "lower": values,
