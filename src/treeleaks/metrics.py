@@ -113,6 +113,14 @@ def evaluate(
     )
 
 
+def feature_scales(truth: pd.DataFrame, schema: FeatureSchema,
+                   label: str | None = None) -> tuple[list[str], np.ndarray]:
+    """The feature columns `evaluate` compares and the width that normalises each one's
+    absolute difference (the schema's range, or the observed one where it is infinite)."""
+    columns = _columns(truth, schema, label)
+    return columns.names, columns.scale
+
+
 def random_baseline(
     truth: pd.DataFrame,
     schema: FeatureSchema,

@@ -17,6 +17,7 @@ come back in training order, each checked against every weighted and distinct-ro
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -130,43 +131,14 @@ def reconstruct_known_multiplicities(
     deadline = start + time_limit
     search_deadline = deadline - min(certainty_time_limit, PROOF_SHARE * time_limit)
     timings: dict[str, float] = {}
-    occupancy = RowOccupancy(model, row_boxes)
-    limits = cell_budget or CellBudget()
-    limits = CellBudget(max(limits.max_cells, MAX_CELLS), limits.memory_mb, search_deadline)
     try:
-        cells = enumerate_cells(model, schema, limits, progress, occupancy)
-    except CellBudgetExceeded as stop:
-        return _nothing(model, "UNKNOWN", start, timings, stop.n_cells, (
-            f"too many cells to list for a bootstrap forest: enumeration stopped at "
-            f"{stop.n_cells:,} cells after {stop.trees_done} of {model.n_trees} trees "
-            f"({stop.reason}); raise the time limit or the memory budget, or give a schema "
-            "with the one-hot groups"))
+        problem = placements(model, schema, search_deadline, cell_budget=cell_budget,
+                             progress=progress, row_boxes=row_boxes, known_rows=known_rows)
+    except PlacementError as stop:
+        return _nothing(model, stop.status, start, timings, stop.n_cells, str(stop))
     tick = _lap(timings, "cells", start)
-    cell, row, cls = _placements(cells, occupancy)
-    homeless = np.setdiff1d(np.arange(occupancy.n_rows), row)
-    if homeless.size:
-        return _nothing(model, "INFEASIBLE", start, timings, len(cells), (
-            f"no dataset reproduces the released counts with these multiplicities: training "
-            f"row {homeless[0]} fits no cell of the trees that drew it (the model or its "
-            "multiplicities were altered)"))
-    A, b = _placement_system(model, cells, cell, row, cls)
-    lo, hi = b, b
-    if known_rows is not None:
-        known_cell = _cells_of(cells, known_rows[0])
-        if np.any(known_cell < 0):
-            i = int(np.flatnonzero(known_cell < 0)[0])
-            return _nothing(model, "INFEASIBLE", start, timings, len(cells), (
-                f"no dataset reproduces the released counts with the known rows: known row {i} "
-                "lies where no training row can (the known rows or the model are wrong)"))
-        A_known, need = _known_rows_system(known_cell, known_rows[1], cell, cls)
-        A = sp.vstack([A, A_known], format="csr")
-        lo, hi = np.concatenate([b, need]), np.concatenate([b, np.full(need.size, row.max() + 1)])
-    if A.nnz > MAX_NONZEROS:
-        return _nothing(model, "UNKNOWN", start, timings, len(cells), (
-            f"the placement problem is too large for this version: {cell.size:,} placements "
-            f"of {occupancy.n_rows:,} rows over {len(cells):,} cells ({A.nnz:,} nonzeros, "
-            f"more than {MAX_NONZEROS:,}): many rows share few cells; declare the one-hot "
-            "groups in the schema if the columns have any"))
+    cells, cell, row, cls = problem.cells, problem.cell, problem.row, problem.cls
+    A, lo, hi = problem.A, problem.lo, problem.hi
     report(progress, "solve", 0, None, variables=int(cell.size))
     chosen, status, solver = _solve(A, lo, hi, search_deadline, threads, seed)
     tick = _lap(timings, "solve", tick)
@@ -186,7 +158,8 @@ def reconstruct_known_multiplicities(
                               np.ones(picked.size, dtype=np.int64), proven.astype(np.int64),
                               with_width=True)
     if known_rows is not None:
-        _place_known(frames, known_rows[0], known_cell, known_rows[1], cell[picked], cls[picked])
+        _place_known(frames, known_rows[0], problem.known_cell, known_rows[1], cell[picked],
+                     cls[picked])
     certificate = verify(model, frames["rows"])
     _lap(timings, "verify", tick)
     message = "" if complete else "certainty bounds stopped at their time limit (still sound)"
@@ -198,10 +171,83 @@ def reconstruct_known_multiplicities(
                           proof=PROOF, formulation=FORMULATION)
 
 
-def _placements(cells: Cells, occupancy: RowOccupancy) -> tuple[np.ndarray, ...]:
-    """Every (cell, row, class) a row may take, as three index arrays."""
+class PlacementError(Exception):
+    """No placement problem: its status (INFEASIBLE or UNKNOWN) and why."""
+
+    def __init__(self, status: str, message: str, n_cells: int) -> None:
+        super().__init__(message)
+        self.status, self.n_cells = status, n_cells
+
+
+@dataclass
+class Placements:
+    """Where each training row may lie: placement j puts row ``row[j]``, of class
+    ``cls[j]``, in cell ``cell[j]``; a dataset is a 0/1 choice y of one placement per row
+    with ``lo <= A @ y <= hi`` (the counts exactly, known rows at least).
+    ``known_cell`` is each known row's cell."""
+
+    cells: Cells
+    cell: np.ndarray
+    row: np.ndarray
+    cls: np.ndarray
+    A: sp.csr_matrix
+    lo: np.ndarray
+    hi: np.ndarray
+    known_cell: np.ndarray | None = None
+
+
+def placements(
+    model: ReleasedModel,
+    schema: FeatureSchema,
+    deadline: float,
+    *,
+    cell_budget: CellBudget | None = None,
+    progress: ProgressCallback | None = None,
+    row_boxes: RowBoxes | None = None,
+    known_rows: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Placements:
+    """The placement problem of a bootstrap forest with known draws (see the module doc);
+    `PlacementError` when the cells outgrow their budget or a row or known row fits none."""
+    occupancy = RowOccupancy(model, row_boxes)
+    limits = cell_budget or CellBudget()
+    limits = CellBudget(max(limits.max_cells, MAX_CELLS), limits.memory_mb, deadline)
+    try:
+        cells = enumerate_cells(model, schema, limits, progress, occupancy)
+    except CellBudgetExceeded as stop:
+        raise PlacementError("UNKNOWN", (
+            f"too many cells to list for a bootstrap forest: enumeration stopped at "
+            f"{stop.n_cells:,} cells after {stop.trees_done} of {model.n_trees} trees "
+            f"({stop.reason}); raise the time limit or the memory budget, or give a schema "
+            "with the one-hot groups"), stop.n_cells) from None
     cell, occupant = np.nonzero(cells.allowed)
-    return cell, occupant // occupancy.n_classes, occupant % occupancy.n_classes
+    row, cls = occupant // occupancy.n_classes, occupant % occupancy.n_classes
+    homeless = np.setdiff1d(np.arange(occupancy.n_rows), row)
+    if homeless.size:
+        raise PlacementError("INFEASIBLE", (
+            f"no dataset reproduces the released counts with these multiplicities: training "
+            f"row {homeless[0]} fits no cell of the trees that drew it (the model or its "
+            "multiplicities were altered)"), len(cells))
+    A, b = _placement_system(model, cells, cell, row, cls)
+    lo, hi, known_cell = b, b, None
+    if known_rows is not None:
+        known_cell = _cells_of(cells, known_rows[0])
+        if np.any(known_cell < 0):
+            i = int(np.flatnonzero(known_cell < 0)[0])
+            raise PlacementError("INFEASIBLE", (
+                f"no dataset reproduces the released counts with the known rows: known row {i} "
+                "lies where no training row can (the known rows or the model are wrong)"),
+                len(cells))
+        A_known, need = _known_rows_system(known_cell, known_rows[1], cell, cls)
+        A = sp.vstack([A, A_known], format="csr")
+        lo = np.concatenate([b, need])
+        hi = np.concatenate([b, np.full(need.size, occupancy.n_rows)])
+    if A.nnz > MAX_NONZEROS:
+        raise PlacementError("UNKNOWN", (
+            f"the placement problem is too large for this version: {cell.size:,} placements "
+            f"of {occupancy.n_rows:,} rows over {len(cells):,} cells ({A.nnz:,} nonzeros, "
+            f"more than {MAX_NONZEROS:,}): many rows share few cells; declare the one-hot "
+            "groups in the schema if the columns have any"), len(cells))
+    return Placements(cells, cell, row, cls, A, lo, hi, known_cell)
 
 
 def _cells_of(cells: Cells, X: np.ndarray) -> np.ndarray:

@@ -1,0 +1,240 @@
+"""The custodian's worst case: how far from the true training set can a dataset that
+reproduces the model be?
+
+A bootstrap forest whose draws are known gives its rows back in training order, so row k of
+any reconstruction can be set against training row k. Given the true rows, `worst_case`
+finds, for every row, a sound upper bound on its error in *any* dataset that reproduces the
+model, so that "every consistent reconstruction recovers at least X% of every row" is a
+proven statement; and the consistent dataset farthest from the truth on average, with an
+LP bound on how far any can be.
+
+A row placed in a cell is charged, per feature, the farthest value the cell allows from the
+true one (scaled as in `treeleaks.metrics`): a value the model leaves open counts as wrong,
+since some consistent dataset gets it wrong. A row's bound is the largest charge among its
+placements that the LP relaxation does not rule out; it is *settled* when a consistent
+dataset reaches it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from treeleaks.attacks.bootstrap import PlacementError, Placements, has_multiplicities, placements
+from treeleaks.errors import TreeleaksError, UnsupportedModelError
+from treeleaks.materialize import cell_values
+from treeleaks.metrics import feature_scales
+from treeleaks.model import ReleasedModel
+from treeleaks.schema import FeatureSchema
+from treeleaks.verify import verify
+
+FARTHEST_SHARE = 0.4  # of the time: the farthest dataset (MIP); the row bounds get the rest
+
+
+@dataclass
+class WorstCase:
+    """``row_bound[k]``: no dataset reproducing the model puts row k farther from training
+    row k (``row_settled[k]``: one does reach it). ``mean_found``: mean error of the
+    farthest consistent dataset found; ``mean_bound``: no consistent dataset is farther on
+    average. Status OPTIMAL: that dataset is proven farthest and every row's bound was
+    tightened to the end."""
+
+    row_bound: np.ndarray
+    row_settled: np.ndarray
+    mean_found: float
+    mean_bound: float
+    status: str
+    time_s: float
+    message: str = ""
+
+    @property
+    def guaranteed_recovery(self) -> float:
+        """The share of every row's values that every consistent reconstruction recovers."""
+        return float(1.0 - self.row_bound.max()) if self.row_bound.size else float("nan")
+
+    def summary(self) -> dict[str, Any]:
+        """Plain-JSON summary for reports and the CLI's ``--json``."""
+        return {
+            "status": self.status,
+            "time_s": round(self.time_s, 4),
+            "guaranteed_recovery": self.guaranteed_recovery,
+            "worst_row_bound": float(self.row_bound.max()) if self.row_bound.size else None,
+            "rows_settled": int(self.row_settled.sum()),
+            "n_rows": int(self.row_bound.size),
+            "mean_error_found": self.mean_found,
+            "mean_error_bound": self.mean_bound,
+            "message": self.message,
+        }
+
+
+def worst_case(
+    model: ReleasedModel,
+    truth: pd.DataFrame,
+    schema: FeatureSchema | None = None,
+    *,
+    time_limit: float = 60.0,
+) -> WorstCase:
+    """The worst case of a bootstrap forest with known draws against its training rows
+    ``truth`` (features and label, in the order the forest was fitted on); see the module
+    doc. Cut by ``time_limit``, the bounds stay sound but looser (status FEASIBLE)."""
+    start = time.perf_counter()
+    deadline = start + time_limit
+    if not has_multiplicities(model):
+        raise UnsupportedModelError(
+            "the worst case sets each reconstructed row against the training row at the same "
+            "position, which only a bootstrap forest that exposes its draws gives; for a forest "
+            "that saw every row once, the proven rows (treeleaks reconstruct) are the rows "
+            "every consistent dataset holds")
+    bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
+    _check_truth(model, truth)
+    try:
+        problem = placements(model, bound, start + (1 - FARTHEST_SHARE) / 2 * time_limit)
+    except PlacementError as stop:
+        empty = np.zeros(0)
+        return WorstCase(empty, empty.astype(bool), float("nan"), float("nan"), stop.status,
+                         time.perf_counter() - start, str(stop))
+    n_rows = len(truth)
+    charge = _charges(problem, bound, truth, model)
+    chosen, farthest = _farthest(problem, charge,
+                                 start + (1 + FARTHEST_SHARE) / 2 * time_limit)
+    total_bound = _lp_bound(problem, charge, deadline)
+    found = np.zeros(n_rows)
+    if chosen is not None:
+        found[problem.row[chosen]] = charge[chosen]
+    row_bound, settled, complete = _row_bounds(problem, charge, found, chosen is not None,
+                                               total_bound, deadline)
+    status = "OPTIMAL" if complete and farthest else "FEASIBLE"
+    message = "" if complete else "the row bounds stopped at the time limit (still sound)"
+    if chosen is None:
+        message = "no farthest dataset found within the time limit; the bounds are sound"
+    return WorstCase(row_bound, settled, float(found.mean()) if chosen is not None else
+                     float("nan"), max(total_bound / n_rows, 0.0) + 0.0, status,
+                     time.perf_counter() - start, message)
+
+
+def _check_truth(model: ReleasedModel, truth: pd.DataFrame) -> None:
+    names = [*model.feature_names, model.label_name]
+    missing = [n for n in names if n not in truth]
+    if missing:
+        raise TreeleaksError(f"the training rows lack column {missing[0]!r}; give every "
+                             "feature and the label")
+    n_rows = len(model.trees[0].multiplicities)
+    if len(truth) != n_rows:
+        raise TreeleaksError(f"{len(truth)} training rows given, but the forest drew from "
+                             f"{n_rows}: give the whole training set in its fitting order")
+    certificate = verify(model, truth[names].reset_index(drop=True))
+    if not certificate.verified:
+        raise TreeleaksError("the rows given do not reproduce the model in this order "
+                             f"({certificate.first_mismatch}): give the training rows in the "
+                             "order the forest was fitted on")
+
+
+def _charges(problem: Placements, schema: FeatureSchema, truth: pd.DataFrame,
+             model: ReleasedModel) -> np.ndarray:
+    """Per placement: the mean over features of the farthest value its cell allows from
+    the row's true value, scaled and capped at 1 as `treeleaks.metrics` scores."""
+    names, scale = feature_scales(truth, schema, model.label_name)
+    cells = problem.cells
+    values = cell_values(schema, cells.lower, cells.upper, np.ones(len(cells)),
+                         thresholds=model.thresholds())
+    order = [model.feature_names.index(n) for n in names]
+    low, high = values.low[:, order], values.high[:, order]
+    X = truth[names].to_numpy(dtype=np.float64)
+    charge = np.empty(problem.cell.size)
+    for first in range(0, charge.size, 50_000):  # bounded memory: placements x features
+        part = slice(first, first + 50_000)
+        c, k = problem.cell[part], problem.row[part]
+        far = np.maximum(np.abs(low[c] - X[k]), np.abs(high[c] - X[k])) / scale
+        charge[part] = np.nan_to_num(np.minimum(far, 1.0), nan=1.0).mean(axis=1)
+    return charge
+
+
+def _farthest(problem: Placements, charge: np.ndarray, deadline: float,
+              ) -> tuple[np.ndarray | None, bool]:
+    """The placements of the consistent dataset farthest from the truth (MIP) or None, and
+    whether it is proven farthest."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        return None, False
+    result = milp(-charge, constraints=LinearConstraint(problem.A, problem.lo, problem.hi),
+                  integrality=np.ones(charge.size), bounds=Bounds(0, 1),
+                  options={"time_limit": left})
+    if result.x is None:
+        return None, False
+    return np.flatnonzero(result.x > 0.5), result.status == 0
+
+
+def _lp(problem: Placements, cost: np.ndarray, lower: np.ndarray, deadline: float):
+    """``min cost @ y`` over the LP relaxation with ``lower <= y <= 1``, or None on timeout."""
+    from scipy.optimize import linprog
+
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        return None
+    equal = problem.lo == problem.hi
+    A_ub = -problem.A[np.flatnonzero(~equal)]
+    ub = {"A_ub": A_ub, "b_ub": -problem.lo[~equal]} if A_ub.shape[0] else {}
+    return linprog(cost, A_eq=problem.A[np.flatnonzero(equal)], b_eq=problem.lo[equal], **ub,
+                   bounds=np.column_stack([lower, np.ones_like(lower)]), method="highs",
+                   options={"time_limit": left})
+
+
+def _lp_bound(problem: Placements, charge: np.ndarray, deadline: float) -> float:
+    """The LP relaxation's largest total charge (every row's largest charge if cut off)."""
+    result = _lp(problem, -charge, np.zeros(charge.size), deadline)
+    if result is not None and result.status == 0:
+        return float(-result.fun)
+    largest = np.zeros(problem.row.max() + 1)
+    np.maximum.at(largest, problem.row, charge)
+    return float(largest.sum())
+
+
+def _row_bounds(problem: Placements, charge: np.ndarray, found: np.ndarray, have_found: bool,
+                total_bound: float, deadline: float) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Per row: the largest charge among its placements the LP does not rule out, whether
+    a consistent dataset reaches it, and whether every row was settled in time.
+
+    A placement is ruled out at once when it and the other rows' least charges add up to
+    more than ``total_bound`` (the LP's largest total), else by an LP with it forced in."""
+    n_rows = found.size
+    least = np.full(n_rows, np.inf)
+    np.minimum.at(least, problem.row, charge)
+    beyond = charge + (least.sum() - least[problem.row]) > total_bound + 1e-7
+    order = np.lexsort((-charge, problem.row))  # by row, farthest first
+    starts = np.searchsorted(problem.row[order], np.arange(n_rows + 1))
+    row_bound = np.zeros(n_rows)
+    settled = np.zeros(n_rows, dtype=bool)
+    complete = True
+    lower = np.zeros(charge.size)
+    for k in range(n_rows):
+        mine = order[starts[k]:starts[k + 1]]
+        row_bound[k] = charge[mine[0]]
+        if mine.size == 1 or (have_found and found[k] >= charge[mine[0]] - 1e-12):
+            settled[k] = True
+            continue
+        for j in mine:
+            if have_found and charge[j] <= found[k] + 1e-12:
+                row_bound[k], settled[k] = found[k], True
+                break
+            if beyond[j]:
+                row_bound[k] = charge[j]
+                continue
+            lower[j] = 1.0
+            result = _lp(problem, np.zeros(charge.size), lower, deadline)
+            lower[j] = 0.0
+            if result is None or result.status not in (0, 2):
+                complete = False
+                break
+            row_bound[k] = charge[j]
+            if result.status == 0:  # not ruled out: the bound stops here
+                break
+        else:
+            row_bound[k] = found[k] if have_found else row_bound[k]
+    return row_bound, settled, complete
+
