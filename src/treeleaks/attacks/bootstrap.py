@@ -294,23 +294,69 @@ def _solve(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, deadline: float, th
     on the rest (each solved cases the other did not)."""
     if np.any((np.diff(A.indptr) == 0) & (lo > 0)):
         return None, "INFEASIBLE", ""  # a count no row can reach
+    bounds = propagate_placements(A, lo, hi)
+    if bounds is None:
+        return None, "INFEASIBLE", ""
+    first, last = bounds
+    open_ = np.flatnonzero(first < last)
+    taken = A @ first
+    A = A[:, open_].tocsr()
+    live = np.diff(A.indptr) > 0
+    A, lo, hi = A[live], (lo - taken)[live], (hi - taken)[live]
+    fixed = np.flatnonzero(first)
     left = deadline - time.perf_counter()
+    if not open_.size:
+        return fixed, "OPTIMAL", ""
     if left <= 0:
         return None, "UNKNOWN", ""
     chosen, status = _solve_highs(A, lo, hi, HIGHS_SHARE * left)
-    if status != "UNKNOWN":
-        return chosen, status, "highs"
-    left = deadline - time.perf_counter()
-    if left <= 0:
-        return None, "UNKNOWN", "highs"
-    return (*_solve_cp_sat(A, lo, hi, left, threads, seed), "cp-sat")
+    solver = "highs"
+    if status == "UNKNOWN":
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return None, "UNKNOWN", solver
+        chosen, status = _solve_cp_sat(A, lo, hi, left, threads, seed)
+        solver = "cp-sat"
+    if chosen is None:
+        return None, status, solver
+    return np.sort(np.concatenate([fixed, open_[chosen]])), status, solver
+
+
+def propagate_placements(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
+                         max_rounds: int = 200) -> tuple[np.ndarray, np.ndarray] | None:
+    """Bounds (0 or 1) on every placement that hold in every solution of
+    ``lo <= A y <= hi`` (A nonnegative): a placement that would push a count past its
+    bound is out, one without which a count cannot be reached is in. None when the
+    bounds show that no solution exists. Sound, so a placement it keeps is proven."""
+    entries = A.tocoo()
+    row, col, weight = entries.row, entries.col, entries.data.astype(np.int64)
+    first = np.zeros(A.shape[1], dtype=np.int64)
+    last = np.ones(A.shape[1], dtype=np.int64)
+    for _ in range(max_rounds):
+        most = np.bincount(row, weights=weight * last[col], minlength=A.shape[0])
+        least = np.bincount(row, weights=weight * first[col], minlength=A.shape[0])
+        if np.any(most < lo - 0.5) or np.any(least > hi + 0.5):
+            return None
+        open_ = first[col] < last[col]
+        out = open_ & (least[row] + weight > hi[row] + 0.5)
+        needed = open_ & (most[row] - weight < lo[row] - 0.5)
+        new_first, new_last = first.copy(), last.copy()
+        new_last[col[out]] = 0
+        new_first[col[needed]] = 1
+        if np.any(new_first > new_last):
+            return None
+        if np.array_equal(new_first, first) and np.array_equal(new_last, last):
+            return first, last
+        first, last = new_first, new_last
+    return first, last
 
 
 def _proofs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, picked: np.ndarray,
             row: np.ndarray, deadline: float) -> tuple[np.ndarray, bool]:
     """Which chosen placements every dataset shares, and whether all were settled.
 
-    A row with one possible placement has it in every dataset. Otherwise, placement j is
+    A row with one possible placement has it in every dataset, and so has a placement the
+    bounds propagation keeps (`propagate_placements`). Otherwise, placement j is
     proven when the LP relaxation has no solution without it: no dataset, not even a
     fractional one, leaves row k elsewhere. One LP minimising the sum of the chosen
     placements comes first: when even its minimum keeps every one of them, all are proven
@@ -319,6 +365,11 @@ def _proofs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, picked: np.ndarray
     from scipy.optimize import linprog
 
     proven = np.bincount(row, minlength=row.max() + 1)[row[picked]] == 1
+    bounds = propagate_placements(A, lo, hi)
+    lower, upper = np.zeros(A.shape[1]), np.ones(A.shape[1])
+    if bounds is not None:  # the LPs below keep these bounds: smaller, and still sound
+        lower, upper = bounds[0].astype(np.float64), bounds[1].astype(np.float64)
+        proven |= bounds[0][picked] == 1
     open_ = np.flatnonzero(~proven)
     if not open_.size:
         return proven, True
@@ -332,10 +383,10 @@ def _proofs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, picked: np.ndarray
         if left <= 0:
             return None
         return linprog(cost, A_eq=A_eq, b_eq=lo[equal], **ub,
-                       bounds=np.column_stack([np.zeros_like(upper), upper]),
+                       bounds=np.column_stack([lower, upper]),
                        method="highs", options={"time_limit": left})
 
-    cost, upper = np.zeros(A.shape[1]), np.ones(A.shape[1])
+    cost = np.zeros(A.shape[1])
     cost[picked[open_]] = 1.0
     joint = lp(cost, upper)
     if joint is None or joint.status != 0:
