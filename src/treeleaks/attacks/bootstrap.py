@@ -140,7 +140,13 @@ def reconstruct_known_multiplicities(
     cells, cell, row, cls = problem.cells, problem.cell, problem.row, problem.cls
     A, lo, hi = problem.A, problem.lo, problem.hi
     report(progress, "solve", 0, None, variables=int(cell.size))
-    chosen, status, solver = _solve(A, lo, hi, search_deadline, threads, seed)
+    bounds = propagate_placements(A, lo, hi)
+    if isinstance(bounds, int):
+        return _nothing(model, "INFEASIBLE", start, timings, len(cells), (
+            "no dataset reproduces the released counts with these multiplicities: "
+            f"{_equation(model, bounds)} cannot be met by the rows the other counts allow "
+            "there (the model or its multiplicities were altered)"))
+    chosen, status, solver = _solve(A, lo, hi, bounds, search_deadline, threads, seed)
     tick = _lap(timings, "solve", tick)
     if chosen is None:
         message = ("no dataset reproduces the released counts with these multiplicities: the "
@@ -152,7 +158,7 @@ def reconstruct_known_multiplicities(
     report(progress, "certainty", 0, None)
     proof_deadline = time.perf_counter() + min(certainty_time_limit,
                                                max(deadline - time.perf_counter(), 0.0))
-    proven, complete = _proofs(A, lo, hi, picked, row, proof_deadline)
+    proven, complete = _proofs(A, lo, hi, bounds, picked, row, proof_deadline)
     tick = _lap(timings, "certainty", tick)
     frames = rows_from_counts(model, schema, cells, cell[picked], cls[picked],
                               np.ones(picked.size, dtype=np.int64), proven.astype(np.int64),
@@ -287,16 +293,12 @@ def _place_known(frames: dict, X: np.ndarray, known_cell: np.ndarray, known_cls:
         frames["free"].loc[i, names] = False
 
 
-def _solve(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, deadline: float, threads: int,
-           seed: int) -> tuple[np.ndarray | None, str, str]:
-    """The placements chosen (one per row) with ``lo <= A y <= hi``, or None, with the
-    verdict and the solver that gave it: HiGHS first, on a share of the time, then CP-SAT
-    on the rest (each solved cases the other did not)."""
-    if np.any((np.diff(A.indptr) == 0) & (lo > 0)):
-        return None, "INFEASIBLE", ""  # a count no row can reach
-    bounds = propagate_placements(A, lo, hi)
-    if bounds is None:
-        return None, "INFEASIBLE", ""
+def _solve(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
+           bounds: tuple[np.ndarray, np.ndarray], deadline: float, threads: int, seed: int,
+           ) -> tuple[np.ndarray | None, str, str]:
+    """The placements chosen (one per row) with ``lo <= A y <= hi`` within the propagated
+    ``bounds``, or None, with the verdict and the solver that gave it: HiGHS first, on a
+    share of the time, then CP-SAT on the rest (each solved cases the other did not)."""
     first, last = bounds
     open_ = np.flatnonzero(first < last)
     taken = A @ first
@@ -323,11 +325,12 @@ def _solve(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, deadline: float, th
 
 
 def propagate_placements(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
-                         max_rounds: int = 200) -> tuple[np.ndarray, np.ndarray] | None:
+                         max_rounds: int = 200) -> tuple[np.ndarray, np.ndarray] | int:
     """Bounds (0 or 1) on every placement that hold in every solution of
     ``lo <= A y <= hi`` (A nonnegative): a placement that would push a count past its
-    bound is out, one without which a count cannot be reached is in. None when the
-    bounds show that no solution exists. Sound, so a placement it keeps is proven."""
+    bound is out, one without which a count cannot be reached is in. When the bounds
+    show that no solution exists, the index of an equation they make impossible instead.
+    Sound, so a placement it keeps is proven."""
     entries = A.tocoo()
     row, col, weight = entries.row, entries.col, entries.data.astype(np.int64)
     first = np.zeros(A.shape[1], dtype=np.int64)
@@ -335,24 +338,27 @@ def propagate_placements(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
     for _ in range(max_rounds):
         most = np.bincount(row, weights=weight * last[col], minlength=A.shape[0])
         least = np.bincount(row, weights=weight * first[col], minlength=A.shape[0])
-        if np.any(most < lo - 0.5) or np.any(least > hi + 0.5):
-            return None
+        impossible = np.flatnonzero((most < lo - 0.5) | (least > hi + 0.5))
+        if impossible.size:
+            return int(impossible[0])
         open_ = first[col] < last[col]
         out = open_ & (least[row] + weight > hi[row] + 0.5)
         needed = open_ & (most[row] - weight < lo[row] - 0.5)
         new_first, new_last = first.copy(), last.copy()
         new_last[col[out]] = 0
         new_first[col[needed]] = 1
-        if np.any(new_first > new_last):
-            return None
+        clash = np.flatnonzero(new_first > new_last)
+        if clash.size:  # an equation forces in a placement another forces out
+            return int(row[np.flatnonzero(col == clash[0])[0]])
         if np.array_equal(new_first, first) and np.array_equal(new_last, last):
             return first, last
         first, last = new_first, new_last
     return first, last
 
 
-def _proofs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, picked: np.ndarray,
-            row: np.ndarray, deadline: float) -> tuple[np.ndarray, bool]:
+def _proofs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
+            bounds: tuple[np.ndarray, np.ndarray], picked: np.ndarray, row: np.ndarray,
+            deadline: float) -> tuple[np.ndarray, bool]:
     """Which chosen placements every dataset shares, and whether all were settled.
 
     A row with one possible placement has it in every dataset, and so has a placement the
@@ -365,11 +371,9 @@ def _proofs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, picked: np.ndarray
     from scipy.optimize import linprog
 
     proven = np.bincount(row, minlength=row.max() + 1)[row[picked]] == 1
-    bounds = propagate_placements(A, lo, hi)
-    lower, upper = np.zeros(A.shape[1]), np.ones(A.shape[1])
-    if bounds is not None:  # the LPs below keep these bounds: smaller, and still sound
-        lower, upper = bounds[0].astype(np.float64), bounds[1].astype(np.float64)
-        proven |= bounds[0][picked] == 1
+    # the LPs below keep the propagated bounds: smaller, and still sound
+    lower, upper = bounds[0].astype(np.float64), bounds[1].astype(np.float64)
+    proven |= bounds[0][picked] == 1
     open_ = np.flatnonzero(~proven)
     if not open_.size:
         return proven, True
@@ -403,6 +407,25 @@ def _proofs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, picked: np.ndarray
             return proven, False
         proven[i] = result.status == 2  # infeasible without it
     return proven, True
+
+
+def _equation(model: ReleasedModel, index: int) -> str:
+    """What equation ``index`` of `_placement_system` (then the known rows') counts."""
+    n_rows, n_classes = len(model.trees[0].multiplicities), model.n_classes
+    if index < n_rows:
+        return f"placing training row {index}"
+    index -= n_rows
+    for t, tree in enumerate(model.trees):
+        if index < tree.n_leaves * n_classes:
+            leaf, c = divmod(index, n_classes)
+            return (f"tree {t}, leaf {leaf}: its {int(tree.counts[leaf, c])} draws of class "
+                    f"{model.classes[c]!r}")
+        index -= tree.n_leaves * n_classes
+        if tree.n_samples is not None:
+            if index < tree.n_leaves:
+                return f"tree {t}, leaf {index}: its {int(tree.n_samples[index])} distinct rows"
+            index -= tree.n_leaves
+    return "a known row"
 
 
 def _lap(timings: dict[str, float], name: str, since: float) -> float:
