@@ -1,4 +1,4 @@
-"""Benchmark: reconstruction of bootstrap random forests with known multiplicities.
+"""Benchmark: reconstruction of bootstrap random forests, with known or unknown draws.
 
 For every (dataset, N, max_depth, seed): sample N training rows, fit scikit-learn's default
 ``RandomForestClassifier(n_estimators=100, max_depth=d, random_state=seed)`` (bootstrap),
@@ -78,7 +78,8 @@ def worker(config_path: str) -> int:
                                         random_state=cfg["seed"]).fit(X, y)
         model = from_sklearn(forest, label_name=data.label)
         tick = time.perf_counter()
-        rec = reconstruct(model, schema, time_limit=cfg["time_limit"])
+        rec = reconstruct(model, schema, time_limit=cfg["time_limit"],
+                          ignore_multiplicities=cfg.get("unknown", False))
         out.update(status=rec.status, verified=rec.verified, formulation=rec.formulation,
                    time_s=time.perf_counter() - tick, n_cells=rec.n_cells,
                    proven_share=float(np.mean(rec.proven)) if rec.n_rows else 0.0,
@@ -111,9 +112,10 @@ def worker(config_path: str) -> int:
 
 
 def record(dataset: str, n: int, depth: int | None, seed: int, time_limit: float,
-           data_dir: Path, worst: bool = False) -> dict[str, Any]:
+           data_dir: Path, worst: bool = False, unknown: bool = False) -> dict[str, Any]:
     config = {"dataset": dataset, "n": n, "depth": depth, "seed": seed,
-              "time_limit": time_limit, "data_dir": str(data_dir), "worst_case": worst}
+              "time_limit": time_limit, "data_dir": str(data_dir), "worst_case": worst,
+              "unknown": unknown}
     return isolated_record(Path(__file__), config, timeout_s=(2 if worst else 1) * time_limit
                            + 120)
 
@@ -179,6 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--time-limit", type=float, default=60.0)
     p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--unknown", action="store_true",
+                   help="treat the draws as unknown (formulation bootstrap-unknown)")
     p.add_argument("--worst-case", action="store_true",
                    help="also bound every row's error over all consistent datasets")
     p.add_argument("--smoke", action="store_true", help="the CI check (one small run)")
@@ -207,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for depth in depths:
                 for seed in range(seeds):
                     run = record(dataset, n, depth, seed, time_limit, args.data_dir,
-                                 args.worst_case)
+                                 args.worst_case, args.unknown)
                     runs.append(run)
                     print(f"{dataset} N={n} depth={depth} seed={seed}: {run['status']} "
                           f"verified={run.get('verified')} time={fmt(run.get('time_s'), 2)} s "

@@ -1,9 +1,10 @@
-"""Bootstrap forests with known multiplicities: rows in training order, every weighted and
-distinct-row count reproduced, clear refusals."""
+"""Bootstrap forests with known multiplicities (rows in training order) and unknown ones
+(draws inferred): every weighted and distinct-row count reproduced, clear refusals."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -12,7 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.ensemble import RandomForestClassifier
 
-from treeleaks import FeatureSchema, ReleasedModel, UnsupportedModelError, from_sklearn, reconstruct
+from treeleaks import (
+    FeatureSchema,
+    ReleasedModel,
+    UnsupportedModelError,
+    from_sklearn,
+    reconstruct,
+)
 
 from conftest import SHARED_DATA, binary_frame
 
@@ -95,13 +102,15 @@ def test_multiplicities_that_contradict_the_counts_are_infeasible():
     assert "tree 2, leaf" in result.message and "multiplicities" in result.message
 
 
-def test_a_forest_without_its_draws_is_refused_with_the_reason():
+def test_a_forest_without_its_draws_falls_back_to_inferring_them_and_says_so():
     X, y = binary_frame(30, 4, seed=5)
     data = from_sklearn(RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y)).to_dict()
     for tree in data["trees"]:
         del tree["multiplicities"]
-    with pytest.raises(UnsupportedModelError, match="unknown multiplicities is not supported"):
-        reconstruct(ReleasedModel.from_dict(data), time_limit=10)
+    result = reconstruct(ReleasedModel.from_dict(data), time_limit=30)
+    assert result.formulation == "bootstrap-unknown" and result.verified
+    assert "does not expose its draws" in result.message
+    assert not result.proven.any()
 
 
 @pytest.mark.parametrize("name", ["compas", "adult", "default_credit"])
@@ -123,3 +132,32 @@ def test_shared_datasets_are_rebuilt_exactly_at_n100(name):
     assert proven.sum() >= 50  # most rows are provably training rows, at their position
     np.testing.assert_array_equal(result.rows[model.feature_names].to_numpy()[proven],
                                   frame.to_numpy()[proven])
+
+
+@settings(max_examples=20, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(n_rows=st.integers(8, 40), n_features=st.integers(2, 6), n_trees=st.integers(1, 15),
+       depth=st.sampled_from([1, 2, 3, None]), seed=st.integers(0, 10**6))
+def test_inferred_draws_reproduce_every_weighted_and_distinct_count(n_rows, n_features,
+                                                                    n_trees, depth, seed):
+    X, y = binary_frame(n_rows, n_features, seed)
+    forest = RandomForestClassifier(n_estimators=n_trees, max_depth=depth,
+                                    random_state=seed).fit(X, y)
+    model = from_sklearn(forest, label_name="label")
+    result = reconstruct(model, time_limit=30, ignore_multiplicities=True)
+    assert result.formulation == "bootstrap-unknown"
+    assert result.status in ("OPTIMAL", "FEASIBLE"), result.message
+    assert len(result.rows) == n_rows and len(result.multiplicities) == n_trees
+    drawn = replace(model, trees=[replace(tree, multiplicities=b) for tree, b in
+                                  zip(model.trees, result.multiplicities)])
+    for tree, weighted, distinct in weighted_and_distinct_counts(drawn, result.rows):
+        np.testing.assert_array_equal(weighted, tree.counts)
+        np.testing.assert_array_equal(distinct, tree.n_samples)
+    assert result.verified
+
+
+def test_a_forest_with_a_smaller_bootstrap_size_is_refused_without_its_draws():
+    X, y = binary_frame(30, 4, seed=2)
+    forest = RandomForestClassifier(n_estimators=3, max_samples=0.5, random_state=0).fit(X, y)
+    with pytest.raises(UnsupportedModelError, match=r"max_samples=0\.5"):
+        reconstruct(from_sklearn(forest), ignore_multiplicities=True)

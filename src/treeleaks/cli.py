@@ -128,6 +128,8 @@ FORMULATIONS = {  # what Reconstruction.formulation solved
     "exact": "every tree saw every row once (exact)",
     "bootstrap-known": "rows drawn with replacement, draws read from the model "
                        "(bootstrap-known): rows in training order",
+    "bootstrap-unknown": "rows drawn with replacement, draws inferred (bootstrap-unknown): "
+                         "rows in no particular order",
 }
 PROBE_SECONDS = 1.5  # inspect lists cells at most this long to estimate the cost
 TrustPickle = Annotated[
@@ -231,6 +233,10 @@ def reconstruct_command(
         Path | None,
         typer.Option(help="CSV of training rows known in full (every feature and the label)."),
     ] = None,
+    ignore_multiplicities: Annotated[
+        bool, typer.Option(help="Treat a bootstrap forest's draws as unknown even when the "
+                           "model exposes them (what an attacker without them gets).")
+    ] = False,
     trust_pickle: TrustPickle = False,
 ) -> None:
     """Reconstruct the training rows of a forest from its released counts (trees that each
@@ -255,6 +261,7 @@ def reconstruct_command(
                 certainty_time_limit=certainty_time_limit, strategy=strategy, progress=progress,
                 cell_budget=None if max_memory is None else CellBudget(memory_mb=max_memory),
                 max_rows=max_rows, knowledge=knowledge,
+                ignore_multiplicities=ignore_multiplicities,
             )
     except TreeleaksError as exc:
         _fail(str(exc), EXIT_BAD_INPUT)
@@ -542,7 +549,8 @@ def _inspect_table(path: Path, model: ReleasedModel) -> Table:
         table.add_row("Per-tree multiplicities", (
             "exposed: the file says how often each tree drew each training row, which tells "
             "rows apart; treeleaks rebuilds them in training order (formulation "
-            "bootstrap-known)") if exposed else "not exposed")
+            "bootstrap-known)") if exposed else ("not exposed: treeleaks infers draws for the "
+            "rows it rebuilds (formulation bootstrap-unknown, forests over few columns)"))
     else:
         table.add_row("Per-tree multiplicities", "exposed" if exposed else "not exposed")
     table.add_row("Training rows N", _rows_known(model, exposed))

@@ -31,9 +31,11 @@ class Reconstruction:
     common refinement listed) or ``generate`` (cells generated on demand by pricing when
     the refinement is too large to list); ``proof`` says how the proofs were obtained.
     ``formulation`` names the model solved: ``exact`` (every tree saw every row once) or
-    ``bootstrap-known`` (rows drawn with replacement, multiplicities read from the model).
-    ``knowledge`` says what side knowledge the reconstruction used (empty: none); proofs and
-    the result then hold given that knowledge.
+    ``bootstrap-known`` (rows drawn with replacement, multiplicities read from the model)
+    or ``bootstrap-unknown`` (multiplicities inferred).
+    ``multiplicities`` (``bootstrap-unknown``): per tree, the draws inferred for each row,
+    with which the rows reproduce every count. ``knowledge`` says what side knowledge the
+    reconstruction used (empty: none); proofs and the result then hold given it.
     """
 
     rows: pd.DataFrame
@@ -56,6 +58,7 @@ class Reconstruction:
     width: pd.DataFrame | None = None
     formulation: str = "exact"
     knowledge: str = ""
+    multiplicities: list[np.ndarray] | None = None
 
     @classmethod
     def empty(cls, model: ReleasedModel, **fields: Any) -> Reconstruction:

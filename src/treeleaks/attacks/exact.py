@@ -12,12 +12,13 @@ import time
 from dataclasses import replace
 
 from treeleaks.attacks.bootstrap import has_multiplicities, reconstruct_known_multiplicities
+from treeleaks.attacks.bootstrap_unknown import reconstruct_unknown_multiplicities
 from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
 from treeleaks.cells import CellBudget, CellBudgetExceeded, enumerate_cells
 from treeleaks.certainty import lower_bounds
 from treeleaks.errors import BudgetError, UnsupportedModelError
 from treeleaks.generate import generate_cells, generated_lower_bounds
-from treeleaks.knowledge import Knowledge
+from treeleaks.knowledge import Knowledge, KnowledgeError
 from treeleaks.limits import DEFAULT_MAX_ROWS, PROOF_SHARE, check_run_options
 from treeleaks.materialize import rows_from_counts
 from treeleaks.model import ReleasedModel
@@ -51,6 +52,7 @@ def reconstruct(
     max_rows: int = DEFAULT_MAX_ROWS,
     progress: ProgressCallback | None = None,
     knowledge: Knowledge | None = None,
+    ignore_multiplicities: bool = False,
 ) -> Reconstruction:
     """Reconstruct the training set of a noise-free forest from its counts (a bootstrap
     forest through `treeleaks.attacks.bootstrap`, when it exposes its multiplicities).
@@ -74,7 +76,9 @@ def reconstruct(
     (`treeleaks.attacks.bootstrap`, HiGHS then CP-SAT whatever ``solver`` says, LP proofs).
     ``progress`` receives `treeleaks.progress.Progress` events. ``knowledge`` (known
     columns, known rows) is respected exactly by the rows returned, and the proofs hold
-    given it (`treeleaks.attacks.side_knowledge`).
+    given it (`treeleaks.attacks.side_knowledge`). A bootstrap forest without its draws,
+    or with ``ignore_multiplicities``, is rebuilt with draws inferred for its rows
+    (`treeleaks.attacks.bootstrap_unknown`; no proofs).
     """
     if model.noise is not None:
         raise UnsupportedModelError(
@@ -91,6 +95,16 @@ def reconstruct(
             "grow with it"
         )
     bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
+    if model.bootstrap and (ignore_multiplicities or not has_multiplicities(model)):
+        if knowledge is not None and not knowledge.empty:
+            raise KnowledgeError("side knowledge is not supported yet for a bootstrap forest "
+                                 "whose draws are unknown")
+        reason = ("the draws were set aside (ignore_multiplicities)" if ignore_multiplicities
+                  else "this forest does not expose its draws (its random states were not "
+                  "kept)")
+        return reconstruct_unknown_multiplicities(model, bound, time_limit=time_limit,
+                                                  cell_budget=cell_budget, progress=progress,
+                                                  reason=reason)
     if knowledge is not None and not knowledge.empty:
         knowledge.check(model, bound, n_rows)
         bound = knowledge.schema_for(bound, model)
