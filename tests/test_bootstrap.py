@@ -110,7 +110,6 @@ def test_a_forest_without_its_draws_falls_back_to_inferring_them_and_says_so():
     result = reconstruct(ReleasedModel.from_dict(data), time_limit=30)
     assert result.formulation == "bootstrap-unknown" and result.verified
     assert "does not expose its draws" in result.message
-    assert not result.proven.any()
 
 
 @pytest.mark.parametrize("name", ["compas", "adult", "default_credit"])
@@ -154,6 +153,18 @@ def test_inferred_draws_reproduce_every_weighted_and_distinct_count(n_rows, n_fe
         np.testing.assert_array_equal(weighted, tree.counts)
         np.testing.assert_array_equal(distinct, tree.n_samples)
     assert result.verified
+    # proofs hold whatever the draws: each proven row has a training row of its class in
+    # its region of the trees (as many of them as rows proven there)
+    truth = X.assign(label=y)
+    region = {}
+    for leaves, label in zip(map(tuple, model.apply(truth[model.feature_names].to_numpy(
+            dtype=float))), truth["label"]):
+        region[(leaves, label)] = region.get((leaves, label), 0) + 1
+    proven = result.rows[result.proven_pattern]
+    for leaves, label in zip(map(tuple, model.apply(proven[model.feature_names].to_numpy(
+            dtype=float))), proven["label"]):
+        assert region.get((leaves, label), 0) > 0
+        region[(leaves, label)] -= 1
 
 
 def test_a_forest_with_a_smaller_bootstrap_size_is_refused_without_its_draws():

@@ -17,9 +17,12 @@ first `STEPS` of them), which favours rows lying where the trees drew rows.
 
 The draws themselves are then assigned leaf by leaf (the ``d`` rows drawn least so far,
 the count split evenly), and the rows are checked against every weighted and distinct-row
-count *with those draws*. A (cell, class) where fewer trees could have drawn a row than
-`min_drawn_trees` allows (fewer than a Binomial(T, 1 - (1 - 1/N)^N) tail of 1e-4 over all
-rows) is left out: such a row is all but impossible.
+count *with those draws*. Proven rows are only those no draws can move: a leaf that is a
+single region of the refinement holds the rows it says were drawn (`_forced`).
+
+A (cell, class) where fewer trees could have drawn a row than `min_drawn_trees` allows
+(fewer than a Binomial(T, 1 - (1 - 1/N)^N) tail of 1e-4 over all rows) is left out: such a
+row is all but impossible.
 """
 
 from __future__ import annotations
@@ -44,7 +47,8 @@ from treeleaks.verify import verify
 FORMULATION = "bootstrap-unknown"
 STEPS = 4  # unit steps of log C(m, d) in the objective, per pure leaf
 TAIL = 1e-4  # chance, over all rows, that a true row is left out by `min_drawn_trees`
-PROOF = "none: the draws are inferred, so no row is proven"
+PROOF = ("a leaf that is a single region holds the rows it says were drawn, whatever the "
+         "draws; nothing else is proven, as the draws are inferred")
 
 
 class _Everywhere:
@@ -121,8 +125,8 @@ def reconstruct_unknown_multiplicities(
         message = (f"{reason}; no dataset covers the leaves" if status == "INFEASIBLE" else
                    f"{reason}; no dataset found within the time limit of {time_limit:g} s")
         return _nothing(model, status, start, timings, len(cells), message)
-    frames = rows_from_counts(model, schema, cells, cell, cls, counts,
-                              np.zeros(cell.size, dtype=np.int64), with_width=True)
+    lower = np.minimum(_forced(model, cells, cell, cls), counts)
+    frames = rows_from_counts(model, schema, cells, cell, cls, counts, lower, with_width=True)
     draws = infer_draws(model, frames["rows"])
     drawn = replace(model, trees=[replace(tree, multiplicities=b)
                                   for tree, b in zip(model.trees, draws)])
@@ -135,8 +139,29 @@ def reconstruct_unknown_multiplicities(
         message = f"reconstruction does not reproduce the model: {certificate.first_mismatch}"
     return Reconstruction(**frames, status=status, certificate=certificate,
                           time_s=time.perf_counter() - start, message=message, solver="highs",
-                          n_cells=len(cells), certainty_complete=True, timings=timings,
+                          n_cells=len(cells), certainty_complete=False, timings=timings,
                           proof=PROOF, formulation=FORMULATION, multiplicities=draws)
+
+
+def _forced(model: ReleasedModel, cells: Cells, cell: np.ndarray, cls: np.ndarray,
+            ) -> np.ndarray:
+    """Per (cell, class): rows every dataset holds there, whatever the draws. A leaf that
+    is a single region of the refinement must hold the rows its counts say were drawn
+    (its distinct rows when pure, one per class present otherwise), and only that region
+    can."""
+    forced = np.zeros((len(cells), model.n_classes), dtype=np.int64)
+    for t, tree in enumerate(model.trees):
+        regions = np.bincount(cells.leaf[:, t], minlength=tree.n_leaves)
+        alone = np.flatnonzero(regions == 1)
+        where = np.full(tree.n_leaves, -1, dtype=np.int64)
+        where[cells.leaf[:, t]] = np.arange(len(cells))
+        for v in alone:
+            present = np.flatnonzero(tree.counts[v] > 0)
+            need = (int(tree.n_samples[v]) if tree.n_samples is not None and present.size == 1
+                    else 1)
+            for c in present:
+                forced[where[v], c] = max(forced[where[v], c], need)
+    return forced[cell, cls]
 
 
 def _drawable(model: ReleasedModel, cells: Cells, n_rows: int) -> np.ndarray:
