@@ -149,12 +149,22 @@ def test_known_rows_the_counts_cannot_hold_name_the_tree_and_leaf(small):
 
 def test_known_columns_that_contradict_the_model_are_infeasible(small):
     model, train = small
-    wrong = train[["f0", "label"]].copy()
-    wrong["f0"] = 1 - wrong["f0"]  # every row's f0 flipped, labels kept
-    rec = reconstruct(model, time_limit=20, knowledge=Knowledge(columns=wrong))
+    # each value fits some leaf, but not all 30 rows can have f0 = 1: trees send rows left
+    assert (train["f0"] == 0).any()
+    every_one = Knowledge(columns=train[["f0"]].assign(f0=1), linked=False)
+    rec = reconstruct(model, time_limit=20, knowledge=every_one)
     assert rec.status == "INFEASIBLE"
     assert "together with the side knowledge" in rec.message
     assert not len(rec.rows)
+
+
+def test_known_values_of_a_row_that_fit_no_leaf_are_refused(small):
+    model, train = small
+    wrong = train[["f0", "label"]].copy()
+    wrong["f0"] = 1 - wrong["f0"]  # every row's f0 flipped, labels kept
+    with pytest.raises(KnowledgeError, match=r"known columns, row \d+ \(f0=.*label=.*\): no "
+                       r"leaf of tree \d+ holds a training row with these values"):
+        reconstruct(model, time_limit=20, knowledge=Knowledge(columns=wrong))
 
 
 @pytest.mark.parametrize("columns", [None, "linked", "multisets"])
@@ -182,3 +192,4 @@ def test_bootstrap_known_row_no_training_row_can_be_is_infeasible():
 def test_missing_csv_is_a_clear_error(tmp_path):
     with pytest.raises(KnowledgeError, match="no file"):
         Knowledge.from_csv(columns=tmp_path / "absent.csv")
+

@@ -85,6 +85,7 @@ class Knowledge:
                     raise KnowledgeError(
                         f"the known labels contradict the model: it holds {totals} rows per "
                         f"class, the known label column {dict(given)}")
+            self._check_columns_fit(model)
         if self.rows is not None:
             _check_names(self.rows, model, "known rows", need_all=True)
             if len(self.rows) > n_rows:
@@ -93,6 +94,43 @@ class Knowledge:
             _check_values(self.rows, model, schema, "known rows")
             if self.columns is not None:
                 self._check_rows_in_columns()
+
+    def _check_columns_fit(self, model: ReleasedModel) -> None:
+        """Each known row of values (with its label, when known) must fit a leaf of every
+        tree that holds training rows (of its class), or of every tree that drew it when
+        the draws are known; else name the first that fits none."""
+        features = [n for n in self.columns.columns if n != model.label_name]
+        if not features or (model.bootstrap and not self.linked):
+            return
+        index = [model.feature_names.index(n) for n in features]
+        values = self.columns[features].to_numpy(dtype=np.float64)
+        with_label = self.linked and model.label_name in self.columns
+        cls = model.class_index(self.columns[model.label_name].to_numpy()) if with_label \
+            else None
+        groups = [[j] for j in range(len(features))] if not self.linked else [
+            list(range(len(features)))]
+        for t, tree in enumerate(model.trees):
+            lower, upper = (bounds[:, index] for bounds in tree.leaf_boxes(model.n_features))
+            occupied = tree.counts > 0
+            for group in groups:
+                inside = np.ones((tree.n_leaves, len(values)), dtype=bool)
+                for j in group:
+                    inside &= (lower[:, j, None] < values[None, :, j]) & (
+                        values[None, :, j] <= upper[:, j, None])
+                holds = occupied[:, cls] if cls is not None else occupied.any(axis=1)[:, None]
+                fits = (inside & holds).any(axis=0)
+                if model.bootstrap:  # linked, in training order: only trees that drew it
+                    drawn = tree.multiplicities
+                    fits |= (drawn == 0) if drawn is not None else True
+                if not fits.all():
+                    i = int(np.flatnonzero(~fits)[0])
+                    shown = {features[j]: values[i, j] for j in group}
+                    if cls is not None:
+                        shown[model.label_name] = model.classes[cls[i]]
+                    raise KnowledgeError(
+                        f"known columns, row {i} ({_values(shown)}): no leaf of tree {t} "
+                        f"{'that drew it ' if model.bootstrap else ''}holds a training row "
+                        "with these values; the known columns contradict the model")
 
     def _check_rows_in_columns(self) -> None:
         names = [n for n in self.columns.columns]
@@ -352,6 +390,11 @@ def _check_values(frame: pd.DataFrame, model: ReleasedModel, schema: FeatureSche
 def _equal_rows(a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
     return (a.reset_index(drop=True).to_numpy() == b.reset_index(drop=True).to_numpy()).all(
         axis=1)
+
+
+def _values(shown: dict) -> str:
+    return ", ".join(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value!r}"
+                     for name, value in shown.items())
 
 
 def _listing(rows: np.ndarray) -> str:
