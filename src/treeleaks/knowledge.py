@@ -27,6 +27,8 @@ from treeleaks.errors import TreeleaksError
 from treeleaks.model import ReleasedModel, Tree
 from treeleaks.schema import FeatureSchema, FeatureSpec
 
+FIT_CHECK_BUDGET = 200_000_000  # leaf x known row x column comparisons checked up front
+
 
 class KnowledgeError(TreeleaksError, ValueError):
     """Side knowledge that does not fit the model, or contradicts it."""
@@ -107,6 +109,14 @@ class Knowledge:
         with_label = self.linked and model.label_name in self.columns
         cls = model.class_index(self.columns[model.label_name].to_numpy()) if with_label \
             else None
+        first = np.arange(len(values))  # the known row each checked one stands for
+        if not model.bootstrap:  # rows are interchangeable: each distinct one once
+            key = values if cls is None else np.column_stack([values, cls])
+            first = np.sort(np.unique(key, axis=0, return_index=True)[1])
+            values, cls = values[first], None if cls is None else cls[first]
+        leaves = sum(tree.n_leaves for tree in model.trees)
+        if leaves * len(values) * len(features) > FIT_CHECK_BUDGET:
+            return  # too costly to check up front; the engine still finds a contradiction
         groups = [[j] for j in range(len(features))] if not self.linked else [
             list(range(len(features)))]
         for t, tree in enumerate(model.trees):
@@ -123,12 +133,12 @@ class Knowledge:
                     drawn = tree.multiplicities
                     fits |= (drawn == 0) if drawn is not None else True
                 if not fits.all():
-                    i = int(np.flatnonzero(~fits)[0])
-                    shown = {features[j]: values[i, j] for j in group}
+                    k = int(np.flatnonzero(~fits)[0])
+                    shown = {features[j]: values[k, j] for j in group}
                     if cls is not None:
-                        shown[model.label_name] = model.classes[cls[i]]
+                        shown[model.label_name] = model.classes[cls[k]]
                     raise KnowledgeError(
-                        f"known columns, row {i} ({_values(shown)}): no leaf of tree {t} "
+                        f"known columns, row {first[k]} ({_values(shown)}): no leaf of tree {t} "
                         f"{'that drew it ' if model.bootstrap else ''}holds a training row "
                         "with these values; the known columns contradict the model")
 
