@@ -502,3 +502,32 @@ def test_known_columns_of_the_wrong_length_are_one_line_errors(
     result = runner.invoke(app, ["reconstruct", str(files["forest"]), "--known-columns",
                                  str(columns)])
     assert "have 7 rows but the model was trained on 60" in one_line_error(result, 2)
+
+
+@pytest.mark.parametrize("ignore", [False, True])
+def test_reconstruct_writes_the_draws_of_a_bootstrap_forest(
+    files: dict[str, Path], tmp_path: Path, ignore: bool
+) -> None:
+    out, draws = tmp_path / "rows.csv", tmp_path / "draws.csv"
+    args = ["reconstruct", str(files["bagged"]), "--out", str(out), "--draws", str(draws)]
+    result = runner.invoke(app, args + (["--ignore-multiplicities"] if ignore else []))
+    assert result.exit_code == 0, result.output
+    model, rows, drawn = load_model(files["bagged"]), pd.read_csv(out), pd.read_csv(draws)
+    assert list(drawn.columns) == ["row"] + [f"tree_{t}" for t in range(model.n_trees)]
+    assert len(drawn) == len(rows)
+    leaves = model.apply(rows[model.feature_names].to_numpy(dtype=float))
+    labels = model.class_index(rows[model.label_name].to_numpy())
+    for t, tree in enumerate(model.trees):
+        weighted = np.zeros_like(tree.counts)
+        np.add.at(weighted, (leaves[:, t], labels), drawn[f"tree_{t}"].to_numpy())
+        np.testing.assert_array_equal(weighted, tree.counts)
+        if not ignore:  # training order: the model's own draws
+            np.testing.assert_array_equal(drawn[f"tree_{t}"], tree.multiplicities)
+
+
+def test_draws_of_a_forest_without_bootstrap_are_a_one_line_error(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    result = runner.invoke(app, ["reconstruct", str(files["forest"]), "--draws",
+                                 str(tmp_path / "d.csv")])
+    assert "did not bootstrap" in one_line_error(result, 2)

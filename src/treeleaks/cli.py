@@ -233,6 +233,12 @@ def reconstruct_command(
         Path | None,
         typer.Option(help="CSV of training rows known in full (every feature and the label)."),
     ] = None,
+    draws: Annotated[
+        Path | None,
+        typer.Option(help="Bootstrap forests: write how often each tree drew each "
+                     "reconstructed row (read from the model, or inferred) to this CSV, a row "
+                     "per line of --out and a column per tree."),
+    ] = None,
     ignore_multiplicities: Annotated[
         bool, typer.Option(help="Treat a bootstrap forest's draws as unknown even when the "
                            "model exposes them (what an attacker without them gets).")
@@ -245,10 +251,13 @@ def reconstruct_command(
     from treeleaks.cells import CellBudget
     from treeleaks.knowledge import Knowledge
 
-    csvs = [path for path in (out, details) if path is not None]  # partial runs: .partial.csv
+    csvs = [path for path in (out, details, draws) if path is not None]  # partial: .partial.csv
     summary_file = [json_path] if json_path is not None else []
     _check_outputs(model_path, schema, [*csvs, *map(partial_path, csvs), *summary_file])
     model = _load(model_path, trust_pickle)
+    if draws is not None and not model.bootstrap:
+        _fail("--draws: this forest did not bootstrap, so every tree saw every row once; "
+              "there are no draws to write", EXIT_BAD_INPUT)
     bound = _bound_schema(schema, model)
     if schema is None and model.noise is None:  # else refused below
         _hint_groups(model, model_path)
@@ -277,6 +286,9 @@ def reconstruct_command(
     if details is not None:
         files[place(details)] = _details(recon).to_csv(index=False)
         notes.append(f"Wrote per-row proofs and bounds{label} to {place(details)}")
+    if draws is not None:
+        files[place(draws)] = _draws(model, recon).to_csv(index=False)
+        notes.append(f"Wrote each tree's draws of each row{label} to {place(draws)}")
     if json_path is not None:
         summary = {**recon.summary(), "partial": partial, "model_path": str(model_path)}
         files[json_path] = json.dumps(summary, indent=2) + "\n"
@@ -374,6 +386,18 @@ def worst_case_command(
         _write({json_path: json.dumps(s, indent=2) + "\n"})
     if not s["n_rows"]:
         _fail(s["message"] or f"no worst case (status {s['status']})", EXIT_INCOMPLETE)
+
+
+def _draws(model: ReleasedModel, recon: Reconstruction) -> pd.DataFrame:
+    """How often each tree drew each row of ``recon`` (inferred, or the model's own draws
+    for rows in training order), a column per tree."""
+    import pandas as pd
+
+    per_tree = recon.multiplicities
+    if per_tree is None:
+        per_tree = [tree.multiplicities for tree in model.trees] if recon.n_rows else []
+    columns = {f"tree_{t}": b for t, b in enumerate(per_tree)}
+    return pd.DataFrame(columns, index=pd.RangeIndex(recon.n_rows, name="row")).reset_index()
 
 
 def _bound_schema(path: Path | None, model: ReleasedModel) -> FeatureSchema:
