@@ -369,7 +369,6 @@ def _proofs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
     placements comes first: when even its minimum keeps every one of them, all are proven
     at once; otherwise it sets aside those its solution avoids (no LP proof exists for
     them)."""
-    from scipy.optimize import linprog
 
     proven = np.bincount(row, minlength=row.max() + 1)[row[picked]] == 1
     # the LPs below keep the propagated bounds: smaller, and still sound
@@ -379,17 +378,8 @@ def _proofs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
     if not open_.size:
         return proven, True
 
-    equal = lo == hi  # the counts; the rest are known rows' lower bounds
-    A_eq, A_ub = A[np.flatnonzero(equal)], -A[np.flatnonzero(~equal)]
-    ub = {"A_ub": A_ub, "b_ub": -lo[~equal]} if A_ub.shape[0] else {}
-
     def lp(cost: np.ndarray, upper: np.ndarray) -> object | None:
-        left = deadline - time.perf_counter()
-        if left <= 0:
-            return None
-        return linprog(cost, A_eq=A_eq, b_eq=lo[equal], **ub,
-                       bounds=np.column_stack([lower, upper]),
-                       method="highs", options={"time_limit": left})
+        return relaxation(A, lo, hi, cost, lower, upper, deadline)
 
     cost = np.zeros(A.shape[1])
     cost[picked[open_]] = 1.0
@@ -427,6 +417,24 @@ def _equation(model: ReleasedModel, index: int) -> str:
                 return f"tree {t}, leaf {index}: its {int(tree.n_samples[index])} distinct rows"
             index -= tree.n_leaves
     return "a known row"
+
+
+def relaxation(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, cost: np.ndarray,
+               lower: np.ndarray, upper: np.ndarray, deadline: float) -> object | None:
+    """``min cost @ y`` over the LP relaxation of ``lo <= A y <= hi`` (equations where
+    ``lo == hi``: the counts; lower bounds elsewhere: known rows) with ``lower <= y <=
+    upper`` (HiGHS), or None once ``deadline`` has passed."""
+    from scipy.optimize import linprog
+
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        return None
+    equal = lo == hi
+    A_ub = -A[np.flatnonzero(~equal)]
+    ub = {"A_ub": A_ub, "b_ub": -lo[~equal]} if A_ub.shape[0] else {}
+    return linprog(cost, A_eq=A[np.flatnonzero(equal)], b_eq=lo[equal], **ub,
+                   bounds=np.column_stack([lower, upper]), method="highs",
+                   options={"time_limit": left})
 
 
 def _lap(timings: dict[str, float], name: str, since: float) -> float:

@@ -24,7 +24,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from treeleaks.attacks.bootstrap import PlacementError, Placements, has_multiplicities, placements
+from treeleaks.attacks.bootstrap import (
+    PlacementError,
+    Placements,
+    has_multiplicities,
+    placements,
+    relaxation,
+)
 from treeleaks.errors import TreeleaksError, UnsupportedModelError
 from treeleaks.materialize import cell_values
 from treeleaks.metrics import feature_scales
@@ -172,17 +178,8 @@ def _farthest(problem: Placements, charge: np.ndarray, deadline: float,
 
 def _lp(problem: Placements, cost: np.ndarray, lower: np.ndarray, deadline: float):
     """``min cost @ y`` over the LP relaxation with ``lower <= y <= 1``, or None on timeout."""
-    from scipy.optimize import linprog
-
-    left = deadline - time.perf_counter()
-    if left <= 0:
-        return None
-    equal = problem.lo == problem.hi
-    A_ub = -problem.A[np.flatnonzero(~equal)]
-    ub = {"A_ub": A_ub, "b_ub": -problem.lo[~equal]} if A_ub.shape[0] else {}
-    return linprog(cost, A_eq=problem.A[np.flatnonzero(equal)], b_eq=problem.lo[equal], **ub,
-                   bounds=np.column_stack([lower, np.ones_like(lower)]), method="highs",
-                   options={"time_limit": left})
+    return relaxation(problem.A, problem.lo, problem.hi, cost, lower, np.ones_like(lower),
+                      deadline)
 
 
 def _lp_bound(problem: Placements, charge: np.ndarray, deadline: float) -> float:
