@@ -74,7 +74,8 @@ class Knowledge:
             frame = self.columns
             _check_names(frame, model, "known columns", need_all=False)
             if frame.shape[1] == 0:
-                raise KnowledgeError("the known-columns table has no columns")
+                raise KnowledgeError("the known-columns table has no columns; give a CSV "
+                                     "whose header names at least one feature")
             if len(frame) != n_rows:
                 raise KnowledgeError(
                     f"the known columns have {len(frame)} rows but the model was trained on "
@@ -86,13 +87,13 @@ class Knowledge:
                 if any(given[c] != n for c, n in totals.items()):
                     raise KnowledgeError(
                         f"the known labels contradict the model: it holds {totals} rows per "
-                        f"class, the known label column {dict(given)}")
+                        f"class, the known label column {dict(given)}; check the label column")
             self._check_columns_fit(model)
         if self.rows is not None:
             _check_names(self.rows, model, "known rows", need_all=True)
             if len(self.rows) > n_rows:
                 raise KnowledgeError(f"{len(self.rows)} known rows, but the model was trained "
-                                     f"on {n_rows}")
+                                     f"on {n_rows}: give at most {n_rows}")
             _check_values(self.rows, model, schema, "known rows")
             if self.columns is not None:
                 self._check_rows_in_columns()
@@ -149,14 +150,16 @@ class Knowledge:
             for i, row in enumerate(map(tuple, self.rows[names].to_numpy().tolist())):
                 if have[row] <= 0:
                     raise KnowledgeError(f"known row {i} has values {dict(zip(names, row))} "
-                                         "that no row of the known columns has")
+                                         "that no row of the known columns has; the two "
+                                         "files disagree, fix one of them")
                 have[row] -= 1
             return
         for name in names:
             left = Counter(self.columns[name].tolist()) - Counter(self.rows[name].tolist())
             if sum(left.values()) != len(self.columns) - len(self.rows):
                 raise KnowledgeError(f"the known rows' values of {name!r} are not among the "
-                                     "known column's values")
+                                     "known column's values; the two files disagree, fix one "
+                                     "of them")
 
     # --- what the engines use -------------------------------------------------------------
 
@@ -361,7 +364,7 @@ def _check_names(frame: pd.DataFrame, model: ReleasedModel, what: str, need_all:
                              f"nor its label {model.label_name!r}")
     if frame.columns.duplicated().any():
         raise KnowledgeError(f"{what}: column {frame.columns[frame.columns.duplicated()][0]!r} "
-                             "appears twice")
+                             "appears twice; keep one")
     missing = [n for n in [*model.feature_names, model.label_name] if n not in frame]
     if need_all and missing:
         raise KnowledgeError(f"{what}: column {missing[0]!r} is missing; known rows give every "

@@ -68,7 +68,8 @@ def bootstrap_size(model: ReleasedModel) -> int:
         raise UnsupportedModelError(
             f"this forest drew max_samples={limit} rows per tree, so the number of training "
             "rows is not its draws; reconstruction with unknown draws needs the default "
-            "bootstrap size")
+            "bootstrap size: export the fitted forest with skops (it keeps the draws) and "
+            "drop --ignore-multiplicities")
     return int(model.trees[0].counts.sum())
 
 
