@@ -123,9 +123,9 @@ def worker(config_path: str) -> int:
         stage("evaluate")
         tick = time.perf_counter()
         try:
-            from treeleaks.metrics import evaluate
+            from treeleaks.evaluation.metrics import evaluate
         except ImportError as exc:
-            out["metrics_failure"] = f"treeleaks.metrics unavailable: {exc}"
+            out["metrics_failure"] = f"treeleaks.evaluation.metrics unavailable: {exc}"
         if rec.n_rows != cfg["n"]:
             # A partial reconstruction (only the rows propagation proved) is not comparable:
             # its matched error would flatter the means, so the run stays unscored.

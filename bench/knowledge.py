@@ -57,7 +57,7 @@ def worker(config_path: str) -> int:
         from sklearn.ensemble import RandomForestClassifier
 
         from treeleaks import FeatureSchema, Knowledge, from_sklearn, reconstruct
-        from treeleaks.metrics import evaluate
+        from treeleaks.evaluation.metrics import evaluate
 
         data = load_dataset(cfg["dataset"], Path(cfg["data_dir"]))
         train = data.sample(cfg["n"], cfg["seed"]).reset_index(drop=True)

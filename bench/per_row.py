@@ -1,7 +1,7 @@
 """Benchmark: the per-row formulation that issue 5 asked to measure beside cell generation.
 
 One CP-SAT model holds every training row: per row, the split literals of the pricing model
-(`treeleaks.pricing`), one Boolean per tree node the row may pass through (a node is taken
+(`treeleaks.counts.pricing`), one Boolean per tree node the row may pass through (a node is taken
 by exactly one of its children; a child implies its split literal), and per (tree, leaf,
 class) the equation "rows of that class in that leaf = the released count". Symmetry is
 broken by placing the rows in the first tree's leaves up front. It is a satisfaction model:
@@ -29,8 +29,8 @@ from ortools.sat.python import cp_model
 from sklearn.ensemble import RandomForestClassifier
 
 from treeleaks import FeatureSchema, from_sklearn
+from treeleaks.counts.pricing import _SplitLiterals
 from treeleaks.model import ReleasedModel, Tree
-from treeleaks.pricing import _SplitLiterals
 
 N_TREES = 100
 

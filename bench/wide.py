@@ -221,9 +221,9 @@ def worker(config_path: str) -> int:
 
 def score_run(out: dict[str, Any], train: pd.DataFrame, rec: Any, schema: Any, label: str,
               seed: int) -> None:
-    """Error against the truth (``treeleaks.metrics.evaluate``) and the interval figures;
+    """Error against the truth (``treeleaks.evaluation.metrics.evaluate``) and the interval figures;
     each part fails on its own (``metrics_failure`` / ``interval_failure``)."""
-    from treeleaks.metrics import evaluate
+    from treeleaks.evaluation.metrics import evaluate
 
     try:
         score = evaluate(train, rec.rows, schema, label=label, n_baseline_draws=3, seed=seed)
@@ -245,14 +245,14 @@ def match_rows(train: pd.DataFrame, rows: pd.DataFrame, schema: Any,
                label: str) -> tuple[np.ndarray, np.ndarray]:
     """A minimum-cost one-to-one matching of true rows to reconstructed rows (indices).
 
-    The cost is ``treeleaks.metrics.row_distances`` (mean over the schema's features of the
-    range-normalised absolute difference, capped at 1; the scale is each column's schema
-    range, or its observed range where that is infinite, as ``evaluate`` uses) plus 1 when
-    the labels differ, so rows pair within their class whenever the class counts allow.
+    The cost is ``treeleaks.evaluation.metrics.row_distances`` (mean over the schema's
+    features of the range-normalised absolute difference, capped at 1; the scale is each
+    column's schema range, or its observed range where that is infinite, as ``evaluate``
+    uses) plus 1 when the labels differ, so rows pair within their class whenever the class counts allow.
     """
     from scipy.optimize import linear_sum_assignment
 
-    from treeleaks.metrics import row_distances
+    from treeleaks.evaluation.metrics import row_distances
 
     names = [n for n in schema.names if n != label]
     true_X = train[names].to_numpy(dtype=float)

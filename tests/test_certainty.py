@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 from sklearn.ensemble import RandomForestClassifier
 
 from treeleaks import FeatureSchema, from_sklearn
-from treeleaks.cells import enumerate_cells
-from treeleaks.certainty import lower_bounds
-from treeleaks.solve import solve
-from treeleaks.system import build_system, propagate
+from treeleaks.counts.cells import enumerate_cells
+from treeleaks.counts.certainty import lower_bounds
+from treeleaks.counts.solve import solve
+from treeleaks.counts.system import build_system, propagate
 
 from conftest import binary_frame
 

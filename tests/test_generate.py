@@ -10,7 +10,7 @@ from sklearn.datasets import load_wine
 from sklearn.ensemble import RandomForestClassifier
 
 from treeleaks import FeatureSchema, from_sklearn, reconstruct
-from treeleaks.cells import CellBudget, probe_cells
+from treeleaks.counts.cells import CellBudget, probe_cells
 from treeleaks.model import ReleasedModel
 
 from conftest import binary_frame

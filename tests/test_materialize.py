@@ -10,13 +10,13 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 from treeleaks import FeatureSchema, from_sklearn, reconstruct
-from treeleaks.cells import enumerate_cells
-from treeleaks.certainty import lower_bounds
-from treeleaks.materialize import cell_values, feature_reach, rows_from_counts
-from treeleaks.metrics import evaluate
+from treeleaks.counts.cells import enumerate_cells
+from treeleaks.counts.certainty import lower_bounds
+from treeleaks.counts.materialize import cell_values, feature_reach, rows_from_counts
+from treeleaks.counts.solve import solve
+from treeleaks.counts.system import build_system, propagate
+from treeleaks.evaluation.metrics import evaluate
 from treeleaks.schema import FeatureSpec
-from treeleaks.solve import solve
-from treeleaks.system import build_system, propagate
 
 from conftest import binary_frame
 

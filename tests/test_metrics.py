@@ -1,4 +1,4 @@
-"""Tests for treeleaks.metrics: optimal alignment, the score's fields, the random baseline."""
+"""treeleaks.evaluation.metrics: optimal alignment, the score's fields, the random baseline."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
-from treeleaks import metrics
-from treeleaks.metrics import evaluate, random_baseline, row_distances
+from treeleaks.evaluation import metrics
+from treeleaks.evaluation.metrics import evaluate, random_baseline, row_distances
 from treeleaks.schema import FeatureSchema, FeatureSpec
 
 DATA = Path("/work/shared/data")

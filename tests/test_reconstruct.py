@@ -11,7 +11,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 from treeleaks import FeatureSchema, from_sklearn, reconstruct
-from treeleaks.cells import CellBudget
+from treeleaks.counts.cells import CellBudget
 from treeleaks.errors import BudgetError, TreeleaksError
 
 from conftest import binary_frame
@@ -133,7 +133,7 @@ def test_no_time_at_all_gives_unknown_with_the_fix():
 
 def test_solver_out_of_time_returns_the_proven_rows(monkeypatch):
     import treeleaks.attacks.exact as exact
-    from treeleaks.solve import Solution
+    from treeleaks.counts.solve import Solution
 
     X, y = binary_frame(300, 10, seed=8)
     forest = RandomForestClassifier(n_estimators=30, max_depth=2, bootstrap=False, random_state=0)

@@ -248,7 +248,7 @@ def reconstruct_command(
     """Reconstruct the training rows of a forest from its released counts (trees that each
     saw every row once, or bootstrap forests that expose their draws)."""
     from treeleaks.attacks.exact import reconstruct
-    from treeleaks.cells import CellBudget
+    from treeleaks.counts.cells import CellBudget
     from treeleaks.knowledge import Knowledge
 
     csvs = [path for path in (out, details, draws) if path is not None]  # partial: .partial.csv
@@ -591,7 +591,7 @@ def _cost_estimate(model: ReleasedModel, schema: FeatureSchema) -> str:
     `PROBE_SECONDS`), so which strategy `reconstruct` will use."""
     import time
 
-    from treeleaks.cells import CellBudget, probe_cells
+    from treeleaks.counts.cells import CellBudget, probe_cells
 
     deadline = time.perf_counter() + PROBE_SECONDS
     probe = probe_cells(model, schema, CellBudget(deadline=deadline))

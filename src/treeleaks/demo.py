@@ -24,8 +24,8 @@ from sklearn.ensemble import RandomForestClassifier
 
 from treeleaks.attacks.exact import reconstruct
 from treeleaks.display import certificate_text, live_progress
+from treeleaks.evaluation.metrics import evaluate
 from treeleaks.frontends.sklearn import from_sklearn
-from treeleaks.metrics import evaluate
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
 

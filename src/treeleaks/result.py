@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from treeleaks.verify import Certificate
+from treeleaks.counts.verify import Certificate
 
 if TYPE_CHECKING:
     from treeleaks.model import ReleasedModel

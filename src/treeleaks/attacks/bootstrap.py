@@ -22,15 +22,21 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from treeleaks.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells, node_presence
+from treeleaks.counts.cells import (
+    CellBudget,
+    CellBudgetExceeded,
+    Cells,
+    enumerate_cells,
+    node_presence,
+)
+from treeleaks.counts.materialize import rows_from_counts
+from treeleaks.counts.verify import verify
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.limits import PROOF_SHARE
-from treeleaks.materialize import rows_from_counts
 from treeleaks.model import ReleasedModel, Tree
 from treeleaks.progress import ProgressCallback, report
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
-from treeleaks.verify import verify
 
 FORMULATION = "bootstrap-known"
 RowBoxes = tuple[np.ndarray, np.ndarray, np.ndarray]  # lower, upper (N, M); class or -1 (N,)

@@ -35,14 +35,14 @@ import scipy.sparse as sp
 from scipy.stats import binom
 
 from treeleaks.attacks.bootstrap import MAX_CELLS, MAX_NONZEROS
-from treeleaks.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
+from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
+from treeleaks.counts.materialize import rows_from_counts
+from treeleaks.counts.verify import verify
 from treeleaks.errors import UnsupportedModelError
-from treeleaks.materialize import rows_from_counts
 from treeleaks.model import ReleasedModel, Tree
 from treeleaks.progress import ProgressCallback, report
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
-from treeleaks.verify import verify
 
 FORMULATION = "bootstrap-unknown"
 STEPS = 8  # unit steps of log C(m, d) per pure leaf (4 made Adult 1.5-7x slower, worse)

@@ -14,20 +14,20 @@ from dataclasses import replace
 from treeleaks.attacks.bootstrap import has_multiplicities, reconstruct_known_multiplicities
 from treeleaks.attacks.bootstrap_unknown import reconstruct_unknown_multiplicities
 from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
-from treeleaks.cells import CellBudget, CellBudgetExceeded, enumerate_cells
-from treeleaks.certainty import lower_bounds
+from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, enumerate_cells
+from treeleaks.counts.certainty import lower_bounds
+from treeleaks.counts.generate import generate_cells, generated_lower_bounds
+from treeleaks.counts.materialize import rows_from_counts
+from treeleaks.counts.solve import solve
+from treeleaks.counts.system import InconsistentCountsError, build_system, propagate
+from treeleaks.counts.verify import verify
 from treeleaks.errors import BudgetError, UnsupportedModelError
-from treeleaks.generate import generate_cells, generated_lower_bounds
 from treeleaks.knowledge import Knowledge, KnowledgeError
 from treeleaks.limits import DEFAULT_MAX_ROWS, PROOF_SHARE, check_run_options
-from treeleaks.materialize import rows_from_counts
 from treeleaks.model import ReleasedModel
 from treeleaks.progress import ProgressCallback, report
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
-from treeleaks.solve import solve
-from treeleaks.system import InconsistentCountsError, build_system, propagate
-from treeleaks.verify import verify
 
 STRATEGIES = ("auto", "enumerate", "generate")
 ENUMERATION_SHARE = 0.25  # of the time limit, before `auto` switches to generating cells
@@ -58,7 +58,7 @@ def reconstruct(
     forest through `treeleaks.attacks.bootstrap`, when it exposes its multiplicities).
 
     Among the datasets the counts admit, the one with the most orderings is returned (see
-    `treeleaks.solve`). ``time_limit`` bounds the whole run: finding the reconstruction
+    `treeleaks.counts.solve`). ``time_limit`` bounds the whole run: finding the reconstruction
     (listing or generating cells, then the solver) may use all of it but a reserve of
     ``min(certainty_time_limit, 15% of it)``; the proofs then use what is left, at most
     ``certainty_time_limit`` (cut short, they stay sound). Checking and assembling the rows

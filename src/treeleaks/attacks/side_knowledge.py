@@ -15,11 +15,11 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from treeleaks.counts.verify import verify
 from treeleaks.knowledge import Knowledge
 from treeleaks.model import ReleasedModel
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
-from treeleaks.verify import verify
 
 Engine = Callable[[ReleasedModel], Reconstruction]
 MISMATCH = "reconstruction does not reproduce the model"

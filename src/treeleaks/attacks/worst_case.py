@@ -9,8 +9,8 @@ proven statement; and the consistent dataset farthest from the truth on average,
 LP bound on how far any can be.
 
 A row placed in a cell is charged, per feature, the farthest value the cell allows from the
-true one (scaled as in `treeleaks.metrics`): a value the model leaves open counts as wrong,
-since some consistent dataset gets it wrong. A row's bound is the largest charge among its
+true one (scaled as in `treeleaks.evaluation.metrics`): a value the model leaves open counts
+as wrong, since some consistent dataset gets it wrong. A row's bound is the largest charge among its
 placements that the LP relaxation does not rule out; it is *settled* when a consistent
 dataset reaches it.
 """
@@ -31,12 +31,12 @@ from treeleaks.attacks.bootstrap import (
     placements,
     relaxation,
 )
+from treeleaks.counts.materialize import cell_values
+from treeleaks.counts.verify import verify
 from treeleaks.errors import TreeleaksError, UnsupportedModelError
-from treeleaks.materialize import cell_values
-from treeleaks.metrics import feature_scales
+from treeleaks.evaluation.metrics import feature_scales
 from treeleaks.model import ReleasedModel
 from treeleaks.schema import FeatureSchema
-from treeleaks.verify import verify
 
 FARTHEST_SHARE = 0.4  # of the time: the farthest dataset (MIP); the row bounds get the rest
 
@@ -142,7 +142,7 @@ def _check_truth(model: ReleasedModel, truth: pd.DataFrame) -> None:
 def _charges(problem: Placements, schema: FeatureSchema, truth: pd.DataFrame,
              model: ReleasedModel) -> np.ndarray:
     """Per placement: the mean over features of the farthest value its cell allows from
-    the row's true value, scaled and capped at 1 as `treeleaks.metrics` scores."""
+    the row's true value, scaled and capped at 1 as `treeleaks.evaluation.metrics` scores."""
     names, scale = feature_scales(truth, schema, model.label_name)
     cells = problem.cells
     values = cell_values(schema, cells.lower, cells.upper, np.ones(len(cells)),

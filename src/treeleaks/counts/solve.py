@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from scipy.special import gammaln
 
-from treeleaks.system import CountSystem
+from treeleaks.counts.system import CountSystem
 
 SOLVERS = ("highs", "cp-sat")
 SEGMENTS = 8

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from treeleaks.cells import Cells
+from treeleaks.counts.cells import Cells
 from treeleaks.model import ReleasedModel
 from treeleaks.schema import FeatureSchema
 

@@ -1,6 +1,6 @@
 """Sound lower bounds on every cell count, over *all* datasets consistent with the model.
 
-Propagation (see `treeleaks.system`) already gives sound bounds. This module tightens the
+Propagation (see `treeleaks.counts.system`) already gives sound bounds. This module tightens the
 lower bounds with the LP relaxation (HiGHS through scipy): the LP minimum of a variable,
 rounded up, is a lower bound no integer solution can beat. Variables whose bound is
 already met by the solution we found are tight and skipped; one LP that minimises the sum
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from treeleaks.system import CountSystem
+from treeleaks.counts.system import CountSystem
 
 _EPS = 1e-7
 

@@ -8,7 +8,7 @@ only the few a dataset needs are generated:
   columns inside (t, v, c) <= count[t, v, c]``, ``n >= 0``. Every tree's counts add up to
   N, so its optimum is N exactly when the generated cells reproduce every count.
 - **Pricing**: with the LP's dual prices ``pi >= 0``, a cell of class c improves the
-  master when its leaves' prices sum below 1; `treeleaks.pricing.Pricer` finds one (a
+  master when its leaves' prices sum below 1; `treeleaks.counts.pricing.Pricer` finds one (a
   point through every tree, CP-SAT). When pricing proves that no such cell exists while
   the optimum is below N, the counts admit no dataset, not even a fractional one.
 
@@ -28,15 +28,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from treeleaks.cells import Cells
-from treeleaks.certainty import Certainty
+from treeleaks.counts.cells import Cells
+from treeleaks.counts.certainty import Certainty
+from treeleaks.counts.system import CountSystem
 from treeleaks.model import ReleasedModel
 from treeleaks.progress import ProgressCallback, report
 from treeleaks.schema import FeatureSchema
-from treeleaks.system import CountSystem
 
 if TYPE_CHECKING:
-    from treeleaks.pricing import PricingTeam
+    from treeleaks.counts.pricing import PricingTeam
 
 _TOL = 1e-7
 INTEGER_PACKING_S = 5.0
@@ -145,7 +145,7 @@ def generate_cells(
     of the counts, until every row is placed. ``workers`` threads price the classes side
     by side.
     """
-    from treeleaks.pricing import PricingTeam
+    from treeleaks.counts.pricing import PricingTeam
 
     pool = ColumnPool(model)
     stats = {"iterations": 0, "calls": 0, "rows": int(model.n_rows or 0), "lp_placed": 0.0}
@@ -349,7 +349,7 @@ def generated_lower_bounds(
     """
     from scipy.optimize import linprog
 
-    from treeleaks.pricing import PricingTeam
+    from treeleaks.counts.pricing import PricingTeam
 
     start = time.perf_counter()
     pool = ColumnPool(model)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from treeleaks.cells import Cells
+from treeleaks.counts.cells import Cells
 from treeleaks.model import ReleasedModel
 
 

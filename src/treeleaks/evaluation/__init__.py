@@ -1,0 +1,1 @@
+"""Scoring a reconstruction against the truth: errors, matchings and baselines."""
