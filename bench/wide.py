@@ -248,7 +248,8 @@ def match_rows(train: pd.DataFrame, rows: pd.DataFrame, schema: Any,
     The cost is ``treeleaks.evaluation.metrics.row_distances`` (mean over the schema's
     features of the range-normalised absolute difference, capped at 1; the scale is each
     column's schema range, or its observed range where that is infinite, as ``evaluate``
-    uses) plus 1 when the labels differ, so rows pair within their class whenever the class counts allow.
+    uses) plus 1 when the labels differ, so rows pair within their class whenever the class
+    counts allow.
     """
     from scipy.optimize import linear_sum_assignment
 
