@@ -10,6 +10,7 @@ from importlib import import_module
 from typing import Any
 
 _PUBLIC = {
+    "DPRandomForestClassifier": "treeleaks.defences.dp_forest",
     "FeatureSchema": "treeleaks.schema",
     "Knowledge": "treeleaks.knowledge",
     "KnowledgeError": "treeleaks.knowledge",
@@ -19,6 +20,7 @@ _PUBLIC = {
     "TreeleaksError": "treeleaks.errors",
     "UnsupportedModelError": "treeleaks.errors",
     "UntrustedPickleError": "treeleaks.errors",
+    "from_dp_forest": "treeleaks.frontends.dp",
     "from_sklearn": "treeleaks.frontends.sklearn",
     "load_model": "treeleaks.io",
     "reconstruct": "treeleaks.attacks.exact",

@@ -130,6 +130,7 @@ FORMULATIONS = {  # what Reconstruction.formulation solved
                        "(bootstrap-known): rows in training order",
     "bootstrap-unknown": "rows drawn with replacement, draws inferred (bootstrap-unknown): "
                          "rows in no particular order",
+    "dp": "the most likely dataset given noisy (DP) counts (dp)",
 }
 PROBE_SECONDS = 1.5  # inspect lists cells at most this long to estimate the cost
 TrustPickle = Annotated[
@@ -243,10 +244,19 @@ def reconstruct_command(
         bool, typer.Option(help="Treat a bootstrap forest's draws as unknown even when the "
                            "model exposes them (what an attacker without them gets).")
     ] = False,
+    n_rows: Annotated[
+        int | None,
+        typer.Option(min=1, help="DP forests: the training-set size N, when the model file "
+                     "does not state it."),
+    ] = None,
+    n_unknown: Annotated[
+        bool, typer.Option(help="DP forests: infer N from the noisy counts instead of taking "
+                           "it as known (the bounds it is chosen in are reported).")
+    ] = False,
     trust_pickle: TrustPickle = False,
 ) -> None:
     """Reconstruct the training rows of a forest from its released counts (trees that each
-    saw every row once, or bootstrap forests that expose their draws)."""
+    saw every row once, bootstrap forests, or DP forests with noisy counts)."""
     from treeleaks.attacks.exact import reconstruct
     from treeleaks.counts.cells import CellBudget
     from treeleaks.knowledge import Knowledge
@@ -270,7 +280,8 @@ def reconstruct_command(
                 certainty_time_limit=certainty_time_limit, strategy=strategy, progress=progress,
                 cell_budget=None if max_memory is None else CellBudget(memory_mb=max_memory),
                 max_rows=max_rows, knowledge=knowledge,
-                ignore_multiplicities=ignore_multiplicities,
+                ignore_multiplicities=ignore_multiplicities, n_rows=n_rows,
+                n_unknown=n_unknown,
             )
     except TreeleaksError as exc:
         _fail(str(exc), EXIT_BAD_INPUT)
@@ -296,7 +307,66 @@ def reconstruct_command(
     _write(files)
     for note in notes:
         out_console.print(Text(note), soft_wrap=True)
-    _check_outcome(recon.status, recon.verified, recon.message)
+    checked = recon.likelihood_checked if recon.formulation == "dp" else recon.verified
+    _check_outcome(recon.status, checked, recon.message)
+
+
+@app.command("train-dp")
+def train_dp_command(
+    data: Annotated[Path, typer.Argument(metavar="DATA", help="Training data CSV (a header "
+                                         "row names the columns).", show_default=False)],
+    label: Annotated[str, typer.Option(help="The label column.", show_default=False)],
+    out: Annotated[Path, typer.Option(help="Write the released model (treeleaks JSON) here.",
+                                      show_default=False)],
+    epsilon: Annotated[float, typer.Option(help="Privacy budget ε of the whole forest.")] = 1.0,
+    trees: Annotated[int, typer.Option(min=1, help="Number of trees T.")] = 10,
+    depth: Annotated[int, typer.Option(min=1, help="Depth of every tree.")] = 5,
+    seed: Annotated[int, typer.Option(min=0, help="Random seed (splits and noise).")] = 0,
+    schema: SchemaOption = None,
+) -> None:
+    """Train an ε-differentially private random forest (random splits from the schema's
+    domains, Laplace noise on every leaf count) and write it as a model file."""
+    import pandas as pd
+
+    from treeleaks.defences.dp_forest import DPRandomForestClassifier
+    from treeleaks.frontends.dp import from_dp_forest
+    from treeleaks.schema import FeatureSchema
+
+    _check_outputs(data, schema, [out])
+    try:
+        frame = pd.read_csv(data)
+    except (OSError, ValueError) as exc:
+        _fail(f"cannot read the data {str(data)!r}: {_describe(exc)}", EXIT_BAD_INPUT)
+    if label not in frame.columns:
+        _fail(f"the data have no label column {label!r} (columns: "
+              f"{', '.join(map(str, frame.columns[:8]))}); give --label", EXIT_BAD_INPUT)
+    X, y = frame.drop(columns=[label]), frame[label]
+    err = Console(stderr=True)
+    try:
+        domains = None if schema is None else FeatureSchema.from_json(schema)
+        forest = DPRandomForestClassifier(n_estimators=trees, max_depth=depth, epsilon=epsilon,
+                                          schema=domains, random_state=seed).fit(X, y)
+        model = from_dp_forest(forest, label_name=label)
+    except (TreeleaksError, ValueError) as exc:
+        _fail(_describe(exc), EXIT_BAD_INPUT)
+    _write({out: model.to_json() + "\n"})
+    if schema is None:
+        err.print(Text("note: the columns' domains were read from the data; what they reveal "
+                       "(ranges, which columns are 0/1) is not covered by the guarantee. "
+                       "Give public domains with --schema.", style="yellow"), soft_wrap=True)
+    table = Table(title="DP random forest", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("Training rows", f"{len(frame):,} ({X.shape[1]} features)")
+    table.add_row("Trees", f"{trees} of depth {depth} ({2 ** depth} leaves each)")
+    table.add_row("Train accuracy", f"{float((forest.predict(X) == y.to_numpy()).mean()):.3f}")
+    guarantee = (f"{epsilon:g}-differential privacy for adding or removing one training "
+                 f"row: Laplace noise of scale {trees / epsilon:g} on every leaf count, "
+                 "splits drawn without the data; the schema's domains are assumed public"
+                 if math.isfinite(epsilon) else "none: epsilon=inf releases the exact counts")
+    table.add_row("Guarantee", guarantee)
+    table.add_row("Model", escape(str(out)))
+    Console().print(table)
 
 
 @app.command()
@@ -407,7 +477,7 @@ def _bound_schema(path: Path | None, model: ReleasedModel) -> FeatureSchema:
     if path is not None and not path.is_file():
         _fail(f"schema file {str(path)!r} does not exist", EXIT_BAD_INPUT)
     try:
-        schema = FeatureSchema.infer(model) if path is None else FeatureSchema.from_json(path)
+        schema = FeatureSchema.for_model(model) if path is None else FeatureSchema.from_json(path)
         return schema.bind(model)
     except (TreeleaksError, ValueError, OSError) as exc:
         _fail(_describe(exc), EXIT_BAD_INPUT)
@@ -533,6 +603,8 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
     if s["knowledge"]:
         table.add_row("Side knowledge", escape(s["knowledge"]))
     table.add_row("Rows reconstructed", str(s["n_rows"]))
+    for name, value in _noisy_rows(s) if s["formulation"] == "dp" else []:
+        table.add_row(name, value)
     table.add_row("Rows proven to be training rows", f"{s['proven_rows']} of {s['n_rows']}")
     table.add_row(
         "Rows whose pinned values are proven",
@@ -547,6 +619,20 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
     if s["message"]:
         table.add_row("Note", escape(s["message"]))
     return table
+
+
+def _noisy_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """What a DP reconstruction adds to the summary: the likelihood it reached, the LP's
+    bound on any dataset's, when a first dataset was found, and how N was set."""
+    bound = s["log_likelihood_bound"]
+    rows = [("Log-likelihood of the counts", f"{s['log_likelihood']:.3f}"
+             + ("" if bound is None else f" (no dataset exceeds {bound:.3f})")),
+            ("First complete dataset after", f"{s['first_solution_s']:.2f} s")]
+    if s["n_rows_interval"] is not None:
+        low, high = s["n_rows_interval"]
+        rows.append(("Training-set size N", f"{s['n_rows_used']} inferred, within [{low}, "
+                     f"{high}] from the noisy totals"))
+    return rows
 
 
 def _inspect_table(path: Path, model: ReleasedModel) -> Table:

@@ -344,6 +344,23 @@ class ReleasedModel:
                 raise ModelFormatError(f"malformed tree {index}: {exc}") from None
         if self.noise is None:
             self._check_unweighted()
+        else:
+            self._check_noise()
+
+    def _check_noise(self) -> None:
+        """A Laplace mechanism over T trees spends ε/T per tree: scale T/ε. A file whose ε
+        and scale disagree misstates its guarantee or its noise, and the attack would
+        weigh the counts wrongly."""
+        noise = self.noise
+        if noise.kind != "laplace":
+            raise UnsupportedModelError(
+                f"noise kind {noise.kind!r} is not supported; treeleaks models 'laplace'")
+        expected = self.n_trees / noise.epsilon
+        if not np.isclose(noise.scale, expected, rtol=1e-9, atol=0.0):
+            raise ModelFormatError(
+                f"the model states epsilon={noise.epsilon:g} over {self.n_trees} trees, "
+                f"which means Laplace noise of scale {expected:g} per count, but it records "
+                f"scale {noise.scale:g}; fix the file's 'noise' (scale = trees / epsilon)")
 
     def _check_unweighted(self) -> None:
         """Noise-free counts are row counts: negative ones are malformed, and counts that

@@ -59,6 +59,11 @@ class Reconstruction:
     formulation: str = "exact"
     knowledge: str = ""
     multiplicities: list[np.ndarray] | None = None
+    log_likelihood: float | None = None
+    log_likelihood_bound: float | None = None
+    first_solution_s: float | None = None
+    n_rows_interval: tuple[int, int] | None = None
+    likelihood_checked: bool = False
 
     @classmethod
     def empty(cls, model: ReleasedModel, **fields: Any) -> Reconstruction:
@@ -85,7 +90,7 @@ class Reconstruction:
 
     def summary(self) -> dict[str, Any]:
         """Plain-JSON summary for reports and the CLI's ``--json``."""
-        return {
+        summary = {
             "status": self.status,
             "verified": self.verified,
             "n_rows": self.n_rows,
@@ -112,3 +117,15 @@ class Reconstruction:
                 "first_mismatch": self.certificate.first_mismatch,
             },
         }
+        if self.formulation == "dp":
+            summary.update({
+                "log_likelihood": self.log_likelihood,
+                "log_likelihood_bound": self.log_likelihood_bound,
+                "likelihood_checked": self.likelihood_checked,
+                "first_solution_s": None if self.first_solution_s is None
+                else round(self.first_solution_s, 4),
+                "n_rows_used": self.n_rows,
+                "n_rows_interval": None if self.n_rows_interval is None
+                else list(self.n_rows_interval),
+            })
+        return summary

@@ -110,6 +110,21 @@ class FeatureSchema:
                 features[name] = FeatureSpec("numerical")
         return cls(features)
 
+    @classmethod
+    def for_model(cls, model: ReleasedModel) -> FeatureSchema:
+        """The public domains a model's file records (a DP forest's trainer drew its splits
+        from them), else what its splits alone imply (`infer`)."""
+        import json
+
+        recorded = model.facts.get("schema")
+        if not recorded:
+            return cls.infer(model)
+        try:
+            return cls.from_dict(json.loads(recorded))
+        except (TypeError, ValueError) as exc:
+            raise SchemaError(f"the model's recorded schema does not parse ({exc}); give "
+                              "the schema (--schema)") from None
+
     def to_dict(self) -> dict[str, Any]:
         def bounds(kind: str) -> dict[str, list[float]]:
             return {n: [s.low, s.high] for n, s in self.features.items() if s.kind == kind}

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from treeleaks.attacks.bootstrap import has_multiplicities, reconstruct_known_multiplicities
 from treeleaks.attacks.bootstrap_unknown import reconstruct_unknown_multiplicities
+from treeleaks.attacks.dp import reconstruct_dp
 from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, enumerate_cells
 from treeleaks.counts.certainty import lower_bounds
@@ -21,7 +22,7 @@ from treeleaks.counts.materialize import rows_from_counts
 from treeleaks.counts.solve import solve
 from treeleaks.counts.system import InconsistentCountsError, build_system, propagate
 from treeleaks.counts.verify import verify
-from treeleaks.errors import BudgetError, UnsupportedModelError
+from treeleaks.errors import BudgetError, TreeleaksError
 from treeleaks.knowledge import Knowledge, KnowledgeError
 from treeleaks.limits import DEFAULT_MAX_ROWS, PROOF_SHARE, check_run_options
 from treeleaks.model import ReleasedModel
@@ -53,6 +54,8 @@ def reconstruct(
     progress: ProgressCallback | None = None,
     knowledge: Knowledge | None = None,
     ignore_multiplicities: bool = False,
+    n_rows: int | None = None,
+    n_unknown: bool = False,
 ) -> Reconstruction:
     """Reconstruct the training set of a noise-free forest from its counts (a bootstrap
     forest through `treeleaks.attacks.bootstrap`, when it exposes its multiplicities).
@@ -79,11 +82,20 @@ def reconstruct(
     given it (`treeleaks.attacks.side_knowledge`). A bootstrap forest without its draws,
     or with ``ignore_multiplicities``, is rebuilt with draws inferred for its rows
     (`treeleaks.attacks.bootstrap_unknown`; no proofs).
+    A DP forest (noisy counts) is rebuilt as the most likely dataset
+    (`treeleaks.attacks.dp`): N is ``n_rows`` or the one its file states, or inferred with
+    ``n_unknown``; its schema defaults to the public domains its file records.
     """
     if model.noise is not None:
-        raise UnsupportedModelError(
-            "this model releases noisy (DP) counts; exact reconstruction needs exact counts"
-        )
+        check_run_options(time_limit, certainty_time_limit, threads, seed, max_rows)
+        bound = (schema if schema is not None else FeatureSchema.for_model(model)).bind(model)
+        return reconstruct_dp(model, bound, n_rows=n_rows, n_unknown=n_unknown,
+                              knowledge=knowledge, time_limit=time_limit,
+                              cell_budget=cell_budget, progress=progress)
+    if n_unknown or (n_rows is not None and n_rows != model.n_rows):
+        raise TreeleaksError(
+            "n_rows and n_unknown are for DP forests, whose counts are noisy; this model's "
+            "counts are exact" + ("" if model.n_rows is None else f" and state N = {model.n_rows}"))
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     check_run_options(time_limit, certainty_time_limit, threads, seed, max_rows)

@@ -91,6 +91,17 @@ class ClassOccupancy:
         return node_presence(tree, tree.holds())
 
 
+class EveryClassOccupancy:
+    """Occupants are classes, and no leaf rules one out: a noisy count of 0 may hide rows
+    (DP forests), so cells are cut by the splits and the schema alone."""
+
+    def __init__(self, model: ReleasedModel) -> None:
+        self.n = model.n_classes
+
+    def presence(self, t: int, tree: Tree) -> np.ndarray:
+        return np.ones((len(tree.feature), self.n), dtype=bool)
+
+
 @dataclass
 class Cells:
     """Boxes ``lower < x <= upper`` (``(K, M)``), the occupants each may hold (``(K, C)``

@@ -113,6 +113,21 @@ def evaluate(
     )
 
 
+def row_errors(
+    truth: pd.DataFrame,
+    reconstruction: pd.DataFrame,
+    schema: FeatureSchema,
+    label: str | None = None,
+) -> np.ndarray:
+    """Each true row's distance (in truth's order) to the reconstructed row that `evaluate`'s
+    optimal matching pairs it with; NaN for true rows left unmatched (fewer reconstructed
+    rows). The mean over matched rows is ``evaluate(...).error``."""
+    columns = _columns(truth, schema, label)
+    labels = _label_codes(truth, reconstruction, label)
+    return _match(columns, _matrix(reconstruction, columns.names, "reconstruction"),
+                  labels).row_distance
+
+
 def feature_scales(truth: pd.DataFrame, schema: FeatureSchema,
                    label: str | None = None) -> tuple[list[str], np.ndarray]:
     """The feature columns `evaluate` compares and the width that normalises each one's
@@ -234,6 +249,7 @@ class _Matching:
     terms: np.ndarray  # per residual pair and feature: the disagreement, 0 to 1
     count: np.ndarray
     agree: np.ndarray
+    pair_of_row: np.ndarray  # per true row: its residual pair, _IDENTICAL or _UNMATCHED
 
     @property
     def distance(self) -> np.ndarray:
@@ -250,6 +266,18 @@ class _Matching:
     @property
     def error(self) -> float:
         return float(self.distance @ self.count) / self.n_matched if self.n_matched else math.nan
+
+    @property
+    def row_distance(self) -> np.ndarray:
+        """Per true row: 0 if paired with an identical row, its pair's distance, or NaN."""
+        pair = self.pair_of_row
+        out = np.where(pair == _IDENTICAL, 0.0, np.nan)
+        matched = pair >= 0
+        out[matched] = self.distance[pair[matched]]
+        return out
+
+
+_IDENTICAL, _UNMATCHED = -1, -2
 
 
 def _match(
@@ -292,7 +320,31 @@ def _match(
         terms=_term(true_rows[ti], recon_rows[ri], columns.scale),
         count=count,
         agree=label[first[t]][ti] == label[first[r]][ri],
+        pair_of_row=_pair_of_row(group[:n_true], true_left, t[ti], count),
     )
+
+
+def _pair_of_row(
+    true_group: np.ndarray, residual: np.ndarray, pair_group: np.ndarray, count: np.ndarray
+) -> np.ndarray:
+    """Spread the counted matching over the true rows: within each group of identical true
+    rows (``true_group``), the first rows were paired with identical reconstructed rows,
+    the next ``residual[group]`` take the group's residual pairs (``pair_group``, ``count``)
+    in turn, and any left over are unmatched. Rows of a group are interchangeable, so this
+    is one optimal row-level matching."""
+    order = np.argsort(true_group, kind="stable")
+    size = np.bincount(true_group, minlength=len(residual))
+    n_identical = size - residual
+    start = np.cumsum(size) - size
+    rank = np.empty(len(true_group), dtype=np.int64)
+    rank[order] = np.arange(len(true_group)) - start[true_group[order]]
+    pair_of_row = np.where(rank < n_identical[true_group], _IDENTICAL, _UNMATCHED)
+    by_group = np.argsort(pair_group, kind="stable")
+    unit_pair = np.repeat(by_group, count[by_group])  # one entry per matched residual row
+    unit_group = pair_group[unit_pair]
+    k = np.arange(len(unit_pair)) - np.searchsorted(unit_group, unit_group)
+    pair_of_row[order[start[unit_group] + n_identical[unit_group] + k]] = unit_pair
+    return pair_of_row
 
 
 def _column_codes(rows: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:

@@ -1,0 +1,288 @@
+"""The most likely dataset given noisy counts: a concave maximisation over cell counts.
+
+Variables are ``n[j]`` rows in (cell, class) pair j; ``A`` maps them to the released
+(tree, leaf, class) counts. The objective is the sum over released counts of the exact
+log-likelihood of the count the rows imply (`treeleaks.counts.noise`), concave and
+piecewise linear, so its LP relaxation is an ordinary LP (one epigraph row per piece) and
+an upper bound on every dataset's log-likelihood. Any histogram with the right number of
+rows is a valid dataset, so a first solution comes from rounding the LP; a local search
+moving one row at a time polishes it, and HiGHS' MIP then searches for better ones in
+the time left. The noise-free engine is the special case where every piece but the
+exact count has likelihood zero.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from treeleaks.counts.noise import Lines, likelihood_lines, log_mass
+
+MIP_MIN_S = 1.0  # below this much time left, the MIP is not started
+COLUMN_BATCH = 2000  # variables added to the restricted LP per pricing round
+
+
+@dataclass(frozen=True)
+class NoisyCounts:
+    """The released counts (``released``, Laplace ``scale``), the rows already known to lie
+    in each (``offset``), and which counts each variable adds to (``A``, counts by variables)."""
+
+    A: sp.csr_matrix
+    released: np.ndarray
+    offset: np.ndarray
+    scale: float
+
+    def log_likelihood(self, z: np.ndarray) -> float:
+        """Log-likelihood of the guessed counts ``z`` of unknown rows."""
+        return float(log_mass(self.released, z + self.offset, self.scale).sum())
+
+
+@dataclass
+class NoisySolution:
+    """Rows per variable, their log-likelihood, the LP's upper bound on it, when the first
+    complete dataset was found (seconds from the start) and the search's verdict:
+    ``OPTIMAL`` (the MIP proved no dataset is more likely) or ``FEASIBLE``."""
+
+    counts: np.ndarray
+    log_likelihood: float
+    bound: float | None
+    first_solution_s: float
+    status: str
+    timings: dict[str, float]
+
+
+def most_likely(problem: NoisyCounts, n_rows: tuple[int, int], time_limit: float,
+                start: float | None = None) -> NoisySolution:
+    """The most likely histogram with ``n_rows[0]..n_rows[1]`` rows within ``time_limit``
+    seconds.
+
+    First a complete dataset, fast at any size: rows added one at a time where they raise
+    the likelihood most, then polished by local search. Then the LP relaxation by column
+    generation (a restricted LP over the variables in use and the most promising ones;
+    every variable's reduced cost is one sparse product, so pricing is exact), its
+    rounding, and the MIP over the generated columns in the time left. Each candidate is
+    polished over all variables and the most likely is kept.
+    """
+    start = time.perf_counter() if start is None else start
+    deadline = time.perf_counter() + time_limit
+    timings: dict[str, float] = {}
+    counts = _climb(problem, _greedy(problem, n_rows[0], deadline), n_rows, deadline)
+    first = time.perf_counter() - start
+    timings["first_solution"] = first
+    best = problem.log_likelihood(problem.A @ counts)
+    lines = likelihood_lines(problem.released, problem.scale, n_rows[1], problem.offset)
+    lp = _generate_columns(problem, lines, n_rows, counts, deadline)
+    timings["lp"] = time.perf_counter() - start - first
+    candidates = [] if lp.x is None else [_round(lp.x, n_rows)]
+    status = "FEASIBLE"
+    left = deadline - time.perf_counter()
+    proven = False
+    if lp.columns is not None and left > MIP_MIN_S:
+        mip_counts, proven = _mip(problem, lines, n_rows, lp.columns, left)
+        timings["mip"] = time.perf_counter() - start - first - timings["lp"]
+        if mip_counts is not None:
+            candidates.append(mip_counts)
+    for candidate in candidates:
+        candidate = _climb(problem, candidate, n_rows, max(deadline, time.perf_counter() + 1))
+        value = problem.log_likelihood(problem.A @ candidate)
+        if value > best + 1e-9:
+            counts, best = candidate, value
+    tight = lp.converged and best >= lp.bound - 1e-6 * max(1.0, abs(lp.bound))
+    if tight or (proven and lp.columns.size == problem.A.shape[1]):
+        status = "OPTIMAL"
+    return NoisySolution(counts, best, lp.bound if lp.converged else None, first, status,
+                         timings)
+
+
+@dataclass
+class _Lp:
+    """The LP relaxation over the generated ``columns``: its solution over all variables,
+    its optimum, and whether pricing proved no other variable improves it (then the
+    optimum bounds every dataset's log-likelihood)."""
+
+    x: np.ndarray | None
+    bound: float | None
+    columns: np.ndarray | None
+    converged: bool
+
+
+def _generate_columns(problem: NoisyCounts, lines: Lines, n_rows: tuple[int, int],
+                      start: np.ndarray, deadline: float) -> _Lp:
+    """The LP relaxation by column generation from the variables ``start`` uses plus the
+    best `COLUMN_BATCH` by reduced cost, adding that many per round until none improves."""
+    n_vars = problem.A.shape[1]
+    AT = problem.A.T.tocsr()
+    columns = np.flatnonzero(start > 0)
+    seed_gain = AT @ _marginal(problem, problem.A @ start)
+    columns = np.union1d(columns, np.argsort(-seed_gain, kind="stable")[:COLUMN_BATCH])
+    x = bound = None
+    while time.perf_counter() < deadline:
+        res = _relaxation(problem, lines, n_rows, columns, deadline - time.perf_counter())
+        if res is None:
+            break
+        values, bound, weights, total_price = res
+        x = np.zeros(n_vars)
+        x[columns] = values
+        reduced = AT @ weights - total_price  # gain of one more row in each variable
+        reduced[columns] = 0.0
+        better = np.flatnonzero(reduced > 1e-9)
+        if not better.size:
+            return _Lp(x, bound, columns, True)
+        best = better[np.argsort(-reduced[better], kind="stable")[:COLUMN_BATCH]]
+        columns = np.union1d(columns, best)
+    return _Lp(x, bound, columns if x is not None else None, False)
+
+
+def _marginal(problem: NoisyCounts, z: np.ndarray) -> np.ndarray:
+    """Per count, how much one more row there changes the log-likelihood."""
+    here = problem.offset + z
+    return (log_mass(problem.released, here + 1, problem.scale)
+            - log_mass(problem.released, here, problem.scale))
+
+
+def _epigraph(problem: NoisyCounts, lines: Lines, n_rows: tuple[int, int],
+              columns: np.ndarray):
+    """``s[owner] <= slope * (A n) + intercept`` as rows over ``[n[columns], s]``, the row
+    total, the objective (maximise Σ s) and the variables' bounds."""
+    A = problem.A[:, columns]
+    n_vars, n_counts = A.shape[1], A.shape[0]
+    pick = sp.csr_matrix((-lines.slope, (np.arange(lines.owner.size), lines.owner)),
+                         shape=(lines.owner.size, n_counts))
+    rows = sp.hstack([pick @ A, sp.csr_matrix(
+        (np.ones(lines.owner.size), (np.arange(lines.owner.size), lines.owner)),
+        shape=(lines.owner.size, n_counts))]).tocsr()
+    total = sp.csr_matrix(np.concatenate([np.ones(n_vars), np.zeros(n_counts)]))
+    cost = np.concatenate([np.zeros(n_vars), -np.ones(n_counts)])
+    floor = np.full(n_counts, np.inf)
+    for z in (0.0, float(n_rows[1])):  # concave: its minimum over [0, z_max] is at an end
+        np.minimum.at(floor, lines.owner, lines.slope * z + lines.intercept)
+    low = np.concatenate([np.zeros(n_vars), floor - 1.0])
+    high = np.concatenate([np.full(n_vars, float(n_rows[1])), np.zeros(n_counts)])
+    return rows, lines.intercept, total, cost, low, high
+
+
+def _relaxation(problem: NoisyCounts, lines: Lines, n_rows: tuple[int, int],
+                columns: np.ndarray, time_limit: float):
+    """The LP over ``columns``: their values, its optimum, and the prices pricing needs
+    (per count, the value of one more row; the price of one more row in total)."""
+    from scipy.optimize import linprog  # ~0.3 s to import; only runs need it
+
+    rows, rhs, total, cost, low, high = _epigraph(problem, lines, n_rows, columns)
+    rows = sp.vstack([rows, total, -total]).tocsr()
+    rhs = np.concatenate([rhs, [n_rows[1], -n_rows[0]]])
+    res = linprog(cost, A_ub=rows, b_ub=rhs, bounds=np.column_stack([low, high]),
+                  method="highs", options={"time_limit": max(time_limit, 0.01)})
+    if res.status != 0 or res.x is None:
+        return None
+    duals = -res.ineqlin.marginals  # >= 0: objective gained per unit of slack
+    line_duals, total_duals = duals[: lines.owner.size], duals[lines.owner.size:]
+    weights = np.bincount(lines.owner, weights=line_duals * lines.slope,
+                          minlength=problem.A.shape[0])
+    return (res.x[: columns.size], float(-res.fun), weights,
+            float(total_duals[0] - total_duals[1]))
+
+
+def _mip(problem: NoisyCounts, lines: Lines, n_rows: tuple[int, int], columns: np.ndarray,
+         time_limit: float) -> tuple[np.ndarray | None, bool]:
+    """The integer problem over ``columns``: its best histogram (over all variables) and
+    whether HiGHS proved it optimal among those columns."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    rows, rhs, total, cost, low, high = _epigraph(problem, lines, n_rows, columns)
+    integrality = np.concatenate([np.ones(columns.size), np.zeros(problem.A.shape[0])])
+    result = milp(cost, integrality=integrality, bounds=Bounds(low, high),
+                  constraints=[LinearConstraint(rows, -np.inf, rhs),
+                               LinearConstraint(total, n_rows[0], n_rows[1])],
+                  options={"time_limit": time_limit, "disp": False})
+    if result.x is None:
+        return None, False
+    counts = np.zeros(problem.A.shape[1], dtype=np.int64)
+    counts[columns] = np.maximum(np.rint(result.x[: columns.size]), 0).astype(np.int64)
+    return counts, result.status == 0
+
+
+def _greedy(problem: NoisyCounts, n: int, deadline: float) -> np.ndarray:
+    """``n`` rows added one at a time, each where it raises the log-likelihood most (all
+    at once into the last choice if time runs out)."""
+    AT = problem.A.T.tocsr()
+    by_var = problem.A.tocsc()
+    counts = np.zeros(problem.A.shape[1], dtype=np.int64)
+    z = np.zeros(problem.A.shape[0], dtype=np.int64)
+    j = 0
+    for placed in range(n):
+        if time.perf_counter() > deadline:
+            counts[j] += n - placed
+            break
+        j = int(np.argmax(AT @ _marginal(problem, z)))
+        counts[j] += 1
+        z[by_var.indices[by_var.indptr[j]:by_var.indptr[j + 1]]] += 1
+    return counts
+
+
+def _round(x: np.ndarray, n_rows: tuple[int, int]) -> np.ndarray:
+    """Whole rows from the LP: floors, then the largest remainders up to the LP's total
+    (kept within the allowed row totals)."""
+    x = np.maximum(x, 0.0)
+    target = int(np.clip(round(float(x.sum())), n_rows[0], n_rows[1]))
+    counts = np.floor(x + 1e-9).astype(np.int64)
+    short = target - int(counts.sum())
+    if short > 0:
+        counts[np.argsort(-(x - counts), kind="stable")[:short]] += 1
+    elif short < 0:
+        for j in np.argsort(x - counts, kind="stable"):
+            take = min(int(counts[j]), -short)
+            counts[j] -= take
+            short += take
+            if short == 0:
+                break
+    return counts
+
+
+def _climb(problem: NoisyCounts, counts: np.ndarray, n_rows: tuple[int, int],
+           deadline: float) -> np.ndarray:
+    """Local search: move one row (or add or drop one, when N may vary) while that makes
+    the counts more likely; each step weighs the best removal, the best addition, and the
+    best addition after the best removal."""
+    by_var, AT = problem.A.tocsc(), problem.A.T.tocsr()
+    counts = counts.copy()
+    z = problem.A @ counts
+
+    def column(j: int) -> np.ndarray:
+        out = np.zeros(z.size, dtype=np.int64)
+        out[by_var.indices[by_var.indptr[j]:by_var.indptr[j + 1]]] = 1
+        return out
+
+    def gains(base: np.ndarray, step: int) -> np.ndarray:
+        """Change in log-likelihood of each variable gaining ``step`` rows from ``base``."""
+        shifted = np.maximum(base + step, 0) + problem.offset
+        return AT @ (log_mass(problem.released, shifted, problem.scale)
+                     - log_mass(problem.released, base + problem.offset, problem.scale))
+
+    while time.perf_counter() < deadline:
+        remove = np.where(counts > 0, gains(z, -1), -np.inf)
+        add = gains(z, 1)
+        total = int(counts.sum())
+        moves = []
+        j = int(np.argmax(remove))
+        if total > n_rows[0]:
+            moves.append((float(remove[j]), j, None))
+        if total < n_rows[1]:
+            k = int(np.argmax(add))
+            moves.append((float(add[k]), None, k))
+        after = gains(z - column(j), 1)
+        after[j] = -np.inf
+        k = int(np.argmax(after))
+        moves.append((float(remove[j] + after[k]), j, k))
+        gain, j, k = max(moves, key=lambda move: move[0])
+        if not gain > 1e-9:
+            break
+        if j is not None:
+            counts[j] -= 1
+            z = z - column(j)
+        if k is not None:
+            counts[k] += 1
+            z = z + column(k)
+    return counts

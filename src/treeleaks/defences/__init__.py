@@ -1,0 +1,1 @@
+"""Defences a custodian can apply to a tree model before releasing it."""

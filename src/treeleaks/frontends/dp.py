@@ -1,0 +1,71 @@
+"""DP forest frontend: a fitted `DPRandomForestClassifier` as the model IR, noise included.
+
+The released file carries what the attack is assumed to know: the trees with their noisy
+counts, the Laplace mechanism (ε and scale), N, and the schema the splits were drawn from.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+
+from treeleaks.defences.dp_forest import DPRandomForestClassifier
+from treeleaks.errors import UnsupportedModelError
+from treeleaks.model import NoiseMechanism, ReleasedModel
+from treeleaks.schema import FeatureSchema
+
+
+def from_dp_forest(
+    forest: DPRandomForestClassifier,
+    feature_names: list[str] | None = None,
+    label_name: str = "label",
+) -> ReleasedModel:
+    """Translate a fitted `DPRandomForestClassifier` into a `ReleasedModel`.
+
+    ``noise`` is the Laplace mechanism the counts were drawn with (None for ``epsilon=inf``:
+    the counts are exact). ``facts`` hold ``n_rows``, ``max_depth``, ``n_estimators`` and
+    ``schema`` (over ``feature_names``), the latter as the JSON text of the ``--schema``
+    form, since a model file's facts are scalars (`FeatureSchema.from_dict(json.loads(...))`
+    reads it back).
+    """
+    if not hasattr(forest, "trees_"):
+        raise UnsupportedModelError(
+            "the DPRandomForestClassifier is not fitted: call fit(X, y) before auditing it"
+        )
+    n_features = int(forest.n_features_in_)
+    if feature_names is None:
+        feature_names = [str(c) for c in getattr(forest, "feature_names_in_", ())] or [
+            f"x{j}" for j in range(n_features)
+        ]
+    elif len(feature_names) != n_features:
+        raise UnsupportedModelError(
+            f"{len(feature_names)} feature names given but the forest was fitted on "
+            f"{n_features} features"
+        )
+    schema, rename = forest.schema_, dict(zip(forest.schema_.names, feature_names))
+    schema = FeatureSchema(
+        {rename[name]: spec for name, spec in schema.features.items()},
+        [[rename[name] for name in group] for group in schema.one_hot_groups],
+        [[rename[name] for name in group] for group in schema.at_most_one_groups],
+    )
+    n_trees, epsilon = len(forest.trees_), forest.epsilon_
+    noise = None if np.isinf(epsilon) else NoiseMechanism("laplace", epsilon, n_trees / epsilon)
+    model = ReleasedModel(
+        trees=copy.deepcopy(forest.trees_),
+        classes=[c.item() if isinstance(c, np.generic) else c for c in forest.classes_],
+        feature_names=list(feature_names),
+        label_name=label_name,
+        bootstrap=False,
+        noise=noise,
+        source="treeleaks.DPRandomForestClassifier",
+        facts={
+            "n_rows": int(forest.n_rows_),
+            "max_depth": forest.trees_[0].depth,
+            "n_estimators": n_trees,
+            "schema": json.dumps(schema.to_dict()),
+        },
+    )
+    model.validate()
+    return model

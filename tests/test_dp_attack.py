@@ -1,0 +1,251 @@
+"""The DP attack: exact likelihood of noisy counts, the most likely dataset, N unknown,
+known rows, and the errors a user can make."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import laplace
+from typer.testing import CliRunner
+
+from treeleaks import (
+    DPRandomForestClassifier,
+    FeatureSchema,
+    Knowledge,
+    KnowledgeError,
+    TreeleaksError,
+    UnsupportedModelError,
+    from_dp_forest,
+    reconstruct,
+)
+from treeleaks.attacks.dp import n_rows_interval
+from treeleaks.cli import app
+from treeleaks.counts.noise import likelihood_lines, log_mass
+from treeleaks.evaluation.metrics import evaluate
+from treeleaks.model import ModelFormatError, NoiseMechanism
+
+from conftest import binary_frame
+
+
+def dp_model(n_rows: int = 40, n_features: int = 5, trees: int = 3, depth: int = 3,
+             epsilon: float = 5.0, seed: int = 0):
+    X, y = binary_frame(n_rows, n_features, seed)
+    schema = FeatureSchema.from_frame(X)
+    forest = DPRandomForestClassifier(n_estimators=trees, max_depth=depth, epsilon=epsilon,
+                                      schema=schema, random_state=seed).fit(X, y)
+    truth = X.copy()
+    truth["label"] = y
+    return from_dp_forest(forest), schema, truth
+
+
+def log_likelihood_of(model, rows: pd.DataFrame) -> float:
+    X = rows[list(model.feature_names)].to_numpy(dtype=float)
+    implied = model.leaf_counts_of(X, rows[model.label_name].to_numpy())
+    return float(sum(log_mass(t.counts, z, model.noise.scale).sum()
+                     for t, z in zip(model.trees, implied)))
+
+
+# --- the likelihood ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", [0.05, 1.0, 30.0])
+def test_log_mass_is_the_laplace_mass_of_what_truncates_to_the_release(scale):
+    released = np.array([-4, -1, 0, 0, 1, 3, 7])
+    count = np.array([2, 0, 0, 3, 1, 5, 2])
+    low = np.where(released > 0, released, np.where(released < 0, released - 1, -1)) - count
+    high = np.where(released > 0, released + 1, np.where(released < 0, released, 1)) - count
+    mass = laplace.cdf(high, scale=scale) - laplace.cdf(low, scale=scale)
+    with np.errstate(divide="ignore"):
+        expected = np.log(mass)
+    finite = mass > 1e-300
+    assert np.allclose(log_mass(released, count, scale)[finite], expected[finite], rtol=1e-9)
+    # A proper distribution over the released value, for any true count.
+    values = np.arange(-2000, 2000)
+    assert np.exp(log_mass(values, 4, scale)).sum() == pytest.approx(1.0, abs=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(-20, 40), min_size=1, max_size=20),
+       st.lists(st.integers(0, 6), min_size=20, max_size=20),
+       st.sampled_from([0.02, 0.4, 3.0, 80.0]), st.integers(0, 30))
+def test_the_lines_are_exact_at_every_whole_count(released, offsets, scale, z_max):
+    released = np.array(released)
+    offset = np.array(offsets[: released.size])
+    lines = likelihood_lines(released, scale, z_max, offset)
+    z = np.arange(z_max + 1)
+    envelope = np.full((released.size, z.size), np.inf)
+    for owner, slope, intercept in zip(lines.owner, lines.slope, lines.intercept):
+        envelope[owner] = np.minimum(envelope[owner], slope * z + intercept)
+    exact = log_mass(released[:, None], z[None, :] + offset[:, None], scale)
+    assert np.allclose(envelope, exact, rtol=1e-9, atol=1e-9)
+
+
+# --- the attack ----------------------------------------------------------------------
+
+
+def test_with_almost_no_noise_every_count_is_explained_by_truncation_alone():
+    """At scale 1e-7 a release is int(z + Y) with |Y| tiny: z itself, or z - 1 when Y < 0
+    (truncation toward zero). The rows found must imply counts the release allows."""
+    model, schema, truth = dp_model(epsilon=1e7)
+    rec = reconstruct(model, schema, time_limit=20)
+    assert rec.formulation == "dp" and rec.likelihood_checked and rec.status == "OPTIMAL"
+    X = rec.rows[list(model.feature_names)].to_numpy(dtype=float)
+    for tree, z in zip(model.trees, model.leaf_counts_of(X, rec.rows["label"].to_numpy())):
+        assert np.all((tree.counts == z) | (tree.counts == z - 1))
+    assert rec.log_likelihood >= log_likelihood_of(model, truth) - 1e-9
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([0.5, 2.0, 10.0]), st.integers(1, 3),
+       st.integers(1, 3))
+def test_an_optimal_reconstruction_is_at_least_as_likely_as_the_truth(seed, epsilon, trees,
+                                                                      depth):
+    model, schema, truth = dp_model(n_rows=25, n_features=4, trees=trees, depth=depth,
+                                    epsilon=epsilon, seed=seed)
+    rec = reconstruct(model, schema, time_limit=20)
+    assert rec.status == "OPTIMAL" and rec.likelihood_checked and rec.n_rows == 25
+    assert rec.log_likelihood == pytest.approx(log_likelihood_of(model, rec.rows))
+    assert rec.log_likelihood >= log_likelihood_of(model, truth) - 1e-9
+    assert rec.log_likelihood <= rec.log_likelihood_bound + 1e-6
+
+
+def test_the_attack_beats_the_random_baseline_at_a_large_budget():
+    model, schema, truth = dp_model(n_rows=60, n_features=6, trees=10, depth=4, epsilon=30)
+    rec = reconstruct(model, schema, time_limit=20)
+    score = evaluate(truth, rec.rows, schema, label="label", n_baseline_draws=5)
+    assert score.error < 0.5 * score.baseline_error
+    assert rec.first_solution_s < rec.time_s
+    assert rec.summary()["n_rows_used"] == 60
+
+
+def test_an_unknown_n_is_estimated_within_bounds_that_hold_it():
+    for seed in range(4):
+        model, schema, _ = dp_model(n_rows=80, trees=8, depth=3, epsilon=4, seed=seed)
+        bounds = n_rows_interval(model)
+        assert bounds.low <= 80 <= bounds.high
+        rec = reconstruct(model, schema, n_unknown=True, time_limit=20)
+        assert rec.n_rows == round(bounds.estimate)
+        assert rec.n_rows_interval == (bounds.low, bounds.high)
+        assert rec.summary()["n_rows_interval"] == [bounds.low, bounds.high]
+
+
+def test_the_informed_adversary_beats_the_majority_baseline():
+    """All rows but one known: the missing row, reconstructed at eps = 30, is closer to the
+    truth than the per-column majority of the training set (the best constant guess)."""
+    errors, baseline = [], []
+    for seed in range(6):
+        model, schema, truth = dp_model(n_rows=30, n_features=6, trees=10, depth=4,
+                                        epsilon=30, seed=seed)
+        features = list(model.feature_names)
+        known = Knowledge(rows=truth.iloc[1:].reset_index(drop=True))
+        rec = reconstruct(model, schema, knowledge=known, time_limit=20)
+        assert rec.n_rows == 30
+        pd.testing.assert_frame_equal(rec.rows.iloc[1:].reset_index(drop=True)[features],
+                                      truth.iloc[1:].reset_index(drop=True)[features],
+                                      check_dtype=False)
+        guess = rec.rows.iloc[0][features].to_numpy(dtype=float)
+        majority = (truth[features].mean() > 0.5).to_numpy(dtype=float)
+        target = truth.iloc[0][features].to_numpy(dtype=float)
+        errors.append(np.abs(guess - target).mean())
+        baseline.append(np.abs(majority - target).mean())
+    assert np.mean(errors) < np.mean(baseline)
+
+
+# --- bad input -----------------------------------------------------------------------
+
+
+def test_a_model_that_does_not_state_n_needs_it_given():
+    model, schema, _ = dp_model()
+    silent = replace(model, facts={})
+    with pytest.raises(TreeleaksError, match="does not state its training-set size N"):
+        reconstruct(silent, schema)
+    assert reconstruct(silent, schema, n_rows=40, time_limit=10).n_rows == 40
+    with pytest.raises(TreeleaksError, match="not both"):
+        reconstruct(silent, schema, n_rows=40, n_unknown=True)
+
+
+def test_epsilon_and_scale_must_agree():
+    model, _, _ = dp_model(trees=3, epsilon=5.0)
+    data = model.to_dict()
+    data["noise"]["scale"] = 1.0
+    with pytest.raises(ModelFormatError, match=r"scale 0\.6.*records scale 1"):
+        type(model).from_dict(data)
+    data["noise"] = {"kind": "gaussian", "epsilon": 5.0, "scale": 0.6}
+    with pytest.raises(UnsupportedModelError, match="'gaussian' is not supported"):
+        type(model).from_dict(data)
+
+
+def test_a_tiny_budget_gives_a_status_not_a_crash():
+    model, schema, _ = dp_model(n_rows=60, trees=10, depth=4)
+    rec = reconstruct(model, schema, time_limit=0.0)
+    assert rec.status in ("FEASIBLE", "UNKNOWN")
+    assert rec.status == "UNKNOWN" or rec.n_rows == 60
+
+
+def test_side_knowledge_that_does_not_apply_is_refused():
+    model, schema, truth = dp_model()
+    with pytest.raises(KnowledgeError, match="known columns are not supported for DP"):
+        reconstruct(model, schema, knowledge=Knowledge(columns=truth[["f0"]]))
+    with pytest.raises(KnowledgeError, match="41 known rows, but N is 40"):
+        reconstruct(model, schema, knowledge=Knowledge(rows=pd.concat([truth, truth[:1]])))
+    exact = replace(model, noise=None, trees=[replace(t, counts=abs(t.counts))
+                                              for t in model.trees])
+    with pytest.raises(TreeleaksError, match="n_rows and n_unknown are for DP forests"):
+        reconstruct(exact, schema, n_unknown=True)
+
+
+def test_the_attack_refuses_exact_counts():
+    from treeleaks.attacks.dp import reconstruct_dp
+
+    model, schema, _ = dp_model()
+    with pytest.raises(UnsupportedModelError, match="has exact counts"):
+        reconstruct_dp(replace(model, noise=None), schema)
+    odd = replace(model, noise=NoiseMechanism("geometric", 5.0, 0.6))
+    with pytest.raises(UnsupportedModelError, match="'geometric' noise"):
+        reconstruct_dp(odd, schema)
+
+
+# --- command line --------------------------------------------------------------------
+
+
+def test_train_dp_then_reconstruct_on_the_command_line(tmp_path):
+    X, y = binary_frame(50, 5, 3)
+    data = X.copy()
+    data["target"] = y
+    data.to_csv(tmp_path / "train.csv", index=False)
+    runner = CliRunner()
+    trained = runner.invoke(app, ["train-dp", str(tmp_path / "train.csv"), "--label", "target",
+                                  "--epsilon", "5", "--trees", "4", "--depth", "3",
+                                  "--out", str(tmp_path / "model.json")])
+    assert trained.exit_code == 0, trained.output
+    assert "5-differential privacy" in trained.output and "Train accuracy" in trained.output
+    run = runner.invoke(app, ["reconstruct", str(tmp_path / "model.json"), "--out",
+                              str(tmp_path / "rows.csv"), "--json", str(tmp_path / "s.json"),
+                              "--time-limit", "20", "--n-unknown"])
+    assert run.exit_code == 0, run.output
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["formulation"] == "dp" and summary["likelihood_checked"]
+    assert summary["first_solution_s"] >= 0 and summary["log_likelihood"] < 0
+    low, high = summary["n_rows_interval"]
+    assert low <= summary["n_rows_used"] <= high
+    assert len(pd.read_csv(tmp_path / "rows.csv")) == summary["n_rows_used"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--label", "nope", "--epsilon", "1"], "no label column 'nope'"),
+    (["--label", "target", "--epsilon", "0"], "epsilon"),
+    (["--label", "target", "--epsilon", "nan"], "epsilon"),
+])
+def test_train_dp_refuses_bad_input(tmp_path, args, message):
+    X, y = binary_frame(20, 3, 0)
+    X.assign(target=y).to_csv(tmp_path / "train.csv", index=False)
+    result = CliRunner().invoke(app, ["train-dp", str(tmp_path / "train.csv"), *args,
+                                      "--out", str(tmp_path / "m.json")])
+    assert result.exit_code == 2
+    assert message in result.output
