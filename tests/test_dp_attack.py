@@ -225,6 +225,10 @@ def test_train_dp_then_reconstruct_on_the_command_line(tmp_path):
                                   "--out", str(tmp_path / "model.json")])
     assert trained.exit_code == 0, trained.output
     assert "5-differential privacy" in trained.output and "Train accuracy" in trained.output
+    shown = runner.invoke(app, ["inspect", str(tmp_path / "model.json")])
+    assert shown.exit_code == 0, shown.output
+    assert "50 stated in the file" in shown.output and "from the noisy" in shown.output
+    assert "cells enumerated" in shown.output and "epsilon=5" in shown.output
     run = runner.invoke(app, ["reconstruct", str(tmp_path / "model.json"), "--out",
                               str(tmp_path / "rows.csv"), "--json", str(tmp_path / "s.json"),
                               "--time-limit", "20", "--n-unknown"])

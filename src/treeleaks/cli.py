@@ -387,9 +387,11 @@ def inspect(
     _check_outputs(model_path, schema, [suggest_schema] if suggest_schema is not None else [])
     model = _load(model_path, trust_pickle)
     bound = _bound_schema(schema, model)
-    groups = suggest_groups(model)
+    declared = {name for group in bound.one_hot_groups + bound.at_most_one_groups
+                for name in group}
+    groups = [g for g in suggest_groups(model) if not declared.intersection(g.columns)]
     table = _inspect_table(model_path, model)
-    if model.n_rows is not None and model.trees:
+    if (model.n_rows is not None or model.noise is not None) and model.trees:
         table.add_row("Estimated cost", _cost_estimate(model, bound))
     if groups:
         table.add_row("Looks one-hot encoded", _groups_text(groups, suggest_schema is None))
@@ -668,6 +670,8 @@ def _inspect_table(path: Path, model: ReleasedModel) -> Table:
     table.add_row("Noise", "none (exact counts)" if noise is None else
                   f"{noise.kind}, epsilon={noise.epsilon:g}, scale={noise.scale:g}")
     for key, value in model.facts.items():
+        if key == "schema":  # the recorded domains, used unless --schema is given
+            value = "recorded in the file (public domains the splits were drawn from)"
         table.add_row(escape(key), escape(str(value)))
     return table
 
@@ -683,6 +687,10 @@ def _cost_estimate(model: ReleasedModel, schema: FeatureSchema) -> str:
     probe = probe_cells(model, schema, CellBudget(deadline=deadline))
     if probe.complete:
         return f"all {probe.n_trees} trees: {probe.n_cells:,} cells → cells enumerated"
+    if model.noise is not None:  # the DP attack lists cells or stops
+        return (f"stopped after {probe.trees_done} of {probe.n_trees} trees at "
+                f"{probe.n_cells:,} cells → the DP attack may not finish listing them "
+                "(it lists for half of --time-limit, within --max-memory)")
     if time.perf_counter() > deadline:
         return (f"listing did not finish in {PROBE_SECONDS:g} s ({probe.trees_done} of "
                 f"{probe.n_trees} trees, {probe.n_cells:,} cells) → probably generated on "
@@ -699,6 +707,14 @@ def _rows_known(model: ReleasedModel, multiplicities_exposed: bool) -> str:
         return escape(f"{model.n_rows} ({balance})")
     if multiplicities_exposed:
         return f"{len(model.trees[0].multiplicities)} (length of the multiplicities)"
+    if model.noise is not None and model.noise.kind == "laplace":
+        from treeleaks.attacks.dp import n_rows_interval
+
+        bounds = n_rows_interval(model)
+        stated = model.facts.get("n_rows")
+        return ((f"{stated} stated in the file; " if stated is not None else "")
+                + f"about {bounds.estimate:.0f} from the noisy counts (between "
+                f"{bounds.low} and {bounds.high})")
     return "not exposed"
 
 

@@ -105,7 +105,8 @@ def reconstruct_dp(
     scale = _scale(model)
     known = _known_rows(model, schema, knowledge)
     bounds = n_rows_interval(model)
-    sizes = _sizes(model, n_rows, n_unknown, bounds, 0 if known is None else len(known[0]))
+    to_find = _rows_to_find(model, n_rows, n_unknown, bounds,
+                            0 if known is None else len(known[0]))
     offset = np.zeros(sum(t.counts.size for t in model.trees), dtype=np.int64)
     if known is not None:
         offset = _flat(model.leaf_counts_of(*known))
@@ -128,7 +129,7 @@ def reconstruct_dp(
     problem = NoisyCounts(_incidence(model, cells, var_cell, var_cls),
                           _flat([t.counts for t in model.trees]), offset, scale)
     report(progress, "solve", 0, None, variables=int(var_cell.size))
-    solution = most_likely(problem, sizes, max(deadline - time.perf_counter(), 0.0), start)
+    solution = most_likely(problem, to_find, max(deadline - time.perf_counter(), 0.0), start)
     timings.update(solution.timings)
     recon = rows_from_counts(model, schema, cells, var_cell, var_cls, solution.counts,
                              np.zeros(var_cell.size, dtype=np.int64), with_width=True)
@@ -170,15 +171,14 @@ def _scale(model: ReleasedModel) -> float:
     return float(model.noise.scale)
 
 
-def _sizes(model: ReleasedModel, n_rows: int | None, n_unknown: bool,
-           bounds: RowCountBounds, n_known: int) -> tuple[int, int]:
-    """The allowed numbers of rows left to reconstruct (besides the known ones)."""
+def _rows_to_find(model: ReleasedModel, n_rows: int | None, n_unknown: bool,
+                  bounds: RowCountBounds, n_known: int) -> int:
+    """The number of rows left to reconstruct (besides the known ones)."""
     if n_unknown:
         if n_rows is not None:
             raise TreeleaksError("give N (n_rows) or ask for it to be inferred (n_unknown), "
                                  "not both")
-        n = max(round(bounds.estimate), n_known, 1)
-        return n - n_known, n - n_known
+        return max(round(bounds.estimate), n_known, 1) - n_known
     stated = model.facts.get("n_rows")
     n = n_rows if n_rows is not None else stated
     if n is None:
@@ -189,7 +189,7 @@ def _sizes(model: ReleasedModel, n_rows: int | None, n_unknown: bool,
         raise TreeleaksError(f"N must be a whole number of rows, 1 or more, got {n!r}")
     if n < n_known:
         raise KnowledgeError(f"{n_known} known rows, but N is {n}: give at most {n}")
-    return int(n) - n_known, int(n) - n_known
+    return int(n) - n_known
 
 
 def _known_rows(model: ReleasedModel, schema: FeatureSchema,

@@ -184,9 +184,11 @@ def node_presence(tree: Tree, leaf_presence: np.ndarray) -> np.ndarray:
 def probe_cells(
     model: ReleasedModel, schema: FeatureSchema, budget: CellBudget | None = None
 ) -> CellProbe:
-    """Enumerate within ``budget`` (default: the engine's) and say how far it got."""
+    """Enumerate within ``budget`` (default: the engine's) and say how far it got; for
+    noisy counts (DP), as the DP attack lists them (every class anywhere)."""
+    occupancy = EveryClassOccupancy(model) if model.noise is not None else None
     try:
-        cells = enumerate_cells(model, schema, budget or CellBudget())
+        cells = enumerate_cells(model, schema, budget or CellBudget(), occupancy=occupancy)
     except CellBudgetExceeded as stop:
         return CellProbe(stop.trees_done, model.n_trees, stop.n_cells, False)
     return CellProbe(model.n_trees, model.n_trees, len(cells), True)

@@ -54,10 +54,9 @@ class NoisySolution:
     timings: dict[str, float]
 
 
-def most_likely(problem: NoisyCounts, n_rows: tuple[int, int], time_limit: float,
+def most_likely(problem: NoisyCounts, n_rows: int, time_limit: float,
                 start: float | None = None) -> NoisySolution:
-    """The most likely histogram with ``n_rows[0]..n_rows[1]`` rows within ``time_limit``
-    seconds.
+    """The most likely histogram of ``n_rows`` rows within ``time_limit`` seconds.
 
     First a complete dataset, fast at any size: rows added one at a time where they raise
     the likelihood most, then polished by local search. Then the LP relaxation by column
@@ -69,11 +68,11 @@ def most_likely(problem: NoisyCounts, n_rows: tuple[int, int], time_limit: float
     start = time.perf_counter() if start is None else start
     deadline = time.perf_counter() + time_limit
     timings: dict[str, float] = {}
-    counts = _climb(problem, _greedy(problem, n_rows[0], deadline), n_rows, deadline)
+    counts = _climb(problem, _greedy(problem, n_rows, deadline), deadline)
     first = time.perf_counter() - start
     timings["first_solution"] = first
     best = problem.log_likelihood(problem.A @ counts)
-    lines = likelihood_lines(problem.released, problem.scale, n_rows[1], problem.offset)
+    lines = likelihood_lines(problem.released, problem.scale, n_rows, problem.offset)
     lp = _generate_columns(problem, lines, n_rows, counts, deadline)
     timings["lp"] = time.perf_counter() - start - first
     candidates = [] if lp.x is None else [_round(lp.x, n_rows)]
@@ -86,7 +85,7 @@ def most_likely(problem: NoisyCounts, n_rows: tuple[int, int], time_limit: float
         if mip_counts is not None:
             candidates.append(mip_counts)
     for candidate in candidates:
-        candidate = _climb(problem, candidate, n_rows, max(deadline, time.perf_counter() + 1))
+        candidate = _climb(problem, candidate, max(deadline, time.perf_counter() + 1))
         value = problem.log_likelihood(problem.A @ candidate)
         if value > best + 1e-9:
             counts, best = candidate, value
@@ -109,7 +108,7 @@ class _Lp:
     converged: bool
 
 
-def _generate_columns(problem: NoisyCounts, lines: Lines, n_rows: tuple[int, int],
+def _generate_columns(problem: NoisyCounts, lines: Lines, n_rows: int,
                       start: np.ndarray, deadline: float) -> _Lp:
     """The LP relaxation by column generation from the variables ``start`` uses plus the
     best `COLUMN_BATCH` by reduced cost, adding that many per round until none improves."""
@@ -136,14 +135,14 @@ def _generate_columns(problem: NoisyCounts, lines: Lines, n_rows: tuple[int, int
     return _Lp(x, bound, columns if x is not None else None, False)
 
 
-def _marginal(problem: NoisyCounts, z: np.ndarray) -> np.ndarray:
-    """Per count, how much one more row there changes the log-likelihood."""
+def _marginal(problem: NoisyCounts, z: np.ndarray, step: int = 1) -> np.ndarray:
+    """Per count, how much ``step`` more rows there change the log-likelihood."""
     here = problem.offset + z
-    return (log_mass(problem.released, here + 1, problem.scale)
+    return (log_mass(problem.released, np.maximum(here + step, 0), problem.scale)
             - log_mass(problem.released, here, problem.scale))
 
 
-def _epigraph(problem: NoisyCounts, lines: Lines, n_rows: tuple[int, int],
+def _epigraph(problem: NoisyCounts, lines: Lines, n_rows: int,
               columns: np.ndarray):
     """``s[owner] <= slope * (A n) + intercept`` as rows over ``[n[columns], s]``, the row
     total, the objective (maximise Σ s) and the variables' bounds."""
@@ -157,35 +156,32 @@ def _epigraph(problem: NoisyCounts, lines: Lines, n_rows: tuple[int, int],
     total = sp.csr_matrix(np.concatenate([np.ones(n_vars), np.zeros(n_counts)]))
     cost = np.concatenate([np.zeros(n_vars), -np.ones(n_counts)])
     floor = np.full(n_counts, np.inf)
-    for z in (0.0, float(n_rows[1])):  # concave: its minimum over [0, z_max] is at an end
+    for z in (0.0, float(n_rows)):  # concave: its minimum over [0, z_max] is at an end
         np.minimum.at(floor, lines.owner, lines.slope * z + lines.intercept)
     low = np.concatenate([np.zeros(n_vars), floor - 1.0])
-    high = np.concatenate([np.full(n_vars, float(n_rows[1])), np.zeros(n_counts)])
+    high = np.concatenate([np.full(n_vars, float(n_rows)), np.zeros(n_counts)])
     return rows, lines.intercept, total, cost, low, high
 
 
-def _relaxation(problem: NoisyCounts, lines: Lines, n_rows: tuple[int, int],
+def _relaxation(problem: NoisyCounts, lines: Lines, n_rows: int,
                 columns: np.ndarray, time_limit: float):
     """The LP over ``columns``: their values, its optimum, and the prices pricing needs
     (per count, the value of one more row; the price of one more row in total)."""
     from scipy.optimize import linprog  # ~0.3 s to import; only runs need it
 
     rows, rhs, total, cost, low, high = _epigraph(problem, lines, n_rows, columns)
-    rows = sp.vstack([rows, total, -total]).tocsr()
-    rhs = np.concatenate([rhs, [n_rows[1], -n_rows[0]]])
-    res = linprog(cost, A_ub=rows, b_ub=rhs, bounds=np.column_stack([low, high]),
-                  method="highs", options={"time_limit": max(time_limit, 0.01)})
+    res = linprog(cost, A_ub=rows, b_ub=rhs, A_eq=total, b_eq=[n_rows],
+                  bounds=np.column_stack([low, high]), method="highs",
+                  options={"time_limit": max(time_limit, 0.01)})
     if res.status != 0 or res.x is None:
         return None
-    duals = -res.ineqlin.marginals  # >= 0: objective gained per unit of slack
-    line_duals, total_duals = duals[: lines.owner.size], duals[lines.owner.size:]
+    line_duals = -res.ineqlin.marginals  # >= 0: objective gained per unit of slack
     weights = np.bincount(lines.owner, weights=line_duals * lines.slope,
                           minlength=problem.A.shape[0])
-    return (res.x[: columns.size], float(-res.fun), weights,
-            float(total_duals[0] - total_duals[1]))
+    return res.x[: columns.size], float(-res.fun), weights, float(-res.eqlin.marginals[0])
 
 
-def _mip(problem: NoisyCounts, lines: Lines, n_rows: tuple[int, int], columns: np.ndarray,
+def _mip(problem: NoisyCounts, lines: Lines, n_rows: int, columns: np.ndarray,
          time_limit: float) -> tuple[np.ndarray | None, bool]:
     """The integer problem over ``columns``: its best histogram (over all variables) and
     whether HiGHS proved it optimal among those columns."""
@@ -195,7 +191,7 @@ def _mip(problem: NoisyCounts, lines: Lines, n_rows: tuple[int, int], columns: n
     integrality = np.concatenate([np.ones(columns.size), np.zeros(problem.A.shape[0])])
     result = milp(cost, integrality=integrality, bounds=Bounds(low, high),
                   constraints=[LinearConstraint(rows, -np.inf, rhs),
-                               LinearConstraint(total, n_rows[0], n_rows[1])],
+                               LinearConstraint(total, n_rows, n_rows)],
                   options={"time_limit": time_limit, "disp": False})
     if result.x is None:
         return None, False
@@ -218,71 +214,46 @@ def _greedy(problem: NoisyCounts, n: int, deadline: float) -> np.ndarray:
             break
         j = int(np.argmax(AT @ _marginal(problem, z)))
         counts[j] += 1
-        z[by_var.indices[by_var.indptr[j]:by_var.indptr[j + 1]]] += 1
+        z += _column(by_var, j, z.size)
     return counts
 
 
-def _round(x: np.ndarray, n_rows: tuple[int, int]) -> np.ndarray:
-    """Whole rows from the LP: floors, then the largest remainders up to the LP's total
-    (kept within the allowed row totals)."""
-    x = np.maximum(x, 0.0)
-    target = int(np.clip(round(float(x.sum())), n_rows[0], n_rows[1]))
-    counts = np.floor(x + 1e-9).astype(np.int64)
-    short = target - int(counts.sum())
+def _round(x: np.ndarray, n_rows: int) -> np.ndarray:
+    """Whole rows from the LP: floors, then the largest remainders up to ``n_rows``."""
+    counts = np.floor(np.maximum(x, 0.0) + 1e-9).astype(np.int64)
+    short = n_rows - int(counts.sum())
     if short > 0:
         counts[np.argsort(-(x - counts), kind="stable")[:short]] += 1
-    elif short < 0:
-        for j in np.argsort(x - counts, kind="stable"):
-            take = min(int(counts[j]), -short)
-            counts[j] -= take
-            short += take
-            if short == 0:
-                break
+    while short < 0:  # only from the LP's tolerances
+        j = int(np.argmax(counts))
+        counts[j] -= 1
+        short += 1
     return counts
 
 
-def _climb(problem: NoisyCounts, counts: np.ndarray, n_rows: tuple[int, int],
-           deadline: float) -> np.ndarray:
-    """Local search: move one row (or add or drop one, when N may vary) while that makes
-    the counts more likely; each step weighs the best removal, the best addition, and the
-    best addition after the best removal."""
+def _climb(problem: NoisyCounts, counts: np.ndarray, deadline: float) -> np.ndarray:
+    """Local search: move one row while that makes the counts more likely; each step takes
+    the best removal, then the best addition given it."""
     by_var, AT = problem.A.tocsc(), problem.A.T.tocsr()
     counts = counts.copy()
     z = problem.A @ counts
-
-    def column(j: int) -> np.ndarray:
-        out = np.zeros(z.size, dtype=np.int64)
-        out[by_var.indices[by_var.indptr[j]:by_var.indptr[j + 1]]] = 1
-        return out
-
-    def gains(base: np.ndarray, step: int) -> np.ndarray:
-        """Change in log-likelihood of each variable gaining ``step`` rows from ``base``."""
-        shifted = np.maximum(base + step, 0) + problem.offset
-        return AT @ (log_mass(problem.released, shifted, problem.scale)
-                     - log_mass(problem.released, base + problem.offset, problem.scale))
-
-    while time.perf_counter() < deadline:
-        remove = np.where(counts > 0, gains(z, -1), -np.inf)
-        add = gains(z, 1)
-        total = int(counts.sum())
-        moves = []
+    while time.perf_counter() < deadline and counts.any():
+        remove = np.where(counts > 0, AT @ _marginal(problem, z, -1), -np.inf)
         j = int(np.argmax(remove))
-        if total > n_rows[0]:
-            moves.append((float(remove[j]), j, None))
-        if total < n_rows[1]:
-            k = int(np.argmax(add))
-            moves.append((float(add[k]), None, k))
-        after = gains(z - column(j), 1)
-        after[j] = -np.inf
-        k = int(np.argmax(after))
-        moves.append((float(remove[j] + after[k]), j, k))
-        gain, j, k = max(moves, key=lambda move: move[0])
-        if not gain > 1e-9:
+        without = z - _column(by_var, j, z.size)
+        add = AT @ _marginal(problem, without, 1)
+        add[j] = -np.inf
+        k = int(np.argmax(add))
+        if not remove[j] + add[k] > 1e-9:
             break
-        if j is not None:
-            counts[j] -= 1
-            z = z - column(j)
-        if k is not None:
-            counts[k] += 1
-            z = z + column(k)
+        counts[j] -= 1
+        counts[k] += 1
+        z = without + _column(by_var, k, z.size)
     return counts
+
+
+def _column(by_var: sp.csc_matrix, j: int, size: int) -> np.ndarray:
+    """Variable j's column of ``A`` (which counts one of its rows adds to), dense."""
+    out = np.zeros(size, dtype=np.int64)
+    out[by_var.indices[by_var.indptr[j]:by_var.indptr[j + 1]]] = 1
+    return out
