@@ -26,6 +26,7 @@ from treeleaks import (
 )
 from treeleaks.attacks.dp import n_rows_interval
 from treeleaks.cli import app
+from treeleaks.counts.cells import CellBudget
 from treeleaks.counts.noise import likelihood_lines, log_mass
 from treeleaks.evaluation.metrics import evaluate
 from treeleaks.model import ModelFormatError, NoiseMechanism
@@ -253,3 +254,38 @@ def test_train_dp_refuses_bad_input(tmp_path, args, message):
                                       "--out", str(tmp_path / "m.json")])
     assert result.exit_code == 2
     assert message in result.output
+
+
+# --- cells on demand -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_generated_cells_find_the_same_optimum_as_listed_ones(seed, monkeypatch):
+    """Beyond the cell budget, cells come from a few sampled points and pricing; with
+    pricing proving no better cell, the optimum equals the one over every listed cell."""
+    monkeypatch.setattr("treeleaks.counts.cell_pool.SAMPLED_POINTS", 3)
+    model, schema, truth = dp_model(n_rows=30, n_features=8, trees=4, depth=3, epsilon=8,
+                                    seed=seed)
+    listed = reconstruct(model, schema, time_limit=30)
+    generated = reconstruct(model, schema, time_limit=30,
+                            cell_budget=CellBudget(max_cells=1))
+    assert listed.strategy == "enumerate" and generated.strategy == "generate"
+    assert generated.timings["pricing_calls"] > 2 and generated.n_cells > 3
+    assert generated.likelihood_checked and generated.n_rows == 30
+    assert generated.log_likelihood <= listed.log_likelihood_bound + 1e-6
+    assert generated.status == "OPTIMAL"
+    assert generated.log_likelihood == pytest.approx(listed.log_likelihood, abs=1e-6)
+    assert generated.log_likelihood >= log_likelihood_of(model, truth) - 1e-9
+
+
+def test_cells_are_priced_when_the_domain_cannot_be_sampled():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=40), "b": rng.integers(0, 2, 40)})
+    y = (X["x"] > 0).astype(int).to_numpy()
+    domains = FeatureSchema.from_dict({"numerical": {"x": [-4.0, 4.0]}})
+    forest = DPRandomForestClassifier(n_estimators=3, max_depth=2, epsilon=20,
+                                      schema=domains, random_state=0).fit(X, y)
+    model = from_dp_forest(forest)
+    open_range = FeatureSchema.from_dict({"numerical": {"x": [-np.inf, np.inf]}})
+    rec = reconstruct(model, open_range, time_limit=20, cell_budget=CellBudget(max_cells=1))
+    assert rec.strategy == "generate" and rec.n_rows == 40 and rec.likelihood_checked

@@ -257,6 +257,29 @@ class FeatureSchema:
                 ok &= can1[:, cols].any(axis=1)
         return ok
 
+    def sample(self, n: int, seed: int = 0) -> np.ndarray:
+        """``n`` points drawn uniformly from the schema's domain, ``(n, M)``: binary columns
+        fair coins, a one-hot group one member, an at-most-one group one member or none,
+        ordinal and numerical columns uniform over their (finite) ranges."""
+        rng = np.random.default_rng(seed)
+        low, high = self.range_arrays()
+        kinds = self.kind_array()
+        if not np.isfinite(low[kinds != "binary"]).all() or not np.isfinite(
+                high[kinds != "binary"]).all():
+            raise SchemaError("sampling the domain needs a finite range for every ordinal, "
+                              "numerical or unknown column")
+        points = rng.uniform(low, high, size=(n, len(kinds)))
+        ordinal = kinds == "ordinal"
+        points[:, ordinal] = rng.integers(low[ordinal].astype(np.int64),
+                                          high[ordinal].astype(np.int64) + 1,
+                                          size=(n, int(ordinal.sum())))
+        binary = kinds == "binary"
+        points[:, binary] = rng.integers(0, 2, size=(n, int(binary.sum())))
+        for cols, exactly_one in self.group_indices():
+            pick = rng.integers(0, cols.size + (0 if exactly_one else 1), size=n)
+            points[:, cols] = pick[:, None] == np.arange(cols.size)[None, :]
+        return points
+
     @staticmethod
     def binary_options(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Whether 0 and whether 1 lie in each box's interval, per feature."""

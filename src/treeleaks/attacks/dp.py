@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from treeleaks.counts.cell_pool import CellPool
 from treeleaks.counts.cells import (
     CellBudget,
     CellBudgetExceeded,
@@ -49,7 +50,7 @@ from treeleaks.schema import FeatureSchema
 
 FORMULATION = "dp"
 INTERVAL_SDS = 3.0  # half-width of the bounds on an unknown N, in standard deviations
-ENUMERATION_SHARE = 0.5  # of the time limit, at most, for listing cells
+ENUMERATION_SHARE = 0.25  # of the time limit, at most, for listing cells
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,8 @@ def reconstruct_dp(
     time_limit: float = 120.0,
     cell_budget: CellBudget | None = None,
     progress: ProgressCallback | None = None,
+    seed: int = 0,
+    threads: int = 1,
 ) -> Reconstruction:
     """The most likely training set of a DP forest (``model.noise`` set), within
     ``time_limit`` seconds.
@@ -111,26 +114,38 @@ def reconstruct_dp(
     if known is not None:
         offset = _flat(model.leaf_counts_of(*known))
     timings: dict[str, float] = {}
+    problem = NoisyCounts(sp.csr_matrix((offset.size, 0), dtype=np.int64),
+                          _flat([t.counts for t in model.trees]), offset, scale)
     limits = replace(cell_budget or CellBudget(),
                      deadline=start + ENUMERATION_SHARE * float(time_limit))
     try:
         cells = enumerate_cells(model, schema, limits, progress,
                                 occupancy=EveryClassOccupancy(model))
-    except CellBudgetExceeded as stop:
-        return Reconstruction.empty(
-            model, status="UNKNOWN", time_s=time.perf_counter() - start, solver="highs",
-            formulation=FORMULATION, strategy="enumerate", n_cells=stop.n_cells,
-            message=(f"the trees cut the domain into too many cells to list: stopped at "
-                     f"{stop.n_cells:,} cells after {stop.trees_done} of {model.n_trees} "
-                     f"trees ({stop.reason}); raise the time limit or the memory budget "
-                     "(--max-memory), or give the schema's one-hot groups"))
+        strategy, pool = "enumerate", None
+    except CellBudgetExceeded:
+        strategy, pool = "generate", CellPool(model, schema, seed, threads)
     timings["cells"] = time.perf_counter() - start
-    var_cell, var_cls = np.nonzero(cells.allowed)
-    problem = NoisyCounts(_incidence(model, cells, var_cell, var_cls),
-                          _flat([t.counts for t in model.trees]), offset, scale)
-    report(progress, "solve", 0, None, variables=int(var_cell.size))
-    solution = most_likely(problem, to_find, max(deadline - time.perf_counter(), 0.0), start)
+    try:
+        if pool is None:
+            var_cell, var_cls = np.nonzero(cells.allowed)
+            problem = replace(problem, A=_incidence(model, cells, var_cell, var_cls))
+            extend = None
+        else:
+            if not len(pool):  # no domain to sample: the best cells for a first row
+                pool.price(_first_row_gains(problem), -np.inf, deadline)
+            problem = replace(problem, A=pool.incidence(np.arange(len(pool))))
+            extend = pool.price
+        report(progress, "solve", 0, None, variables=int(problem.A.shape[1]))
+        solution = most_likely(problem, to_find, max(deadline - time.perf_counter(), 0.0),
+                               start, extend)
+    finally:
+        if pool is not None:
+            pool.close()
     timings.update(solution.timings)
+    if pool is not None:
+        cells = pool.cells()
+        timings["pricing_calls"] = pool.pricing_calls
+        var_cell, var_cls = np.divmod(np.arange(solution.counts.size), model.n_classes)
     recon = rows_from_counts(model, schema, cells, var_cell, var_cls, solution.counts,
                              np.zeros(var_cell.size, dtype=np.int64), with_width=True)
     frames = _with_known(recon, model, known)
@@ -150,7 +165,7 @@ def reconstruct_dp(
         solver="highs",
         n_cells=len(cells),
         timings=timings,
-        strategy="enumerate",
+        strategy=strategy,
         proof="",
         formulation=FORMULATION,
         knowledge="" if knowledge is None else knowledge.describe(),
@@ -160,6 +175,13 @@ def reconstruct_dp(
         n_rows_interval=(bounds.low, bounds.high) if n_unknown else None,
         likelihood_checked=consistent,
     )
+
+
+def _first_row_gains(problem: NoisyCounts) -> np.ndarray:
+    """Per count, the gain in log-likelihood of one row there when none is placed yet."""
+    zero = problem.offset
+    return (log_mass(problem.released, zero + 1, problem.scale)
+            - log_mass(problem.released, zero, problem.scale))
 
 
 def _scale(model: ReleasedModel) -> float:

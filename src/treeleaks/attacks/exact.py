@@ -91,7 +91,8 @@ def reconstruct(
         bound = (schema if schema is not None else FeatureSchema.for_model(model)).bind(model)
         return reconstruct_dp(model, bound, n_rows=n_rows, n_unknown=n_unknown,
                               knowledge=knowledge, time_limit=time_limit,
-                              cell_budget=cell_budget, progress=progress)
+                              cell_budget=cell_budget, progress=progress, seed=seed,
+                              threads=threads)
     if n_unknown or (n_rows is not None and n_rows != model.n_rows):
         raise TreeleaksError(
             "n_rows and n_unknown are for DP forests, whose counts are noisy; this model's "

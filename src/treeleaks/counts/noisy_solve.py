@@ -14,7 +14,8 @@ exact count has likelihood zero.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,6 +24,11 @@ from treeleaks.counts.noise import Lines, likelihood_lines, log_mass
 
 MIP_MIN_S = 1.0  # below this much time left, the MIP is not started
 COLUMN_BATCH = 2000  # variables added to the restricted LP per pricing round
+
+# More variables on demand: given each count's gain from one more row, the price of a row
+# and a deadline, the columns of ``A`` of new variables whose rows gain more than the
+# price (none found in time: zero columns), or None when pricing proved there are none.
+Extend = Callable[[np.ndarray, float, float], sp.spmatrix | None]
 
 
 @dataclass(frozen=True)
@@ -55,8 +61,11 @@ class NoisySolution:
 
 
 def most_likely(problem: NoisyCounts, n_rows: int, time_limit: float,
-                start: float | None = None) -> NoisySolution:
-    """The most likely histogram of ``n_rows`` rows within ``time_limit`` seconds.
+                start: float | None = None, extend: Extend | None = None) -> NoisySolution:
+    """The most likely histogram of ``n_rows`` rows within ``time_limit`` seconds, over
+    the variables of ``problem`` and those ``extend`` generates (appended in its order;
+    the solution's counts cover them all).
+
 
     First a complete dataset, fast at any size: rows added one at a time where they raise
     the likelihood most, then polished by local search. Then the LP relaxation by column
@@ -73,7 +82,8 @@ def most_likely(problem: NoisyCounts, n_rows: int, time_limit: float,
     timings["first_solution"] = first
     best = problem.log_likelihood(problem.A @ counts)
     lines = likelihood_lines(problem.released, problem.scale, n_rows, problem.offset)
-    lp = _generate_columns(problem, lines, n_rows, counts, deadline)
+    lp, problem = _generate_columns(problem, lines, n_rows, counts, deadline, extend)
+    counts = np.pad(counts, (0, problem.A.shape[1] - counts.size))
     timings["lp"] = time.perf_counter() - start - first
     candidates = [] if lp.x is None else [_round(lp.x, n_rows)]
     status = "FEASIBLE"
@@ -90,7 +100,7 @@ def most_likely(problem: NoisyCounts, n_rows: int, time_limit: float,
         if value > best + 1e-9:
             counts, best = candidate, value
     tight = lp.converged and best >= lp.bound - 1e-6 * max(1.0, abs(lp.bound))
-    if tight or (proven and lp.columns.size == problem.A.shape[1]):
+    if tight or (proven and extend is None and lp.columns.size == problem.A.shape[1]):
         status = "OPTIMAL"
     return NoisySolution(counts, best, lp.bound if lp.converged else None, first, status,
                          timings)
@@ -108,11 +118,12 @@ class _Lp:
     converged: bool
 
 
-def _generate_columns(problem: NoisyCounts, lines: Lines, n_rows: int,
-                      start: np.ndarray, deadline: float) -> _Lp:
+def _generate_columns(problem: NoisyCounts, lines: Lines, n_rows: int, start: np.ndarray,
+                      deadline: float, extend: Extend | None) -> tuple[_Lp, NoisyCounts]:
     """The LP relaxation by column generation from the variables ``start`` uses plus the
-    best `COLUMN_BATCH` by reduced cost, adding that many per round until none improves."""
-    n_vars = problem.A.shape[1]
+    best `COLUMN_BATCH` by reduced cost, adding that many per round until none improves;
+    then ``extend``'s new variables, until it proves there are none. Returns the LP and
+    the problem with every variable generated."""
     AT = problem.A.T.tocsr()
     columns = np.flatnonzero(start > 0)
     seed_gain = AT @ _marginal(problem, problem.A @ start)
@@ -123,16 +134,27 @@ def _generate_columns(problem: NoisyCounts, lines: Lines, n_rows: int,
         if res is None:
             break
         values, bound, weights, total_price = res
-        x = np.zeros(n_vars)
+        x = np.zeros(problem.A.shape[1])
         x[columns] = values
         reduced = AT @ weights - total_price  # gain of one more row in each variable
         reduced[columns] = 0.0
         better = np.flatnonzero(reduced > 1e-9)
-        if not better.size:
-            return _Lp(x, bound, columns, True)
-        best = better[np.argsort(-reduced[better], kind="stable")[:COLUMN_BATCH]]
-        columns = np.union1d(columns, best)
-    return _Lp(x, bound, columns if x is not None else None, False)
+        if better.size:
+            columns = np.union1d(
+                columns, better[np.argsort(-reduced[better], kind="stable")[:COLUMN_BATCH]])
+            continue
+        new = None if extend is None else extend(weights, total_price, deadline)
+        if new is None:
+            return _Lp(x, bound, columns, True), problem
+        if not new.shape[1]:
+            break
+        first = problem.A.shape[1]
+        problem = replace(problem, A=sp.hstack([problem.A, new]).tocsr())
+        AT = problem.A.T.tocsr()
+        columns = np.union1d(columns, first + np.arange(new.shape[1]))
+    if x is not None:
+        x = np.pad(x, (0, problem.A.shape[1] - x.size))
+    return _Lp(x, bound, columns if x is not None else None, False), problem
 
 
 def _marginal(problem: NoisyCounts, z: np.ndarray, step: int = 1) -> np.ndarray:

@@ -38,9 +38,11 @@ class PricedCell:
 
 
 class Pricer:
-    """Reusable CP-SAT model of "a point of class ``cls`` through every tree"."""
+    """Reusable CP-SAT model of "a point of class ``cls`` through every tree" (through any
+    leaf with ``every_leaf``: noisy counts rule no leaf out for a class)."""
 
-    def __init__(self, model: ReleasedModel, schema: FeatureSchema, cls: int) -> None:
+    def __init__(self, model: ReleasedModel, schema: FeatureSchema, cls: int,
+                 every_leaf: bool = False) -> None:
         self.n_trees = model.n_trees
         self.cp = cp_model.CpModel()
         split = _SplitLiterals(self.cp, model, schema)
@@ -48,7 +50,8 @@ class Pricer:
         self.leaf_ids: list[np.ndarray] = []  # per tree: allowed leaf indices
         self.feasible = True
         for tree in model.trees:
-            allowed = np.flatnonzero(tree.holds()[:, cls])
+            allowed = (np.arange(tree.n_leaves) if every_leaf
+                       else np.flatnonzero(tree.holds()[:, cls]))
             if not allowed.size:
                 self.feasible = False
             node_of_leaf = np.empty(tree.n_leaves, dtype=np.int64)
@@ -131,9 +134,10 @@ class PricingTeam:
     """
 
     def __init__(
-        self, model: ReleasedModel, schema: FeatureSchema, workers: int = 1
+        self, model: ReleasedModel, schema: FeatureSchema, workers: int = 1,
+        every_leaf: bool = False,
     ) -> None:
-        self.pricers = [Pricer(model, schema, c) for c in range(model.n_classes)]
+        self.pricers = [Pricer(model, schema, c, every_leaf) for c in range(model.n_classes)]
         self.workers = max(1, min(int(workers), len(self.pricers)))
         self._threads: ThreadPoolExecutor | None = None  # started at the first call
 

@@ -1,0 +1,105 @@
+"""Cells found on demand for noisy counts, when the trees cut the domain into too many to list.
+
+The pool starts from the cells of points drawn from the schema's domain and grows by
+pricing: given each (tree, leaf, class) count's gain from one more row and the price of a
+row, CP-SAT searches the point (through any leaf of every tree, within the schema) whose
+cell gains more than the price for some class (`treeleaks.counts.pricing`, the model the
+exact engine's generation uses). Every class may lie in every cell (a noisy 0 hides rows),
+so each new cell brings one variable per class, cell-major: variable ``j`` is cell
+``j // C``, class ``j % C``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import scipy.sparse as sp
+
+from treeleaks.counts.cells import Cells
+from treeleaks.counts.pricing import PricingTeam
+from treeleaks.errors import SchemaError
+from treeleaks.model import ReleasedModel
+from treeleaks.schema import FeatureSchema
+
+SAMPLED_POINTS = 20_000  # points drawn from the domain to seed the pool
+PRICED_PER_CLASS = 50  # cells kept from one pricing call of a class
+
+
+class CellPool:
+    """Cells as leaf vectors (one leaf per tree), deduplicated, in the order found."""
+
+    def __init__(self, model: ReleasedModel, schema: FeatureSchema, seed: int = 0,
+                 workers: int = 1) -> None:
+        self.model, self.schema, self.seed = model, schema, seed
+        self.n_classes = model.n_classes
+        self.offsets = np.cumsum([0] + [t.counts.size for t in model.trees])
+        self.leaves = np.zeros((0, model.n_trees), dtype=np.int64)
+        self._seen: set[bytes] = set()
+        self.team = PricingTeam(model, schema, workers, every_leaf=True)
+        self.pricing_calls = 0
+        # A column without a finite range cannot be sampled: pricing seeds the pool then.
+        with contextlib.suppress(SchemaError):
+            self.add(model.apply(schema.sample(SAMPLED_POINTS, seed)))
+
+    def __len__(self) -> int:
+        return int(self.leaves.shape[0])
+
+    def close(self) -> None:
+        self.team.close()
+
+    def add(self, leaves: np.ndarray) -> np.ndarray:
+        """Add the cells of ``leaves`` (one row per point) not seen yet; their indices."""
+        fresh = []
+        for row in np.unique(np.asarray(leaves, dtype=np.int64), axis=0):
+            key = row.tobytes()
+            if key not in self._seen:
+                self._seen.add(key)
+                fresh.append(row)
+        first = len(self)
+        if fresh:
+            self.leaves = np.vstack([self.leaves, np.array(fresh)])
+        return np.arange(first, len(self))
+
+    def incidence(self, cells: np.ndarray) -> sp.csr_matrix:
+        """Counts by variables for ``cells`` (each with every class, cell-major)."""
+        c = self.n_classes
+        cell = np.repeat(cells, c)
+        cls = np.tile(np.arange(c), cells.size)
+        rows = (self.offsets[:-1][None, :] + self.leaves[cell] * c + cls[:, None]).ravel()
+        cols = np.repeat(np.arange(cell.size), self.model.n_trees)
+        return sp.csr_matrix((np.ones(rows.size, dtype=np.int64), (rows, cols)),
+                             shape=(self.offsets[-1], cell.size))
+
+    def price(self, gains: np.ndarray, price: float, deadline: float) -> sp.csr_matrix | None:
+        """New cells with a class whose row gains more than ``price`` (``gains`` per count),
+        as the columns of their variables; None when pricing proved there are none. A
+        price of -inf asks for the best cells whatever their gain (to seed the pool)."""
+        c = self.n_classes
+
+        def weights(cls: int) -> list[np.ndarray]:  # pricing minimises: the negated gains
+            return [-gains[self.offsets[t] + np.arange(tree.n_leaves) * c + cls]
+                    for t, tree in enumerate(self.model.trees)]
+
+        cutoff = -price if np.isfinite(price) else None
+        results = self.team.best_each(weights, deadline, lambda cls: [], cutoff=cutoff,
+                                      keep=PRICED_PER_CLASS, seed=self.seed)
+        self.pricing_calls += sum(r is not None for r in results)
+        found = [cell.leaves for r in results if r is not None for cell in r[0]]
+        proven = all(r is not None and r[2] and not r[0] for r in results)
+        if proven:
+            return None
+        new = self.add(np.array(found)) if found else np.zeros(0, dtype=np.int64)
+        return self.incidence(new)
+
+    def cells(self) -> Cells:
+        """The pool as boxes (the intersection of each cell's leaves), every class allowed."""
+        m = self.model.n_features
+        lower = np.full((len(self), m), -np.inf)
+        upper = np.full((len(self), m), np.inf)
+        for t, tree in enumerate(self.model.trees):
+            leaf_lower, leaf_upper = tree.leaf_boxes(m)
+            np.maximum(lower, leaf_lower[self.leaves[:, t]], out=lower)
+            np.minimum(upper, leaf_upper[self.leaves[:, t]], out=upper)
+        allowed = np.ones((len(self), self.n_classes), dtype=bool)
+        return Cells(lower, upper, allowed, self.leaves.astype(np.int32))
