@@ -25,8 +25,9 @@ from treeleaks import (
     reconstruct,
 )
 from treeleaks.attacks.dp import n_rows_interval
+from treeleaks.attacks.marginal_prior import marginal_log_prior, posterior_row
 from treeleaks.cli import app
-from treeleaks.counts.cells import CellBudget
+from treeleaks.counts.cells import CellBudget, EveryClassOccupancy, enumerate_cells
 from treeleaks.counts.noise import likelihood_lines, log_mass
 from treeleaks.evaluation.metrics import evaluate
 from treeleaks.model import ModelFormatError, NoiseMechanism
@@ -289,3 +290,22 @@ def test_cells_are_priced_when_the_domain_cannot_be_sampled():
     open_range = FeatureSchema.from_dict({"numerical": {"x": [-np.inf, np.inf]}})
     rec = reconstruct(model, open_range, time_limit=20, cell_budget=CellBudget(max_cells=1))
     assert rec.strategy == "generate" and rec.n_rows == 40 and rec.likelihood_checked
+
+
+def test_with_a_flat_posterior_the_row_is_the_known_rows_mode():
+    """Counts that say nothing leave the prior: each column at its most common value among
+    the known rows, a one-hot group at its most common member, the label likewise."""
+    rng = np.random.default_rng(1)
+    member = rng.choice(3, size=40, p=[0.2, 0.5, 0.3])
+    X = pd.DataFrame({"a": (np.arange(40) % 4 == 0).astype(int), "g0": member == 0,
+                      "g1": member == 1, "g2": member == 2}).astype(int)
+    y = np.where(np.arange(40) % 3 == 0, 1, 0)
+    schema = FeatureSchema.from_frame(X, one_hot_groups=[["g0", "g1", "g2"]])
+    forest = DPRandomForestClassifier(n_estimators=2, max_depth=2, epsilon=1.0,
+                                      schema=schema, random_state=0).fit(X, y)
+    model = from_dp_forest(forest)
+    cells = enumerate_cells(model, schema, occupancy=EveryClassOccupancy(model))
+    flat = marginal_log_prior(cells, schema, model, X.to_numpy(float), y).ravel()
+    values, sure, cls = posterior_row(cells, flat, schema, model, X.to_numpy(float), y)
+    assert values.tolist() == [0.0, 0.0, 1.0, 0.0] and cls == 0
+    assert np.all((sure > 0.5) & (sure < 1.0))

@@ -7,7 +7,9 @@ implied counts make the released ones most likely (Gorgé, Ferry, Gambs & Vidal,
 (every class may lie anywhere, since a noisy 0 may hide rows), one variable counts the rows
 of each (cell, class), and `treeleaks.counts.noisy_solve` maximises the exact
 log-likelihood over those counts. Rows that are known in full (the informed adversary)
-are taken out of the unknowns and counted in every leaf they reach.
+are taken out of the unknowns and counted in every leaf they reach, and what they say
+about typical rows becomes a prior on the rest (`treeleaks.attacks.marginal_prior`): the
+most probable dataset given the counts and the known rows.
 
 N, the number of training rows, is known by default (the trainer records it; a DP
 release treats it as public). With ``n_unknown`` it is estimated from the noisy totals
@@ -30,6 +32,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from treeleaks.attacks.marginal_prior import marginal_log_prior, posterior_row
 from treeleaks.counts.cell_pool import CellPool
 from treeleaks.counts.cells import (
     CellBudget,
@@ -115,7 +118,14 @@ def reconstruct_dp(
         offset = _flat(model.leaf_counts_of(*known))
     timings: dict[str, float] = {}
     problem = NoisyCounts(sp.csr_matrix((offset.size, 0), dtype=np.int64),
-                          _flat([t.counts for t in model.trees]), offset, scale)
+                          _flat([t.counts for t in model.trees]), offset, scale, np.zeros(0))
+
+    def log_prior(cells: Cells) -> np.ndarray:
+        """Per variable of ``cells`` (cell-major): the known rows' prior, else nothing."""
+        if known is None:
+            return np.zeros(len(cells) * model.n_classes)
+        return marginal_log_prior(cells, schema, model, *known).ravel()
+
     limits = replace(cell_budget or CellBudget(),
                      deadline=start + ENUMERATION_SHARE * float(time_limit))
     try:
@@ -123,58 +133,117 @@ def reconstruct_dp(
                                 occupancy=EveryClassOccupancy(model))
         strategy, pool = "enumerate", None
     except CellBudgetExceeded:
-        strategy, pool = "generate", CellPool(model, schema, seed, threads)
+        strategy, pool = "generate", CellPool(model, schema, seed, threads, log_prior)
     timings["cells"] = time.perf_counter() - start
     try:
         if pool is None:
             var_cell, var_cls = np.nonzero(cells.allowed)
-            problem = replace(problem, A=_incidence(model, cells, var_cell, var_cls))
-            extend = None
+            problem = replace(problem, A=_incidence(model, cells, var_cell, var_cls),
+                              prior=log_prior(cells))
         else:
             if not len(pool):  # no domain to sample: the best cells for a first row
                 pool.price(_first_row_gains(problem), -np.inf, deadline)
-            problem = replace(problem, A=pool.incidence(np.arange(len(pool))))
-            extend = pool.price
+            cells = pool.cells()
+            problem = replace(problem, A=pool.incidence(np.arange(len(pool))),
+                              prior=log_prior(cells))
         report(progress, "solve", 0, None, variables=int(problem.A.shape[1]))
-        solution = most_likely(problem, to_find, max(deadline - time.perf_counter(), 0.0),
-                               start, extend)
+        if known is not None and to_find == 1:
+            found = _one_row(problem, cells, schema, model, known, start)
+        else:
+            found = _most_likely_rows(problem, to_find, deadline, start, cells, pool,
+                                      schema, model)
     finally:
         if pool is not None:
+            timings["pricing_calls"] = pool.pricing_calls
             pool.close()
-    timings.update(solution.timings)
-    if pool is not None:
-        cells = pool.cells()
-        timings["pricing_calls"] = pool.pricing_calls
-        var_cell, var_cls = np.divmod(np.arange(solution.counts.size), model.n_classes)
-    recon = rows_from_counts(model, schema, cells, var_cell, var_cls, solution.counts,
-                             np.zeros(var_cell.size, dtype=np.int64), with_width=True)
-    frames = _with_known(recon, model, known)
+    timings.update(found.timings)
+    frames = _with_known(found.frames, model, known)
     report(progress, "verify", 0, None)
     checked = _rows_log_likelihood(model, frames["rows"], scale)
-    consistent = math.isclose(checked, solution.log_likelihood, rel_tol=1e-9, abs_tol=1e-6)
-    message = "" if consistent else (
-        f"the rows' log-likelihood {checked:.6f} differs from the solver's "
-        f"{solution.log_likelihood:.6f}: a bug, please report it")
+    consistent = math.isclose(checked, found.log_likelihood, rel_tol=1e-9, abs_tol=1e-6)
+    notes = [found.note] if found.note else []
+    if not consistent:
+        notes.append(f"the rows' log-likelihood {checked:.6f} differs from the solver's "
+                     f"{found.log_likelihood:.6f}: a bug, please report it")
     return Reconstruction(
         **frames,
-        status=solution.status,
+        status=found.status,
         certificate=None,
         time_s=time.perf_counter() - start,
-        message=message,
-        objective=solution.log_likelihood,
+        message="; ".join(notes),
+        objective=found.objective,
         solver="highs",
-        n_cells=len(cells),
+        n_cells=found.n_cells,
         timings=timings,
         strategy=strategy,
         proof="",
         formulation=FORMULATION,
-        knowledge="" if knowledge is None else knowledge.describe(),
+        knowledge="" if known is None else (
+            f"{knowledge.describe()}, and their columns' frequencies as a prior on the rest"),
         log_likelihood=checked,
-        log_likelihood_bound=solution.bound,
-        first_solution_s=solution.first_solution_s,
+        log_likelihood_bound=found.bound if known is None else None,
+        first_solution_s=found.first_solution_s,
         n_rows_interval=(bounds.low, bounds.high) if n_unknown else None,
         likelihood_checked=consistent,
     )
+
+
+@dataclass
+class _Found:
+    """The rows a search found (the frames of a `Reconstruction`) and its figures."""
+
+    frames: dict
+    status: str
+    log_likelihood: float
+    objective: float | None
+    bound: float | None
+    first_solution_s: float
+    n_cells: int
+    timings: dict[str, float]
+    note: str = ""
+
+
+def _most_likely_rows(problem: NoisyCounts, n_rows: int, deadline: float, start: float,
+                      cells: Cells, pool: CellPool | None, schema: FeatureSchema,
+                      model: ReleasedModel) -> _Found:
+    """The most probable dataset (`most_likely`), with cells generated on demand when the
+    pool is given, as rows."""
+    extend = None if pool is None else pool.price
+    solution = most_likely(problem, n_rows, max(deadline - time.perf_counter(), 0.0), start,
+                           extend)
+    if pool is not None:
+        cells = pool.cells()
+    var_cell, var_cls = np.divmod(np.arange(solution.counts.size), model.n_classes)
+    frames = rows_from_counts(model, schema, cells, var_cell, var_cls, solution.counts,
+                              np.zeros(var_cell.size, dtype=np.int64), with_width=True)
+    return _Found(frames, solution.status, solution.log_likelihood, solution.objective,
+                  solution.bound, solution.first_solution_s, len(cells), solution.timings)
+
+
+def _one_row(problem: NoisyCounts, cells: Cells, schema: FeatureSchema, model: ReleasedModel,
+             known: tuple[np.ndarray, np.ndarray], start: float) -> _Found:
+    """The informed adversary's one unknown row, value by value from its exact posterior
+    over the cells (`posterior_row`): fewer wrong values expected than the most probable
+    row gives."""
+    log_weight = problem.A.T @ _first_row_gains(problem) + problem.prior
+    values, sure, cls = posterior_row(cells, log_weight, schema, model, *known)
+    names = list(model.feature_names)
+    low, high = schema.range_arrays()
+    certain = sure >= 1.0 - 1e-9
+    rows = pd.DataFrame([values], columns=names)
+    rows[model.label_name] = [model.classes[cls]]
+    frames = {"rows": rows, "free": pd.DataFrame([~certain], columns=names),
+              "lower": pd.DataFrame([np.where(certain, values, low)], columns=names),
+              "upper": pd.DataFrame([np.where(certain, values, high)], columns=names),
+              "width": pd.DataFrame([np.full(len(names), np.nan)], columns=names)}
+    X = values[None, :]
+    implied = _flat(model.leaf_counts_of(X, rows[model.label_name].to_numpy()))
+    elapsed = time.perf_counter() - start
+    return _Found(frames, "OPTIMAL", problem.log_likelihood(implied), None, None, elapsed,
+                  len(cells), {"first_solution": elapsed},
+                  note=("one unknown row: each value is the most probable given the counts "
+                        f"and the known rows (exact posterior over {len(cells):,} cells); "
+                        "'free' marks values that are not certain"))
 
 
 def _first_row_gains(problem: NoisyCounts) -> np.ndarray:

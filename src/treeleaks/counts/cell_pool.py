@@ -12,6 +12,7 @@ so each new cell brings one variable per class, cell-major: variable ``j`` is ce
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,7 +31,8 @@ class CellPool:
     """Cells as leaf vectors (one leaf per tree), deduplicated, in the order found."""
 
     def __init__(self, model: ReleasedModel, schema: FeatureSchema, seed: int = 0,
-                 workers: int = 1) -> None:
+                 workers: int = 1,
+                 log_prior: Callable[[Cells], np.ndarray] | None = None) -> None:
         self.model, self.schema, self.seed = model, schema, seed
         self.n_classes = model.n_classes
         self.offsets = np.cumsum([0] + [t.counts.size for t in model.trees])
@@ -38,6 +40,7 @@ class CellPool:
         self._seen: set[bytes] = set()
         self.team = PricingTeam(model, schema, workers, every_leaf=True)
         self.pricing_calls = 0
+        self.log_prior = log_prior
         # A column without a finite range cannot be sampled: pricing seeds the pool then.
         with contextlib.suppress(SchemaError):
             self.add(model.apply(schema.sample(SAMPLED_POINTS, seed)))
@@ -71,10 +74,13 @@ class CellPool:
         return sp.csr_matrix((np.ones(rows.size, dtype=np.int64), (rows, cols)),
                              shape=(self.offsets[-1], cell.size))
 
-    def price(self, gains: np.ndarray, price: float, deadline: float) -> sp.csr_matrix | None:
+    def price(self, gains: np.ndarray, price: float,
+              deadline: float) -> tuple[sp.csr_matrix, np.ndarray] | None:
         """New cells with a class whose row gains more than ``price`` (``gains`` per count),
-        as the columns of their variables; None when pricing proved there are none. A
-        price of -inf asks for the best cells whatever their gain (to seed the pool)."""
+        as the columns of their variables with their log-prior; None when pricing proved
+        there are none. A price of -inf asks for the best cells whatever their gain (to
+        seed the pool). With a prior, pricing weighs the likelihood alone and the LP
+        judges the cells found."""
         c = self.n_classes
 
         def weights(cls: int) -> list[np.ndarray]:  # pricing minimises: the negated gains
@@ -90,16 +96,20 @@ class CellPool:
         if proven:
             return None
         new = self.add(np.array(found)) if found else np.zeros(0, dtype=np.int64)
-        return self.incidence(new)
+        prior = (np.zeros(new.size * self.n_classes) if self.log_prior is None
+                 else self.log_prior(self.cells(new)))
+        return self.incidence(new), prior
 
-    def cells(self) -> Cells:
-        """The pool as boxes (the intersection of each cell's leaves), every class allowed."""
+    def cells(self, which: np.ndarray | None = None) -> Cells:
+        """The pool's cells (or those of ``which``) as boxes (the intersection of each
+        cell's leaves), every class allowed."""
+        leaves = self.leaves if which is None else self.leaves[which]
         m = self.model.n_features
-        lower = np.full((len(self), m), -np.inf)
-        upper = np.full((len(self), m), np.inf)
+        lower = np.full((len(leaves), m), -np.inf)
+        upper = np.full((len(leaves), m), np.inf)
         for t, tree in enumerate(self.model.trees):
             leaf_lower, leaf_upper = tree.leaf_boxes(m)
-            np.maximum(lower, leaf_lower[self.leaves[:, t]], out=lower)
-            np.minimum(upper, leaf_upper[self.leaves[:, t]], out=upper)
-        allowed = np.ones((len(self), self.n_classes), dtype=bool)
-        return Cells(lower, upper, allowed, self.leaves.astype(np.int32))
+            np.maximum(lower, leaf_lower[leaves[:, t]], out=lower)
+            np.minimum(upper, leaf_upper[leaves[:, t]], out=upper)
+        allowed = np.ones((len(leaves), self.n_classes), dtype=bool)
+        return Cells(lower, upper, allowed, leaves.astype(np.int32))

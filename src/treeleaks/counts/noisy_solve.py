@@ -27,33 +27,42 @@ COLUMN_BATCH = 2000  # variables added to the restricted LP per pricing round
 
 # More variables on demand: given each count's gain from one more row, the price of a row
 # and a deadline, the columns of ``A`` of new variables whose rows gain more than the
-# price (none found in time: zero columns), or None when pricing proved there are none.
-Extend = Callable[[np.ndarray, float, float], sp.spmatrix | None]
+# price, with their log-prior (none found in time: zero columns), or None when pricing
+# proved there are none.
+Extend = Callable[[np.ndarray, float, float], tuple[sp.spmatrix, np.ndarray] | None]
 
 
 @dataclass(frozen=True)
 class NoisyCounts:
     """The released counts (``released``, Laplace ``scale``), the rows already known to lie
-    in each (``offset``), and which counts each variable adds to (``A``, counts by variables)."""
+    in each (``offset``), which counts each variable adds to (``A``, counts by variables),
+    and a log-prior per row of each variable (``prior``; none: the most likely dataset)."""
 
     A: sp.csr_matrix
     released: np.ndarray
     offset: np.ndarray
     scale: float
+    prior: np.ndarray
 
     def log_likelihood(self, z: np.ndarray) -> float:
         """Log-likelihood of the guessed counts ``z`` of unknown rows."""
         return float(log_mass(self.released, z + self.offset, self.scale).sum())
 
+    def objective(self, counts: np.ndarray) -> float:
+        """What the search maximises: log-likelihood plus the rows' log-prior."""
+        return self.log_likelihood(self.A @ counts) + float(self.prior @ counts)
+
 
 @dataclass
 class NoisySolution:
-    """Rows per variable, their log-likelihood, the LP's upper bound on it, when the first
-    complete dataset was found (seconds from the start) and the search's verdict:
-    ``OPTIMAL`` (the MIP proved no dataset is more likely) or ``FEASIBLE``."""
+    """Rows per variable, their log-likelihood and objective (with the prior), the LP's
+    upper bound on the objective, when the first complete dataset was found (seconds from
+    the start) and the search's verdict: ``OPTIMAL`` (no dataset has a higher objective) or
+    ``FEASIBLE``."""
 
     counts: np.ndarray
     log_likelihood: float
+    objective: float
     bound: float | None
     first_solution_s: float
     status: str
@@ -80,7 +89,7 @@ def most_likely(problem: NoisyCounts, n_rows: int, time_limit: float,
     counts = _climb(problem, _greedy(problem, n_rows, deadline), deadline)
     first = time.perf_counter() - start
     timings["first_solution"] = first
-    best = problem.log_likelihood(problem.A @ counts)
+    best = problem.objective(counts)
     lines = likelihood_lines(problem.released, problem.scale, n_rows, problem.offset)
     lp, problem = _generate_columns(problem, lines, n_rows, counts, deadline, extend)
     counts = np.pad(counts, (0, problem.A.shape[1] - counts.size))
@@ -96,14 +105,14 @@ def most_likely(problem: NoisyCounts, n_rows: int, time_limit: float,
             candidates.append(mip_counts)
     for candidate in candidates:
         candidate = _climb(problem, candidate, max(deadline, time.perf_counter() + 1))
-        value = problem.log_likelihood(problem.A @ candidate)
+        value = problem.objective(candidate)
         if value > best + 1e-9:
             counts, best = candidate, value
     tight = lp.converged and best >= lp.bound - 1e-6 * max(1.0, abs(lp.bound))
     if tight or (proven and extend is None and lp.columns.size == problem.A.shape[1]):
         status = "OPTIMAL"
-    return NoisySolution(counts, best, lp.bound if lp.converged else None, first, status,
-                         timings)
+    return NoisySolution(counts, problem.log_likelihood(problem.A @ counts), best,
+                         lp.bound if lp.converged else None, first, status, timings)
 
 
 @dataclass
@@ -126,7 +135,7 @@ def _generate_columns(problem: NoisyCounts, lines: Lines, n_rows: int, start: np
     the problem with every variable generated."""
     AT = problem.A.T.tocsr()
     columns = np.flatnonzero(start > 0)
-    seed_gain = AT @ _marginal(problem, problem.A @ start)
+    seed_gain = AT @ _marginal(problem, problem.A @ start) + problem.prior
     columns = np.union1d(columns, np.argsort(-seed_gain, kind="stable")[:COLUMN_BATCH])
     x = bound = None
     while time.perf_counter() < deadline:
@@ -136,7 +145,7 @@ def _generate_columns(problem: NoisyCounts, lines: Lines, n_rows: int, start: np
         values, bound, weights, total_price = res
         x = np.zeros(problem.A.shape[1])
         x[columns] = values
-        reduced = AT @ weights - total_price  # gain of one more row in each variable
+        reduced = AT @ weights + problem.prior - total_price  # gain of one more row
         reduced[columns] = 0.0
         better = np.flatnonzero(reduced > 1e-9)
         if better.size:
@@ -146,12 +155,14 @@ def _generate_columns(problem: NoisyCounts, lines: Lines, n_rows: int, start: np
         new = None if extend is None else extend(weights, total_price, deadline)
         if new is None:
             return _Lp(x, bound, columns, True), problem
-        if not new.shape[1]:
+        columns_new, prior_new = new
+        if not columns_new.shape[1]:
             break
         first = problem.A.shape[1]
-        problem = replace(problem, A=sp.hstack([problem.A, new]).tocsr())
+        problem = replace(problem, A=sp.hstack([problem.A, columns_new]).tocsr(),
+                          prior=np.concatenate([problem.prior, prior_new]))
         AT = problem.A.T.tocsr()
-        columns = np.union1d(columns, first + np.arange(new.shape[1]))
+        columns = np.union1d(columns, first + np.arange(columns_new.shape[1]))
     if x is not None:
         x = np.pad(x, (0, problem.A.shape[1] - x.size))
     return _Lp(x, bound, columns if x is not None else None, False), problem
@@ -176,7 +187,7 @@ def _epigraph(problem: NoisyCounts, lines: Lines, n_rows: int,
         (np.ones(lines.owner.size), (np.arange(lines.owner.size), lines.owner)),
         shape=(lines.owner.size, n_counts))]).tocsr()
     total = sp.csr_matrix(np.concatenate([np.ones(n_vars), np.zeros(n_counts)]))
-    cost = np.concatenate([np.zeros(n_vars), -np.ones(n_counts)])
+    cost = np.concatenate([-problem.prior[columns], -np.ones(n_counts)])
     floor = np.full(n_counts, np.inf)
     for z in (0.0, float(n_rows)):  # concave: its minimum over [0, z_max] is at an end
         np.minimum.at(floor, lines.owner, lines.slope * z + lines.intercept)
@@ -234,7 +245,7 @@ def _greedy(problem: NoisyCounts, n: int, deadline: float) -> np.ndarray:
         if time.perf_counter() > deadline:
             counts[j] += n - placed
             break
-        j = int(np.argmax(AT @ _marginal(problem, z)))
+        j = int(np.argmax(AT @ _marginal(problem, z) + problem.prior))
         counts[j] += 1
         z += _column(by_var, j, z.size)
     return counts
@@ -260,10 +271,11 @@ def _climb(problem: NoisyCounts, counts: np.ndarray, deadline: float) -> np.ndar
     counts = counts.copy()
     z = problem.A @ counts
     while time.perf_counter() < deadline and counts.any():
-        remove = np.where(counts > 0, AT @ _marginal(problem, z, -1), -np.inf)
+        remove = np.where(counts > 0, AT @ _marginal(problem, z, -1) - problem.prior,
+                          -np.inf)
         j = int(np.argmax(remove))
         without = z - _column(by_var, j, z.size)
-        add = AT @ _marginal(problem, without, 1)
+        add = AT @ _marginal(problem, without, 1) + problem.prior
         add[j] = -np.inf
         k = int(np.argmax(add))
         if not remove[j] + add[k] > 1e-9:
