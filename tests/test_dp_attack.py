@@ -95,7 +95,7 @@ def test_with_almost_no_noise_every_count_is_explained_by_truncation_alone():
     """At scale 1e-7 a release is int(z + Y) with |Y| tiny: z itself, or z - 1 when Y < 0
     (truncation toward zero). The rows found must imply counts the release allows."""
     model, schema, truth = dp_model(epsilon=1e7)
-    rec = reconstruct(model, schema, time_limit=20)
+    rec = reconstruct(model, schema, time_limit=20, shrinkage=0)
     assert rec.formulation == "dp" and rec.likelihood_checked and rec.status == "OPTIMAL"
     X = rec.rows[list(model.feature_names)].to_numpy(dtype=float)
     for tree, z in zip(model.trees, model.leaf_counts_of(X, rec.rows["label"].to_numpy())):
@@ -110,7 +110,7 @@ def test_an_optimal_reconstruction_is_at_least_as_likely_as_the_truth(seed, epsi
                                                                       depth):
     model, schema, truth = dp_model(n_rows=25, n_features=4, trees=trees, depth=depth,
                                     epsilon=epsilon, seed=seed)
-    rec = reconstruct(model, schema, time_limit=20)
+    rec = reconstruct(model, schema, time_limit=20, shrinkage=0)
     assert rec.status == "OPTIMAL" and rec.likelihood_checked and rec.n_rows == 25
     assert rec.log_likelihood == pytest.approx(log_likelihood_of(model, rec.rows))
     assert rec.log_likelihood >= log_likelihood_of(model, truth) - 1e-9
@@ -124,6 +124,17 @@ def test_the_attack_beats_the_random_baseline_at_a_large_budget():
     assert score.error < 0.5 * score.baseline_error
     assert rec.first_solution_s < rec.time_s
     assert rec.summary()["n_rows_used"] == 60
+
+
+def test_shrinkage_trades_likelihood_for_typical_rows_and_says_so():
+    model, schema, _ = dp_model(n_rows=60, n_features=6, trees=6, depth=3, epsilon=2)
+    likeliest = reconstruct(model, schema, time_limit=20, shrinkage=0)
+    shrunk = reconstruct(model, schema, time_limit=20)
+    assert shrunk.likelihood_checked and shrunk.n_rows == 60
+    assert shrunk.log_likelihood <= likeliest.log_likelihood + 1e-9
+    assert shrunk.log_likelihood_bound == pytest.approx(likeliest.log_likelihood_bound)
+    assert "shrunk toward the column frequencies" in shrunk.message
+    assert f"the most likely {likeliest.log_likelihood:.3f}" in shrunk.message
 
 
 def test_an_unknown_n_is_estimated_within_bounds_that_hold_it():
@@ -198,7 +209,7 @@ def test_side_knowledge_that_does_not_apply_is_refused():
         reconstruct(model, schema, knowledge=Knowledge(rows=pd.concat([truth, truth[:1]])))
     exact = replace(model, noise=None, trees=[replace(t, counts=abs(t.counts))
                                               for t in model.trees])
-    with pytest.raises(TreeleaksError, match="n_rows and n_unknown are for DP forests"):
+    with pytest.raises(TreeleaksError, match="n_rows, n_unknown and shrinkage are for DP"):
         reconstruct(exact, schema, n_unknown=True)
 
 
@@ -267,8 +278,8 @@ def test_generated_cells_find_the_same_optimum_as_listed_ones(seed, monkeypatch)
     monkeypatch.setattr("treeleaks.counts.cell_pool.SAMPLED_POINTS", 3)
     model, schema, truth = dp_model(n_rows=30, n_features=8, trees=4, depth=3, epsilon=8,
                                     seed=seed)
-    listed = reconstruct(model, schema, time_limit=30)
-    generated = reconstruct(model, schema, time_limit=30,
+    listed = reconstruct(model, schema, time_limit=30, shrinkage=0)
+    generated = reconstruct(model, schema, time_limit=30, shrinkage=0,
                             cell_budget=CellBudget(max_cells=1))
     assert listed.strategy == "enumerate" and generated.strategy == "generate"
     assert generated.timings["pricing_calls"] > 2 and generated.n_cells > 3

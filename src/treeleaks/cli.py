@@ -253,6 +253,12 @@ def reconstruct_command(
         bool, typer.Option(help="DP forests: infer N from the noisy counts instead of taking "
                            "it as known (the bounds it is chosen in are reported).")
     ] = False,
+    shrinkage: Annotated[
+        float | None,
+        typer.Option(min=0, help="DP forests: weight of the prior that pulls rows toward the "
+                     "typical values of the most likely dataset (default 0.5; 0 returns the "
+                     "most likely dataset itself)."),
+    ] = None,
     trust_pickle: TrustPickle = False,
 ) -> None:
     """Reconstruct the training rows of a forest from its released counts (trees that each
@@ -281,7 +287,7 @@ def reconstruct_command(
                 cell_budget=None if max_memory is None else CellBudget(memory_mb=max_memory),
                 max_rows=max_rows, knowledge=knowledge,
                 ignore_multiplicities=ignore_multiplicities, n_rows=n_rows,
-                n_unknown=n_unknown,
+                n_unknown=n_unknown, shrinkage=shrinkage,
             )
     except TreeleaksError as exc:
         _fail(str(exc), EXIT_BAD_INPUT)

@@ -11,6 +11,16 @@ are taken out of the unknowns and counted in every leaf they reach, and what the
 about typical rows becomes a prior on the rest (`treeleaks.attacks.marginal_prior`): the
 most probable dataset given the counts and the known rows.
 
+Without known rows, the most likely dataset fits the noise: a count pushed up draws rows
+into its leaf. So the search runs twice: the most likely dataset first, then the most
+probable one under a prior fitted on it (its columns' frequencies, the same prior as known
+rows give) at half weight, which pulls rows toward typical values. One round of empirical
+Bayes; the half weight was measured, not derived (COMPAS and Adult, T=10, d=5, N=100, six
+seeds: mean error 0.143 -> 0.131 at eps=1, 0.063 -> 0.051 at eps=5, 0.018 -> 0.016 at
+eps=30 on COMPAS; Adult 0.091 -> 0.081 at eps=5 and 0.160 -> 0.166 at eps=1, its one loss;
+weight 1 made COMPAS at eps=1 worse, 0.162). ``shrinkage=0`` returns the most likely
+dataset itself.
+
 N, the number of training rows, is known by default (the trainer records it; a DP
 release treats it as public). With ``n_unknown`` it is estimated from the noisy totals
 (`n_rows_interval`: each tree's counts add up to N plus its noise), and the bounds around
@@ -54,6 +64,7 @@ from treeleaks.schema import FeatureSchema
 FORMULATION = "dp"
 INTERVAL_SDS = 3.0  # half-width of the bounds on an unknown N, in standard deviations
 ENUMERATION_SHARE = 0.25  # of the time limit, at most, for listing cells
+SHRINKAGE = 0.5  # weight of the prior fitted on the most likely dataset (see the module doc)
 
 
 @dataclass(frozen=True)
@@ -96,9 +107,11 @@ def reconstruct_dp(
     progress: ProgressCallback | None = None,
     seed: int = 0,
     threads: int = 1,
+    shrinkage: float = SHRINKAGE,
 ) -> Reconstruction:
     """The most likely training set of a DP forest (``model.noise`` set), within
-    ``time_limit`` seconds.
+    ``time_limit`` seconds, shrunk toward typical rows (``shrinkage``, see the module
+    docstring; 0 returns the most likely dataset itself).
 
     N is ``n_rows``, else the ``n_rows`` the model's facts state; with ``n_unknown`` it is
     inferred within `n_rows_interval`. ``knowledge`` may hold known rows (every feature and
@@ -120,11 +133,13 @@ def reconstruct_dp(
     problem = NoisyCounts(sp.csr_matrix((offset.size, 0), dtype=np.int64),
                           _flat([t.counts for t in model.trees]), offset, scale, np.zeros(0))
 
+    prior_rows: list = [known, 1.0]  # rows the prior is fitted on, and its weight
+
     def log_prior(cells: Cells) -> np.ndarray:
-        """Per variable of ``cells`` (cell-major): the known rows' prior, else nothing."""
-        if known is None:
+        """Per variable of ``cells`` (cell-major): the prior fitted on ``prior_rows``."""
+        if prior_rows[0] is None:
             return np.zeros(len(cells) * model.n_classes)
-        return marginal_log_prior(cells, schema, model, *known).ravel()
+        return prior_rows[1] * marginal_log_prior(cells, schema, model, *prior_rows[0]).ravel()
 
     limits = replace(cell_budget or CellBudget(),
                      deadline=start + ENUMERATION_SHARE * float(time_limit))
@@ -149,9 +164,22 @@ def reconstruct_dp(
         report(progress, "solve", 0, None, variables=int(problem.A.shape[1]))
         if known is not None and to_find == 1:
             found = _one_row(problem, cells, schema, model, known, start)
-        else:
+        elif known is not None or not shrinkage:
             found = _most_likely_rows(problem, to_find, deadline, start, cells, pool,
                                       schema, model)
+        else:
+            first_half = time.perf_counter() + (deadline - time.perf_counter()) / 2
+            likeliest = _most_likely_rows(problem, to_find, first_half, start, cells, pool,
+                                          schema, model)
+            rows = likeliest.frames["rows"]
+            prior_rows[:] = [(rows[list(model.feature_names)].to_numpy(dtype=np.float64),
+                              rows[model.label_name].to_numpy()), float(shrinkage)]
+            if pool is not None:
+                cells = pool.cells()
+                problem = replace(problem, A=pool.incidence(np.arange(len(pool))))
+            found = _most_likely_rows(replace(problem, prior=log_prior(cells)), to_find,
+                                      deadline, start, cells, pool, schema, model)
+            found = _shrunk(found, likeliest, shrinkage)
     finally:
         if pool is not None:
             timings["pricing_calls"] = pool.pricing_calls
@@ -186,6 +214,18 @@ def reconstruct_dp(
         n_rows_interval=(bounds.low, bounds.high) if n_unknown else None,
         likelihood_checked=consistent,
     )
+
+
+def _shrunk(found: _Found, likeliest: _Found, shrinkage: float) -> _Found:
+    """The shrunk search's rows, with the most likely dataset's first-solution time and
+    its bound (the bound on any dataset's log-likelihood), and a note saying so."""
+    return replace(found, first_solution_s=likeliest.first_solution_s, bound=likeliest.bound,
+                   timings={**likeliest.timings, **{f"shrunk_{k}": v
+                                                     for k, v in found.timings.items()}},
+                   note=(f"shrunk toward the column frequencies of the most likely dataset "
+                         f"(weight {shrinkage:g}): log-likelihood "
+                         f"{found.log_likelihood:.3f}, the most likely "
+                         f"{likeliest.log_likelihood:.3f}"))
 
 
 @dataclass

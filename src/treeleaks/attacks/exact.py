@@ -56,6 +56,7 @@ def reconstruct(
     ignore_multiplicities: bool = False,
     n_rows: int | None = None,
     n_unknown: bool = False,
+    shrinkage: float | None = None,
 ) -> Reconstruction:
     """Reconstruct the training set of a noise-free forest from its counts (a bootstrap
     forest through `treeleaks.attacks.bootstrap`, when it exposes its multiplicities).
@@ -84,7 +85,9 @@ def reconstruct(
     (`treeleaks.attacks.bootstrap_unknown`; no proofs).
     A DP forest (noisy counts) is rebuilt as the most likely dataset
     (`treeleaks.attacks.dp`): N is ``n_rows`` or the one its file states, or inferred with
-    ``n_unknown``; its schema defaults to the public domains its file records.
+    ``n_unknown``; its schema defaults to the public domains its file records;
+    ``shrinkage`` (default `treeleaks.attacks.dp.SHRINKAGE`) pulls its rows toward typical
+    ones, 0 returns the most likely dataset.
     """
     if model.noise is not None:
         check_run_options(time_limit, certainty_time_limit, threads, seed, max_rows)
@@ -92,10 +95,12 @@ def reconstruct(
         return reconstruct_dp(model, bound, n_rows=n_rows, n_unknown=n_unknown,
                               knowledge=knowledge, time_limit=time_limit,
                               cell_budget=cell_budget, progress=progress, seed=seed,
-                              threads=threads)
-    if n_unknown or (n_rows is not None and n_rows != model.n_rows):
+                              threads=threads,
+                              **({} if shrinkage is None else {"shrinkage": shrinkage}))
+    if n_unknown or shrinkage is not None or (n_rows is not None and n_rows != model.n_rows):
         raise TreeleaksError(
-            "n_rows and n_unknown are for DP forests, whose counts are noisy; this model's "
+            "n_rows, n_unknown and shrinkage are for DP forests, whose counts are noisy; "
+            "this model's "
             "counts are exact" + ("" if model.n_rows is None else f" and state N = {model.n_rows}"))
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
