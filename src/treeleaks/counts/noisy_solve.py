@@ -1,14 +1,16 @@
-"""The most likely dataset given noisy counts: a concave maximisation over cell counts.
+"""The most probable dataset given noisy counts: a concave maximisation over cell counts.
 
 Variables are ``n[j]`` rows in (cell, class) pair j; ``A`` maps them to the released
 (tree, leaf, class) counts. The objective is the sum over released counts of the exact
 log-likelihood of the count the rows imply (`treeleaks.counts.noise`), concave and
-piecewise linear, so its LP relaxation is an ordinary LP (one epigraph row per piece) and
-an upper bound on every dataset's log-likelihood. Any histogram with the right number of
-rows is a valid dataset, so a first solution comes from rounding the LP; a local search
-moving one row at a time polishes it, and HiGHS' MIP then searches for better ones in
-the time left. The noise-free engine is the special case where every piece but the
-exact count has likelihood zero.
+piecewise linear, plus an optional log-prior per row of each variable (linear). Its LP
+relaxation is an ordinary LP (one epigraph row per piece) whose optimum bounds every
+dataset's objective. Any histogram with the right number of rows is a valid dataset, so a
+first one comes at once (rows added greedily, then moved one at a time while that helps);
+the LP by column generation (its variables priced exactly, or by ``extend`` beyond them),
+its rounding and HiGHS' MIP then search for better ones in the time left. Exact counts
+are the limit where every piece but the exact count has likelihood zero; the exact engine
+solves that case by propagation instead (`treeleaks.counts.system`).
 """
 
 from __future__ import annotations
@@ -234,20 +236,18 @@ def _mip(problem: NoisyCounts, lines: Lines, n_rows: int, columns: np.ndarray,
 
 
 def _greedy(problem: NoisyCounts, n: int, deadline: float) -> np.ndarray:
-    """``n`` rows added one at a time, each where it raises the log-likelihood most (all
-    at once into the last choice if time runs out)."""
-    AT = problem.A.T.tocsr()
-    by_var = problem.A.tocsc()
+    """``n`` rows added one at a time, each where it raises the objective most (all at
+    once into the last choice if time runs out)."""
+    gains = _Gains(problem, np.zeros(problem.A.shape[0], dtype=np.int64))
     counts = np.zeros(problem.A.shape[1], dtype=np.int64)
-    z = np.zeros(problem.A.shape[0], dtype=np.int64)
     j = 0
     for placed in range(n):
         if time.perf_counter() > deadline:
             counts[j] += n - placed
             break
-        j = int(np.argmax(AT @ _marginal(problem, z) + problem.prior))
+        j = int(np.argmax(gains.up + problem.prior))
         counts[j] += 1
-        z += _column(by_var, j, z.size)
+        gains.move(j, 1)
     return counts
 
 
@@ -265,29 +265,49 @@ def _round(x: np.ndarray, n_rows: int) -> np.ndarray:
 
 
 def _climb(problem: NoisyCounts, counts: np.ndarray, deadline: float) -> np.ndarray:
-    """Local search: move one row while that makes the counts more likely; each step takes
-    the best removal, then the best addition given it."""
-    by_var, AT = problem.A.tocsc(), problem.A.T.tocsr()
+    """Local search: move one row while that raises the objective; each step takes the
+    best removal, then the best addition given it."""
     counts = counts.copy()
-    z = problem.A @ counts
+    gains = _Gains(problem, problem.A @ counts)
     while time.perf_counter() < deadline and counts.any():
-        remove = np.where(counts > 0, AT @ _marginal(problem, z, -1) - problem.prior,
-                          -np.inf)
+        remove = np.where(counts > 0, gains.down - problem.prior, -np.inf)
         j = int(np.argmax(remove))
-        without = z - _column(by_var, j, z.size)
-        add = AT @ _marginal(problem, without, 1) + problem.prior
+        gains.move(j, -1)
+        add = gains.up + problem.prior
         add[j] = -np.inf
         k = int(np.argmax(add))
         if not remove[j] + add[k] > 1e-9:
+            gains.move(j, 1)
             break
+        gains.move(k, 1)
         counts[j] -= 1
         counts[k] += 1
-        z = without + _column(by_var, k, z.size)
     return counts
 
 
-def _column(by_var: sp.csc_matrix, j: int, size: int) -> np.ndarray:
-    """Variable j's column of ``A`` (which counts one of its rows adds to), dense."""
-    out = np.zeros(size, dtype=np.int64)
-    out[by_var.indices[by_var.indptr[j]:by_var.indptr[j + 1]]] = 1
-    return out
+class _Gains:
+    """Per variable, the change in log-likelihood of one row more (``up``) or one fewer
+    (``down``) at the current counts ``z``. A row moving changes one count per tree, so
+    only the variables sharing one of those are updated: the greedy start and the local
+    search then cost O(rows in the touched leaves) per step, not O(variables times trees)."""
+
+    def __init__(self, problem: NoisyCounts, z: np.ndarray) -> None:
+        self.problem, self.z = problem, z.astype(np.int64).copy()
+        self.by_count, self.by_var = problem.A.tocsr(), problem.A.tocsc()
+        self.m_up, self.m_down = _marginal(problem, self.z, 1), _marginal(problem, self.z, -1)
+        self.up = self.by_count.T @ self.m_up
+        self.down = self.by_count.T @ self.m_down
+
+    def move(self, j: int, step: int) -> None:
+        """Add (``step`` 1) or remove (-1) one row of variable ``j``."""
+        touched = self.by_var.indices[self.by_var.indptr[j]:self.by_var.indptr[j + 1]]
+        self.z[touched] += step
+        p = self.problem
+        here = p.offset[touched] + self.z[touched]
+        now = log_mass(p.released[touched], here, p.scale)
+        up = log_mass(p.released[touched], here + 1, p.scale) - now
+        down = log_mass(p.released[touched], np.maximum(here - 1, 0), p.scale) - now
+        rows = self.by_count[touched].T
+        self.up += rows @ (up - self.m_up[touched])
+        self.down += rows @ (down - self.m_down[touched])
+        self.m_up[touched], self.m_down[touched] = up, down
