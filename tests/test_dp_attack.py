@@ -320,3 +320,38 @@ def test_with_a_flat_posterior_the_row_is_the_known_rows_mode():
     values, sure, cls = posterior_row(cells, flat, schema, model, X.to_numpy(float), y)
     assert values.tolist() == [0.0, 0.0, 1.0, 0.0] and cls == 0
     assert np.all((sure > 0.5) & (sure < 1.0))
+
+
+def test_known_rows_and_shrinkage_on_the_command_line(tmp_path):
+    X, y = binary_frame(40, 5, 4)
+    data = X.assign(target=y)
+    data.to_csv(tmp_path / "train.csv", index=False)
+    data.iloc[1:].to_csv(tmp_path / "known.csv", index=False)
+    runner = CliRunner()
+    trained = runner.invoke(app, ["train-dp", str(tmp_path / "train.csv"), "--label", "target",
+                                  "--epsilon", "30", "--trees", "6", "--depth", "3",
+                                  "--out", str(tmp_path / "model.json")])
+    assert trained.exit_code == 0, trained.output
+    informed = runner.invoke(app, ["reconstruct", str(tmp_path / "model.json"), "--known-rows",
+                                   str(tmp_path / "known.csv"), "--out",
+                                   str(tmp_path / "rows.csv"), "--json",
+                                   str(tmp_path / "s.json"), "--time-limit", "20"])
+    assert informed.exit_code == 0, informed.output
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert "39 rows in full" in summary["knowledge"] and "prior" in summary["knowledge"]
+    assert "one unknown row" in summary["message"]
+    rows = pd.read_csv(tmp_path / "rows.csv")
+    assert len(rows) == 40
+    pd.testing.assert_frame_equal(rows.iloc[1:].reset_index(drop=True),
+                                  data.iloc[1:].reset_index(drop=True), check_dtype=False)
+    plain = runner.invoke(app, ["reconstruct", str(tmp_path / "model.json"), "--shrinkage",
+                                "0", "--json", str(tmp_path / "p.json"), "--time-limit", "20"])
+    assert plain.exit_code == 0, plain.output
+    assert "shrunk" not in json.loads((tmp_path / "p.json").read_text())["message"]
+    exact = runner.invoke(app, ["train-dp", str(tmp_path / "train.csv"), "--label", "target",
+                                "--epsilon", "inf", "--trees", "2", "--depth", "2",
+                                "--out", str(tmp_path / "exact.json")])
+    assert exact.exit_code == 0 and "none: epsilon=inf" in exact.output
+    refused = runner.invoke(app, ["reconstruct", str(tmp_path / "exact.json"), "--shrinkage",
+                                  "0.5"])
+    assert refused.exit_code == 2 and "for DP forests" in refused.output
