@@ -355,3 +355,37 @@ def test_known_rows_and_shrinkage_on_the_command_line(tmp_path):
     refused = runner.invoke(app, ["reconstruct", str(tmp_path / "exact.json"), "--shrinkage",
                                   "0.5"])
     assert refused.exit_code == 2 and "for DP forests" in refused.output
+
+
+def test_leak_test_on_the_command_line(tmp_path):
+    """The custodian's check: a reconstruction equal to the training rows is a leak; one
+    drawn from the population is not. A partial schema is completed from the data, so
+    every column is scored."""
+    rng = np.random.default_rng(5)
+    population = pd.DataFrame(rng.random((600, 6)) < 0.2, columns=[f"c{j}" for j in range(6)])
+    population = population.astype(int).assign(label=rng.integers(0, 2, 600))
+    train, rest = population.iloc[:50], population.iloc[50:]
+    train.to_csv(tmp_path / "train.csv", index=False)
+    rest.to_csv(tmp_path / "population.csv", index=False)
+    rest.iloc[:50].to_csv(tmp_path / "other.csv", index=False)
+    (tmp_path / "schema.json").write_text(json.dumps({"at_most_one_groups": [["c0", "c1"]]}))
+    runner = CliRunner()
+    outcomes = {}
+    for name in ("train", "other"):
+        result = runner.invoke(app, ["leak-test", str(tmp_path / f"{name}.csv"), "--truth",
+                                     str(tmp_path / "train.csv"), "--population",
+                                     str(tmp_path / "population.csv"), "--label", "label",
+                                     "--schema", str(tmp_path / "schema.json"), "--json",
+                                     str(tmp_path / f"{name}.json")])
+        assert result.exit_code == 0, result.output
+        outcomes[name] = json.loads((tmp_path / f"{name}.json").read_text())
+    assert outcomes["train"]["leak"] and outcomes["train"]["error"] == 0
+    assert not outcomes["other"]["leak"]
+    schema = FeatureSchema.from_frame(train.drop(columns="label"),
+                                      at_most_one_groups=[["c0", "c1"]])
+    assert outcomes["other"]["error"] == pytest.approx(
+        evaluate(train, rest.iloc[:50], schema, label="label", n_baseline_draws=0).error)
+    missing = runner.invoke(app, ["leak-test", str(tmp_path / "train.csv"), "--truth",
+                                  str(tmp_path / "train.csv"), "--population",
+                                  str(tmp_path / "nope.csv")])
+    assert missing.exit_code == 2 and "cannot read the population" in missing.output

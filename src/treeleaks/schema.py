@@ -110,6 +110,15 @@ class FeatureSchema:
                 features[name] = FeatureSpec("numerical")
         return cls(features)
 
+    def completed(self, frame: pd.DataFrame) -> FeatureSchema:
+        """This schema over every column of ``frame``: described columns keep their spec
+        and groups, the others are inferred from the data as `from_frame` does."""
+        inferred = FeatureSchema.from_frame(frame, self.one_hot_groups,
+                                            self.at_most_one_groups)
+        features = {name: self.features.get(name, spec)
+                    for name, spec in inferred.features.items()}
+        return FeatureSchema(features, inferred.one_hot_groups, inferred.at_most_one_groups)
+
     @classmethod
     def for_model(cls, model: ReleasedModel) -> FeatureSchema:
         """The public domains a model's file records (a DP forest's trainer drew its splits
