@@ -43,6 +43,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from treeleaks.attacks.marginal_prior import marginal_log_prior, posterior_row
+from treeleaks.attacks.side_knowledge import with_known_rows
 from treeleaks.counts.cell_pool import CellPool
 from treeleaks.counts.cells import (
     CellBudget,
@@ -53,7 +54,8 @@ from treeleaks.counts.cells import (
 )
 from treeleaks.counts.materialize import rows_from_counts
 from treeleaks.counts.noise import log_mass
-from treeleaks.counts.noisy_solve import NoisyCounts, most_likely
+from treeleaks.counts.noisy_solve import NoisyCounts, most_likely, row_gains
+from treeleaks.counts.system import count_incidence
 from treeleaks.errors import TreeleaksError, UnsupportedModelError
 from treeleaks.knowledge import Knowledge, KnowledgeError
 from treeleaks.model import ReleasedModel
@@ -153,11 +155,11 @@ def reconstruct_dp(
     try:
         if pool is None:
             var_cell, var_cls = np.nonzero(cells.allowed)
-            problem = replace(problem, A=_incidence(model, cells, var_cell, var_cls),
+            problem = replace(problem, A=count_incidence(model, cells.leaf[var_cell], var_cls),
                               prior=log_prior(cells))
         else:
             if not len(pool):  # no domain to sample: the best cells for a first row
-                pool.price(_first_row_gains(problem), -np.inf, deadline)
+                pool.price(row_gains(problem, 0), -np.inf, deadline)
             cells = pool.cells()
             problem = replace(problem, A=pool.incidence(np.arange(len(pool))),
                               prior=log_prior(cells))
@@ -185,7 +187,7 @@ def reconstruct_dp(
             timings["pricing_calls"] = pool.pricing_calls
             pool.close()
     timings.update(found.timings)
-    frames = _with_known(found.frames, model, known)
+    frames = _with_known(found.frames, model, knowledge)
     report(progress, "verify", 0, None)
     checked = _rows_log_likelihood(model, frames["rows"], scale)
     consistent = math.isclose(checked, found.log_likelihood, rel_tol=1e-9, abs_tol=1e-6)
@@ -265,7 +267,7 @@ def _one_row(problem: NoisyCounts, cells: Cells, schema: FeatureSchema, model: R
     """The informed adversary's one unknown row, value by value from its exact posterior
     over the cells (`posterior_row`): fewer wrong values expected than the most probable
     row gives."""
-    log_weight = problem.A.T @ _first_row_gains(problem) + problem.prior
+    log_weight = problem.A.T @ row_gains(problem, 0) + problem.prior
     values, sure, cls = posterior_row(cells, log_weight, schema, model, *known)
     names = list(model.feature_names)
     low, high = schema.range_arrays()
@@ -284,13 +286,6 @@ def _one_row(problem: NoisyCounts, cells: Cells, schema: FeatureSchema, model: R
                   note=("one unknown row: each value is the most probable given the counts "
                         f"and the known rows (exact posterior over {len(cells):,} cells); "
                         "'free' marks values that are not certain"))
-
-
-def _first_row_gains(problem: NoisyCounts) -> np.ndarray:
-    """Per count, the gain in log-likelihood of one row there when none is placed yet."""
-    zero = problem.offset
-    return (log_mass(problem.released, zero + 1, problem.scale)
-            - log_mass(problem.released, zero, problem.scale))
 
 
 def _scale(model: ReleasedModel) -> float:
@@ -339,38 +334,15 @@ def _flat(per_tree: list[np.ndarray]) -> np.ndarray:
     return np.concatenate([np.asarray(c).ravel() for c in per_tree]).astype(np.int64)
 
 
-def _incidence(model: ReleasedModel, cells: Cells, var_cell: np.ndarray,
-               var_cls: np.ndarray) -> sp.csr_matrix:
-    """counts by variables: variable (cell, class) adds one row to that class's count in
-    the cell's leaf of every tree (in the order of `_flat`)."""
-    c = model.n_classes
-    offsets = np.cumsum([0] + [t.counts.size for t in model.trees])
-    rows = offsets[:-1][None, :] + cells.leaf[var_cell].astype(np.int64) * c + var_cls[:, None]
-    cols = np.repeat(np.arange(var_cell.size), model.n_trees)
-    return sp.csr_matrix((np.ones(rows.size, dtype=np.int64), (rows.ravel(), cols)),
-                         shape=(offsets[-1], var_cell.size))
-
-
-def _with_known(recon: dict, model: ReleasedModel,
-                known: tuple[np.ndarray, np.ndarray] | None) -> dict:
-    """The reconstructed frames with the known rows after them (pinned, not proven by
-    the model: they were given)."""
-    recon["proven"] = np.zeros(len(recon["rows"]), dtype=bool)
-    recon["proven_pattern"] = recon["proven"].copy()
-    if known is None:
-        return recon
-    names = list(model.feature_names)
-    values = pd.DataFrame(known[0], columns=names)
-    rows = values.copy()
-    rows[model.label_name] = known[1]
-    given = {"rows": rows, "free": values.astype(bool) & False, "lower": values,
-             "upper": values, "width": values * 0.0}
-    out = {name: pd.concat([recon[name], frame], ignore_index=True)
-           for name, frame in given.items()}
-    out["rows"][model.label_name] = out["rows"][model.label_name].infer_objects()
-    out["proven"] = np.zeros(len(out["rows"]), dtype=bool)
-    out["proven_pattern"] = out["proven"].copy()
-    return out
+def _with_known(found: dict, model: ReleasedModel, knowledge: Knowledge | None) -> dict:
+    """The found frames with the known rows after them; no row is proven (noisy counts
+    prove nothing, and known rows were given, not found)."""
+    frames = dict(found)
+    if knowledge is not None and knowledge.rows is not None and len(knowledge.rows):
+        frames = with_known_rows(frames, model, knowledge.rows)
+    frames["proven"] = np.zeros(len(frames["rows"]), dtype=bool)
+    frames["proven_pattern"] = frames["proven"].copy()
+    return frames
 
 
 def _rows_log_likelihood(model: ReleasedModel, rows: pd.DataFrame, scale: float) -> float:

@@ -58,6 +58,21 @@ def bootstrap_with_knowledge(model: ReleasedModel, schema: FeatureSchema,
                    knowledge, ordered=True)
 
 
+def with_known_rows(frames: dict, model: ReleasedModel, rows: pd.DataFrame) -> dict:
+    """The frames of a `Reconstruction` (rows, free, lower, upper, width; None for one not
+    kept) with the known ``rows`` after the reconstructed ones: their values given, so
+    pinned and bounded by themselves."""
+    known = rows[[*model.feature_names, model.label_name]].reset_index(drop=True)
+    values = known[list(model.feature_names)].astype(np.float64)
+    given = {"rows": known, "free": values.astype(bool) & False, "lower": values,
+             "upper": values, "width": values * 0.0}
+    out = {name: frame if frame is None or name not in given
+           else pd.concat([frame, given[name]], ignore_index=True)
+           for name, frame in frames.items()}
+    out["rows"][model.label_name] = out["rows"][model.label_name].infer_objects()
+    return out
+
+
 def _finish(rec: Reconstruction, model: ReleasedModel, knowledge: Knowledge,
             ordered: bool) -> Reconstruction:
     """Add the known rows, re-check against the released model and the knowledge."""
@@ -72,16 +87,9 @@ def _finish(rec: Reconstruction, model: ReleasedModel, knowledge: Knowledge,
     frames["rows"] = knowledge.snap(rec.rows, model)
     proven, pattern = rec.proven, rec.proven_pattern
     if knowledge.rows is not None and len(knowledge.rows) and not ordered:
-        known = knowledge.rows[[*model.feature_names, model.label_name]].reset_index(drop=True)
-        values = known[list(model.feature_names)].astype(np.float64)
-        given = {"rows": known, "free": values.astype(bool) & False, "lower": values,
-                 "upper": values, "width": values * 0.0}
-        for name, frame in given.items():
-            if frames[name] is not None:
-                frames[name] = pd.concat([frames[name], frame], ignore_index=True)
-        frames["rows"][model.label_name] = frames["rows"][model.label_name].infer_objects()
-        proven = np.concatenate([proven, np.ones(len(known), dtype=bool)])
-        pattern = np.concatenate([pattern, np.ones(len(known), dtype=bool)])
+        frames = with_known_rows(frames, model, knowledge.rows)
+        proven = np.concatenate([proven, np.ones(len(knowledge.rows), dtype=bool)])
+        pattern = np.concatenate([pattern, np.ones(len(knowledge.rows), dtype=bool)])
     certificate = verify(model, frames["rows"])
     # The engine checked its rows against the model with the knowledge's trees; the rows
     # are checked again here, against the released model alone.

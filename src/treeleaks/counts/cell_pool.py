@@ -17,8 +17,9 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from treeleaks.counts.cells import Cells
+from treeleaks.counts.cells import Cells, cell_boxes
 from treeleaks.counts.pricing import PricingTeam
+from treeleaks.counts.system import count_incidence
 from treeleaks.errors import SchemaError
 from treeleaks.model import ReleasedModel
 from treeleaks.schema import FeatureSchema
@@ -67,12 +68,8 @@ class CellPool:
     def incidence(self, cells: np.ndarray) -> sp.csr_matrix:
         """Counts by variables for ``cells`` (each with every class, cell-major)."""
         c = self.n_classes
-        cell = np.repeat(cells, c)
-        cls = np.tile(np.arange(c), cells.size)
-        rows = (self.offsets[:-1][None, :] + self.leaves[cell] * c + cls[:, None]).ravel()
-        cols = np.repeat(np.arange(cell.size), self.model.n_trees)
-        return sp.csr_matrix((np.ones(rows.size, dtype=np.int64), (rows, cols)),
-                             shape=(self.offsets[-1], cell.size))
+        return count_incidence(self.model, self.leaves[np.repeat(cells, c)],
+                               np.tile(np.arange(c), cells.size))
 
     def price(self, gains: np.ndarray, price: float,
               deadline: float) -> tuple[sp.csr_matrix, np.ndarray] | None:
@@ -104,12 +101,5 @@ class CellPool:
         """The pool's cells (or those of ``which``) as boxes (the intersection of each
         cell's leaves), every class allowed."""
         leaves = self.leaves if which is None else self.leaves[which]
-        m = self.model.n_features
-        lower = np.full((len(leaves), m), -np.inf)
-        upper = np.full((len(leaves), m), np.inf)
-        for t, tree in enumerate(self.model.trees):
-            leaf_lower, leaf_upper = tree.leaf_boxes(m)
-            np.maximum(lower, leaf_lower[leaves[:, t]], out=lower)
-            np.minimum(upper, leaf_upper[leaves[:, t]], out=upper)
         allowed = np.ones((len(leaves), self.n_classes), dtype=bool)
-        return Cells(lower, upper, allowed, leaves.astype(np.int32))
+        return Cells(*cell_boxes(self.model, leaves), allowed, leaves.astype(np.int32))

@@ -170,6 +170,19 @@ def enumerate_cells(
     return Cells(lower, upper, allowed, leaf)
 
 
+def cell_boxes(model: ReleasedModel, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The boxes ``(lower, upper)`` of cells given by their leaf in every tree (one row of
+    ``leaves`` each): the intersection of those leaves' boxes."""
+    m = model.n_features
+    lower = np.full((len(leaves), m), -np.inf)
+    upper = np.full((len(leaves), m), np.inf)
+    for t, tree in enumerate(model.trees):
+        leaf_lower, leaf_upper = tree.leaf_boxes(m)
+        np.maximum(lower, leaf_lower[leaves[:, t]], out=lower)
+        np.minimum(upper, leaf_upper[leaves[:, t]], out=upper)
+    return lower, upper
+
+
 def node_presence(tree: Tree, leaf_presence: np.ndarray) -> np.ndarray:
     """``(n_nodes, n)``: whether some leaf below each node has ``leaf_presence`` (given per
     leaf, ``(n_leaves, n)``)."""

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from treeleaks.counts.cells import Cells
+from treeleaks.counts.cells import Cells, cell_boxes
 from treeleaks.counts.certainty import Certainty
 from treeleaks.counts.system import CountSystem
 from treeleaks.model import ReleasedModel
@@ -114,19 +114,11 @@ class ColumnPool:
 
     def cells(self, schema: FeatureSchema) -> Cells:
         """The distinct cells among the columns, as boxes with the classes generated there."""
-        m, c = self.model.n_features, self.n_classes
         leaves = np.array(self.leaves, dtype=np.int64).reshape(len(self), self.model.n_trees)
         unique, cell_of = np.unique(leaves, axis=0, return_inverse=True)
-        cell_of = cell_of.ravel()
-        allowed = np.zeros((len(unique), c), dtype=bool)
-        allowed[cell_of, np.array(self.cls, dtype=np.int64)] = True
-        lower = np.full((len(unique), m), -np.inf)
-        upper = np.full((len(unique), m), np.inf)
-        for t, tree in enumerate(self.model.trees):
-            leaf_lower, leaf_upper = tree.leaf_boxes(m)
-            np.maximum(lower, leaf_lower[unique[:, t]], out=lower)
-            np.minimum(upper, leaf_upper[unique[:, t]], out=upper)
-        return Cells(lower, upper, allowed, unique.astype(np.int32))
+        allowed = np.zeros((len(unique), self.n_classes), dtype=bool)
+        allowed[cell_of.ravel(), np.array(self.cls, dtype=np.int64)] = True
+        return Cells(*cell_boxes(self.model, unique), allowed, unique.astype(np.int32))
 
 
 def generate_cells(

@@ -137,7 +137,7 @@ def _generate_columns(problem: NoisyCounts, lines: Lines, n_rows: int, start: np
     the problem with every variable generated."""
     AT = problem.A.T.tocsr()
     columns = np.flatnonzero(start > 0)
-    seed_gain = AT @ _marginal(problem, problem.A @ start) + problem.prior
+    seed_gain = AT @ row_gains(problem, problem.A @ start) + problem.prior
     columns = np.union1d(columns, np.argsort(-seed_gain, kind="stable")[:COLUMN_BATCH])
     x = bound = None
     while time.perf_counter() < deadline:
@@ -170,11 +170,14 @@ def _generate_columns(problem: NoisyCounts, lines: Lines, n_rows: int, start: np
     return _Lp(x, bound, columns if x is not None else None, False), problem
 
 
-def _marginal(problem: NoisyCounts, z: np.ndarray, step: int = 1) -> np.ndarray:
-    """Per count, how much ``step`` more rows there change the log-likelihood."""
-    here = problem.offset + z
-    return (log_mass(problem.released, np.maximum(here + step, 0), problem.scale)
-            - log_mass(problem.released, here, problem.scale))
+def row_gains(problem: NoisyCounts, z: np.ndarray, step: int = 1,
+              at: np.ndarray | slice = slice(None)) -> np.ndarray:
+    """Per count (those of ``at``, given ``z`` there), how much ``step`` more rows of
+    unknown ones change the log-likelihood."""
+    here = problem.offset[at] + z
+    released = problem.released[at]
+    return (log_mass(released, np.maximum(here + step, 0), problem.scale)
+            - log_mass(released, here, problem.scale))
 
 
 def _epigraph(problem: NoisyCounts, lines: Lines, n_rows: int,
@@ -294,7 +297,7 @@ class _Gains:
     def __init__(self, problem: NoisyCounts, z: np.ndarray) -> None:
         self.problem, self.z = problem, z.astype(np.int64).copy()
         self.by_count, self.by_var = problem.A.tocsr(), problem.A.tocsc()
-        self.m_up, self.m_down = _marginal(problem, self.z, 1), _marginal(problem, self.z, -1)
+        self.m_up, self.m_down = row_gains(problem, self.z, 1), row_gains(problem, self.z, -1)
         self.up = self.by_count.T @ self.m_up
         self.down = self.by_count.T @ self.m_down
 
@@ -302,11 +305,8 @@ class _Gains:
         """Add (``step`` 1) or remove (-1) one row of variable ``j``."""
         touched = self.by_var.indices[self.by_var.indptr[j]:self.by_var.indptr[j + 1]]
         self.z[touched] += step
-        p = self.problem
-        here = p.offset[touched] + self.z[touched]
-        now = log_mass(p.released[touched], here, p.scale)
-        up = log_mass(p.released[touched], here + 1, p.scale) - now
-        down = log_mass(p.released[touched], np.maximum(here - 1, 0), p.scale) - now
+        up = row_gains(self.problem, self.z[touched], 1, touched)
+        down = row_gains(self.problem, self.z[touched], -1, touched)
         rows = self.by_count[touched].T
         self.up += rows @ (up - self.m_up[touched])
         self.down += rows @ (down - self.m_down[touched])

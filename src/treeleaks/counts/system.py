@@ -58,20 +58,27 @@ class OpenPart:
     rest: np.ndarray
 
 
+def count_incidence(model: ReleasedModel, leaves: np.ndarray, cls: np.ndarray) -> sp.csr_matrix:
+    """Counts by variables: variable j, a row of class ``cls[j]`` in leaves ``leaves[j]``
+    (one per tree), adds one to that (tree, leaf, class) count of every tree, counts in
+    the order of the trees' ``counts.ravel()``."""
+    n_classes = model.n_classes
+    offsets = np.cumsum([0] + [t.n_leaves * n_classes for t in model.trees])
+    count_cols = np.column_stack([tree.count_column(cls) for tree in model.trees])
+    rows = offsets[:-1][None, :] + np.asarray(leaves, dtype=np.int64) * n_classes + count_cols
+    columns = np.repeat(np.arange(cls.size), rows.shape[1])
+    return sp.csr_matrix((np.ones(rows.size, dtype=np.int64), (rows.ravel(), columns)),
+                         shape=(offsets[-1], cls.size))
+
+
 def build_system(model: ReleasedModel, cells: Cells) -> CountSystem:
     """One equation per (tree, leaf, class) with a positive count; identical ones merged."""
     cell, cls = np.nonzero(cells.allowed)
     n_classes = model.n_classes
     offsets = np.cumsum([0] + [t.n_leaves * n_classes for t in model.trees])
     counts = np.concatenate([t.counts.ravel() for t in model.trees]).astype(np.int64)
-    count_cols = np.column_stack([tree.count_column(cls) for tree in model.trees])
-    rows = offsets[:-1][None, :] + cells.leaf[cell].astype(np.int64) * n_classes + count_cols
     n_vars = cell.size
-    columns = np.repeat(np.arange(n_vars), rows.shape[1])
-    A = sp.csr_matrix(
-        (np.ones(rows.size, dtype=np.int64), (rows.ravel(), columns)),
-        shape=(offsets[-1], n_vars),
-    )
+    A = count_incidence(model, cells.leaf[cell], cls)
     covered = np.diff(A.indptr) > 0
     orphan = np.flatnonzero(~covered & (counts > 0))
     if orphan.size:
