@@ -18,7 +18,7 @@ from rich.console import Console
 from sklearn.ensemble import RandomForestClassifier
 from typer.testing import CliRunner, Result
 
-from treeleaks import cli, from_sklearn
+from treeleaks import from_sklearn
 from treeleaks.cli import app
 from treeleaks.display import live_progress
 from treeleaks.io import load_model, save_model
@@ -224,7 +224,7 @@ def test_inspect_estimates_which_strategy_will_run(
     schema.write_text(json.dumps({"ordinal": {"f3": [0, 1]}}))
     result = runner.invoke(app, ["inspect", str(files["forest"]), "--schema", str(schema)])
     assert result.exit_code == 0 and "cells enumerated" in result.stdout, result.output
-    monkeypatch.setattr(cli, "PROBE_SECONDS", 0.0)
+    monkeypatch.setattr("treeleaks.cli.inspect.PROBE_SECONDS", 0.0)
     result = runner.invoke(app, ["inspect", str(files["forest"])])
     assert "listing did not finish" in result.stdout and "probably generated" in result.stdout
 

@@ -1,0 +1,16 @@
+"""The ``treeleaks`` command line: a thin shell over the library.
+
+Exit codes: 0 success; 1 a reconstruction that fails its own certificate (a bug, please
+report it); 2 bad input or usage (unreadable model or schema, unsupported model, bad option,
+unwritable output); 3 no complete reconstruction (the counts admit no dataset, the solver
+ran out of time, or memory ran out); 4 an unexpected error (a bug, please report it);
+130 interrupted. Every error is one line on stderr.
+"""
+
+# Each module registers its commands on `app`; `treeleaks --help` lists them in this order.
+# isort: off
+from treeleaks.cli.app import app
+from treeleaks.cli import reconstruct, inspect, worst_case, dp  # noqa: F401
+# isort: on
+
+__all__ = ["app"]

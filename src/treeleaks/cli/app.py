@@ -1,0 +1,198 @@
+"""The command group every ``treeleaks`` command registers on, and what commands share:
+the exit codes, the common options, loading a model and a schema, writing outputs and
+failing with one line on stderr."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.text import Text
+from typer.core import TyperGroup
+
+from treeleaks.errors import TreeleaksError
+from treeleaks.io import load_model
+from treeleaks.outputs import OutputError, check_outputs, write_outputs
+
+if TYPE_CHECKING:
+    from treeleaks.model import ReleasedModel
+    from treeleaks.schema import FeatureSchema
+
+EXIT_UNVERIFIED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INCOMPLETE = 3
+EXIT_BUG = 4
+EXIT_INTERRUPTED = 130
+INCOMPLETE = ("INFEASIBLE", "UNKNOWN")  # statuses without a complete reconstruction
+DEBUG_VARIABLE = "TREELEAKS_DEBUG"  # set to 1 to see the traceback of an unexpected error
+OUT_OF_MEMORY = (
+    "memory ran out before the run finished; try a shorter --time-limit, --strategy "
+    "generate, or a --schema declaring one-hot groups (treeleaks inspect MODEL "
+    "--suggest-schema schema.json)"
+)
+
+
+class _OneLineErrors(TyperGroup):
+    """The command group, with every way a run can fail turned into one line on stderr and
+    a documented exit code (see the module docstring) instead of a box or a traceback."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except typer.TyperException as exc:  # click's usage errors (unknown option, ...)
+            if type(exc).__name__ == "NoArgsIsHelpError":  # bare `treeleaks`: help shown
+                code = exc.exit_code
+            else:
+                ctx = getattr(exc, "ctx", None)
+                hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+                code = print_error(one_line(exc.format_message()) + hint, exc.exit_code)
+        except typer.Abort:  # end of input at a prompt
+            code = print_error("interrupted", EXIT_INTERRUPTED)
+        code = code if isinstance(code, int) else 0
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.TyperException, typer.Exit, typer.Abort):
+            raise
+        except KeyboardInterrupt:
+            fail("interrupted; no output file was written", EXIT_INTERRUPTED)
+        except MemoryError:
+            fail(OUT_OF_MEMORY, EXIT_INCOMPLETE)
+        except Exception as exc:
+            if os.environ.get(DEBUG_VARIABLE):
+                import traceback
+
+                traceback.print_exc()
+            fail(f"unexpected {type(exc).__name__}: {one_line(str(exc))}; this is a bug, "
+                  f"please report it (set {DEBUG_VARIABLE}=1 to see the traceback)", EXIT_BUG)
+
+
+app = typer.Typer(
+    cls=_OneLineErrors,
+    help="What does a released tree model reveal about its training data?",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+ModelArg = Annotated[
+    Path,
+    typer.Argument(
+        metavar="MODEL",
+        help="The model: treeleaks .json, scikit-learn .skops, or a pickle (with --trust-pickle).",
+        show_default=False,
+    ),
+]
+SchemaOption = Annotated[
+    Path | None,
+    typer.Option(help="Feature schema JSON (one_hot_groups, at_most_one_groups, numerical, "
+                 "ordinal). Default: inferred from the model's splits."),
+]
+TrustPickle = Annotated[
+    bool,
+    typer.Option(
+        "--trust-pickle",
+        help="Allow .pkl/.pickle/.joblib files. Loading a pickle runs code from the file.",
+    ),
+]
+
+
+def positive_seconds(value: float) -> float:
+    """``--time-limit``: a time the run can actually use (NaN, infinite, 0 are refused)."""
+    if not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"must be a positive number of seconds, not {value:g}")
+    return value
+
+
+def seconds(value: float) -> float:
+    """``--certainty-time-limit``: 0 or more seconds (NaN and infinite are refused)."""
+    if not (math.isfinite(value) and value >= 0):
+        raise typer.BadParameter(f"must be 0 or a positive number of seconds, not {value:g}")
+    return value
+
+
+def load(path: Path, trust_pickle: bool) -> ReleasedModel:
+    try:
+        return load_model(path, trust_pickle=trust_pickle)
+    except (TreeleaksError, ValueError, OSError) as exc:
+        fail(describe(exc), EXIT_BAD_INPUT)
+
+
+def bound_schema(path: Path | None, model: ReleasedModel) -> FeatureSchema:
+    """The schema file bound to the model's columns, or the one inferred from its splits."""
+    from treeleaks.schema import FeatureSchema
+
+    if path is not None and not path.is_file():
+        fail(f"schema file {str(path)!r} does not exist", EXIT_BAD_INPUT)
+    try:
+        schema = FeatureSchema.for_model(model) if path is None else FeatureSchema.from_json(path)
+        return schema.bind(model)
+    except (TreeleaksError, ValueError, OSError) as exc:
+        fail(describe(exc), EXIT_BAD_INPUT)
+
+
+def guard_outputs(model: Path, schema: Path | None, outputs: list[Path]) -> None:
+    """Refuse, before the run, outputs that cannot be written or would overwrite an input
+    or each other."""
+    try:
+        check_outputs([p for p in (model, schema) if p is not None], outputs)
+    except OutputError as exc:
+        fail(str(exc), EXIT_BAD_INPUT)
+
+
+def write_all(files: dict[Path, str]) -> None:
+    """Write the output files all or nothing; a failure is one line naming the path."""
+    try:
+        write_outputs(files)
+    except OutputError as exc:
+        fail(str(exc), EXIT_BAD_INPUT)
+
+
+def describe(exc: Exception) -> str:
+    """One line for an error; OS errors name the file and the reason, not an errno."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"cannot access {exc.filename!r}: {exc.strerror}"
+    return str(exc)
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """Print one red line on stderr and exit with ``code``."""
+    raise typer.Exit(print_error(message, code))
+
+
+def print_error(message: str, code: int) -> int:
+    """Print ``error: message`` as one red line on stderr; return ``code``."""
+    Console(stderr=True).print(
+        Text.assemble(("error: ", "bold red"), (message, "red")), soft_wrap=True
+    )
+    return code
+
+
+def one_line(message: str) -> str:
+    """A message with its line breaks and runs of spaces folded into single spaces."""
+    return " ".join(message.split())
+
+
+def check_outcome(status: str, verified: bool, message: str) -> None:
+    """Exit non-zero when there is no complete reconstruction, or it fails its certificate."""
+    if status in ("INFEASIBLE", "UNKNOWN"):
+        fail(message or f"no complete reconstruction (status {status})", EXIT_INCOMPLETE)
+    if not verified:
+        fail(message or "the reconstruction does not reproduce the model", EXIT_UNVERIFIED)

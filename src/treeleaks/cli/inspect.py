@@ -1,0 +1,168 @@
+"""``treeleaks inspect``: what a model file exposes to anyone who holds it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from treeleaks.cli.app import (
+    ModelArg,
+    SchemaOption,
+    TrustPickle,
+    app,
+    bound_schema,
+    guard_outputs,
+    load,
+    write_all,
+)
+
+if TYPE_CHECKING:
+    from treeleaks.model import ReleasedModel
+    from treeleaks.schema import FeatureSchema
+    from treeleaks.schema_hints import SuggestedGroup
+
+
+PROBE_SECONDS = 1.5  # inspect lists cells at most this long to estimate the cost
+
+
+@app.command()
+def inspect(
+    model_path: ModelArg,
+    schema: SchemaOption = None,
+    suggest_schema: Annotated[
+        Path | None,
+        typer.Option(help="Write the one-hot / at-most-one groups the column names and the "
+                     "model suggest to this schema JSON, for review and --schema."),
+    ] = None,
+    trust_pickle: TrustPickle = False,
+) -> None:
+    """Show what a model file exposes to anyone who holds it, and what rebuilding its
+    training set would take."""
+    from treeleaks.schema_hints import schema_json, suggest_groups
+
+    guard_outputs(model_path, schema, [suggest_schema] if suggest_schema is not None else [])
+    model = load(model_path, trust_pickle)
+    bound = bound_schema(schema, model)
+    declared = {name for group in bound.one_hot_groups + bound.at_most_one_groups
+                for name in group}
+    groups = [g for g in suggest_groups(model) if not declared.intersection(g.columns)]
+    table = _inspect_table(model_path, model)
+    if (model.n_rows is not None or model.noise is not None) and model.trees:
+        table.add_row("Estimated cost", _cost_estimate(model, bound))
+    if groups:
+        table.add_row("Looks one-hot encoded", _groups_text(groups, suggest_schema is None))
+    Console().print(table)
+    if suggest_schema is not None:
+        write_all({suggest_schema: json.dumps(schema_json(groups), indent=2) + "\n"})
+        Console().print(f"Wrote {len(groups)} suggested group(s) to {escape(str(suggest_schema))}"
+                        "; check them before passing --schema")
+
+
+def _inspect_table(path: Path, model: ReleasedModel) -> Table:
+    table = Table(title=escape(f"What {path.name} exposes"), show_header=False,
+                  title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    leaves = [tree.n_leaves for tree in model.trees]
+    depths = [tree.depth for tree in model.trees]
+    table.add_row("Source", escape(model.source or "treeleaks JSON"))
+    table.add_row("Trees", str(model.n_trees))
+    table.add_row("Leaves per tree", _spread(leaves))
+    table.add_row("Depth", _spread(depths))
+    table.add_row("Classes", escape(", ".join(map(str, model.classes))))
+    table.add_row("Label column", escape(model.label_name))
+    names = model.feature_names
+    table.add_row("Features", escape(f"{len(names)}: {', '.join(names[:8])}"
+                                     f"{', ...' if len(names) > 8 else ''}"))
+    unsplit = sum(t.size == 0 for t in model.thresholds())
+    table.add_row("Features never split on", str(unsplit))
+    table.add_row("Bootstrap", "yes" if model.bootstrap else "no: every tree saw every row once")
+    exposed = bool(model.trees) and all(t.multiplicities is not None for t in model.trees)
+    if model.bootstrap:
+        table.add_row("Per-tree multiplicities", (
+            "exposed: the file says how often each tree drew each training row, which tells "
+            "rows apart; treeleaks rebuilds them in training order (formulation "
+            "bootstrap-known)") if exposed else ("not exposed: treeleaks infers draws for the "
+            "rows it rebuilds (formulation bootstrap-unknown, forests over few columns)"))
+    else:
+        table.add_row("Per-tree multiplicities", "exposed" if exposed else "not exposed")
+    table.add_row("Training rows N", _rows_known(model, exposed))
+    noise = model.noise
+    table.add_row("Noise", "none (exact counts)" if noise is None else
+                  f"{noise.kind}, epsilon={noise.epsilon:g}, scale={noise.scale:g}")
+    for key, value in model.facts.items():
+        if key == "schema":  # the recorded domains, used unless --schema is given
+            value = "recorded in the file (public domains the splits were drawn from)"
+        table.add_row(escape(key), escape(str(value)))
+    return table
+
+
+def _cost_estimate(model: ReleasedModel, schema: FeatureSchema) -> str:
+    """How far listing the cells gets within the engine's budget (and at most
+    `PROBE_SECONDS`), so which strategy `reconstruct` will use."""
+    import time
+
+    from treeleaks.counts.cells import CellBudget, probe_cells
+
+    deadline = time.perf_counter() + PROBE_SECONDS
+    probe = probe_cells(model, schema, CellBudget(deadline=deadline))
+    if probe.complete:
+        return f"all {probe.n_trees} trees: {probe.n_cells:,} cells → cells enumerated"
+    if model.noise is not None:  # the DP attack lists cells or stops
+        return (f"stopped after {probe.trees_done} of {probe.n_trees} trees at "
+                f"{probe.n_cells:,} cells → the DP attack may not finish listing them "
+                "(it lists for half of --time-limit, within --max-memory)")
+    if time.perf_counter() > deadline:
+        return (f"listing did not finish in {PROBE_SECONDS:g} s ({probe.trees_done} of "
+                f"{probe.n_trees} trees, {probe.n_cells:,} cells) → probably generated on "
+                "demand (reconstruct lists for a quarter of --time-limit, at least 2 s)")
+    return (f"stopped after {probe.trees_done} of {probe.n_trees} trees at {probe.n_cells:,} "
+            "cells → cells generated on demand (see docs/engine.md)")
+
+
+def _rows_known(model: ReleasedModel, multiplicities_exposed: bool) -> str:
+    """N and the class balance when the counts give them away."""
+    if model.n_rows is not None:
+        per_class = model.trees[0].counts.sum(axis=0)
+        balance = ", ".join(f"{c}: {int(k)}" for c, k in zip(model.classes, per_class))
+        return escape(f"{model.n_rows} ({balance})")
+    if multiplicities_exposed:
+        return f"{len(model.trees[0].multiplicities)} (length of the multiplicities)"
+    if model.noise is not None and model.noise.kind == "laplace":
+        from treeleaks.attacks.dp import n_rows_interval
+
+        bounds = n_rows_interval(model)
+        stated = model.facts.get("n_rows")
+        return ((f"{stated} stated in the file; " if stated is not None else "")
+                + f"about {bounds.estimate:.0f} from the noisy counts (between "
+                f"{bounds.low} and {bounds.high})")
+    return "not exposed"
+
+
+def _groups_text(groups: list[SuggestedGroup], how_to_use: bool) -> Text:
+    """Each suggested group: its prefix, kind and columns (the first few); with
+    ``how_to_use``, how to turn them into a schema."""
+    lines = []
+    for g in groups:
+        kind = "one-hot" if g.exactly_one else "at most one"
+        shown = ", ".join(g.columns[:4]) + (f", ... ({len(g.columns)})" if len(g.columns) > 4
+                                             else "")
+        lines.append(f"{g.prefix} ({kind}): {shown}")
+    if how_to_use:
+        lines.append("not assumed; --suggest-schema FILE writes them for --schema")
+    return Text("\n".join(lines))
+
+
+def _spread(values: list[Any]) -> str:
+    import numpy as np
+
+    if not values:
+        return "-"
+    return f"min {min(values)}, median {np.median(values):g}, max {max(values)}"

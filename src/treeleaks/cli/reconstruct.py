@@ -1,0 +1,325 @@
+"""``treeleaks reconstruct`` and ``treeleaks demo``: rebuild a forest's training set and
+show the result."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from treeleaks.cli.app import (
+    EXIT_BAD_INPUT,
+    INCOMPLETE,
+    ModelArg,
+    SchemaOption,
+    TrustPickle,
+    app,
+    bound_schema,
+    check_outcome,
+    fail,
+    guard_outputs,
+    load,
+    positive_seconds,
+    seconds,
+    write_all,
+)
+from treeleaks.display import certificate_text, live_progress
+from treeleaks.errors import TreeleaksError
+from treeleaks.limits import DEFAULT_MAX_ROWS, SEED_MAX
+from treeleaks.outputs import partial_path
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from treeleaks.model import ReleasedModel
+    from treeleaks.result import Reconstruction
+
+
+STRATEGIES = {  # how Reconstruction.strategy found the cells
+    "enumerate": "every cell listed (enumerate)",
+    "generate": "cells generated on demand (generate)",
+}
+FORMULATIONS = {  # what Reconstruction.formulation solved
+    "exact": "every tree saw every row once (exact)",
+    "bootstrap-known": "rows drawn with replacement, draws read from the model "
+                       "(bootstrap-known): rows in training order",
+    "bootstrap-unknown": "rows drawn with replacement, draws inferred (bootstrap-unknown): "
+                         "rows in no particular order",
+    "dp": "the most likely dataset given noisy (DP) counts (dp)",
+}
+
+
+@app.command()
+def demo(
+    seed: Annotated[
+        int, typer.Option(min=0, max=SEED_MAX, help="Random state of the forest.")
+    ] = 0,
+    bootstrap: Annotated[
+        bool, typer.Option(help="Attack scikit-learn's default forest (bootstrap=True) "
+                           "instead: the rows come back in training order.")
+    ] = False,
+) -> None:
+    """Train a forest on built-in data, reconstruct its training set from the model, score it."""
+    from treeleaks.demo import run_demo
+
+    summary = run_demo(seed=seed, console=Console(), bootstrap=bootstrap)
+    check_outcome(summary["status"], summary["verified"], summary["message"])
+
+
+@app.command("reconstruct")
+def reconstruct_command(
+    model_path: ModelArg,
+    schema: SchemaOption = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Write the reconstructed rows to this CSV.")
+    ] = None,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Write the result summary to this JSON file.")
+    ] = None,
+    details: Annotated[
+        Path | None,
+        typer.Option(help="Write per-row proofs and bounds to this CSV: proven, proven_pattern, "
+                     "and <column>:free / :lower / :upper for every feature."),
+    ] = None,
+    time_limit: Annotated[
+        float,
+        typer.Option(callback=positive_seconds, help="Time limit in seconds for the whole "
+                     "run: cells and solver, then the proofs in what is left (at least "
+                     "min(--certainty-time-limit, 15%))."),
+    ] = 60.0,
+    strategy: Annotated[
+        Literal["auto", "enumerate", "generate"],
+        typer.Option(help="List every cell (enumerate), generate cells on demand (generate), "
+                     "or enumerate within a budget and generate beyond it (auto)."),
+    ] = "auto",
+    threads: Annotated[int, typer.Option(min=1, help="CP-SAT worker threads.")] = 2,
+    seed: Annotated[
+        int, typer.Option(min=0, max=SEED_MAX, help="CP-SAT random seed (0 to 2^31-1).")
+    ] = 0,
+    solver: Annotated[Literal["highs", "cp-sat"], typer.Option(help="Solver backend.")] = "highs",
+    certainty_time_limit: Annotated[
+        float,
+        typer.Option(callback=seconds,
+                     help="At most this long for tightening the proofs, within --time-limit "
+                     "(they stay sound if cut)."),
+    ] = 30.0,
+    max_memory: Annotated[
+        float | None,
+        typer.Option(min=1, help="Memory in MB that listing cells may take; beyond it 'auto' "
+                     "generates cells and 'enumerate' stops. Default: a quarter of this "
+                     "machine's memory, 512 MB to 8 GB."),
+    ] = None,
+    max_rows: Annotated[
+        int, typer.Option(min=1, help="Refuse models whose counts imply more training rows.")
+    ] = DEFAULT_MAX_ROWS,
+    known_columns: Annotated[
+        Path | None,
+        typer.Option(help="CSV of some columns' values for every training row (a header names "
+                     "them; the label may be one): side knowledge the rows must respect."),
+    ] = None,
+    known_columns_as: Annotated[
+        Literal["rows", "multisets"],
+        typer.Option(help="rows: each CSV row is one training row's values (in training order "
+                     "for a bootstrap forest); multisets: each column is only the bag of its "
+                     "values."),
+    ] = "rows",
+    known_rows: Annotated[
+        Path | None,
+        typer.Option(help="CSV of training rows known in full (every feature and the label)."),
+    ] = None,
+    draws: Annotated[
+        Path | None,
+        typer.Option(help="Bootstrap forests: write how often each tree drew each "
+                     "reconstructed row (read from the model, or inferred) to this CSV, a row "
+                     "per line of --out and a column per tree."),
+    ] = None,
+    ignore_multiplicities: Annotated[
+        bool, typer.Option(help="Treat a bootstrap forest's draws as unknown even when the "
+                           "model exposes them (what an attacker without them gets).")
+    ] = False,
+    n_rows: Annotated[
+        int | None,
+        typer.Option(min=1, help="DP forests: the training-set size N, when the model file "
+                     "does not state it."),
+    ] = None,
+    n_unknown: Annotated[
+        bool, typer.Option(help="DP forests: infer N from the noisy counts instead of taking "
+                           "it as known (the bounds it is chosen in are reported).")
+    ] = False,
+    shrinkage: Annotated[
+        float | None,
+        typer.Option(min=0, help="DP forests: weight of the prior that pulls rows toward the "
+                     "typical values of the most likely dataset (default 0.5; 0 returns the "
+                     "most likely dataset itself)."),
+    ] = None,
+    trust_pickle: TrustPickle = False,
+) -> None:
+    """Reconstruct the training rows of a forest from its released counts (trees that each
+    saw every row once, bootstrap forests, or DP forests with noisy counts)."""
+    from treeleaks.attacks.exact import reconstruct
+    from treeleaks.counts.cells import CellBudget
+    from treeleaks.knowledge import Knowledge
+
+    csvs = [path for path in (out, details, draws) if path is not None]  # partial: .partial.csv
+    summary_file = [json_path] if json_path is not None else []
+    guard_outputs(model_path, schema, [*csvs, *map(partial_path, csvs), *summary_file])
+    model = load(model_path, trust_pickle)
+    if draws is not None and not model.bootstrap:
+        fail("--draws: this forest did not bootstrap, so every tree saw every row once; "
+              "there are no draws to write", EXIT_BAD_INPUT)
+    bound = bound_schema(schema, model)
+    if schema is None and model.noise is None:  # else refused below
+        _hint_groups(model, model_path)
+    try:
+        knowledge = Knowledge.from_csv(known_columns, known_rows,
+                                       linked=known_columns_as == "rows")
+        with live_progress(Console(stderr=True)) as progress:
+            recon = reconstruct(
+                model, bound, time_limit=time_limit, threads=threads, seed=seed, solver=solver,
+                certainty_time_limit=certainty_time_limit, strategy=strategy, progress=progress,
+                cell_budget=None if max_memory is None else CellBudget(memory_mb=max_memory),
+                max_rows=max_rows, knowledge=knowledge,
+                ignore_multiplicities=ignore_multiplicities, n_rows=n_rows,
+                n_unknown=n_unknown, shrinkage=shrinkage,
+            )
+    except TreeleaksError as exc:
+        fail(str(exc), EXIT_BAD_INPUT)
+    out_console = Console()
+    out_console.print(_summary_table(model_path, model, recon))
+    partial = recon.status in INCOMPLETE
+    place = partial_path if partial else Path
+    files, notes = {}, []
+    label = " (partial: no complete reconstruction)" if partial else ""
+    if out is not None:
+        files[place(out)] = _integral(recon.rows).to_csv(index=False)
+        notes.append(f"Wrote {len(recon.rows)} rows{label} to {place(out)}")
+    if details is not None:
+        files[place(details)] = _details(recon).to_csv(index=False)
+        notes.append(f"Wrote per-row proofs and bounds{label} to {place(details)}")
+    if draws is not None:
+        files[place(draws)] = _draws(model, recon).to_csv(index=False)
+        notes.append(f"Wrote each tree's draws of each row{label} to {place(draws)}")
+    if json_path is not None:
+        summary = {**recon.summary(), "partial": partial, "model_path": str(model_path)}
+        files[json_path] = json.dumps(summary, indent=2) + "\n"
+        notes.append(f"Wrote the summary{label} to {json_path}")
+    write_all(files)
+    for note in notes:
+        out_console.print(Text(note), soft_wrap=True)
+    checked = recon.likelihood_checked if recon.formulation == "dp" else recon.verified
+    check_outcome(recon.status, checked, recon.message)
+
+
+def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> Table:
+    s = recon.summary()
+    table = Table(title="Reconstruction", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("Model", escape(f"{path} ({model.source or 'treeleaks JSON'}, "
+                                  f"{model.n_trees} trees, {model.n_features} features)"))
+    status_style = "green" if s["status"] == "OPTIMAL" else "yellow"
+    solver = f" ({s['solver']})" if s["solver"] else ""
+    table.add_row("Status", Text(f"{s['status']} in {s['time_s']:.2f} s{solver}", status_style))
+    table.add_row("Formulation", FORMULATIONS.get(s["formulation"], s["formulation"]))
+    how = STRATEGIES.get(s["strategy"], s["strategy"])
+    table.add_row("Cells", escape(f"{s['n_cells']:,}: {how}"))
+    if s["certificate"] is not None:
+        table.add_row("Certificate", certificate_text(s))
+    if s["knowledge"]:
+        table.add_row("Side knowledge", escape(s["knowledge"]))
+    table.add_row("Rows reconstructed", str(s["n_rows"]))
+    for name, value in _noisy_rows(s) if s["formulation"] == "dp" else []:
+        table.add_row(name, value)
+    table.add_row("Rows proven to be training rows", f"{s['proven_rows']} of {s['n_rows']}")
+    table.add_row(
+        "Rows whose pinned values are proven",
+        f"{s['proven_pattern_rows']} of {s['n_rows']}",
+    )
+    table.add_row("Values the model leaves open", f"{s['free_values']} (filled in)")
+    if s["numerical_width_mean"] is not None:
+        table.add_row("Numerical values pinned to",
+                      f"{s['numerical_width_mean']:.1%} of their range on average")
+    if s["proof"]:
+        table.add_row("Proofs", escape(s["proof"]))
+    if s["message"]:
+        table.add_row("Note", escape(s["message"]))
+    return table
+
+
+def _noisy_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """What a DP reconstruction adds to the summary: the likelihood it reached, the LP's
+    bound on any dataset's, when a first dataset was found, and how N was set."""
+    bound = s["log_likelihood_bound"]
+    rows = [("Log-likelihood of the counts", f"{s['log_likelihood']:.3f}"
+             + ("" if bound is None else f" (no dataset exceeds {bound:.3f})")),
+            ("First complete dataset after", f"{s['first_solution_s']:.2f} s")]
+    if s["n_rows_interval"] is not None:
+        low, high = s["n_rows_interval"]
+        rows.append(("Training-set size N", f"{s['n_rows_used']} inferred, within [{low}, "
+                     f"{high}] from the noisy totals"))
+    return rows
+
+
+def _details(recon: Reconstruction) -> pd.DataFrame:
+    """Per row: proven, proven_pattern, and each feature's free flag and bounds."""
+    import numpy as np
+    import pandas as pd
+
+    parts = {"row": np.arange(recon.n_rows), "proven": recon.proven,
+             "proven_pattern": recon.proven_pattern}
+    for name in recon.free.columns:
+        parts[f"{name}:free"] = recon.free[name].to_numpy()
+        parts[f"{name}:lower"] = recon.lower[name].to_numpy()
+        parts[f"{name}:upper"] = recon.upper[name].to_numpy()
+    return pd.DataFrame(parts)
+
+
+def _draws(model: ReleasedModel, recon: Reconstruction) -> pd.DataFrame:
+    """How often each tree drew each row of ``recon`` (inferred, or the model's own draws
+    for rows in training order), a column per tree."""
+    import pandas as pd
+
+    per_tree = recon.multiplicities
+    if per_tree is None:
+        per_tree = [tree.multiplicities for tree in model.trees] if recon.n_rows else []
+    columns = {f"tree_{t}": b for t, b in enumerate(per_tree)}
+    return pd.DataFrame(columns, index=pd.RangeIndex(recon.n_rows, name="row")).reset_index()
+
+
+def _integral(rows: pd.DataFrame) -> pd.DataFrame:
+    """Float columns holding only whole numbers as integers, so 0/1 data stays 0/1 in the CSV."""
+    import numpy as np
+    import pandas as pd
+
+    rows = rows.copy()
+    for name in rows.columns:
+        values = rows[name]
+        if pd.api.types.is_float_dtype(values) and np.isfinite(values).all() and (
+            values == values.round()
+        ).all():
+            rows[name] = values.astype(np.int64)
+    return rows
+
+
+def _hint_groups(model: ReleasedModel, path: Path) -> None:
+    """Say when columns look one-hot encoded: declaring them can save orders of magnitude."""
+    from treeleaks.schema_hints import suggest_groups
+
+    groups = suggest_groups(model)
+    if not groups:
+        return
+    names = ", ".join(f"{g.prefix} ({len(g.columns)} columns)" for g in groups[:4])
+    more = f" and {len(groups) - 4} more" if len(groups) > 4 else ""
+    Console(stderr=True).print(Text(
+        f"note: columns look one-hot encoded: {names}{more}; treeleaks does not assume it. "
+        f"If they are, declaring them can make this much faster: run treeleaks inspect "
+        f"{shlex.quote(str(path))} --suggest-schema schema.json, check the file, then pass "
+        "--schema schema.json",
+        style="yellow"), soft_wrap=True)
