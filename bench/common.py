@@ -1,4 +1,5 @@
-"""Shared helpers for the treeleaks benchmarks: datasets, isolated runs, statistics, output.
+"""Shared helpers for the treeleaks benchmarks: datasets (`treeleaks.sweep.datasets`),
+isolated runs (`treeleaks.sweep.isolate`), statistics, output.
 
 Each benchmark run executes in a fresh Python process so that its peak memory is its own
 (read from the kernel with ``os.wait4``) and a crash, an out-of-memory kill or a hang ends
@@ -7,153 +8,39 @@ that run only.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import platform
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from treeleaks.sweep.datasets import Dataset as Dataset  # re-exported for the benchmarks
+from treeleaks.sweep.datasets import dataset_info as dataset_info
+from treeleaks.sweep.datasets import load_dataset as load_dataset
+from treeleaks.sweep.isolate import ChildOutcome as ChildOutcome
+from treeleaks.sweep.isolate import maxrss_mb as maxrss_mb
+from treeleaks.sweep.isolate import run_isolated as isolated
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
 DEFAULT_DATA_DIR = Path(os.environ.get("TREELEAKS_DATA", REPO_DIR.parent / "shared" / "data"))
 
 
-# --- datasets ------------------------------------------------------------------------------
-
-
-@dataclass
-class Dataset:
-    """A binarized benchmark dataset: features, label column and the adversary's groups."""
-
-    name: str
-    frame: pd.DataFrame
-    label: str
-    one_hot_groups: list[list[str]]
-    at_most_one_groups: list[list[str]]
-
-    @property
-    def features(self) -> pd.DataFrame:
-        return self.frame.drop(columns=[self.label])
-
-    def sample(self, n: int, seed: int) -> pd.DataFrame:
-        """``n`` distinct rows drawn uniformly without replacement (seeded), index reset."""
-        if n > len(self.frame):
-            raise ValueError(f"{self.name} has {len(self.frame)} rows, cannot sample {n}")
-        picked = np.random.default_rng(seed).choice(len(self.frame), size=n, replace=False)
-        return self.frame.iloc[np.sort(picked)].reset_index(drop=True)
-
-
-def dataset_info(data_dir: Path = DEFAULT_DATA_DIR) -> dict[str, dict[str, Any]]:
-    """``datasets.json`` without its ``_about`` note."""
-    info = json.loads((Path(data_dir) / "datasets.json").read_text())
-    return {k: v for k, v in info.items() if not k.startswith("_")}
-
-
-def load_dataset(name: str, data_dir: Path = DEFAULT_DATA_DIR) -> Dataset:
-    """Read ``<data_dir>/<file>`` as described by ``datasets.json``."""
-    info = dataset_info(data_dir)
-    if name not in info:
-        raise KeyError(f"unknown dataset {name!r}; have {', '.join(sorted(info))}")
-    meta = info[name]
-    frame = pd.read_csv(Path(data_dir) / meta["file"])
-    return Dataset(
-        name=name,
-        frame=frame,
-        label=meta["label"],
-        one_hot_groups=[list(g) for g in meta.get("one_hot_groups", [])],
-        at_most_one_groups=[list(g) for g in meta.get("at_most_one_groups", [])],
-    )
-
-
 # --- isolated runs -------------------------------------------------------------------------
 
 
-@dataclass
-class ChildOutcome:
-    """How an isolated run ended: its result (if it wrote one) and the kernel's accounting."""
-
-    result: dict[str, Any] | None
-    returncode: int | None
-    timed_out: bool
-    wall_s: float
-    peak_mem_mb: float | None
-    log_tail: str
-
-
-def maxrss_mb(ru_maxrss: int) -> float:
-    """``ru_maxrss`` in MiB (Linux reports KiB, macOS bytes)."""
-    return ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
-
-
-def run_isolated(
-    script: Path, config: dict[str, Any], timeout_s: float, poll_s: float = 0.05
-) -> ChildOutcome:
-    """Run ``python <script> --worker <config.json>`` in its own process group.
-
-    The worker writes its result as JSON to ``config["result_path"]`` (set here). Peak
-    memory is the child's own ``ru_maxrss`` from ``os.wait4``. After ``timeout_s`` the
-    process group is killed and the run reported as timed out.
-    """
-    with tempfile.TemporaryDirectory(prefix="treeleaks-bench-") as tmp:
-        cfg_path, res_path, log_path = (Path(tmp) / n for n in ("cfg.json", "res.json", "log"))
-        cfg_path.write_text(json.dumps({**config, "result_path": str(res_path)}))
-        start = time.perf_counter()
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                [sys.executable, str(script), "--worker", str(cfg_path)],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            )
-            timed_out = False
-            try:
-                while True:
-                    pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-                    if pid:
-                        break
-                    if time.perf_counter() - start > timeout_s:
-                        timed_out = True
-                        _kill_group(proc.pid)
-                        _, status, usage = os.wait4(proc.pid, 0)
-                        break
-                    time.sleep(poll_s)
-            except BaseException:
-                _kill_group(proc.pid)
-                os.wait4(proc.pid, 0)
-                proc.returncode = -signal.SIGKILL
-                raise
-        wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        result = json.loads(res_path.read_text()) if res_path.exists() else None
-        return ChildOutcome(
-            result=result,
-            returncode=proc.returncode,
-            timed_out=timed_out,
-            wall_s=wall,
-            peak_mem_mb=maxrss_mb(usage.ru_maxrss),
-            log_tail=_tail(log_path),
-        )
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-def _tail(path: Path, n_chars: int = 2000) -> str:
-    text = path.read_text(errors="replace") if path.exists() else ""
-    return text[-n_chars:]
+def run_isolated(script: Path, config: dict[str, Any], timeout_s: float) -> ChildOutcome:
+    """Run ``python <script> --worker <config.json>`` in a process of its own
+    (`treeleaks.sweep.isolate.run_isolated`: own peak memory, killed after ``timeout_s``)."""
+    return isolated([sys.executable, str(script), "--worker"], config, timeout_s)
 
 
 # --- statistics and output -----------------------------------------------------------------

@@ -1,0 +1,162 @@
+"""What one sweep point does: train a model on a sample of a dataset, attack it, score the
+result against the sample. Each attack names its axes and their defaults.
+
+- ``forest``: scikit-learn's ``RandomForestClassifier`` (any ``bootstrap``), reconstructed
+  by ``treeleaks.reconstruct`` (draws read from the model unless ``ignore_multiplicities``).
+- ``dp-forest``: treeleaks' ``DPRandomForestClassifier`` of budget ``epsilon``, attacked by
+  the most-likely-dataset reconstruction (N known, or inferred with ``n_unknown``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+SOLVED = ("OPTIMAL", "FEASIBLE")
+TEST_ROWS = 1000  # rows outside the sample that the DP forest's test accuracy is read on
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A parameter of a point: its default and the check its values must pass."""
+
+    default: Any
+    check: Callable[[Any], bool]
+    expects: str
+
+
+def _int_at_least(low: int) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _positive(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def _depth(v: Any) -> bool:
+    return v is None or _int_at_least(1)(v)
+
+
+def _flag(v: Any) -> bool:
+    return isinstance(v, bool)
+
+
+COMMON = {
+    "dataset": Axis(None, lambda v: isinstance(v, str) and bool(v), "a dataset name"),
+    "n": Axis(100, _int_at_least(1), "an integer N >= 1"),
+    "seed": Axis(0, _int_at_least(0), "an integer >= 0"),
+    "time_limit": Axis(60.0, _positive, "seconds > 0"),
+    "threads": Axis(1, _int_at_least(1), "an integer >= 1"),
+}
+
+
+@dataclass(frozen=True)
+class Attack:
+    """A kind of sweep point: its axes and the function that runs one point."""
+
+    axes: dict[str, Axis]
+    run: Callable[[dict[str, Any], Path | None], dict[str, Any]]
+
+
+def _schema(data: Any) -> Any:
+    """The adversary's schema: domains and groups read off the whole dataset (public)."""
+    from treeleaks.schema import FeatureSchema
+
+    return FeatureSchema.from_frame(data.features, data.one_hot_groups or None,
+                                    data.at_most_one_groups or None)
+
+
+def _score(train: pd.DataFrame, rows: pd.DataFrame, schema: Any, label: str,
+           seed: int) -> dict[str, Any]:
+    from treeleaks.evaluation.metrics import evaluate
+
+    score = evaluate(train, rows, schema, label=label, n_baseline_draws=3, seed=seed)
+    return {"error": score.error, "exact_share": score.exact_share,
+            "worst_row_error": score.worst_row_error, "baseline_error": score.baseline_error,
+            "label_agreement": score.label_agreement}
+
+
+def run_forest(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
+    """Fit a random forest on N sampled rows, reconstruct them from the model, score."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    from treeleaks.attacks.exact import reconstruct
+    from treeleaks.frontends.sklearn import from_sklearn
+    from treeleaks.sweep.datasets import load_dataset
+
+    data = load_dataset(point["dataset"], data_dir)
+    train = data.sample(point["n"], point["seed"])
+    X, y = train.drop(columns=[data.label]), train[data.label]
+    schema = _schema(data)
+    tick = time.perf_counter()
+    forest = RandomForestClassifier(
+        n_estimators=point["trees"], bootstrap=point["bootstrap"], max_depth=point["depth"],
+        random_state=point["seed"], n_jobs=1).fit(X, y)
+    out: dict[str, Any] = {"fit_s": time.perf_counter() - tick}
+    model = from_sklearn(forest, label_name=data.label)
+    rec = reconstruct(model, schema, time_limit=point["time_limit"], threads=point["threads"],
+                      seed=point["seed"], solver=point["solver"],
+                      ignore_multiplicities=point["ignore_multiplicities"])
+    out.update(status=rec.status, verified=bool(rec.verified), n_rows=rec.n_rows,
+               time_s=rec.time_s, n_cells=rec.n_cells, proven_share=rec.proven_rows / len(train),
+               formulation=rec.formulation, timings=dict(rec.timings), message=rec.message)
+    if rec.status in SOLVED and rec.n_rows == len(train):  # a partial result is not scored
+        out.update(_score(train, rec.rows, schema, data.label, point["seed"]))
+    return out
+
+
+def run_dp_forest(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
+    """Fit an ε-DP forest on N sampled rows, reconstruct the most likely dataset, score."""
+    from treeleaks.attacks.exact import reconstruct
+    from treeleaks.defences.dp_forest import DPRandomForestClassifier
+    from treeleaks.frontends.dp import from_dp_forest
+    from treeleaks.sweep.datasets import load_dataset
+
+    data = load_dataset(point["dataset"], data_dir)
+    order = np.random.default_rng(point["seed"]).permutation(len(data.frame))
+    train = data.frame.iloc[np.sort(order[: point["n"]])].reset_index(drop=True)
+    test = data.frame.iloc[order[point["n"]:][:TEST_ROWS]]
+    X, y = train.drop(columns=[data.label]), train[data.label]
+    schema = _schema(data)
+    forest = DPRandomForestClassifier(
+        n_estimators=point["trees"], max_depth=point["depth"], epsilon=point["epsilon"],
+        schema=schema, random_state=point["seed"]).fit(X, y)
+    out: dict[str, Any] = {"train_accuracy": float((forest.predict(X) == y.to_numpy()).mean())}
+    if len(test):
+        out["test_accuracy"] = float(
+            (forest.predict(test.drop(columns=[data.label])) == test[data.label]).mean())
+    model = from_dp_forest(forest, label_name=data.label)
+    rec = reconstruct(model, schema, time_limit=point["time_limit"], threads=point["threads"],
+                      seed=point["seed"], n_unknown=point["n_unknown"])
+    out.update(status=rec.status, verified=bool(rec.likelihood_checked), n_rows=rec.n_rows,
+               time_s=rec.time_s, n_cells=rec.n_cells, first_solution_s=rec.first_solution_s,
+               log_likelihood=rec.log_likelihood, message=rec.message)
+    if rec.n_rows:
+        out.update(_score(train, rec.rows, schema, data.label, point["seed"]))
+    return out
+
+
+ATTACKS = {
+    "forest": Attack({
+        **COMMON,
+        "trees": Axis(100, _int_at_least(1), "an integer >= 1"),
+        "depth": Axis(None, _depth, '"none" or an integer >= 1'),
+        "bootstrap": Axis(False, _flag, "true or false"),
+        "ignore_multiplicities": Axis(False, _flag, "true or false"),
+        "solver": Axis("highs", lambda v: v in ("highs", "cp-sat"), '"highs" or "cp-sat"'),
+    }, run_forest),
+    "dp-forest": Attack({
+        **COMMON,
+        "trees": Axis(10, _int_at_least(1), "an integer >= 1"),
+        "depth": Axis(5, _int_at_least(1), "an integer >= 1"),
+        "epsilon": Axis(1.0, _positive, "a privacy budget > 0"),
+        "n_unknown": Axis(False, _flag, "true or false"),
+    }, run_dp_forest),
+}

@@ -1,0 +1,82 @@
+"""Datasets a sweep point trains on: a directory described by ``datasets.json`` (binarized
+CSVs with their label and one-hot / at-most-one groups), or the built-in example.
+
+``datasets.json`` maps each name to ``{"file", "label", "rows", "one_hot_groups",
+"at_most_one_groups"}``; keys starting with ``_`` are notes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from treeleaks.errors import TreeleaksError
+
+BUILT_IN = "breast-cancer"  # the demo's 569 patients, 15 measurements binarized at medians
+
+
+class DatasetError(TreeleaksError):
+    """A dataset cannot be found or read; the message says where treeleaks looked."""
+
+
+@dataclass
+class Dataset:
+    """A training population: features, label column and the adversary's groups."""
+
+    name: str
+    frame: pd.DataFrame
+    label: str
+    one_hot_groups: list[list[str]] = field(default_factory=list)
+    at_most_one_groups: list[list[str]] = field(default_factory=list)
+
+    @property
+    def features(self) -> pd.DataFrame:
+        return self.frame.drop(columns=[self.label])
+
+    def sample(self, n: int, seed: int) -> pd.DataFrame:
+        """``n`` distinct rows drawn uniformly without replacement (seeded), index reset."""
+        if n > len(self.frame):
+            raise DatasetError(f"{self.name} has {len(self.frame)} rows, cannot sample {n}")
+        picked = np.random.default_rng(seed).choice(len(self.frame), size=n, replace=False)
+        return self.frame.iloc[np.sort(picked)].reset_index(drop=True)
+
+
+def dataset_info(data_dir: Path) -> dict[str, dict[str, Any]]:
+    """``datasets.json`` of ``data_dir`` without its notes."""
+    path = Path(data_dir) / "datasets.json"
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise DatasetError(f"cannot read {str(path)!r} ({exc}); point data_dir (or the "
+                           "TREELEAKS_DATA environment variable) at a folder holding "
+                           "datasets.json") from exc
+    return {k: v for k, v in info.items() if not k.startswith("_")}
+
+
+def load_dataset(name: str, data_dir: Path | None) -> Dataset:
+    """The built-in example, or ``name`` as ``<data_dir>/datasets.json`` describes it."""
+    if name == BUILT_IN:
+        from treeleaks.demo import demo_data
+
+        X, y = demo_data()
+        return Dataset(name, X.assign(**{str(y.name): y.to_numpy()}), str(y.name))
+    if data_dir is None:
+        raise DatasetError(f"dataset {name!r} is not built in (only {BUILT_IN!r} is); give "
+                           "data_dir in the grid or set TREELEAKS_DATA")
+    info = dataset_info(data_dir)
+    if name not in info:
+        raise DatasetError(f"unknown dataset {name!r}; {data_dir}/datasets.json has "
+                           f"{', '.join(sorted(info))} (and {BUILT_IN!r} is built in)")
+    meta = info[name]
+    return Dataset(
+        name=name,
+        frame=pd.read_csv(Path(data_dir) / meta["file"]),
+        label=meta["label"],
+        one_hot_groups=[list(g) for g in meta.get("one_hot_groups", [])],
+        at_most_one_groups=[list(g) for g in meta.get("at_most_one_groups", [])],
+    )

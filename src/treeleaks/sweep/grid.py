@@ -1,0 +1,132 @@
+"""A sweep grid from TOML: the attack, its axes (a list of values each, or one value), and
+what every point may use (wall time, memory, where the datasets are).
+
+    attack = "forest"               # see treeleaks.sweep.attacks
+    point_time_limit = 900          # s of wall time before a point is killed (default: 3x
+                                    # time_limit + 120)
+    point_memory_mb = 8000          # resident memory before a point is killed (default none)
+    data_dir = "../data"            # datasets.json folder, relative to this file
+                                    # (default: the TREELEAKS_DATA environment variable)
+    [axes]
+    dataset = ["compas", "adult"]
+    depth = ["none", 10, 5]         # "none": unlimited depth
+    seed = [0, 1, 2]
+    trees = 100                     # one value: the same for every point
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from treeleaks.errors import TreeleaksError
+from treeleaks.sweep.attacks import ATTACKS
+
+TOP_KEYS = ("attack", "axes", "point_time_limit", "point_memory_mb", "data_dir")
+NONE_WORDS = ("none", "null", "unlimited")
+
+
+class GridError(TreeleaksError):
+    """A grid file is malformed; the message names the key at fault."""
+
+
+@dataclass(frozen=True)
+class Grid:
+    """An attack and the values of each of its axes; `points` is their Cartesian product."""
+
+    attack: str
+    axes: dict[str, list[Any]]
+    point_time_limit: float | None = None
+    point_memory_mb: float | None = None
+    data_dir: Path | None = None
+
+    def points(self) -> list[dict[str, Any]]:
+        """Every combination of the axes' values, defaults filled in, in file order."""
+        spec = ATTACKS[self.attack].axes
+        names = list(self.axes)
+        fixed = {name: axis.default for name, axis in spec.items() if name not in self.axes}
+        return [{**fixed, **dict(zip(names, values))}
+                for values in itertools.product(*(self.axes[n] for n in names))]
+
+    def time_limit_for(self, point: dict[str, Any]) -> float:
+        """Wall time a point may take before it is killed."""
+        if self.point_time_limit is not None:
+            return self.point_time_limit
+        return 3 * float(point["time_limit"]) + 120
+
+
+def point_key(attack: str, point: dict[str, Any]) -> str:
+    """A stable name for a point (its attack and every axis value), for resuming."""
+    text = json.dumps({"attack": attack, **point}, sort_keys=True)
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def load_grid(path: str | Path) -> Grid:
+    """Read and check a grid file."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise GridError(f"cannot read the grid {str(path)!r}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise GridError(f"{path}: not valid TOML ({exc})") from exc
+    return grid_from_dict(data, base=path.parent)
+
+
+def grid_from_dict(data: dict[str, Any], base: Path = Path()) -> Grid:
+    """A grid from its parsed TOML; relative ``data_dir`` is taken from ``base``."""
+    unknown = sorted(set(data) - set(TOP_KEYS))
+    if unknown:
+        raise GridError(f"unknown key {unknown[0]!r} in the grid; keys: {', '.join(TOP_KEYS)}")
+    attack = data.get("attack")
+    if attack not in ATTACKS:
+        raise GridError(f"unknown attack {attack!r}; attacks: {', '.join(ATTACKS)}")
+    spec = ATTACKS[attack].axes
+    raw_axes = data.get("axes")
+    if not isinstance(raw_axes, dict) or not raw_axes:
+        raise GridError("the grid has no [axes] table; give at least dataset = [...]")
+    axes: dict[str, list[Any]] = {}
+    for name, raw in raw_axes.items():
+        if name not in spec:
+            raise GridError(f"unknown axis {name!r} for attack {attack!r}; its axes: "
+                            f"{', '.join(spec)}")
+        values = [_none(v) for v in (raw if isinstance(raw, list) else [raw])]
+        if not values:
+            raise GridError(f"axis {name!r} has no values, so the grid has no points")
+        for value in values:
+            if not spec[name].check(value):
+                raise GridError(f"axis {name!r}: {value!r} is not {spec[name].expects}")
+        axes[name] = values
+    if spec["dataset"].default is None and "dataset" not in axes:
+        raise GridError("the grid names no dataset; add dataset = [...] under [axes]")
+    return Grid(attack, axes, _positive(data, "point_time_limit"),
+                _positive(data, "point_memory_mb"), _data_dir(data.get("data_dir"), base))
+
+
+def _none(value: Any) -> Any:
+    """TOML has no null: the words "none", "null" and "unlimited" stand for it."""
+    return None if isinstance(value, str) and value.lower() in NONE_WORDS else value
+
+
+def _positive(data: dict[str, Any], key: str) -> float | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise GridError(f"{key} must be a positive number, not {value!r}")
+    return float(value)
+
+
+def _data_dir(value: Any, base: Path) -> Path | None:
+    if value is None:
+        env = os.environ.get("TREELEAKS_DATA")
+        return Path(env) if env else None
+    if not isinstance(value, str):
+        raise GridError(f"data_dir must be a path, not {value!r}")
+    return (base / value).resolve()

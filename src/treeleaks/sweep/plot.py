@@ -1,0 +1,44 @@
+"""``treeleaks sweep plot``: one measure against one axis, a line per value of another (the
+published figures: error against the number of trees, one line per depth)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from treeleaks.errors import TreeleaksError
+
+
+class PlotError(TreeleaksError):
+    """The table lacks a column the plot asks for."""
+
+
+def plot_sweep(table: pd.DataFrame, x: str, y: str, by: str | None, out: Path) -> Path:
+    """Mean of ``y`` against ``x`` (error bars: standard deviation over the other axes,
+    seeds included), a line per value of ``by``; written as PNG to ``out``."""
+    missing = [c for c in (x, y, by) if c is not None and c not in table.columns]
+    if missing:
+        raise PlotError(f"the results have no column {missing[0]!r}; columns: "
+                        f"{', '.join(map(str, table.columns))}")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+    table = table.assign(**{c: table[c].astype(object).where(table[c].notna(), "none")
+                            for c in (by,) if c is not None})
+    groups = table.groupby(by, sort=True) if by is not None else [(None, table)]
+    for value, part in groups:
+        stats = part.groupby(x, sort=True)[y].agg(["mean", "std"])
+        ax.errorbar(stats.index.astype(str) if stats.index.dtype == object else stats.index,
+                    stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=3,
+                    label=None if by is None else f"{by} = {value}")
+    ax.set_xlabel(x)
+    ax.set_ylabel(f"{y} (mean ± sd)")
+    if by is not None:
+        ax.legend()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out

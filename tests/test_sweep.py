@@ -1,0 +1,151 @@
+"""Sweeps: grids checked before anything runs, points run on a Dask LocalCluster with the
+same results as run directly, failures recorded, interrupted sweeps resumed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from treeleaks.cli import app
+from treeleaks.sweep import GridError, load_grid, read_records, run_sweep
+from treeleaks.sweep.attacks import ATTACKS
+from treeleaks.sweep.grid import grid_from_dict
+from treeleaks.sweep.runner import RECORDS
+
+runner = CliRunner()
+
+FOUR_POINTS = """
+attack = "forest"
+[axes]
+dataset = "breast-cancer"
+n = 60
+trees = 40
+depth = ["none", 3]
+seed = [0, 1]
+time_limit = 20
+"""
+
+
+def write(folder: Path, text: str, name: str = "grid.toml") -> Path:
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[dict]]:
+    """The four-point grid run by the CLI on a two-worker LocalCluster."""
+    folder = tmp_path_factory.mktemp("sweep")
+    grid = write(folder, FOUR_POINTS)
+    result = runner.invoke(app, ["sweep", str(grid), "--out", str(folder / "out"),
+                                 "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    return grid, folder / "out", read_records(folder / "out")
+
+
+def test_four_points_run_as_they_would_alone(swept: tuple[Path, Path, list[dict]]) -> None:
+    grid_path, out, records = swept
+    grid = load_grid(grid_path)
+    assert len(records) == 4
+    assert {(r["depth"], r["seed"]) for r in records} == {(None, 0), (None, 1), (3, 0), (3, 1)}
+    for record in records:
+        assert record["status"] == "OPTIMAL" and record["verified"], record
+        point = {k: record[k] for k in ATTACKS["forest"].axes}
+        alone = ATTACKS["forest"].run(point, grid.data_dir)  # same point, this process
+        assert record["error"] == pytest.approx(alone["error"], abs=1e-12)
+        assert record["n_rows"] == alone["n_rows"] == 60
+        assert 0 <= record["error"] < record["baseline_error"]
+    table = pd.read_csv(out / "results.csv")
+    assert len(table) == 4 and {"dataset", "depth", "seed", "error", "status"} <= set(table)
+
+
+def test_the_summary_groups_seeds(swept: tuple[Path, Path, list[dict]]) -> None:
+    grid, out, _ = swept
+    again = runner.invoke(app, ["sweep", str(grid), "--out", str(out)])  # nothing left to run
+    assert again.exit_code == 0, again.output
+    lines = [line for line in again.output.splitlines() if line.startswith("│")]
+    assert len(lines) == 2 and lines[0].split("│")[1].strip() == "none"
+
+
+def test_a_killed_sweep_resumes_without_redoing_finished_points(
+    swept: tuple[Path, Path, list[dict]], tmp_path: Path
+) -> None:
+    grid_path, _, records = swept
+    resumed = tmp_path / "out"
+    resumed.mkdir()
+    kept = records[:2]  # two points finished, the third was being written when killed
+    text = "".join(json.dumps(r) + "\n" for r in kept) + json.dumps(records[2])[:40]
+    (resumed / RECORDS).write_text(text)
+    ran: list[dict] = []
+    final = run_sweep(load_grid(grid_path), resumed, workers=2, on_record=ran.append)
+    assert sorted(r["key"] for r in ran) == sorted(r["key"] for r in records[2:])
+    assert sorted(r["key"] for r in final) == sorted(r["key"] for r in records)
+    before = {r["key"]: r["wall_s"] for r in kept}
+    assert {r["key"]: r["wall_s"] for r in final if r["key"] in before} == before
+    assert len(read_records(resumed)) == 4
+
+
+def test_failing_points_are_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    grid = grid_from_dict({"attack": "forest", "point_time_limit": 60,
+                           "axes": {"dataset": ["breast-cancer", "no-such-data"], "n": 40,
+                                    "trees": 5, "time_limit": 10}})
+    records = run_sweep(grid, tmp_path, workers=1)
+    status = {r["dataset"]: r for r in records}
+    assert status["breast-cancer"]["status"] == "OPTIMAL"
+    assert status["no-such-data"]["status"] == "error"
+    assert "no-such-data" in status["no-such-data"]["exception"]
+
+
+def test_a_point_over_its_wall_time_is_killed_and_recorded(tmp_path: Path) -> None:
+    grid = grid_from_dict({"attack": "forest", "point_time_limit": 0.2,
+                           "axes": {"dataset": "breast-cancer", "n": 40, "trees": 5}})
+    (record,) = run_sweep(grid, tmp_path, workers=1)
+    assert record["status"] == "timeout" and record["wall_s"] < 30
+
+
+@pytest.mark.parametrize(("grid", "message"), [
+    ('attack = "forest"\n[axes]\ndataset = "x"\nleaves = [2]\n', "unknown axis 'leaves'"),
+    ('attack = "guess"\n[axes]\ndataset = "x"\n', "unknown attack 'guess'"),
+    ('attack = "forest"\n[axes]\ndataset = "x"\nseed = []\n', "axis 'seed' has no values"),
+    ('attack = "forest"\n[axes]\ndataset = "x"\ndepth = [0]\n', "axis 'depth': 0 is not"),
+    ('attack = "forest"\n[axes]\nseed = [1]\n', "names no dataset"),
+    ('attack = "forest"\n', "no [axes] table"),
+    ('attack = "forest"\nworkers = 2\n[axes]\ndataset = "x"\n', "unknown key 'workers'"),
+    ('attack = "forest"\n[axes\n', "not valid TOML"),
+])
+def test_bad_grids_are_refused_with_exit_2(tmp_path: Path, grid: str, message: str) -> None:
+    path = write(tmp_path, grid)
+    with pytest.raises(GridError, match=message.replace("[", r"\[")):
+        load_grid(path)
+    result = runner.invoke(app, ["sweep", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split())
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_unreachable_scheduler_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("treeleaks.sweep.runner.CONNECT_TIMEOUT_S", 1)
+    grid = write(tmp_path, FOUR_POINTS)
+    result = runner.invoke(app, ["sweep", str(grid), "--out", str(tmp_path / "out"),
+                                 "--scheduler", "tcp://127.0.0.1:9"])
+    assert result.exit_code == 2
+    assert "cannot reach the Dask scheduler at 'tcp://127.0.0.1:9'" in result.output
+
+
+def test_plot_writes_a_png_and_names_a_missing_column(
+    swept: tuple[Path, Path, list[dict]], tmp_path: Path
+) -> None:
+    _, out, _ = swept
+    png = tmp_path / "plot.png"
+    result = runner.invoke(app, ["sweep", "plot", str(out), "--x", "depth", "--y", "error",
+                                 "--by", "seed", "--out", str(png)])
+    assert result.exit_code == 0, result.output
+    assert png.read_bytes().startswith(b"\x89PNG")
+    bad = runner.invoke(app, ["sweep", "plot", str(out), "--x", "leaves"])
+    assert bad.exit_code == 2 and "no column 'leaves'" in bad.output
