@@ -19,6 +19,7 @@ every label; `tries_without_counts` gives the expected number of tries to a vali
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,11 +134,11 @@ def node_depths(tree: Tree) -> np.ndarray:
 def box_conditions(lower: np.ndarray, upper: np.ndarray, names: list[str]) -> list[Condition]:
     """The box ``lower < x <= upper`` as conditions: the tightest bound per feature."""
     conditions = []
-    for f in np.flatnonzero(np.isfinite(lower) | np.isfinite(upper)):
-        if np.isfinite(lower[f]):
-            conditions.append(Condition(names[f], ">", float(lower[f])))
-        if np.isfinite(upper[f]):
-            conditions.append(Condition(names[f], "<=", float(upper[f])))
+    for f, low, high in zip(range(len(names)), lower.tolist(), upper.tolist()):
+        if low > -math.inf:
+            conditions.append(Condition(names[f], ">", low))
+        if high < math.inf:
+            conditions.append(Condition(names[f], "<=", high))
     return conditions
 
 
@@ -161,13 +162,14 @@ def tree_predicates(model: ReleasedModel, index: int) -> list[Predicate]:
         hits = [(int(n), 0) for n in leaves if rows[tree.leaf_of_node[n]] == 1]
     else:
         hits = [(int(n), int(c)) for n, c in zip(*np.nonzero(node_counts(tree) == 1))]
-    out = []
+    out: list[Predicate] = []
     for node, cls in hits:
         label = (float(tree.values[tree.leaf_of_node[node]]) if model.is_regression
                  else model.classes[cls])
-        out.append(Predicate(index, node, box_conditions(lower[node], upper[node],
-                                                         model.feature_names),
-                             label, proven, how))
+        same_node = out and out[-1].node == node  # another class of the node just listed
+        conditions = out[-1].conditions if same_node else box_conditions(
+            lower[node], upper[node], model.feature_names)
+        out.append(Predicate(index, node, conditions, label, proven, how))
     return out
 
 
