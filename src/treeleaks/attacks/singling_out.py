@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from treeleaks.errors import TreeleaksError
 from treeleaks.model import ReleasedModel, Tree
+
+if TYPE_CHECKING:
+    from treeleaks.schema import FeatureSchema
 
 PROVEN_TREE = "the tree counts every training row once"
 NOT_PROVEN_BOOTSTRAP = (
@@ -179,17 +182,17 @@ def require_counts(model: ReleasedModel) -> None:
 
 
 def single_out(model: ReleasedModel, cells: bool = True, time_limit: float = 30.0,
-               schema: Any = None) -> SinglingOut:
+               schema: FeatureSchema | None = None) -> SinglingOut:
     """Every vulnerable (node, label) pair of every tree, shortest predicate first; for a
     no-bootstrap forest of classifiers with ``cells``, also the cells its certainty analysis
-    proves to hold one row of a class (within ``time_limit`` seconds). Raises
-    `CountsUnavailableError` when the counts were stripped."""
+    proves to hold one row of a class (within ``time_limit`` seconds; ``schema`` defaults
+    to the one the splits imply). Raises `CountsUnavailableError` when the counts were
+    stripped."""
     require_counts(model)
     predicates = [p for t in range(model.n_trees) for p in tree_predicates(model, t)]
-    notes = []
-    if not grounds(model)[0]:
-        notes.append(f"not proven: {grounds(model)[1]}")
-    if cells and model.n_trees > 1 and grounds(model)[0] and not model.is_regression:
+    proven, how = grounds(model)
+    notes = [] if proven else [f"not proven: {how}"]
+    if cells and model.n_trees > 1 and proven and not model.is_regression:
         from treeleaks.attacks.singling_out_cells import cell_predicates
 
         found, note = cell_predicates(model, schema, time_limit)

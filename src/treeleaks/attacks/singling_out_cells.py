@@ -14,10 +14,10 @@ loose: on COMPAS forests it allowed 2 rows in cells whose integer maximum is 1.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 
+from treeleaks.attacks.singling_out import Condition, Predicate, box_conditions
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.certainty import lower_bounds
 from treeleaks.counts.solve import solve
@@ -36,11 +36,9 @@ _EPS = 1e-7
 
 
 def cell_predicates(model: ReleasedModel, schema: FeatureSchema | None, time_limit: float
-                    ) -> tuple[list[Any], str]:
+                    ) -> tuple[list[Predicate], str]:
     """Predicates of the cells proven to hold exactly one row of a class that no tree's
     leaf already singles out, and a note when the analysis stopped short."""
-    from treeleaks.attacks.singling_out import Predicate
-
     deadline = time.perf_counter() + time_limit
     bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
     try:
@@ -102,10 +100,8 @@ def _at_most_one(system: CountSystem, part: OpenPart, v: int, deadline: float) -
 
 
 def _cell_conditions(model: ReleasedModel, schema: FeatureSchema, cells: Cells, k: int
-                     ) -> list[Any]:
+                     ) -> list[Condition]:
     """The cell's box without the bounds its column's domain already implies."""
-    from treeleaks.attacks.singling_out import box_conditions
-
     lower, upper = cells.lower[k].copy(), cells.upper[k].copy()
     for f, name in enumerate(model.feature_names):
         spec = schema.features[name]
