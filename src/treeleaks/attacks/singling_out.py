@@ -69,7 +69,7 @@ class Condition(NamedTuple):
         return {"feature": self.feature, "op": self.op, "threshold": float(self.threshold)}
 
 
-@dataclass
+@dataclass(slots=True)
 class Predicate:
     """A conjunction of ``conditions`` and ``label`` (a class, or a regression leaf's value)
     that the model says matches one training row. ``node`` is the node of tree ``tree`` (or

@@ -228,7 +228,9 @@ def _summary_table(path: Path, model: ReleasedModel, result: SinglingOut,
         table.add_row("Predicates matching one row", f"{exposure.n_valid:,} of "
                       f"{exposure.n_checked:,}")
         table.add_row("Rows singled out", f"{len(exposure.singled_out):,} of "
-                      f"{exposure.n_rows:,} ({exposure.share_exposed:.1%})")
+                      f"{exposure.n_rows:,} ({exposure.share_exposed:.1%})"
+                      + (f": rows {_short(exposure.singled_out)}" if exposure.singled_out
+                         else ""))
     if tries is not None:
         mean = tries["mean_expected_tries"]
         table.add_row(f"Tries without counts ({tries['measured_on']})",

@@ -31,9 +31,8 @@ from treeleaks.errors import TreeleaksError, UnsupportedModelError
 from treeleaks.frontends.sklearn import node_class_counts
 
 PRUNABLE = (
-    "DecisionTreeClassifier", "DecisionTreeRegressor", "ExtraTreeClassifier",
-    "ExtraTreeRegressor", "RandomForestClassifier", "RandomForestRegressor",
-    "ExtraTreesClassifier", "ExtraTreesRegressor",
+    "DecisionTreeClassifier", "DecisionTreeRegressor", "RandomForestClassifier",
+    "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor",
 )
 _LEAF = -1  # scikit-learn's TREE_LEAF
 _UNDEFINED = -2  # scikit-learn's TREE_UNDEFINED (a leaf's feature and threshold)
@@ -62,8 +61,7 @@ def prune(estimator: Any, min_count: int = 2) -> tuple[Any, PruneSummary]:
     kind = type(estimator).__name__
     if kind not in PRUNABLE:
         raise UnsupportedModelError(
-            f"cannot prune a {kind}; treeleaks prunes {', '.join(PRUNABLE[:4])} and forests "
-            "of them")
+            f"cannot prune a {kind}; treeleaks prunes {', '.join(PRUNABLE)}")
     if min_count < 1:
         raise PruningError(f"min_count must be at least 1, not {min_count}")
     forest = hasattr(estimator, "estimators_")
