@@ -109,7 +109,8 @@ class _Strict(BaseModel):
 
 
 class TreeRecord(_Strict):
-    """One tree's nodes (``feature < 0`` marks a leaf) and its per-leaf class counts."""
+    """One tree's nodes (``feature < 0`` marks a leaf) and its per-leaf class counts (for a
+    regression tree: one column of row counts, and each leaf's predicted ``values``)."""
 
     feature: list[NodeIndex]
     threshold: list[Threshold]
@@ -119,6 +120,7 @@ class TreeRecord(_Strict):
     counts: Annotated[list[list[Count]], AfterValidator(_rectangular)]
     n_samples: list[Natural] | None = None
     multiplicities: list[Natural] | None = None
+    values: list[Finite] | None = None
 
 
 class NoiseRecord(_Strict):
@@ -135,7 +137,8 @@ class ModelRecord(_Strict):
     format: Literal["treeleaks.ReleasedModel"]
     version: Annotated[StrictInt, AfterValidator(_supported_version)]
     source: StrictStr = ""
-    classes: Annotated[list[Label], Field(min_length=1), AfterValidator(_unique)]
+    task: Literal["classification", "regression"] = "classification"
+    classes: Annotated[list[Label], AfterValidator(_unique)]
     feature_names: Annotated[list[Name], Field(min_length=1), AfterValidator(_unique)]
     label_name: Name = "label"
     bootstrap: StrictBool = False

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.errors import TreeleaksError, UntrustedPickleError
+from treeleaks.errors import TreeleaksError, UnsupportedModelError, UntrustedPickleError
 from treeleaks.frontends.sklearn import from_sklearn
 from treeleaks.model import ModelFormatError, ReleasedModel
 
@@ -60,12 +60,42 @@ def load_model(
     path: str | Path,
     trust_pickle: bool = False,
     feature_names: list[str] | None = None,
+    allow_regression: bool = False,
 ) -> ReleasedModel:
     """Read a model file (chosen by its extension) and return what it exposes as a `ReleasedModel`.
 
     ``feature_names`` names the columns when the file does not (or overrides its names).
-    Raises `TreeleaksError` subclasses with a one-line explanation for every bad input.
+    Regressors are refused unless ``allow_regression`` (the reconstruction attacks read
+    classifiers only). Raises `TreeleaksError` subclasses with a one-line explanation for
+    every bad input.
     """
+    path = _checked_path(path, trust_pickle)
+    if path.suffix.lower() == ".json":
+        model = ReleasedModel.from_json(path)
+        if model.is_regression and not allow_regression:
+            raise UnsupportedModelError(
+                f"{path.name} holds a regression model; the reconstruction attacks audit "
+                "classifiers (treeleaks single-out reads regressors)")
+        return model if feature_names is None else _renamed(model, feature_names)
+    estimator = _load_skops(path) if path.suffix.lower() == ".skops" else _load_pickle(path)
+    return _translated(estimator, path, feature_names, allow_regression)
+
+
+def load_estimator(path: str | Path, trust_pickle: bool = False) -> Any:
+    """The scikit-learn object a ``.skops`` file (or, with ``trust_pickle``, a pickle)
+    holds, for tools that change the model itself (`treeleaks.defences.prune`)."""
+    path = _checked_path(path, trust_pickle)
+    if path.suffix.lower() == ".json":
+        raise TreeleaksError(
+            f"{path.name} is a treeleaks JSON model, which no longer holds the scikit-learn "
+            "object; give the .skops (or pickle) file of the model")
+    return _load_skops(path, plain=False) if path.suffix.lower() == ".skops" else (
+        _load_pickle(path))
+
+
+def _checked_path(path: str | Path, trust_pickle: bool) -> Path:
+    """The model file's path, refused when it has an unknown type, is a pickle without the
+    opt-in, or is missing."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
@@ -83,11 +113,7 @@ def load_model(
         raise TreeleaksError(f"{str(path)!r} is a folder; give the model file inside it")
     if not path.is_file():
         raise TreeleaksError(f"model file {str(path)!r} does not exist")
-    if suffix == ".json":
-        model = ReleasedModel.from_json(path)
-        return model if feature_names is None else _renamed(model, feature_names)
-    estimator = _load_skops(path) if suffix == ".skops" else _load_pickle(path)
-    return _translated(estimator, path, feature_names)
+    return path
 
 
 def save_model(estimator: Any, path: str | Path) -> Path:
@@ -99,11 +125,13 @@ def save_model(estimator: Any, path: str | Path) -> Path:
     return path
 
 
-def _load_skops(path: Path) -> Any:
-    """Load a skops archive trusting only the tree types it needs; name any other type."""
-    plain = _read_plain_skops(path)
-    if plain is not None:
-        return plain
+def _load_skops(path: Path, plain: bool = True) -> Any:
+    """Load a skops archive trusting only the tree types it needs; name any other type.
+    With ``plain``, a simple tree classifier comes back as plain records (see
+    `_read_plain_skops`) rather than a scikit-learn object."""
+    records = _read_plain_skops(path) if plain else None
+    if records is not None:
+        return records
     import skops.io
 
     try:
@@ -231,10 +259,12 @@ def _tree_record(state: dict[str, Any]) -> SimpleNamespace:
     )
 
 
-def _translated(estimator: Any, path: Path, feature_names: list[str] | None) -> ReleasedModel:
+def _translated(estimator: Any, path: Path, feature_names: list[str] | None,
+                allow_regression: bool) -> ReleasedModel:
     """The estimator in the IR; a refusal names the file."""
     try:
-        return from_sklearn(estimator, feature_names=feature_names)
+        return from_sklearn(estimator, feature_names=feature_names,
+                            allow_regression=allow_regression)
     except TreeleaksError as exc:
         raise type(exc)(f"{path.name}: {exc}") from None
 

@@ -46,6 +46,8 @@ class Tree:
     the release exposes it (scikit-learn bootstrap forests do, through their random state).
     A ``pooled`` tree holds every class's rows in the first column of ``counts`` (the rest
     are 0): side knowledge that says nothing of the label (`treeleaks.knowledge`).
+    A regression tree has one column of ``counts`` (the rows in each leaf) and ``values``,
+    each leaf's predicted target value.
     """
 
     feature: np.ndarray
@@ -57,6 +59,7 @@ class Tree:
     n_samples: np.ndarray | None = None
     multiplicities: np.ndarray | None = None
     pooled: bool = False
+    values: np.ndarray | None = None
 
     @property
     def n_leaves(self) -> int:
@@ -137,6 +140,8 @@ class Tree:
             out["n_samples"] = self.n_samples.tolist()
         if self.multiplicities is not None:
             out["multiplicities"] = self.multiplicities.tolist()
+        if self.values is not None:
+            out["values"] = self.values.tolist()
         return out
 
     @classmethod
@@ -153,6 +158,7 @@ class Tree:
             counts=np.asarray(record.counts, dtype=np.float64).astype(np.int64),
             n_samples=_optional_int_array(record.n_samples),
             multiplicities=_optional_int_array(record.multiplicities),
+            values=None if record.values is None else np.asarray(record.values, dtype=np.float64),
         )
 
     def validate(self, n_classes: int, n_features: int) -> None:
@@ -175,6 +181,8 @@ class Tree:
             raise ModelFormatError("the tree's counts add up to more than 2^53 rows")
         if self.n_samples is not None and self.n_samples.shape != (n_leaves,):
             raise ModelFormatError(f"tree 'n_samples' must have one entry per leaf ({n_leaves})")
+        if self.values is not None and self.values.shape != (n_leaves,):
+            raise ModelFormatError(f"tree 'values' must have one entry per leaf ({n_leaves})")
         if sorted(self.leaf_of_node[is_leaf].tolist()) != list(range(n_leaves)):
             raise ModelFormatError("tree 'leaf_of_node' must number the leaves 0..n_leaves-1")
         children = np.concatenate([self.left[~is_leaf], self.right[~is_leaf]])
@@ -209,6 +217,18 @@ class ReleasedModel:
     noise: NoiseMechanism | None = None
     source: str = ""
     facts: dict[str, Any] = field(default_factory=dict)
+    task: str = "classification"
+
+    @property
+    def is_regression(self) -> bool:
+        """A regression model: no classes, one column of row counts and a value per leaf."""
+        return self.task == "regression"
+
+    @property
+    def counts_released(self) -> bool:
+        """Whether the counts say anything: a fitted tree has rows in every leaf, so a tree
+        whose counts are all zero had them stripped by its publisher."""
+        return all(bool(tree.counts.any()) for tree in self.trees)
 
     @property
     def n_trees(self) -> int:
@@ -277,6 +297,7 @@ class ReleasedModel:
             "format": "treeleaks.ReleasedModel",
             "version": FORMAT_VERSION,
             "source": self.source,
+            "task": self.task,
             "classes": [_plain(c) for c in self.classes],
             "feature_names": list(self.feature_names),
             "label_name": self.label_name,
@@ -305,6 +326,7 @@ class ReleasedModel:
             noise=None if record.noise is None else NoiseMechanism(**record.noise.model_dump()),
             source=record.source,
             facts=dict(record.facts),
+            task=record.task,
         )
         model.validate()
         return model
@@ -328,6 +350,7 @@ class ReleasedModel:
         (malformed) or `UnsupportedModelError` (weighted) naming the fix."""
         if not self.trees:
             raise ModelFormatError("the model has no trees")
+        self._check_task()
         if len(set(self.feature_names)) != len(self.feature_names):
             raise ModelFormatError("the model names a feature twice; feature names must differ")
         if len(set(map(_plain, self.classes))) != len(self.classes):
@@ -339,13 +362,37 @@ class ReleasedModel:
             )
         for index, tree in enumerate(self.trees):
             try:
-                tree.validate(self.n_classes, self.n_features)
+                tree.validate(1 if self.is_regression else self.n_classes, self.n_features)
             except ModelFormatError as exc:
                 raise ModelFormatError(f"malformed tree {index}: {exc}") from None
         if self.noise is None:
             self._check_unweighted()
         else:
             self._check_noise()
+
+    def require_classifier(self, attack: str) -> None:
+        """Refuse a regression model for an attack that reads class counts."""
+        if self.is_regression:
+            raise UnsupportedModelError(
+                f"{attack} reads a classifier's class counts and this model is a regressor; "
+                "treeleaks single-out (singling_out) audits regression trees")
+
+    def _check_task(self) -> None:
+        """A classifier lists its classes; a regression model lists none, has no noise and
+        gives every leaf its value."""
+        if not self.is_regression:
+            if not self.classes:
+                raise ModelFormatError("a classifier needs at least one class in 'classes'")
+            if any(tree.values is not None for tree in self.trees):
+                raise ModelFormatError("leaf 'values' belong to regression trees; set "
+                                       "task to 'regression' or drop them")
+            return
+        if self.classes:
+            raise ModelFormatError("a regression model has no classes; leave 'classes' empty")
+        if self.noise is not None:
+            raise UnsupportedModelError("noisy counts are supported for classifiers only")
+        if any(tree.values is None for tree in self.trees):
+            raise ModelFormatError("every tree of a regression model needs its leaf 'values'")
 
     def _check_noise(self) -> None:
         """A Laplace mechanism over T trees spends ε/T per tree: scale T/ε. A file whose ε

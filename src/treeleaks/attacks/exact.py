@@ -89,6 +89,7 @@ def reconstruct(
     ``shrinkage`` (default `treeleaks.attacks.dp.SHRINKAGE`) pulls its rows toward typical
     ones, 0 returns the most likely dataset.
     """
+    model.require_classifier("the reconstruction attack")
     if model.noise is not None:
         check_run_options(time_limit, certainty_time_limit, threads, seed, max_rows)
         bound = (schema if schema is not None else FeatureSchema.for_model(model)).bind(model)

@@ -87,6 +87,7 @@ def worst_case(
     """The worst case of a bootstrap forest with known draws against its training rows
     ``truth`` (features and label, in the order the forest was fitted on); see the module
     doc. Cut by ``time_limit``, the bounds stay sound but looser (status FEASIBLE)."""
+    model.require_classifier("the worst-case analysis")
     start = time.perf_counter()
     deadline = start + time_limit
     if not has_multiplicities(model):

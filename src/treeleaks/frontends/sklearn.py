@@ -1,7 +1,9 @@
-"""scikit-learn frontend: DecisionTreeClassifier, RandomForestClassifier, ExtraTreesClassifier.
+"""scikit-learn frontend: DecisionTreeClassifier, RandomForestClassifier, ExtraTreesClassifier,
+and on request their regressor counterparts.
 
-Reads each fitted tree's nodes and turns its stored class frequencies into integer counts.
-Nothing outside this module touches scikit-learn's tree internals.
+Reads each fitted tree's nodes and turns its stored class frequencies into integer counts (a
+regression tree: its leaves' row counts and predicted values). Nothing outside this module
+touches scikit-learn's tree internals.
 """
 
 from __future__ import annotations
@@ -22,29 +24,32 @@ def from_sklearn(
     estimator: Any,
     feature_names: list[str] | None = None,
     label_name: str = "label",
+    allow_regression: bool = False,
 ) -> ReleasedModel:
-    """Translate a fitted scikit-learn tree classifier into a `ReleasedModel`."""
+    """Translate a fitted scikit-learn tree classifier (or, with ``allow_regression``, a tree
+    regressor, for the attacks that read one) into a `ReleasedModel`."""
     kind = type(estimator).__name__
-    if kind in REGRESSORS:
+    regression = kind in REGRESSORS
+    if regression and not allow_regression:
         raise UnsupportedModelError(
-            f"{kind} is a regressor; treeleaks audits classifiers for now "
-            f"(supported: {', '.join(SUPPORTED)})"
+            f"{kind} is a regressor; the reconstruction attacks audit classifiers "
+            f"(supported: {', '.join(SUPPORTED)}); treeleaks single-out reads regressors"
         )
-    if kind not in SUPPORTED:
+    if kind not in SUPPORTED and not regression:
         raise UnsupportedModelError(
             f"unsupported estimator {kind}; treeleaks reads {', '.join(SUPPORTED)}, "
             "or a treeleaks JSON model"
         )
-    if not hasattr(estimator, "classes_"):
+    if not hasattr(estimator, "n_features_in_" if regression else "classes_"):
         raise UnsupportedModelError(
             f"the {kind} is not fitted: call fit(X, y) before auditing it"
         )
     if getattr(estimator, "n_outputs_", 1) != 1:
         raise UnsupportedModelError(
-            f"this {kind} predicts several outputs; treeleaks audits single-output classifiers"
+            f"this {kind} predicts several outputs; treeleaks audits single-output models"
         )
     names = _feature_names(estimator, feature_names)
-    if kind == "DecisionTreeClassifier":
+    if kind.startswith("DecisionTree"):
         estimators, bootstrap, samples = [estimator], False, None
     else:
         estimators = list(estimator.estimators_)
@@ -61,13 +66,17 @@ def from_sklearn(
     trees = []
     for index, member in enumerate(estimators):
         multiplicities = None if samples is None else samples[index]
-        trees.append(_tree(member.tree_, index, kind, multiplicities))
+        tree = _regression_tree(member.tree_, index, kind, multiplicities) if regression else (
+            _tree(member.tree_, index, kind, multiplicities))
+        trees.append(tree)
     facts: dict[str, Any] = {}
-    if kind != "DecisionTreeClassifier" and bootstrap:
+    if not kind.startswith("DecisionTree") and bootstrap:
         facts["max_samples"] = estimator.max_samples
+    classes = [] if regression else estimator.classes_
     model = ReleasedModel(
         trees=trees,
-        classes=[c.item() if isinstance(c, np.generic) else c for c in estimator.classes_],
+        task="regression" if regression else "classification",
+        classes=[c.item() if isinstance(c, np.generic) else c for c in classes],
         feature_names=names,
         label_name=_free_name(label_name, names),
         bootstrap=bootstrap,
@@ -100,26 +109,34 @@ def _feature_names(estimator: Any, given: list[str] | None) -> list[str]:
     return [f"x{j}" for j in range(n)]
 
 
+def node_class_counts(sk_tree: Any) -> np.ndarray:
+    """``(n_nodes, n_classes)`` weighted class counts a classifier's tree stores at every
+    node: scikit-learn keeps class fractions (>= 1.4) or raw counts (before)."""
+    value = np.asarray(sk_tree.value, dtype=np.float64)[:, 0, :]
+    weighted = np.asarray(sk_tree.weighted_n_node_samples, dtype=np.float64)
+    fractions = np.allclose(value.sum(axis=1), 1.0)
+    return value * weighted[:, None] if fractions else value
+
+
 def _tree(
-    sk_tree: Any, index: int, kind: str, multiplicities: np.ndarray | None
+    sk_tree: Any, index: int, kind: str, multiplicities: np.ndarray | None,
+    counts: np.ndarray | None = None,
 ) -> Tree:
+    """A tree's nodes with its leaves' class counts (or the ``counts`` given)."""
     feature = np.asarray(sk_tree.feature, dtype=np.int64)
     is_leaf = np.asarray(sk_tree.children_left) < 0
     feature[is_leaf] = -1
     leaf_of_node = np.full(len(feature), -1, dtype=np.int64)
     leaf_of_node[is_leaf] = np.arange(int(is_leaf.sum()))
-    value = np.asarray(sk_tree.value)[:, 0, :]
-    weighted = np.asarray(sk_tree.weighted_n_node_samples, dtype=np.float64)
-    fractions = np.allclose(value.sum(axis=1), 1.0)
-    raw = value * weighted[:, None] if fractions else value
-    leaf_raw = raw[is_leaf]
-    counts = np.round(leaf_raw)
-    if np.abs(leaf_raw - counts).max(initial=0.0) > _COUNT_TOLERANCE:
-        raise UnsupportedModelError(
-            f"tree {index} of this {kind} stores class counts that are not integers, so it "
-            "was trained with sample_weight or class_weight; treeleaks needs unweighted "
-            "training (refit without weights to audit it)"
-        )
+    if counts is None:
+        leaf_raw = node_class_counts(sk_tree)[is_leaf]
+        counts = np.round(leaf_raw)
+        if np.abs(leaf_raw - counts).max(initial=0.0) > _COUNT_TOLERANCE:
+            raise UnsupportedModelError(
+                f"tree {index} of this {kind} stores class counts that are not integers, so "
+                "it was trained with sample_weight or class_weight; treeleaks needs "
+                "unweighted training (refit without weights to audit it)"
+            )
     threshold = np.asarray(sk_tree.threshold, dtype=np.float64).copy()
     threshold[is_leaf] = np.nan
     left = np.asarray(sk_tree.children_left, dtype=np.int64).copy()
@@ -136,6 +153,23 @@ def _tree(
         n_samples=np.asarray(sk_tree.n_node_samples, dtype=np.int64)[is_leaf],
         multiplicities=multiplicities,
     )
+
+
+def _regression_tree(
+    sk_tree: Any, index: int, kind: str, multiplicities: np.ndarray | None
+) -> Tree:
+    """A regressor's tree: the rows (with their draws) in each leaf and its predicted value."""
+    is_leaf = np.asarray(sk_tree.children_left) < 0
+    weighted = np.asarray(sk_tree.weighted_n_node_samples, dtype=np.float64)[is_leaf]
+    rows = np.round(weighted)
+    if np.abs(weighted - rows).max(initial=0.0) > _COUNT_TOLERANCE:
+        raise UnsupportedModelError(
+            f"tree {index} of this {kind} stores row counts that are not integers, so it was "
+            "trained with sample_weight; treeleaks needs unweighted training"
+        )
+    shape = _tree(sk_tree, index, kind, multiplicities, counts=rows[:, None])
+    shape.values = np.asarray(sk_tree.value, dtype=np.float64)[is_leaf, 0, 0]
+    return shape
 
 
 def _bootstrap_multiplicities(forest: Any) -> list[np.ndarray]:

@@ -1,0 +1,332 @@
+"""Predicate singling out (Sedlmeyr 2024): predicates a released tree gives away that match
+exactly one training row.
+
+A node of a tree whose stored counts hold exactly one row of some class is *vulnerable*: the
+conjunction of its path's conditions and "label = that class" matches one training row and
+no other. For a regression tree the same holds for a leaf with one row (its value is that
+row's target). Counts of internal nodes are the sums of the leaves below them, so the IR's
+leaf counts give every node's.
+
+Which predicates are proven: a tree that saw every training row once (a single tree, a
+no-bootstrap forest) counts rows exactly, so its predicates are proofs. A bootstrap tree
+counts only its sample, so its predicate may also match out-of-bag rows; noisy (DP) counts
+may be noise. In a no-bootstrap forest the certainty analysis proves further cells with
+exactly one row of a class (`treeleaks.attacks.singling_out_cells`).
+
+Without counts (stripped by the publisher) an adversary tries leaves deepest first with
+every label; `tries_without_counts` gives the expected number of tries to a valid one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from treeleaks.errors import TreeleaksError
+from treeleaks.model import ReleasedModel, Tree
+
+if TYPE_CHECKING:
+    from treeleaks.schema import FeatureSchema
+
+PROVEN_TREE = "the tree counts every training row once"
+NOT_PROVEN_BOOTSTRAP = (
+    "bootstrap: the count covers this tree's sample only, so the predicate may also match "
+    "out-of-bag rows")
+NOT_PROVEN_NOISE = "noisy (DP) counts: a count of 1 may be noise"
+COUNTS_STRIPPED = (
+    "this model releases no counts (they were stripped), so no predicate can be proven from "
+    "it; only the no-counts ranking is available (single-out --no-counts), or check it "
+    "against the training data (--data)")
+
+
+class CountsUnavailableError(TreeleaksError):
+    """The model's counts were stripped: no predicate can be proven from it alone."""
+
+
+class DataMismatchError(TreeleaksError):
+    """Data given to check predicates do not have the model's columns or labels."""
+
+
+class Condition(NamedTuple):
+    """``feature op threshold`` with ``op`` ``<=`` or ``>`` (the model's split semantics);
+    a named tuple, cheap to build by the thousand."""
+
+    feature: str
+    op: str
+    threshold: float
+
+    def text(self, binary: bool) -> str:
+        """Readable: ``col = 1`` / ``col = 0`` for a 0/1 column cut inside [0, 1)."""
+        if binary and 0.0 <= self.threshold < 1.0:
+            return f"{self.feature} = {1 if self.op == '>' else 0}"
+        return f"{self.feature} {self.op} {self.threshold:g}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"feature": self.feature, "op": self.op, "threshold": float(self.threshold)}
+
+
+@dataclass(slots=True)
+class Predicate:
+    """A conjunction of ``conditions`` and ``label`` (a class, or a regression leaf's value)
+    that the model says matches one training row. ``node`` is the node of tree ``tree`` (or
+    the cell index, for a forest cell); ``proven`` and ``how`` say on what grounds.
+    ``matches`` (after `check_against_data`) are the data rows it selects."""
+
+    tree: int | None
+    node: int
+    conditions: list[Condition]
+    label: Any
+    proven: bool
+    how: str
+    matches: list[int] | None = None
+
+    def selects(self, frame: pd.DataFrame) -> np.ndarray:
+        """Which rows of ``frame`` (the model's feature columns) fall in the box."""
+        mask = np.ones(len(frame), dtype=bool)
+        for cond in self.conditions:
+            values = frame[cond.feature].to_numpy(dtype=np.float64)
+            mask &= values <= cond.threshold if cond.op == "<=" else values > cond.threshold
+        return mask
+
+    def text(self, label_name: str, binary: set[str]) -> str:
+        parts = [c.text(c.feature in binary) for c in self.conditions]
+        return " AND ".join([*parts, f"{label_name} = {self.label}"])
+
+    def to_dict(self, label_name: str, binary: set[str]) -> dict[str, Any]:
+        out = {"conditions": [c.to_dict() for c in self.conditions], "label": self.label,
+               "node": self.node, "tree": self.tree, "proven": self.proven, "how": self.how,
+               "text": self.text(label_name, binary)}
+        if self.matches is not None:
+            out["matches"] = self.matches
+        return out
+
+
+@dataclass
+class SinglingOut:
+    """Every vulnerable (node, label) pair of a model, shortest predicate first."""
+
+    predicates: list[Predicate]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_proven(self) -> int:
+        return sum(p.proven for p in self.predicates)
+
+
+def node_counts(tree: Tree) -> np.ndarray:
+    """``(n_nodes, n_columns)``: every node's counts, the sums of its leaves'."""
+    counts = np.zeros((len(tree.feature), tree.counts.shape[1]), dtype=np.int64)
+    leaves = np.flatnonzero(tree.feature < 0)
+    counts[leaves] = tree.counts[tree.leaf_of_node[leaves]]
+    for node in reversed(tree.internal_nodes()):
+        counts[node] = counts[tree.left[node]] + counts[tree.right[node]]
+    return counts
+
+
+def node_depths(tree: Tree) -> np.ndarray:
+    depth = np.zeros(len(tree.feature), dtype=np.int64)
+    for node in tree.internal_nodes():
+        depth[tree.left[node]] = depth[tree.right[node]] = depth[node] + 1
+    return depth
+
+
+def box_conditions(lower: np.ndarray, upper: np.ndarray, names: list[str]) -> list[Condition]:
+    """The box ``lower < x <= upper`` as conditions: the tightest bound per feature."""
+    conditions = []
+    for f, low, high in zip(range(len(names)), lower.tolist(), upper.tolist()):
+        if low > -math.inf:
+            conditions.append(Condition(names[f], ">", low))
+        if high < math.inf:
+            conditions.append(Condition(names[f], "<=", high))
+    return conditions
+
+
+def grounds(model: ReleasedModel) -> tuple[bool, str]:
+    """Whether the model's per-tree counts prove their predicates, and why (not)."""
+    if model.noise is not None:
+        return False, NOT_PROVEN_NOISE
+    if model.bootstrap:
+        return False, NOT_PROVEN_BOOTSTRAP
+    return True, PROVEN_TREE
+
+
+def tree_predicates(model: ReleasedModel, index: int) -> list[Predicate]:
+    """Every vulnerable (node, label) pair of tree ``index``."""
+    tree = model.trees[index]
+    proven, how = grounds(model)
+    lower, upper = tree.node_boxes(model.n_features)
+    if model.is_regression:
+        rows = tree.n_samples if tree.n_samples is not None else tree.counts[:, 0]
+        leaves = np.flatnonzero(tree.feature < 0)
+        hits = [(int(n), 0) for n in leaves if rows[tree.leaf_of_node[n]] == 1]
+    else:
+        hits = [(int(n), int(c)) for n, c in zip(*np.nonzero(node_counts(tree) == 1))]
+    out: list[Predicate] = []
+    for node, cls in hits:
+        label = (float(tree.values[tree.leaf_of_node[node]]) if model.is_regression
+                 else model.classes[cls])
+        same_node = out and out[-1].node == node  # another class of the node just listed
+        conditions = out[-1].conditions if same_node else box_conditions(
+            lower[node], upper[node], model.feature_names)
+        out.append(Predicate(index, node, conditions, label, proven, how))
+    return out
+
+
+def require_counts(model: ReleasedModel) -> None:
+    if not model.counts_released:
+        raise CountsUnavailableError(COUNTS_STRIPPED)
+
+
+def single_out(model: ReleasedModel, cells: bool = True, time_limit: float = 30.0,
+               schema: FeatureSchema | None = None) -> SinglingOut:
+    """Every vulnerable (node, label) pair of every tree, shortest predicate first; for a
+    no-bootstrap forest of classifiers with ``cells``, also the cells its certainty analysis
+    proves to hold one row of a class (within ``time_limit`` seconds; ``schema`` defaults
+    to the one the splits imply). Raises `CountsUnavailableError` when the counts were
+    stripped."""
+    require_counts(model)
+    predicates = [p for t in range(model.n_trees) for p in tree_predicates(model, t)]
+    proven, how = grounds(model)
+    notes = [] if proven else [f"not proven: {how}"]
+    if cells and model.n_trees > 1 and proven and not model.is_regression:
+        from treeleaks.attacks.singling_out_cells import cell_predicates
+
+        found, note = cell_predicates(model, schema, time_limit)
+        predicates += found
+        notes += [note] if note else []
+    predicates.sort(key=lambda p: (len(p.conditions), p.tree is None, p.tree or 0, p.node))
+    return SinglingOut(predicates, notes)
+
+
+# --- checking against the training data ------------------------------------------------------
+
+
+@dataclass
+class Exposure:
+    """What the predicates do on the data: rows each selects, which are singled out."""
+
+    n_rows: int
+    singled_out: list[int]
+    n_valid: int
+    n_checked: int
+
+    @property
+    def share_exposed(self) -> float:
+        return len(self.singled_out) / self.n_rows if self.n_rows else 0.0
+
+
+def split_data(model: ReleasedModel, frame: pd.DataFrame, label: str
+               ) -> tuple[pd.DataFrame, np.ndarray]:
+    """The model's feature columns and the label of ``frame``; refuses other columns."""
+    if label not in frame.columns:
+        raise DataMismatchError(f"the data have no label column {label!r}; name it with --label")
+    missing = [c for c in model.feature_names if c not in frame.columns]
+    extra = [str(c) for c in frame.columns if c != label and c not in model.feature_names]
+    if missing or extra:
+        what = (f"lack the model's columns {', '.join(missing[:5])}" if missing else
+                f"have columns the model does not know: {', '.join(extra[:5])}")
+        raise DataMismatchError(f"the data {what}; give the data the model was trained on, "
+                                f"with the columns {', '.join(model.feature_names[:5])}...")
+    X = frame[model.feature_names]
+    if not all(pd.api.types.is_numeric_dtype(X[c]) for c in X.columns):
+        raise DataMismatchError("the data's feature columns must be numbers, as the model's")
+    y = frame[label].to_numpy()
+    if model.is_regression:
+        return X, y.astype(np.float64)
+    try:
+        return X, model.class_index(y)
+    except ValueError as exc:
+        raise DataMismatchError(f"the data's {exc}") from None
+
+
+def check_against_data(result: SinglingOut, model: ReleasedModel, frame: pd.DataFrame,
+                       label: str) -> Exposure:
+    """Fill each predicate's ``matches`` (rows of its label it selects in ``frame``) and
+    list the rows singled out: those some predicate selects alone."""
+    X, y = split_data(model, frame, label)
+    singled: set[int] = set()
+    valid = 0
+    for p in result.predicates:
+        if model.is_regression:
+            of_label = np.isclose(y, p.label, rtol=1e-9, atol=1e-12)
+        else:
+            of_label = y == model.classes.index(p.label)
+        p.matches = np.flatnonzero(p.selects(X) & of_label).tolist()
+        if len(p.matches) == 1:
+            valid += 1
+            singled.add(p.matches[0])
+    return Exposure(len(frame), sorted(singled), valid, len(result.predicates))
+
+
+# --- without counts: leaves deepest first, every label ----------------------------------------
+
+
+@dataclass(frozen=True)
+class Tries:
+    """The deepest-first ranking's cost: ``expected`` tries to the first valid predicate
+    with ties in depth broken at random (None: no candidate is valid), ``in_order`` the
+    tries in the listed order, over ``n_candidates`` of which ``n_valid`` are valid."""
+
+    expected: float | None
+    in_order: int | None
+    n_candidates: int
+    n_valid: int
+
+
+def no_counts_ranking(model: ReleasedModel, tree: int = 0) -> list[tuple[int, int, int]]:
+    """The adversary's candidates in tree ``tree`` without counts: ``(node, label index,
+    depth)`` for every leaf and label, deepest leaves first (for a regressor the one label
+    is the leaf's value)."""
+    t = model.trees[tree]
+    depth = node_depths(t)
+    leaves = np.flatnonzero(t.feature < 0)
+    leaves = leaves[np.argsort(-depth[leaves], kind="stable")]
+    labels = 1 if model.is_regression else model.n_classes
+    return [(int(n), c, int(depth[n])) for n in leaves for c in range(labels)]
+
+
+def tries_without_counts(model: ReleasedModel, tree: int = 0,
+                         leaf_counts: np.ndarray | None = None) -> Tries:
+    """The number of tries the deepest-first ranking needs in tree ``tree``; a candidate is
+    valid when its leaf holds one row of its label, by the model's counts or by
+    ``leaf_counts`` (``(n_leaves, labels)``, measured on the training data)."""
+    t = model.trees[tree]
+    if leaf_counts is None:
+        require_counts(model)
+        leaf_counts = (t.n_samples[:, None] if model.is_regression and t.n_samples is not None
+                       else t.counts)
+    ranking = no_counts_ranking(model, tree)
+    valid = np.array([leaf_counts[t.leaf_of_node[n], c] == 1 for n, c, _ in ranking])
+    depths = np.array([d for _, _, d in ranking])
+    in_order = int(np.argmax(valid)) + 1 if valid.any() else None
+    return Tries(expected_tries(depths, valid), in_order, len(ranking), int(valid.sum()))
+
+
+def expected_tries(depths: np.ndarray, valid: np.ndarray) -> float | None:
+    """Expected position of the first valid candidate when candidates are tried deepest
+    first and in random order within a depth: all of every deeper group without a valid
+    one, then ``(m + 1) / (v + 1)`` within the first group of ``m`` holding ``v`` valid."""
+    tried = 0
+    for depth in sorted(set(depths.tolist()), reverse=True):
+        group = depths == depth
+        m, v = int(group.sum()), int(valid[group].sum())
+        if v:
+            return tried + (m + 1) / (v + 1)
+        tried += m
+    return None
+
+
+def measured_leaf_counts(model: ReleasedModel, frame: pd.DataFrame, label: str,
+                         tree: int = 0) -> np.ndarray:
+    """``(n_leaves, labels)`` rows of each label per leaf of tree ``tree`` in the data (a
+    regressor's leaves: rows per leaf)."""
+    X, y = split_data(model, frame, label)
+    leaves = model.trees[tree].apply(X.to_numpy(dtype=np.float64))
+    n_labels = 1 if model.is_regression else model.n_classes
+    counts = np.zeros((model.trees[tree].n_leaves, n_labels), dtype=np.int64)
+    np.add.at(counts, (leaves, 0 if model.is_regression else y), 1)
+    return counts

@@ -1,0 +1,291 @@
+"""``treeleaks single-out`` and ``treeleaks prune``: the predicates a model gives away that
+match one training row, and the pruning defence that removes them."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from treeleaks.cli.app import (
+    EXIT_BAD_INPUT,
+    ModelArg,
+    TrustPickle,
+    app,
+    describe,
+    fail,
+    guard_outputs,
+    write_all,
+)
+from treeleaks.errors import TreeleaksError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from treeleaks.attacks.singling_out import Exposure, Predicate, SinglingOut
+    from treeleaks.model import ReleasedModel
+
+DataOption = Annotated[Path | None, typer.Option(
+    help="CSV of the training data (features and label) to check each predicate against.")]
+LabelOption = Annotated[str | None, typer.Option(help="The label column of --data.")]
+SHOWN = 15  # predicates listed on screen; --json holds them all
+
+
+@app.command("single-out")
+def single_out_command(
+    model_path: ModelArg,
+    data: DataOption = None,
+    label: LabelOption = None,
+    json_path: Annotated[Path | None, typer.Option(
+        "--json", help="Write every predicate (conditions, label, node, tree, proven, and "
+        "with --data the rows it matches) to this JSON file.")] = None,
+    no_counts: Annotated[bool, typer.Option(
+        "--no-counts", help="Ignore the counts: list the guesses of an adversary without "
+        "them (leaves deepest first, every label).")] = False,
+    time_limit: Annotated[float, typer.Option(
+        min=0.0, help="Seconds for the forest-wide certainty analysis (no-bootstrap "
+        "forests).")] = 30.0,
+    trust_pickle: TrustPickle = False,
+) -> None:
+    """List the predicates the model gives away that match exactly one training row
+    (singling out), and with --data check them against the training rows."""
+    from treeleaks.attacks import singling_out as so
+
+    guard_outputs(model_path, data, [json_path] if json_path is not None else [])
+    model = _load_any(model_path, trust_pickle)
+    frame = _read_data(data, label) if data is not None else None
+    if frame is not None and label not in model.feature_names:
+        model.label_name = label  # predicates read "<label column> = <class>"
+    if not (no_counts or model.counts_released or frame is not None):
+        fail(f"{model_path.name}: {so.COUNTS_STRIPPED}", EXIT_BAD_INPUT)
+    try:
+        if no_counts or not model.counts_released:
+            result = _guesses(model)
+        else:
+            result = so.single_out(model, time_limit=time_limit)
+        exposure = None if frame is None else so.check_against_data(result, model, frame, label)
+        tries = _tries(model, frame, label, use_counts=not no_counts)
+    except TreeleaksError as exc:
+        fail(describe(exc), EXIT_BAD_INPUT)
+    guessing = no_counts or not model.counts_released
+    Console().print(_summary_table(model_path, model, result, exposure, tries, guessing))
+    Console().print(_predicate_table(model, result, guessing))
+    if json_path is not None:
+        write_all({json_path: json.dumps(_report(model, result, exposure, tries), indent=2)
+                   + "\n"})
+
+
+@app.command("prune")
+def prune_command(
+    model_path: ModelArg,
+    min_count: Annotated[int, typer.Option(
+        "--min-count", help="k: no node may show a class count (a regressor: a row count) "
+        "from 1 to k-1. 2 removes singling out; larger k gives k-anonymous leaves.",
+        show_default=False)],
+    out: Annotated[Path, typer.Option(help="Write the pruned model here (.skops).",
+                                      show_default=False)],
+    data: Annotated[Path | None, typer.Option(
+        help="CSV (features and label) to measure accuracy before and after on, e.g. a "
+        "test set.")] = None,
+    label: LabelOption = None,
+    trust_pickle: TrustPickle = False,
+) -> None:
+    """Prune a scikit-learn tree model so no node shows a count below --min-count, and
+    re-run the single-out attack on the result."""
+    from treeleaks.attacks.singling_out import single_out, split_data
+    from treeleaks.defences.prune import prune
+    from treeleaks.frontends.sklearn import from_sklearn
+    from treeleaks.io import load_estimator
+
+    if min_count < 1:
+        fail(f"--min-count must be at least 1, not {min_count} (2 removes singling out)",
+             EXIT_BAD_INPUT)
+    if out.suffix.lower() != ".skops":
+        fail(f"--out {str(out)!r}: the pruned model is written with skops; name it *.skops",
+             EXIT_BAD_INPUT)
+    guard_outputs(model_path, data, [out])
+    frame = _read_data(data, label) if data is not None else None
+    try:
+        estimator = load_estimator(model_path, trust_pickle)
+        before = from_sklearn(estimator, allow_regression=True)
+        held_out = None if frame is None else split_data(before, frame, label)[0]
+        pruned, summary = prune(estimator, min_count)
+        after = single_out(from_sklearn(pruned, allow_regression=True), cells=False)
+    except (TreeleaksError, ValueError, OSError) as exc:
+        fail(describe(exc), EXIT_BAD_INPUT)
+    _save(pruned, out)
+    table = Table(title=escape(f"Pruned {model_path.name} (k = {min_count})"),
+                  show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("Nodes", f"{summary.nodes_before:,} → {summary.nodes_after:,}")
+    table.add_row("Leaves", f"{summary.leaves_before:,} → {summary.leaves_after:,}")
+    table.add_row("Vulnerable nodes after (single-out)", str(len(after.predicates)))
+    if held_out is not None:
+        metric = "R²" if before.is_regression else "Accuracy"
+        y = frame[label]
+        table.add_row(f"{metric} on {escape(data.name)}",
+                      f"{estimator.score(held_out, y):.4f} → {pruned.score(held_out, y):.4f}")
+    if before.n_trees > 1:
+        table.add_row("Note", "every tree is pruned: no tree singles a row out, but the "
+                      "forest's reconstruction attack still reads the counts that remain")
+    table.add_row("Written", escape(str(out)))
+    Console().print(table)
+
+
+def _load_any(path: Path, trust_pickle: bool) -> ReleasedModel:
+    """The model in the IR, regressors included."""
+    from treeleaks.io import load_model
+
+    try:
+        return load_model(path, trust_pickle=trust_pickle, allow_regression=True)
+    except (TreeleaksError, ValueError, OSError) as exc:
+        fail(describe(exc), EXIT_BAD_INPUT)
+
+
+def _read_data(path: Path, label: str | None) -> pd.DataFrame:
+    import pandas as pd
+
+    if label is None:
+        fail("--data needs --label, the name of its label column", EXIT_BAD_INPUT)
+    try:
+        return pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        fail(f"cannot read the data {str(path)!r}: {describe(exc)}", EXIT_BAD_INPUT)
+
+
+def _guesses(model: ReleasedModel) -> SinglingOut:
+    """The no-counts adversary's candidates as (unproven) predicates, in the order tried."""
+    from treeleaks.attacks.singling_out import (
+        Predicate,
+        SinglingOut,
+        box_conditions,
+        no_counts_ranking,
+    )
+
+    guesses = []
+    for t, tree in enumerate(model.trees):
+        lower, upper = tree.node_boxes(model.n_features)
+        for rank, (node, c, _) in enumerate(no_counts_ranking(model, t), start=1):
+            value = (float(tree.values[tree.leaf_of_node[node]]) if model.is_regression
+                     else model.classes[c])
+            guesses.append(Predicate(t, node, box_conditions(lower[node], upper[node],
+                                                             model.feature_names),
+                                     value, False, f"no-counts guess {rank} of tree {t}"))
+    return SinglingOut(guesses, ["no counts used: these are guesses, deepest leaves first"])
+
+
+def _tries(model: ReleasedModel, frame: pd.DataFrame | None, label: str | None,
+           use_counts: bool) -> dict[str, Any] | None:
+    """Tries the deepest-first ranking needs, per tree, by the counts or measured on the
+    data; None when neither is available."""
+    from treeleaks.attacks.singling_out import measured_leaf_counts, tries_without_counts
+
+    if frame is None and not (use_counts and model.counts_released):
+        return None
+    per_tree = []
+    for t in range(model.n_trees):
+        measured = None if frame is None else measured_leaf_counts(model, frame, label, t)
+        per_tree.append(tries_without_counts(model, t, measured))
+    found = [tr.expected for tr in per_tree if tr.expected is not None]
+    return {"measured_on": "data" if frame is not None else "counts",
+            "trees_with_a_valid_guess": len(found), "n_trees": model.n_trees,
+            "mean_expected_tries": sum(found) / len(found) if found else None,
+            "per_tree": [vars(tr) for tr in per_tree]}
+
+
+def _binary_columns(model: ReleasedModel) -> set[str]:
+    from treeleaks.schema import FeatureSchema
+
+    features = FeatureSchema.infer(model).features
+    return {name for name, spec in features.items() if spec.kind == "binary"}
+
+
+def _summary_table(path: Path, model: ReleasedModel, result: SinglingOut,
+                   exposure: Exposure | None, tries: dict[str, Any] | None,
+                   guessing: bool) -> Table:
+    table = Table(title=escape(f"Singling out: {path.name}"), show_header=False,
+                  title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    kind = "regression" if model.is_regression else "classification"
+    table.add_row("Model", escape(f"{model.source or 'treeleaks JSON'}, {model.n_trees} "
+                                  f"tree(s), {kind}"))
+    if guessing:
+        table.add_row("Guesses (no counts)", f"{len(result.predicates):,}")
+    else:
+        lengths = [len(p.conditions) for p in result.predicates]
+        table.add_row("Vulnerable (node, label) pairs", f"{len(result.predicates):,} "
+                      f"({result.n_proven:,} proven)")
+        table.add_row("Shortest predicate", f"{min(lengths)} conditions" if lengths else "-")
+    if exposure is not None:
+        table.add_row("Predicates matching one row", f"{exposure.n_valid:,} of "
+                      f"{exposure.n_checked:,}")
+        table.add_row("Rows singled out", f"{len(exposure.singled_out):,} of "
+                      f"{exposure.n_rows:,} ({exposure.share_exposed:.1%})"
+                      + (f": rows {_short(exposure.singled_out)}" if exposure.singled_out
+                         else ""))
+    if tries is not None:
+        mean = tries["mean_expected_tries"]
+        table.add_row(f"Tries without counts ({tries['measured_on']})",
+                      "no leaf guess is valid" if mean is None else
+                      f"{mean:.2f} expected (deepest leaf first, every label; "
+                      f"{tries['trees_with_a_valid_guess']} of {tries['n_trees']} trees)")
+    for note in result.notes:
+        table.add_row("Note", escape(note))
+    return table
+
+
+def _predicate_table(model: ReleasedModel, result: SinglingOut, guessing: bool) -> Table:
+    binary = _binary_columns(model)
+    title = "Guesses, in the order tried" if guessing else "Predicates, shortest first"
+    table = Table(title=f"{title} (first {SHOWN}; --json has all)", title_justify="left")
+    for column in ("tree", "node", "predicate", "proven", "matches"):
+        table.add_column(column)
+    for p in result.predicates[:SHOWN]:
+        table.add_row("forest" if p.tree is None else str(p.tree), str(p.node),
+                      escape(p.text(model.label_name, binary)), "yes" if p.proven else "no",
+                      "-" if p.matches is None else escape(_short(p.matches)))
+    return table
+
+
+def _short(rows: list[int]) -> str:
+    return ", ".join(map(str, rows[:5])) + (f", ... ({len(rows)})" if len(rows) > 5 else "")
+
+
+def _report(model: ReleasedModel, result: SinglingOut, exposure: Exposure | None,
+            tries: dict[str, Any] | None) -> dict[str, Any]:
+    binary = _binary_columns(model)
+    predicates: list[Predicate] = result.predicates
+    out: dict[str, Any] = {
+        "predicates": [p.to_dict(model.label_name, binary) for p in predicates],
+        "n_predicates": len(predicates),
+        "n_proven": result.n_proven,
+        "notes": result.notes,
+        "tries_without_counts": tries,
+    }
+    if exposure is not None:
+        out["exposure"] = {"n_rows": exposure.n_rows, "singled_out": exposure.singled_out,
+                           "n_singled_out": len(exposure.singled_out),
+                           "share_exposed": exposure.share_exposed,
+                           "predicates_matching_one_row": exposure.n_valid}
+    return out
+
+
+def _save(estimator: Any, path: Path) -> None:
+    """Write the skops archive beside ``path`` first, then rename it over ``path``."""
+    from treeleaks.io import save_model
+
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp.skops")
+    try:
+        save_model(estimator, partial)
+        os.replace(partial, path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        fail(f"cannot write {str(path)!r}: {describe(exc)}", EXIT_BAD_INPUT)
