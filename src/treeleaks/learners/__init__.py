@@ -1,0 +1,1 @@
+"""Small learners of interpretable models, for experiments on what they reveal."""
