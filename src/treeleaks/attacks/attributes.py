@@ -129,16 +129,33 @@ class GroupAttribute:
 Attribute = ScalarAttribute | GroupAttribute
 
 
-def build_attributes(schema: FeatureSchema, cuts: list[np.ndarray],
-                     declared: set[str] | None = None) -> list[Attribute]:
+def check_cuts(schema: FeatureSchema, names: list[str], cuts: list[np.ndarray],
+               declared: set[str] | None = None) -> None:
+    """Refuse a cut outside a column's declared range: ``low <= cut < high`` is needed for
+    both sides of the split to hold a value. ``declared`` names the columns the user's
+    schema described, so that a column it left out (bound as binary) is reported as
+    missing rather than as mis-declared. Raises `SchemaError`."""
+    for name, col_cuts in zip(names, cuts):
+        spec = schema.features.get(name)
+        if spec is None or not col_cuts.size:
+            continue
+        outside = col_cuts[(col_cuts < spec.low) | (col_cuts >= spec.high)]
+        if not outside.size:
+            continue
+        if declared is not None and name not in declared and spec.kind == "binary":
+            raise SchemaError(f"the schema declares no domain for column {name!r}, which the "
+                              f"model splits at {outside[0]:g}; list it under 'numerical' or "
+                              "'ordinal' with its range")
+        raise SchemaError(f"the model splits column {name!r} at {outside[0]:g}, outside its "
+                          f"declared {spec.kind} range [{spec.low:g}, {spec.high:g}]; fix the "
+                          "schema's range")
+
+
+def build_attributes(schema: FeatureSchema, cuts: list[np.ndarray]) -> list[Attribute]:
     """The attributes of a complete ``schema`` (groups first, then the other columns in
     order), with numerical columns discretised at ``cuts`` (each column's sorted distinct
-    split points). ``declared`` names the columns the user's schema described, so that a
-    column it left out is reported as missing rather than as mis-declared.
-
-    Raises `SchemaError` when a column the model cuts has no finite domain (ordinal without
-    a range) or a cut outside its declared range (``low <= cut < high`` is needed for both
-    sides of the split to hold a value)."""
+    split points, checked by `check_cuts`). Raises `SchemaError` when an ordinal column the
+    model cuts has no finite range."""
     names = schema.names
     attributes: list[Attribute] = []
     grouped: set[int] = set()
@@ -152,7 +169,6 @@ def build_attributes(schema: FeatureSchema, cuts: list[np.ndarray],
         if j in grouped:
             continue
         col_cuts = np.asarray(cuts[j], dtype=np.float64)
-        _check_cuts(name, spec.kind, spec.low, spec.high, col_cuts, declared)
         if spec.kind in ("binary", "ordinal") and np.isfinite([spec.low, spec.high]).all():
             attributes.append(ScalarAttribute(name, j, spec.kind, np.ceil(spec.low),
                                               np.floor(spec.high)))
@@ -165,19 +181,6 @@ def build_attributes(schema: FeatureSchema, cuts: list[np.ndarray],
             attributes.append(ScalarAttribute(name, j, spec.kind, spec.low, spec.high,
                                               np.append(col_cuts, end)))
     return attributes
-
-
-def _check_cuts(name: str, kind: str, low: float, high: float, cuts: np.ndarray,
-                declared: set[str] | None) -> None:
-    outside = cuts[(cuts < low) | (cuts >= high)] if cuts.size else cuts
-    if not outside.size:
-        return
-    if declared is not None and name not in declared and kind == "binary":
-        raise SchemaError(f"the schema declares no domain for column {name!r}, which the model "
-                          f"splits at {outside[0]:g}; list it under 'numerical' or 'ordinal' "
-                          "with its range")
-    raise SchemaError(f"the model splits column {name!r} at {outside[0]:g}, outside its "
-                      f"declared {kind} range [{low:g}, {high:g}]; fix the schema's range")
 
 
 def attribute_counts(attributes: list[Attribute], lower: np.ndarray,

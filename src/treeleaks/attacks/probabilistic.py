@@ -20,7 +20,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from treeleaks.attacks.attributes import Attribute, attribute_counts, build_attributes
+from treeleaks.attacks.attributes import (
+    Attribute,
+    attribute_counts,
+    build_attributes,
+    check_cuts,
+)
 from treeleaks.attacks.capture import Box, captured_pieces
 from treeleaks.errors import SchemaError, UnsupportedModelError
 from treeleaks.frontends.rule_list import RuleList
@@ -89,9 +94,9 @@ def tree_reconstruction(model: ReleasedModel, schema: FeatureSchema | None = Non
         raise UnsupportedModelError("the model's leaf counts are noisy (a DP model); the "
                                     "probabilistic reconstruction needs the exact supports")
     given = schema if schema is not None else FeatureSchema.for_model(model)
-    declared = None if given.complete else set(given.features)
-    bound = given.bind(model)
-    attributes = build_attributes(bound, model.thresholds(), declared)
+    check_cuts(given, model.feature_names, model.thresholds())
+    bound = given.bind(model)  # also refuses a split column the schema leaves binary
+    attributes = build_attributes(bound, model.thresholds())
     lower, upper = model.trees[tree].leaf_boxes(model.n_features)
     sizes = attribute_counts(attributes, lower, upper)
     admitted = [_product(row) for row in sizes.tolist()]
@@ -108,7 +113,8 @@ def rule_list_reconstruction(rule_list: RuleList,
                              schema: FeatureSchema | None = None) -> ProbabilisticReconstruction:
     """The vectors each rule captures and each attribute's reduced domain there."""
     bound, declared = bind_rule_list(rule_list, schema)
-    attributes = build_attributes(bound, rule_list.thresholds(), declared)
+    check_cuts(bound, rule_list.feature_names, rule_list.thresholds(), declared)
+    attributes = build_attributes(bound, rule_list.thresholds())
     boxes = rule_list.boxes()
     pieces = [list(captured_pieces(attributes, box, boxes[:j])) for j, box in enumerate(boxes)]
     sizes = np.zeros((len(boxes), len(attributes)), dtype=np.int64)
