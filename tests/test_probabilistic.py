@@ -156,7 +156,7 @@ def all_vectors(schema: FeatureSchema, columns: list[str], cuts: list[np.ndarray
     return pd.DataFrame(rows)[columns].to_numpy()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=small_schemas(), depth=st.integers(1, 6), seed=st.integers(0, 10_000))
 def test_tree_counts_match_brute_force(spec: dict, depth: int, seed: int) -> None:
     """Each leaf's admitted vectors, and dist_g, equal a count over every vector."""
@@ -200,7 +200,7 @@ def rule_lists_over(draw: st.DrawFn, spec: dict) -> RuleList:
     return RuleList(rules, Rule((), 0, None), columns, [0, 1])
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), spec=small_schemas())
 def test_rule_list_counts_agree(data: st.DataObject, spec: dict) -> None:
     """The paper's Capt recursion, complement splitting and brute force agree."""
