@@ -111,3 +111,25 @@ def test_learner_feature_names_from_arrays() -> None:
     model = GreedyRuleListClassifier().fit(X, ["n", "y", "n", "y"])
     assert model.rule_list_.feature_names == ["x0", "x1"]
     assert model.rule_list_.classes == ["n", "y"]
+
+
+def test_imodels_greedy_rule_list() -> None:
+    """imodels' rule list, imported: the same predictions, and supports that add up to the
+    training rows and match the rows each rule captures."""
+    imodels = pytest.importorskip("imodels")
+    from treeleaks.frontends.rule_list import from_imodels
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.integers(0, 5, (400, 4)), columns=list("abcd"))
+    y = ((X.a > 2) & (X.b < 3) | (X.c == 0)).astype(int).to_numpy()
+    model = imodels.GreedyRuleListClassifier(max_depth=4).fit(X, y)
+    rules = from_imodels(model)
+    assert rules.n_rows == 400 and rules.feature_names == list("abcd")
+    assert rules.predict(X.to_numpy()).astype(int).tolist() == model.predict(X).tolist()
+    free = np.ones(len(X), dtype=bool)
+    for rule, (lower, upper) in zip(rules.all_rules, rules.boxes()):
+        hit = free & np.all((lower < X.to_numpy()) & (upper >= X.to_numpy()), axis=1)
+        assert list(rule.counts) == np.bincount(y[hit], minlength=2).tolist()
+        free &= ~hit
+    again = RuleList.from_dict(json.loads(rules.to_json()))
+    assert summarize(rule_list_reconstruction(again)).n_rows == 400

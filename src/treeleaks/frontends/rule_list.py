@@ -13,6 +13,7 @@ it satisfies. The JSON form::
 Conditions are ``feature <= value``, ``feature > value`` (any column) or
 ``feature == value`` (a whole number: binary and ordinal columns). ``counts`` are given for
 every rule and the default, or for none; ``n_rows``, when given, must be their total.
+`from_imodels` reads what a fitted imodels ``GreedyRuleListClassifier`` shows.
 """
 
 from __future__ import annotations
@@ -276,3 +277,44 @@ class _RuleListRecord(_Strict):
             raise RuleListFormatError(f"the rules' supports add up to {rule_list.n_rows} rows "
                                       f"but n_rows is {self.n_rows}; fix the counts or n_rows")
         return rule_list
+
+
+# --- imodels -------------------------------------------------------------------------------
+
+
+def from_imodels(model: Any) -> RuleList:
+    """The rule list a fitted imodels ``GreedyRuleListClassifier`` shows (its printout
+    lists each rule's test, training rows and class-1 share): rule j captures the rows with
+    ``x[col] >= cutoff`` (``<`` when flipped) that no earlier rule took. ``x >= c`` is
+    stored exactly as ``x > c⁻`` (c⁻ the float just below c); per-class counts are
+    ``round(rows * share)``; a rule predicts class 1 when its share exceeds 1/2, as imodels
+    does."""
+    rules_ = getattr(model, "rules_", None)
+    if not rules_ or "num_pts" not in rules_[-1]:
+        raise RuleListFormatError("the imodels model is not a fitted GreedyRuleListClassifier "
+                                  "(no rules_); fit it first")
+    classes = [_plain(c) for c in model.classes_]
+    if len(classes) != 2:
+        raise RuleListFormatError("imodels' greedy rule list is binary; this one has "
+                                  f"{len(classes)} classes")
+    names = getattr(model, "feature_names_", None)
+    names = [str(n) for n in names] if names is not None else [
+        f"X{j}" for j in range(int(model.n_features_in_))]
+
+    def counts(rows: int, share: float) -> tuple[int, int]:
+        positive = round(rows * share)
+        return rows - positive, positive
+
+    rules = []
+    for raw in rules_[:-1]:
+        below = float(np.nextafter(float(raw["cutoff"]), -np.inf))
+        condition = Condition(names[int(raw["index_col"])], "<=" if raw["flip"] else ">", below)
+        share = float(raw["val_right"])
+        rules.append(Rule((condition,), classes[int(share > 0.5)],
+                          counts(int(raw["num_pts_right"]), share)))
+    share = float(rules_[-1]["val"])
+    default = Rule((), classes[int(share > 0.5)], counts(int(rules_[-1]["num_pts"]), share))
+    rule_list = RuleList(rules, default, names, classes,
+                         source="imodels.GreedyRuleListClassifier")
+    rule_list.n_rows_declared = rule_list.n_rows
+    return rule_list
