@@ -19,6 +19,7 @@ Every method takes ``(K, M)`` arrays of K boxes and answers for all of them at o
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -195,9 +196,4 @@ def attribute_counts(attributes: list[Attribute], lower: np.ndarray,
 def box_count(attributes: list[Attribute], lower: np.ndarray, upper: np.ndarray) -> int:
     """The exact number of attribute vectors one box (1-D bounds) admits, as a Python int
     (it can exceed 2^63 on wide schemas)."""
-    total = 1
-    for value in attribute_counts(attributes, lower[None], upper[None])[0].tolist():
-        if value == 0:
-            return 0
-        total *= value
-    return total
+    return math.prod(attribute_counts(attributes, lower[None], upper[None])[0].tolist())

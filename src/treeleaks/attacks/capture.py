@@ -7,10 +7,11 @@ rules 1..j-1. Two independent counts, which the tests show agree:
   Capt(f_l, g) = num(f_l ∧ g) - Σ_{h<l} Capt(f_h, f_l ∧ g), and
   Capt(f_j) = num(f_j) - Σ_{l<j} Capt(f_l, f_j): inclusion-exclusion over the overlaps of
   earlier rules, exponential in the number of rules but pruned where an overlap is empty.
-- `captured_pieces`: complement splitting. The captured set, rule j's box minus the earlier
-  boxes, is cut into disjoint boxes (peel off, column by column, the part of the box
-  outside the first earlier box that meets it); each piece's count is the product of its
-  per-attribute counts, which respect the schema's groups.
+- `captured_pieces`: complement splitting, what `rule_list_reconstruction` counts with.
+  The captured set, rule j's box minus the earlier boxes, is cut into disjoint boxes
+  (peel off, column by column, the part of the box outside the first earlier box that
+  meets it); each piece's count is the product of its per-attribute counts, which
+  respect the schema's groups.
 
 Counts are exact Python integers (they can exceed 2^63 on wide schemas).
 """
@@ -75,10 +76,3 @@ def captured_pieces(attributes: list[Attribute], box: Box,
                 stack.append(((above, upper.copy()), k + 1))
                 upper[j] = e_upper[j]
         # what is left lies inside the earlier box: captured before, dropped
-
-
-def capture_by_splitting(attributes: list[Attribute], boxes: list[Box]) -> list[int]:
-    """Vectors captured by each box of an ordered list, summed over disjoint pieces."""
-    return [sum(box_count(attributes, *piece)
-                for piece in captured_pieces(attributes, box, boxes[:j]))
-            for j, box in enumerate(boxes)]

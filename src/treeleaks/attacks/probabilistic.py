@@ -15,6 +15,7 @@ metrics (`treeleaks.evaluation.entropy`) need them, the reduced domains do not.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,7 +100,7 @@ def tree_reconstruction(model: ReleasedModel, schema: FeatureSchema | None = Non
     attributes = build_attributes(bound, model.thresholds())
     lower, upper = model.trees[tree].leaf_boxes(model.n_features)
     sizes = attribute_counts(attributes, lower, upper)
-    admitted = [_product(row) for row in sizes.tolist()]
+    admitted = [math.prod(row) for row in sizes.tolist()]
     counts = model.trees[tree].counts
     result = ProbabilisticReconstruction(
         "leaf", [f"leaf {i}" for i in range(len(admitted))], attributes,
@@ -125,8 +126,8 @@ def rule_list_reconstruction(rule_list: RuleList,
             continue
         lower, upper = np.array([b[0] for b in rule_pieces]), np.array([b[1] for b in rule_pieces])
         sizes[j] = [a.union_size(lower, upper) for a in attributes]
-        admitted.append(sum(_product(row) for row in attribute_counts(attributes, lower,
-                                                                         upper).tolist()))
+        admitted.append(sum(math.prod(row) for row in attribute_counts(attributes, lower,
+                                                                           upper).tolist()))
     counts = (np.array([r.counts for r in rule_list.all_rules], dtype=np.int64)
               if rule_list.has_counts else None)
     result = ProbabilisticReconstruction(
@@ -171,13 +172,6 @@ def bind_rule_list(rule_list: RuleList,
                               f"{features[name].kind}; '==' needs a binary or ordinal column")
     declared = None if schema.complete else set(schema.features)
     return FeatureSchema(features, schema.one_hot_groups, schema.at_most_one_groups), declared
-
-
-def _product(values: list[int]) -> int:
-    total = 1
-    for v in values:
-        total *= v
-    return total
 
 
 def _check_supports(result: ProbabilisticReconstruction) -> None:
