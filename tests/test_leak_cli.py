@@ -43,10 +43,10 @@ def paper_files(tmp_path: Path) -> dict[str, Path]:
 
 
 def test_leak_on_the_paper_tree(paper_files: dict[str, Path], tmp_path: Path) -> None:
-    out, rows = tmp_path / "leak.json", tmp_path / "rows.csv"
+    out, rows, domains = tmp_path / "leak.json", tmp_path / "rows.csv", tmp_path / "dom.csv"
     result = runner.invoke(app, ["leak", str(paper_files["tree"]), "--schema",
                                  str(paper_files["schema"]), "--json", str(out),
-                                 "--rows", str(rows)])
+                                 "--rows", str(rows), "--domains", str(domains)])
     assert result.exit_code == 0, result.output
     assert "dist" in result.output and "0.7356" in result.output
     report = json.loads(out.read_text())
@@ -57,6 +57,10 @@ def test_leak_on_the_paper_tree(paper_files: dict[str, Path], tmp_path: Path) ->
     per_row = pd.read_csv(rows)
     assert len(per_row) == 4
     assert per_row["ratio"].mean() == pytest.approx(report["dist_g"], abs=1e-6)
+    table = pd.read_csv(domains)  # Table II of the paper, one line per leaf
+    assert table[["a1", "a3"]].to_numpy().tolist() == [["{10..15}", "{1}"],
+                                                       ["{10..11}", "{2..3}"],
+                                                       ["{12..15}", "{2..3}"]]
 
 
 def test_leak_on_a_rule_list(paper_files: dict[str, Path], tmp_path: Path) -> None:

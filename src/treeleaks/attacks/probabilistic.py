@@ -42,7 +42,8 @@ class ProbabilisticReconstruction:
     leaf); ``reduced_sizes[p, a]`` the number of values attribute a can take there;
     ``admitted[p]`` the exact number of attribute vectors path p admits (joint, so a rule
     list's "none of the earlier rules" counts even where no single attribute shrinks);
-    ``counts[p]`` the per-class training rows, or None when the model does not release them.
+    ``counts[p]`` the per-class training rows (columns in the order of ``classes``), or
+    None when the model does not release them.
     """
 
     kind: str  # "leaf" or "rule"

@@ -45,6 +45,10 @@ def leak_command(
         Path | None, typer.Option("--rows", help="Write every training row's remaining-"
                                   "entropy ratio (grouped by leaf or rule) to this CSV file.")
     ] = None,
+    domains_path: Annotated[
+        Path | None, typer.Option("--domains", help="Write each leaf's (rule's) reduced "
+                                  "domain of every attribute to this CSV file.")
+    ] = None,
     top: Annotated[int, typer.Option(min=0, help="How many most-exposing leaves or rules "
                                      "to list.")] = 5,
     trust_pickle: TrustPickle = False,
@@ -56,7 +60,7 @@ def leak_command(
     from treeleaks.evaluation.entropy import summarize
     from treeleaks.schema import FeatureSchema
 
-    outputs = [p for p in (json_path, rows_path) if p is not None]
+    outputs = [p for p in (json_path, rows_path, domains_path) if p is not None]
     guard_outputs(model_path, schema, outputs)
     rule_list = _rule_list_or_none(model_path)
     model = load(model_path, trust_pickle) if rule_list is None else None
@@ -87,6 +91,13 @@ def leak_command(
         files[json_path] = json.dumps(data, indent=2) + "\n"
     if rows_path is not None:
         files[rows_path] = _rows_csv(parts, summaries)
+    if domains_path is not None:
+        import pandas as pd
+
+        tables = [part.domain_table() for part in parts]
+        if len(parts) > 1:
+            tables = [table.assign(tree=t) for t, table in enumerate(tables)]
+        files[domains_path] = pd.concat(tables).to_csv(index=False)
     write_all(files)
 
 
