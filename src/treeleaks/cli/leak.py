@@ -139,7 +139,8 @@ def _print(console: Console, part: Any, summary: Any, top: int, rule_list: Any) 
         console.print(f"  {low:.1f}-{high:.1f} {bar} {int(count)}")
     if top == 0:
         return
-    exposed = Table(title=f"The {part.kind}s that expose their rows most", title_justify="left")
+    plural = "leaves" if part.kind == "leaf" else "rules"
+    exposed = Table(title=f"The {plural} that expose their rows most", title_justify="left")
     for column in (part.kind, "rows", "vectors admitted", "ratio", "dist"):
         exposed.add_column(column)
     if rule_list is not None:
