@@ -1,0 +1,187 @@
+"""Probabilistic reconstruction of a single decision tree or rule list (Gambs, Gmati &
+Hurfin 2012; Ferry et al., SaTML 2024): for the training rows a leaf (or rule) holds, the
+values every attribute can still take, given the path and the schema.
+
+A decision tree's leaf is a box, so its rows' attributes are reduced one by one and the
+vectors it admits are the product of the reduced domains. A rule list's rule j captures the
+vectors of its box that no earlier rule captures; that set is cut into disjoint boxes
+(`treeleaks.attacks.capture`), and an attribute's reduced domain is what the pieces admit
+together. Attributes and their domains (numerical columns discretised at the model's own
+cut points) are defined in `treeleaks.attacks.attributes`.
+
+The result holds each path's per-class supports when the model releases them; the entropy
+metrics (`treeleaks.evaluation.entropy`) need them, the reduced domains do not.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from treeleaks.attacks.attributes import (
+    Attribute,
+    attribute_counts,
+    build_attributes,
+    check_cuts,
+)
+from treeleaks.attacks.capture import Box, captured_pieces
+from treeleaks.errors import SchemaError, UnsupportedModelError
+from treeleaks.frontends.rule_list import RuleList
+from treeleaks.model import ReleasedModel
+from treeleaks.schema import FeatureSchema, FeatureSpec
+
+
+@dataclass
+class ProbabilisticReconstruction:
+    """Per path (a tree's leaf, or a rule): its training rows and what they may be.
+
+    ``pieces[p]`` are disjoint boxes whose union is what path p admits (one box for a
+    leaf); ``reduced_sizes[p, a]`` the number of values attribute a can take there;
+    ``admitted[p]`` the exact number of attribute vectors path p admits (joint, so a rule
+    list's "none of the earlier rules" counts even where no single attribute shrinks);
+    ``counts[p]`` the per-class training rows (columns in the order of ``classes``), or
+    None when the model does not release them.
+    """
+
+    kind: str  # "leaf" or "rule"
+    paths: list[str]
+    attributes: list[Attribute]
+    pieces: list[list[Box]]
+    reduced_sizes: np.ndarray
+    admitted: list[int]
+    counts: np.ndarray | None
+    classes: list
+
+    @property
+    def domain_sizes(self) -> np.ndarray:
+        return np.array([a.size for a in self.attributes], dtype=np.int64)
+
+    @property
+    def log2_admitted(self) -> np.ndarray:
+        return np.array([_big_log2(v) for v in self.admitted])
+
+    def domain_table(self) -> pd.DataFrame:
+        """One row per path: its support (when known) and each attribute's reduced domain."""
+        rows = []
+        for p, pieces in enumerate(self.pieces):
+            lower = np.array([b[0] for b in pieces]).reshape(len(pieces), -1)
+            upper = np.array([b[1] for b in pieces]).reshape(len(pieces), -1)
+            row = {self.kind: self.paths[p]}
+            if self.counts is not None:
+                row["support"] = int(self.counts[p].sum())
+            row["admitted"] = self.admitted[p]
+            row.update({a.name: a.describe(lower, upper) if pieces else "{}"
+                        for a in self.attributes})
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+def _big_log2(value: int) -> float:
+    """log2 of an exact count of any size (-inf for 0)."""
+    if value <= 0:
+        return -np.inf
+    shift = max(value.bit_length() - 60, 0)
+    return float(np.log2(value >> shift)) + shift
+
+
+def tree_reconstruction(model: ReleasedModel, schema: FeatureSchema | None = None,
+                        tree: int = 0) -> ProbabilisticReconstruction:
+    """The reduced domains of every leaf of tree ``tree`` of ``model`` under ``schema``
+    (default: the one the model records, else what its splits imply). Numerical columns
+    are discretised at the cut points of the whole model."""
+    if model.noise is not None:
+        raise UnsupportedModelError("the model's leaf counts are noisy (a DP model); the "
+                                    "probabilistic reconstruction needs the exact supports")
+    given = schema if schema is not None else FeatureSchema.for_model(model)
+    check_cuts(given, model.feature_names, model.thresholds())
+    bound = given.bind(model)  # also refuses a split column the schema leaves binary
+    attributes = build_attributes(bound, model.thresholds())
+    lower, upper = model.trees[tree].leaf_boxes(model.n_features)
+    sizes = attribute_counts(attributes, lower, upper)
+    admitted = [math.prod(row) for row in sizes.tolist()]
+    counts = model.trees[tree].counts
+    result = ProbabilisticReconstruction(
+        "leaf", [f"leaf {i}" for i in range(len(admitted))], attributes,
+        [[(lower[i], upper[i])] for i in range(len(admitted))], sizes, admitted,
+        counts if counts.sum() > 0 else None, list(model.classes))
+    _check_supports(result)
+    return result
+
+
+def rule_list_reconstruction(rule_list: RuleList,
+                             schema: FeatureSchema | None = None) -> ProbabilisticReconstruction:
+    """The vectors each rule captures and each attribute's reduced domain there."""
+    bound, declared = bind_rule_list(rule_list, schema)
+    check_cuts(bound, rule_list.feature_names, rule_list.thresholds(), declared)
+    attributes = build_attributes(bound, rule_list.thresholds())
+    boxes = rule_list.boxes()
+    pieces = [list(captured_pieces(attributes, box, boxes[:j])) for j, box in enumerate(boxes)]
+    sizes = np.zeros((len(boxes), len(attributes)), dtype=np.int64)
+    admitted = []
+    for j, rule_pieces in enumerate(pieces):
+        if not rule_pieces:
+            admitted.append(0)
+            continue
+        lower, upper = np.array([b[0] for b in rule_pieces]), np.array([b[1] for b in rule_pieces])
+        sizes[j] = [a.union_size(lower, upper) for a in attributes]
+        admitted.append(sum(math.prod(row) for row in attribute_counts(attributes, lower,
+                                                                           upper).tolist()))
+    counts = (np.array([r.counts for r in rule_list.all_rules], dtype=np.int64)
+              if rule_list.has_counts else None)
+    result = ProbabilisticReconstruction(
+        "rule", [f"rule {j + 1}" for j in range(len(rule_list.rules))] + ["default"],
+        attributes, pieces, sizes, admitted, counts, list(rule_list.classes))
+    _check_supports(result)
+    return result
+
+
+def bind_rule_list(rule_list: RuleList,
+                   schema: FeatureSchema | None) -> tuple[FeatureSchema, set[str] | None]:
+    """A complete schema over the rule list's columns (unlisted ones binary, as for trees)
+    and the set of columns the given schema declared (None when inferred).
+
+    Without a schema: a column tested only against 0/1 is binary, one cut elsewhere is
+    numerical of unknown range, an unused one unknown."""
+    names = rule_list.feature_names
+    equality = rule_list.equality_columns()
+    if schema is None:
+        features = {}
+        for name, cuts in zip(names, rule_list.thresholds()):
+            values = [c.value for r in rule_list.rules for c in r.conditions
+                      if c.feature == name and c.op == "=="]
+            if any(v not in (0, 1) for v in values):
+                raise SchemaError(f"the rule list tests {name!r} against whole values other than "
+                                  "0 and 1; give its range under 'ordinal' (--schema)")
+            if values or (cuts.size and ((cuts > 0) & (cuts < 1)).all()):
+                features[name] = FeatureSpec("binary", 0.0, 1.0)
+            else:
+                features[name] = FeatureSpec("numerical" if cuts.size else "unknown")
+        return FeatureSchema(features), None
+    extra = [n for n in schema.features if n not in set(names)]
+    extra += [n for g in schema.one_hot_groups + schema.at_most_one_groups for n in g
+              if n not in set(names) and n not in extra]
+    if extra:
+        raise SchemaError(f"schema column(s) {', '.join(map(repr, extra[:5]))} are not columns "
+                          "of the rule list; fix the schema's column names")
+    features = {n: schema.features.get(n, FeatureSpec("binary", 0.0, 1.0)) for n in names}
+    for name in equality:
+        if features[name].kind in ("numerical", "unknown"):
+            raise SchemaError(f"the rule list tests {name!r} with '==' but the schema makes it "
+                              f"{features[name].kind}; '==' needs a binary or ordinal column")
+    declared = None if schema.complete else set(schema.features)
+    return FeatureSchema(features, schema.one_hot_groups, schema.at_most_one_groups), declared
+
+
+def _check_supports(result: ProbabilisticReconstruction) -> None:
+    """A path that holds training rows must admit a vector: else the schema contradicts
+    the model (a forced 1 in two columns of a group, a value outside a range, ...)."""
+    if result.counts is None:
+        return
+    for p, support in enumerate(result.counts.sum(axis=1).tolist()):
+        if support > 0 and result.admitted[p] == 0:
+            raise SchemaError(f"{result.paths[p]} holds {support} training row(s) but the schema "
+                              "admits no attribute vector there; the schema contradicts the "
+                              "model, fix it")
