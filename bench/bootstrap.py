@@ -4,8 +4,10 @@ For every (dataset, N, max_depth, seed): sample N training rows, fit scikit-lear
 ``RandomForestClassifier(n_estimators=100, max_depth=d, random_state=seed)`` (bootstrap),
 reconstruct its training set from the fitted model alone (the draws recomputed from its
 random states), verify it, and score it against the truth: matched error (as published)
-and row-aligned error (row k of the output against training row k). Each run is a fresh
-process (own peak memory; a crash or hang ends only that run).
+and row-aligned error (row k of the output against training row k). The grid runs as a
+treeleaks sweep (attack ``forest`` with ``bootstrap = true``): each run a fresh process
+(own peak memory; a crash or hang ends only that run); ``bench/grids/bootstrap_n100.toml``
+is the N=100 grid for ``treeleaks sweep``.
 
     python bench/bootstrap.py --smoke                  # CI check, < 1 min, exit 1 on failure
     python bench/bootstrap.py --datasets compas --sizes 100,500 --depths None --seeds 3
@@ -17,11 +19,7 @@ See bench/README.md for what is measured.
 from __future__ import annotations
 
 import argparse
-import json
-import resource
 import sys
-import time
-import traceback
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,14 +30,14 @@ from common import (
     DEFAULT_DATA_DIR,
     environment,
     fmt,
-    isolated_record,
-    load_dataset,
-    maxrss_mb,
     mean,
     median,
     share,
     write_json,
 )
+
+from treeleaks.sweep import Grid, run_sweep
+from treeleaks.sweep.runner import RECORDS
 
 DATASETS = ("compas", "adult", "default_credit")
 DEPTHS: tuple[int | None, ...] = (None, 10, 5)
@@ -56,68 +54,6 @@ DRAFT_BAGGING_T100: dict[str, dict[int | None, tuple[float | None, float | None]
     "adult": {None: (0.083, 12814), 10: (0.084, 12822), 5: (0.116, 10905)},
     "default_credit": {None: (0.096, 7443), 10: (None, None), 5: (0.145, 7334)},
 }
-
-
-def worker(config_path: str) -> int:
-    """Fit, reconstruct and score one configuration; write the result JSON. Child side."""
-    cfg = json.loads(Path(config_path).read_text())
-    out: dict[str, Any] = {}
-    try:
-        import numpy as np
-        from sklearn.ensemble import RandomForestClassifier
-
-        from treeleaks import FeatureSchema, from_sklearn, reconstruct
-        from treeleaks.evaluation.metrics import evaluate
-
-        data = load_dataset(cfg["dataset"], Path(cfg["data_dir"]))
-        train = data.sample(cfg["n"], cfg["seed"])
-        X, y = train.drop(columns=[data.label]), train[data.label]
-        schema = FeatureSchema.from_frame(data.features, data.one_hot_groups or None,
-                                          data.at_most_one_groups or None)
-        forest = RandomForestClassifier(n_estimators=N_TREES, max_depth=cfg["depth"],
-                                        random_state=cfg["seed"]).fit(X, y)
-        model = from_sklearn(forest, label_name=data.label)
-        tick = time.perf_counter()
-        rec = reconstruct(model, schema, time_limit=cfg["time_limit"],
-                          ignore_multiplicities=cfg.get("unknown", False))
-        out.update(status=rec.status, verified=rec.verified, formulation=rec.formulation,
-                   time_s=time.perf_counter() - tick, n_cells=rec.n_cells,
-                   proven_share=float(np.mean(rec.proven)) if rec.n_rows else 0.0,
-                   certainty_complete=rec.certainty_complete,
-                   timings=rec.timings, message=rec.message,
-                   mem_mb=maxrss_mb(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
-        if rec.n_rows == len(train):
-            score = evaluate(train, rec.rows, schema, label=data.label, n_baseline_draws=3,
-                             seed=cfg["seed"])
-            out.update(error=score.error, baseline_error=score.baseline_error,
-                       exact_share=score.exact_share)
-            aligned = rec.rows[list(X.columns)].to_numpy(dtype=float) != X.to_numpy(dtype=float)
-            out["aligned_error"] = float(aligned.mean())
-            out["label_agreement"] = float(np.mean(rec.rows[data.label].to_numpy() == y))
-        if cfg.get("worst_case"):
-            from treeleaks.attacks.worst_case import worst_case
-
-            tick = time.perf_counter()
-            worst = worst_case(model, train.reset_index(drop=True), schema,
-                               time_limit=cfg["time_limit"])
-            out.update(worst_time_s=time.perf_counter() - tick, worst_status=worst.status,
-                       worst_recovery=worst.guaranteed_recovery,
-                       worst_mean_found=worst.mean_found, worst_mean_bound=worst.mean_bound,
-                       worst_rows_settled=int(worst.row_settled.sum()))
-    except Exception as exc:  # reported as status ERROR by the parent
-        traceback.print_exc()
-        out["exception"] = f"{type(exc).__name__}: {exc}"
-    Path(cfg["result_path"]).write_text(json.dumps(out, default=float))
-    return 0
-
-
-def record(dataset: str, n: int, depth: int | None, seed: int, time_limit: float,
-           data_dir: Path, worst: bool = False, unknown: bool = False) -> dict[str, Any]:
-    config = {"dataset": dataset, "n": n, "depth": depth, "seed": seed,
-              "time_limit": time_limit, "data_dir": str(data_dir), "worst_case": worst,
-              "unknown": unknown}
-    return isolated_record(Path(__file__), config, timeout_s=(2 if worst else 1) * time_limit
-                           + 120)
 
 
 def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -185,11 +121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="treat the draws as unknown (formulation bootstrap-unknown)")
     p.add_argument("--worst-case", action="store_true",
                    help="also bound every row's error over all consistent datasets")
+    p.add_argument("--threads", type=int, default=2, help="solver threads per run")
+    p.add_argument("--workers", type=int, default=1, help="runs at a time")
     p.add_argument("--smoke", action="store_true", help="the CI check (one small run)")
-    p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.worker:
-        return worker(args.worker)
     if args.smoke:
         datasets, sizes, depths = SMOKE["datasets"], SMOKE["sizes"], SMOKE["depths"]
         seeds, time_limit = SMOKE["seeds"], SMOKE["time_limit"]
@@ -204,19 +139,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         "bootstrap_smoke.json" if args.smoke else "bootstrap.json")
     meta = {"benchmark": "bootstrap", "started": datetime.now(UTC).isoformat(),
             "argv": sys.argv, "n_trees": N_TREES, "time_limit": time_limit,
+            "threads": args.threads, "workers": args.workers,
             "environment": environment()}
-    runs = []
-    for dataset in datasets:
-        for n in sizes:
-            for depth in depths:
-                for seed in range(seeds):
-                    run = record(dataset, n, depth, seed, time_limit, args.data_dir,
-                                 args.worst_case, args.unknown)
-                    runs.append(run)
-                    print(f"{dataset} N={n} depth={depth} seed={seed}: {run['status']} "
-                          f"verified={run.get('verified')} time={fmt(run.get('time_s'), 2)} s "
-                          f"error={fmt(run.get('error'))}", file=sys.stderr, flush=True)
-                    write_json(out, {"meta": meta, "aggregates": aggregate(runs), "runs": runs})
+    grid = Grid("forest", {
+        "dataset": list(datasets), "n": list(sizes), "depth": list(depths),
+        "seed": list(range(seeds)), "trees": [N_TREES], "bootstrap": [True],
+        "ignore_multiplicities": [args.unknown], "worst_case": [args.worst_case],
+        "time_limit": [time_limit], "threads": [args.threads]},
+        point_time_limit=(2 if args.worst_case else 1) * time_limit + 120,
+        data_dir=args.data_dir.resolve())
+    folder = out.with_suffix("")  # the sweep's records, one JSON line per finished run
+    (folder / RECORDS).unlink(missing_ok=True)
+
+    def progress(run: dict[str, Any]) -> None:
+        print(f"{run['dataset']} N={run['n']} depth={run['depth']} seed={run['seed']}: "
+              f"{run['status']} verified={run.get('verified')} "
+              f"time={fmt(run.get('time_s'), 2)} s error={fmt(run.get('error'))}",
+              file=sys.stderr, flush=True)
+
+    runs = run_sweep(grid, folder, workers=args.workers, on_record=progress)
+    write_json(out, {"meta": meta, "aggregates": aggregate(runs), "runs": runs})
     rows = aggregate(runs)
     print_table(rows)
     if args.smoke:

@@ -14,22 +14,19 @@ leak-vs-distribution test.
     python bench/dp.py --sizes        # N = 100, 200, 500 at T=10, d=5, eps=5
     python bench/dp.py                # the full grid (long: spread it with --workers)
 
-Runs are independent processes; ``--workers K`` runs K at once. On this 2-core machine
-more than one worker slows each run down, so the timings quoted come from one worker.
+The grid runs as a treeleaks sweep (attack ``dp-forest``): every run an independent
+process on a Dask LocalCluster of ``--workers K`` processes (``bench/grids/dp_quick.toml``
+is the quick preset for ``treeleaks sweep``). On this 2-core machine more than one worker
+slows each run down, so the timings quoted come from one worker.
 See bench/README.md for what is measured.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
-import traceback
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -38,18 +35,18 @@ from common import (
     DEFAULT_DATA_DIR,
     environment,
     fmt,
-    isolated_record,
-    load_dataset,
     mean,
     median,
     write_json,
 )
 
+from treeleaks.sweep import Grid, run_sweep
+from treeleaks.sweep.runner import RECORDS
+
 DATASETS = ("compas", "adult", "default_credit")
 TREES = (1, 5, 10, 20, 30)
 DEPTHS = (3, 5, 7)
 EPSILONS = (0.1, 1.0, 5.0, 10.0, 20.0, 30.0)
-TEST_ROWS = 5000  # held-out rows for the test accuracy (fewer if the dataset is small)
 PRESETS: dict[str, dict[str, Any]] = {
     "smoke": {"datasets": ("compas",), "n": (100,), "trees": (5,), "depths": (3,),
               "epsilons": (5.0,), "seeds": 1, "time_limit": 20.0},
@@ -60,107 +57,14 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def worker(config_path: str) -> int:
-    """Train, attack and score one configuration. Child side."""
-    cfg = json.loads(Path(config_path).read_text())
-    out: dict[str, Any] = {}
-    try:
-        import numpy as np
-
-        from treeleaks import (
-            DPRandomForestClassifier,
-            FeatureSchema,
-            Knowledge,
-            from_dp_forest,
-            reconstruct,
-        )
-        from treeleaks.evaluation.metrics import evaluate
-
-        data = load_dataset(cfg["dataset"], Path(cfg["data_dir"]))
-        rng = np.random.default_rng(cfg["seed"])
-        order = rng.permutation(len(data.frame))
-        train = data.frame.iloc[np.sort(order[: cfg["n"]])].reset_index(drop=True)
-        rest = data.frame.iloc[order[cfg["n"]:]].reset_index(drop=True)
-        test = rest.iloc[:TEST_ROWS]
-        schema = FeatureSchema.from_frame(data.features, data.one_hot_groups or None,
-                                          data.at_most_one_groups or None)
-        X, y = train.drop(columns=[data.label]), train[data.label]
-        forest = DPRandomForestClassifier(
-            n_estimators=cfg["trees"], max_depth=cfg["depth"], epsilon=cfg["epsilon"],
-            schema=schema, random_state=cfg["seed"]).fit(X, y)
-        model = from_dp_forest(forest, label_name=data.label)
-        out["train_accuracy"] = float((forest.predict(X) == y.to_numpy()).mean())
-        out["test_accuracy"] = float((forest.predict(test.drop(columns=[data.label]))
-                                      == test[data.label].to_numpy()).mean())
-        tick = time.perf_counter()
-        rec = reconstruct(model, schema, time_limit=cfg["time_limit"])
-        out.update(status=rec.status, time_s=time.perf_counter() - tick,
-                   first_solution_s=rec.first_solution_s, n_cells=rec.n_cells,
-                   log_likelihood=rec.log_likelihood, bound=rec.log_likelihood_bound,
-                   likelihood_checked=rec.likelihood_checked, message=rec.message)
-        if rec.n_rows:
-            score = evaluate(train, rec.rows, schema, label=data.label, n_baseline_draws=5,
-                             seed=cfg["seed"])
-            out.update(error=score.error, perfect_share=score.exact_share,
-                       worst_row_error=score.worst_row_error, baseline=score.baseline_error)
-        if cfg.get("n_unknown"):
-            unknown = reconstruct(model, schema, n_unknown=True, time_limit=cfg["time_limit"])
-            out.update(n_unknown_status=unknown.status, n_unknown_rows=unknown.n_rows,
-                       n_unknown_interval=unknown.n_rows_interval)
-            if unknown.n_rows:
-                out["n_unknown_error"] = evaluate(train, unknown.rows, schema,
-                                                  label=data.label, n_baseline_draws=0).error
-        if cfg.get("informed"):
-            out.update(_informed(model, schema, train, data.label, cfg, Knowledge, reconstruct))
-        if cfg.get("leak_test") and rec.n_rows:
-            from treeleaks.evaluation.leak_test import leak_test
-
-            test_result = leak_test(rec.rows, train, rest, schema, label=data.label,
-                                    seed=cfg["seed"])
-            out["leak_test"] = test_result.to_dict()
-            out["leak_p_value"] = test_result.p_value
-    except Exception as exc:  # reported as status ERROR by the parent
-        traceback.print_exc()
-        out["exception"] = f"{type(exc).__name__}: {exc}"
-    Path(cfg["result_path"]).write_text(json.dumps(out, default=float))
-    return 0
-
-
-def _informed(model, schema, train, label, cfg, knowledge_type, reconstruct) -> dict:
-    """The informed adversary of the study: every row known but one, reconstructed, for
-    the first ``cfg["informed"]`` rows in turn. Set against two constant guesses from the
-    training set: the per-column majority (the study's baseline, the best constant guess
-    for this error; it may break one-hot groups, setting none of a group's columns) and the
-    best constant row the schema allows (each group's most common member)."""
-    import numpy as np
-
-    features = [c for c in train.columns if c != label]
-    majority = (train[features].mean() > 0.5).to_numpy(dtype=float)
-    allowed = majority.copy()
-    for cols, exactly_one in schema.group_indices():
-        share = train[features].to_numpy(dtype=float)[:, cols].mean(axis=0)
-        pick = np.arange(cols.size) == np.argmax(share)
-        allowed[cols] = pick if exactly_one or share.max() >= 1 - share.sum() else 0.0
-    errors, baseline, constant = [], [], []
-    for target in range(min(int(cfg["informed"]), len(train))):
-        known = knowledge_type(rows=train.drop(index=target).reset_index(drop=True))
-        rec = reconstruct(model, schema, knowledge=known, time_limit=cfg["time_limit"] / 4)
-        truth = train.iloc[target][features].to_numpy(dtype=float)
-        errors.append(float(np.abs(rec.rows.iloc[0][features].to_numpy(dtype=float)
-                                   - truth).mean()))
-        baseline.append(float(np.abs(majority - truth).mean()))
-        constant.append(float(np.abs(allowed - truth).mean()))
-    return {"informed_error": float(np.mean(errors)),
-            "informed_majority_error": float(np.mean(baseline)),
-            "informed_allowed_constant_error": float(np.mean(constant)),
-            "informed_wins": float(np.mean(np.array(errors) < np.array(baseline)))}
-
-
 def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (dataset, N, T, d, ε): the runs with N known, and the error of those with N
+    inferred (``n_unknown``) beside them."""
     groups: dict[tuple, list[dict[str, Any]]] = {}
+    unknown: dict[tuple, list[dict[str, Any]]] = {}
     for run in runs:
         key = (run["dataset"], run["n"], run["trees"], run["depth"], run["epsilon"])
-        groups.setdefault(key, []).append(run)
+        (unknown if run["n_unknown"] else groups).setdefault(key, []).append(run)
     return [{
         "dataset": dataset, "n": n, "trees": trees, "depth": depth, "epsilon": epsilon,
         "runs": len(members),
@@ -168,11 +72,12 @@ def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                      for r in members), default=None),
         "time_s_median": median(r.get("time_s") for r in members),
         "error_mean": mean(r.get("error") for r in members),
-        "perfect_share_mean": mean(r.get("perfect_share") for r in members),
-        "baseline_mean": mean(r.get("baseline") for r in members),
+        "perfect_share_mean": mean(r.get("exact_share") for r in members),
+        "baseline_mean": mean(r.get("baseline_error") for r in members),
         "train_accuracy_mean": mean(r.get("train_accuracy") for r in members),
         "test_accuracy_mean": mean(r.get("test_accuracy") for r in members),
-        "n_unknown_error_mean": mean(r.get("n_unknown_error") for r in members),
+        "n_unknown_error_mean": mean(r.get("error") for r in unknown.get(
+            (dataset, n, trees, depth, epsilon), [])),
         "informed_error_mean": mean(r.get("informed_error") for r in members),
         "informed_majority_mean": mean(r.get("informed_majority_error") for r in members),
         "informed_allowed_mean": mean(r.get("informed_allowed_constant_error")
@@ -222,10 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=None)
     for name in PRESETS:
         p.add_argument(f"--{name}", action="store_true", help=f"the {name} preset")
-    p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.worker:
-        return worker(args.worker)
     preset = next((name for name in PRESETS if getattr(args, name)), None)
     grid = PRESETS[preset] if preset else {
         "datasets": tuple(args.datasets.split(",")), "n": _numbers(args.n, int),
@@ -238,33 +140,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out or BENCH_DIR / "results" / f"dp_{preset or 'grid'}.json"
     meta = {"benchmark": "dp", "started": datetime.now(UTC).isoformat(), "argv": sys.argv,
             "grid": grid, "workers": args.workers, "environment": environment()}
-    configs = [{"dataset": dataset, "n": n, "trees": trees, "depth": depth,
-                "epsilon": epsilon, "seed": seed, "time_limit": grid["time_limit"],
-                "n_unknown": args.n_unknown, "informed": args.informed,
-                "leak_test": args.leak_test, "data_dir": str(args.data_dir)}
-               for dataset, n, trees, depth, epsilon, seed in product(
-                   grid["datasets"], grid["n"], grid["trees"], grid["depths"],
-                   grid["epsilons"], range(grid["seeds"]))]
-    extra = grid["time_limit"] * (1 + bool(args.n_unknown) + bool(args.informed)) + 120
-    runs: list[dict[str, Any]] = []
+    sweep = Grid("dp-forest", {
+        "dataset": list(grid["datasets"]), "n": list(grid["n"]), "trees": list(grid["trees"]),
+        "depth": list(grid["depths"]), "epsilon": list(grid["epsilons"]),
+        "seed": list(range(grid["seeds"])), "time_limit": [grid["time_limit"]],
+        "n_unknown": [False, True] if args.n_unknown else [False],
+        "informed": [args.informed], "leak_test": [args.leak_test]},
+        point_time_limit=grid["time_limit"] * (1 + bool(args.informed)) + 120,
+        data_dir=args.data_dir.resolve())
+    folder = out.with_suffix("")  # the sweep's records, one JSON line per finished run
+    (folder / RECORDS).unlink(missing_ok=True)
 
-    def one(config: dict[str, Any]) -> None:
-        run = isolated_record(Path(__file__), config, extra)
-        runs.append(run)
-        print(f"{config['dataset']} N={config['n']} T={config['trees']} d={config['depth']} "
-              f"eps={config['epsilon']} seed={config['seed']}: {run['status']} "
+    def progress(run: dict[str, Any]) -> None:
+        print(f"{run['dataset']} N={run['n']} T={run['trees']} d={run['depth']} "
+              f"eps={run['epsilon']} seed={run['seed']}: {run['status']} "
               f"error={fmt(run.get('error'))} first={fmt(run.get('first_solution_s'), 2)} s",
               file=sys.stderr, flush=True)
-        write_json(out, {"meta": meta, "aggregates": aggregate(runs), "runs": runs})
 
-    with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
-        list(pool.map(one, configs))
+    runs = run_sweep(sweep, folder, workers=args.workers, on_record=progress)
+    write_json(out, {"meta": meta, "aggregates": aggregate(runs), "runs": runs})
     print_table(aggregate(sorted(runs, key=lambda r: [r[k] for k in (
         "dataset", "n", "trees", "depth", "epsilon", "seed")])))
     if preset == "smoke":
         bad = [r for r in runs if r["status"] not in ("OPTIMAL", "FEASIBLE")
-               or not r.get("likelihood_checked") or r.get("error") is None
-               or r["error"] >= r["baseline"]]
+               or not r.get("verified") or r.get("error") is None
+               or r["error"] >= r["baseline_error"]]
         print("smoke: FAILED" if bad else "smoke: ok", file=sys.stderr)
         return 1 if bad else 0
     return 0

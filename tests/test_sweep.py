@@ -149,3 +149,23 @@ def test_plot_writes_a_png_and_names_a_missing_column(
     assert png.read_bytes().startswith(b"\x89PNG")
     bad = runner.invoke(app, ["sweep", "plot", str(out), "--x", "leaves"])
     assert bad.exit_code == 2 and "no column 'leaves'" in bad.output
+
+
+def test_a_bootstrap_point_reports_row_aligned_error_and_the_worst_case() -> None:
+    point = {**{k: a.default for k, a in ATTACKS["forest"].axes.items()},
+             "dataset": "breast-cancer", "n": 40, "trees": 5, "bootstrap": True,
+             "worst_case": True, "time_limit": 20}
+    out = ATTACKS["forest"].run(point, None)
+    assert out["formulation"] == "bootstrap-known" and out["verified"]
+    assert out["aligned_error"] == pytest.approx(0.0, abs=0.02)
+    assert 0 <= out["worst_mean_found"] <= out["worst_mean_bound"] <= 1
+
+
+def test_a_dp_point_runs_the_leak_test_and_the_informed_adversary() -> None:
+    point = {**{k: a.default for k, a in ATTACKS["dp-forest"].axes.items()},
+             "dataset": "breast-cancer", "n": 40, "trees": 3, "depth": 3, "epsilon": 5.0,
+             "leak_test": True, "informed": 2, "time_limit": 20}
+    out = ATTACKS["dp-forest"].run(point, None)
+    assert out["verified"] and out["n_rows"] == 40
+    assert 0 <= out["leak_p_value"] <= 1 and "p_value" in out["leak_test"]
+    assert 0 <= out["informed_error"] <= 1 and 0 <= out["informed_wins"] <= 1

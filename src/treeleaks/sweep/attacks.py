@@ -3,8 +3,11 @@ result against the sample. Each attack names its axes and their defaults.
 
 - ``forest``: scikit-learn's ``RandomForestClassifier`` (any ``bootstrap``), reconstructed
   by ``treeleaks.reconstruct`` (draws read from the model unless ``ignore_multiplicities``).
+  ``worst_case`` adds the custodian's proven bound (`treeleaks.attacks.worst_case`).
 - ``dp-forest``: treeleaks' ``DPRandomForestClassifier`` of budget ``epsilon``, attacked by
-  the most-likely-dataset reconstruction (N known, or inferred with ``n_unknown``).
+  the most-likely-dataset reconstruction (N known, or inferred with ``n_unknown``);
+  ``leak_test`` adds the leak-vs-distribution test against the rows left out, ``informed``
+  the informed adversary on that many target rows (`treeleaks.evaluation.informed`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 SOLVED = ("OPTIMAL", "FEASIBLE")
-TEST_ROWS = 1000  # rows outside the sample that the DP forest's test accuracy is read on
+TEST_ROWS = 5000  # held-out rows the DP forest's test accuracy is read on (fewer if few are left)
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,25 @@ def run_forest(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
                formulation=rec.formulation, timings=dict(rec.timings), message=rec.message)
     if rec.status in SOLVED and rec.n_rows == len(train):  # a partial result is not scored
         out.update(_score(train, rec.rows, schema, data.label, point["seed"]))
+        if rec.formulation == "bootstrap-known":  # rows in training order: compare row k
+            out["aligned_error"] = float(
+                (rec.rows[list(X.columns)].to_numpy(float) != X.to_numpy(float)).mean())
+    if point["worst_case"]:
+        out.update(_worst_case(model, train, schema, point["time_limit"]))
     return out
+
+
+def _worst_case(model: Any, train: pd.DataFrame, schema: Any,
+                time_limit: float) -> dict[str, Any]:
+    """The custodian's proven bound on any dataset that reproduces the model."""
+    from treeleaks.attacks.worst_case import worst_case
+
+    tick = time.perf_counter()
+    worst = worst_case(model, train, schema, time_limit=time_limit)
+    return {"worst_time_s": time.perf_counter() - tick, "worst_status": worst.status,
+            "worst_recovery": worst.guaranteed_recovery, "worst_mean_found": worst.mean_found,
+            "worst_mean_bound": worst.mean_bound,
+            "worst_rows_settled": int(worst.row_settled.sum())}
 
 
 def run_dp_forest(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
@@ -140,6 +161,18 @@ def run_dp_forest(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any
                log_likelihood=rec.log_likelihood, message=rec.message)
     if rec.n_rows:
         out.update(_score(train, rec.rows, schema, data.label, point["seed"]))
+    if point["leak_test"] and rec.n_rows:
+        from treeleaks.evaluation.leak_test import leak_test
+
+        rest = data.frame.iloc[order[point["n"]:]].reset_index(drop=True)
+        result = leak_test(rec.rows, train, rest,
+                           schema, label=data.label, seed=point["seed"])
+        out.update(leak_test=result.to_dict(), leak_p_value=result.p_value)
+    if point["informed"]:
+        from treeleaks.evaluation.informed import informed_adversary
+
+        out.update(informed_adversary(model, schema, train, data.label, point["informed"],
+                                      time_limit=point["time_limit"] / 4))
     return out
 
 
@@ -150,6 +183,7 @@ ATTACKS = {
         "depth": Axis(None, _depth, '"none" or an integer >= 1'),
         "bootstrap": Axis(False, _flag, "true or false"),
         "ignore_multiplicities": Axis(False, _flag, "true or false"),
+        "worst_case": Axis(False, _flag, "true or false"),
         "solver": Axis("highs", lambda v: v in ("highs", "cp-sat"), '"highs" or "cp-sat"'),
     }, run_forest),
     "dp-forest": Attack({
@@ -158,5 +192,7 @@ ATTACKS = {
         "depth": Axis(5, _int_at_least(1), "an integer >= 1"),
         "epsilon": Axis(1.0, _positive, "a privacy budget > 0"),
         "n_unknown": Axis(False, _flag, "true or false"),
+        "leak_test": Axis(False, _flag, "true or false"),
+        "informed": Axis(0, _int_at_least(0), "a number of target rows >= 0"),
     }, run_dp_forest),
 }

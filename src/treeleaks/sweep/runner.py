@@ -16,7 +16,7 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,39 +78,40 @@ def read_records(folder: Path) -> list[dict[str, Any]]:
 
 
 def run_sweep(
-    grid: Grid,
+    grids: Grid | Sequence[Grid],
     out: str | Path,
     scheduler: str | None = None,
     workers: int | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every point of ``grid`` not yet recorded in ``out``; return the grid's records
+    """Run every point of ``grids`` not yet recorded in ``out``; return the grids' records
     (finished earlier or now), in grid order. ``on_record`` sees each new record."""
+    grids = [grids] if isinstance(grids, Grid) else list(grids)
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SweepError(f"cannot create the output folder {str(out)!r}: {exc.strerror}") \
             from exc
-    keys = [point_key(grid.attack, p) for p in grid.points()]
+    points = [(point_key(g.attack, p), g, p) for g in grids for p in g.points()]
     _drop_cut_line(out / RECORDS)
     done = {r.get("key") for r in read_records(out)}
-    pending = [(k, p) for k, p in zip(keys, grid.points()) if k not in done]
+    pending = [(k, g, p) for k, g, p in points if k not in done]
     if pending:
         with _client(scheduler, workers) as client, open(out / RECORDS, "a") as log:
             from dask.distributed import as_completed
 
             futures = {client.submit(run_point, grid, point, key=f"point-{key}", pure=False):
-                       point for key, point in pending}
+                       (grid, point) for key, grid, point in pending}
             for future in as_completed(futures):
-                record = _result(future, grid.attack, futures[future])
+                record = _result(future, *futures[future])
                 log.write(json.dumps(record, default=_plain) + "\n")
                 log.flush()
                 os.fsync(log.fileno())
                 if on_record is not None:
                     on_record(record)
     by_key = {r["key"]: r for r in read_records(out)}
-    return [by_key[k] for k in keys if k in by_key]
+    return [by_key[k] for k, _, _ in points if k in by_key]
 
 
 def _drop_cut_line(path: Path) -> None:
@@ -123,12 +124,12 @@ def _drop_cut_line(path: Path) -> None:
         path.write_bytes(text[: text.rfind(b"\n") + 1])
 
 
-def _result(future: Any, attack: str, point: dict[str, Any]) -> dict[str, Any]:
+def _result(future: Any, grid: Grid, point: dict[str, Any]) -> dict[str, Any]:
     """A future's record; a task whose worker died (every retry) is recorded as such."""
     try:
         return future.result()
     except Exception as exc:
-        return {"key": point_key(attack, point), "attack": attack, **point,
+        return {"key": point_key(grid.attack, point), "attack": grid.attack, **point,
                 "status": "worker-died", "exception": f"{type(exc).__name__}: {exc}"}
 
 
