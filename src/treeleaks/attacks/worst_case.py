@@ -118,8 +118,11 @@ def worst_case(
     message = "" if complete else "the row bounds stopped at the time limit (still sound)"
     if chosen is None:
         message = "no farthest dataset found within the time limit; the bounds are sound"
-    return WorstCase(row_bound, settled, float(found.mean()) if chosen is not None else
-                     float("nan"), max(total_bound / n_rows, 0.0) + 0.0, status,
+    mean_found = float(found.mean()) if chosen is not None else float("nan")
+    # the LP bound and the found dataset's mean meet at the optimum; rounding must not put
+    # the bound below a dataset that was found
+    mean_bound = max(total_bound / n_rows, 0.0, 0.0 if chosen is None else mean_found) + 0.0
+    return WorstCase(row_bound, settled, mean_found, mean_bound, status,
                      time.perf_counter() - start, message)
 
 

@@ -62,8 +62,11 @@ class Grid:
 
 
 def point_key(attack: str, point: dict[str, Any]) -> str:
-    """A stable name for a point (its attack and every axis value), for resuming."""
-    text = json.dumps({"attack": attack, **point}, sort_keys=True)
+    """A stable name for a point, for resuming: its attack and the axis values that differ
+    from their defaults (so a new axis, added with a default, keeps earlier results)."""
+    spec = ATTACKS[attack].axes
+    chosen = {k: v for k, v in point.items() if k not in spec or v != spec[k].default}
+    text = json.dumps({"attack": attack, **chosen}, sort_keys=True)
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
