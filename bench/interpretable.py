@@ -21,7 +21,6 @@ See bench/README.md for what is measured.
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 import time
@@ -29,7 +28,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from common import BENCH_DIR, DEFAULT_DATA_DIR, environment, fmt, load_dataset, write_json
 
 from treeleaks import FeatureSchema, from_sklearn
@@ -37,15 +35,15 @@ from treeleaks.attacks.capture import capt_recursion
 from treeleaks.attacks.probabilistic import rule_list_reconstruction, tree_reconstruction
 from treeleaks.evaluation.entropy import summarize
 from treeleaks.learners.greedy_rule_list import GreedyRuleListClassifier
-from treeleaks.model import ReleasedModel, Tree
+from treeleaks.sweep import Grid, run_sweep
+from treeleaks.sweep.runner import RECORDS
 
 DATASETS = ("compas", "adult")
 TRAIN_SHARE = {"compas": 0.8, "adult": 0.1}
-LEARNERS = ("cart", "dl85", "greedy_rl")
+LEARNERS = ("cart", "dl85", "greedy-rl")
 DEPTHS = tuple(range(1, 11))
 MIN_SUPPORTS = (0.01, 0.02, 0.05)
 DL85_MAX_DEPTH = {"compas": 10, "adult": 7}  # deeper DL8.5 runs on Adult take minutes each
-DL85_TIME_LIMIT = 120.0
 ACCURACY_TOLERANCE = 0.002  # "equal accuracy" for the matched comparison
 SMOKE = {"datasets": ("compas",), "depths": (1, 2, 3), "min_supports": (0.05,), "seeds": 1,
          "speed_seeds": 1}
@@ -60,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--speed-seeds", type=int, default=5)
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--workers", type=int, default=2, help="runs at a time")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     grid = SMOKE if args.smoke else {
@@ -70,24 +69,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = "interpretable_smoke" if args.smoke else "interpretable"
     out = args.out or BENCH_DIR / "results" / f"{name}.json"
     learners = [lr for lr in LEARNERS if lr != "dl85" or _has_dl85()]
-    runs = []
+    grids = []
     for dataset in grid["datasets"]:
-        data = load_dataset(dataset, args.data_dir)
-        for seed in range(grid["seeds"]):
-            train = data.sample(int(len(data.frame) * TRAIN_SHARE[dataset]), seed)
-            X, y = train.drop(columns=[data.label]), train[data.label].to_numpy()
-            schema = FeatureSchema.from_frame(X, data.one_hot_groups, data.at_most_one_groups)
-            for learner in learners:
-                for depth in grid["depths"]:
-                    if learner == "dl85" and depth > DL85_MAX_DEPTH[dataset]:
-                        continue
-                    for support in grid["min_supports"]:
-                        run = measure(learner, X, y, schema, depth, support)
-                        run.update(dataset=dataset, seed=seed)
-                        runs.append(run)
-                        print(f"{dataset:7s} {learner:9s} d={depth:2d} s={support:.2f} "
-                              f"seed={seed} acc={run['accuracy']:.4f} size={run['size']:3d} "
-                              f"dist_g={run['dist_g']:.4f} ({run['fit_s']:.2f} s)", flush=True)
+        for learner in learners:
+            depths = [d for d in grid["depths"]
+                      if learner != "dl85" or d <= DL85_MAX_DEPTH[dataset]]
+            grids.append(Grid("interpretable", {
+                "dataset": [dataset], "seed": list(range(grid["seeds"])), "learner": [learner],
+                "depth": depths, "min_support": list(grid["min_supports"]),
+                "train_share": [TRAIN_SHARE[dataset]]}, data_dir=args.data_dir.resolve(),
+                isolate=False))
+    folder = out.with_suffix("")  # the sweep's records, one JSON line per finished run
+    (folder / RECORDS).unlink(missing_ok=True)
+
+    def progress(run: dict[str, Any]) -> None:
+        if run["status"] == "error":
+            print(f"{run['dataset']} {run['learner']} d={run['depth']}: {run['exception']}",
+                  file=sys.stderr, flush=True)
+            return
+        print(f"{run['dataset']:7s} {run['learner']:9s} d={run['depth']:2d} "
+              f"s={run['min_support']:.2f} seed={run['seed']} acc={run['accuracy']:.4f} "
+              f"size={run['size']:3d} dist_g={run['dist_g']:.4f} ({run['fit_s']:.2f} s)",
+              flush=True)
+
+    runs = [r for r in run_sweep(grids, folder, workers=args.workers, on_record=progress)
+            if r["status"] == "done"]
     speed = speed_targets(args.data_dir, grid["speed_seeds"], 2 if args.smoke else 20)
     report = {"environment": environment(), "grid": {**grid, "learners": learners,
                                                      "train_share": TRAIN_SHARE,
@@ -108,74 +114,6 @@ def _has_dl85() -> bool:
         print("pydl85 is not installed: DL8.5 runs are skipped", file=sys.stderr)
         return False
     return True
-
-
-# --- one run -------------------------------------------------------------------------------
-
-
-def measure(learner: str, X: Any, y: np.ndarray, schema: FeatureSchema, depth: int,
-            support: float) -> dict[str, Any]:
-    """Fit one model and measure its leak, accuracy and size."""
-    min_rows = max(1, math.ceil(support * len(X)))
-    start = time.perf_counter()
-    timed_out = False
-    if learner == "greedy_rl":
-        model = GreedyRuleListClassifier(max_length=depth, max_width=1,
-                                         min_support=support).fit(X, y)
-        fit_s = time.perf_counter() - start
-        reconstruction = rule_list_reconstruction(model.rule_list_, schema)
-        accuracy, size = model.score(X, y), len(model.rule_list_.rules)
-    else:
-        if learner == "cart":
-            from sklearn.tree import DecisionTreeClassifier
-
-            tree = DecisionTreeClassifier(max_depth=depth, min_samples_leaf=min_rows,
-                                          random_state=0).fit(X, y)
-            released = from_sklearn(tree)
-            accuracy = tree.score(X, y)
-        else:
-            from pydl85 import DL85Classifier
-
-            fitted = DL85Classifier(max_depth=depth, min_sup=min_rows,
-                                    time_limit=DL85_TIME_LIMIT).fit(X.to_numpy(), y)
-            released = dl85_to_ir(fitted.tree_, list(X.columns), X.to_numpy(), y)
-            accuracy = float((fitted.predict(X.to_numpy()) == y).mean())
-            timed_out = bool(getattr(fitted, "timeout_", False))
-        fit_s = time.perf_counter() - start
-        reconstruction = tree_reconstruction(released, schema)
-        size = released.trees[0].n_leaves - 1
-    summary = summarize(reconstruction)
-    return {"learner": learner, "depth": depth, "min_support": support, "accuracy": accuracy,
-            "size": int(size), "dist_g": summary.dist_g, "dist": summary.dist,
-            "fit_s": fit_s, "timed_out": timed_out}
-
-
-def dl85_to_ir(node: dict, names: list[str], X: np.ndarray, y: np.ndarray) -> ReleasedModel:
-    """A DL8.5 tree (``left`` holds feature = 1) as a one-tree IR, its leaf counts from the
-    training rows (DL8.5 stores errors, not counts)."""
-    feature, threshold, left, right = [], [], [], []
-
-    def add(n: dict) -> int:
-        index = len(feature)
-        feature.append(n.get("feat", -1))
-        threshold.append(0.5)
-        left.append(-1)
-        right.append(-1)
-        if "feat" in n:
-            left[index] = add(n["right"])  # x <= 0.5: feature = 0
-            right[index] = add(n["left"])
-        return index
-
-    add(node)
-    feat = np.array(feature)
-    leaf_of_node = np.full(len(feat), -1)
-    leaf_of_node[feat < 0] = np.arange(int((feat < 0).sum()))
-    classes = np.unique(y)
-    tree = Tree(feat, np.array(threshold), np.array(left), np.array(right), leaf_of_node,
-                np.zeros((int((feat < 0).sum()), len(classes)), dtype=np.int64))
-    model = ReleasedModel([tree], classes.tolist(), names, source="pydl85")
-    tree.counts = model.leaf_counts_of(X, y)[0]
-    return model
 
 
 # --- speed targets -------------------------------------------------------------------------
@@ -301,7 +239,7 @@ def plot(runs: list[dict[str, Any]], path: Path) -> None:
 
     datasets = sorted({r["dataset"] for r in runs})
     fig, axes = plt.subplots(len(datasets), 2, figsize=(11, 4 * len(datasets)), squeeze=False)
-    colours = {"cart": "tab:blue", "dl85": "tab:red", "greedy_rl": "tab:green"}
+    colours = {"cart": "tab:blue", "dl85": "tab:red", "greedy-rl": "tab:green"}
     for row, dataset in zip(axes, datasets):
         for learner, colour in colours.items():
             mine = [r for r in runs if r["dataset"] == dataset and r["learner"] == learner]

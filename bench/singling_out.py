@@ -14,6 +14,8 @@ the attack on a depth-30 tree fitted on all of Adult.
 
 Regression uses scikit-learn's diabetes data (442 rows, 10 numerical columns): California
 housing needs a download and this machine is offline, so subsets there are 200-400 rows.
+The trees are a treeleaks sweep (attack ``single-out``, `treeleaks.sweep.single_models`),
+run in the workers' own processes on a Dask LocalCluster of ``--workers`` processes.
 See bench/README.md for what is measured.
 """
 
@@ -41,8 +43,10 @@ from common import (
 )
 
 from treeleaks import from_sklearn
-from treeleaks.attacks.singling_out import single_out, tries_without_counts
-from treeleaks.defences.prune import prune
+from treeleaks.attacks.singling_out import single_out
+from treeleaks.sweep import Grid, run_sweep
+from treeleaks.sweep.runner import RECORDS
+from treeleaks.sweep.single_models import HELD_OUT
 
 DATASETS = ("adult", "compas", "diabetes")
 PAPER = {  # Sedlmeyr 2024, Table 1: % of trees with a vulnerable node, mean tries
@@ -51,58 +55,7 @@ PAPER = {  # Sedlmeyr 2024, Table 1: % of trees with a vulnerable node, mean tri
 }
 SUBSET = (1000, 10000)
 SMALL_SUBSET = (200, 400)  # diabetes has 442 rows
-HELD_OUT = 2000
 SPEED_DEPTH, SPEED_SEEDS = 30, 5
-
-
-def regression_dataset() -> Dataset:
-    from sklearn.datasets import load_diabetes
-
-    data = load_diabetes(as_frame=True)
-    frame = data.data.assign(target=data.target.to_numpy())
-    return Dataset("diabetes", frame, "target", [], [])
-
-
-def candidate_params(rng: np.random.Generator) -> dict[str, int]:
-    return {"max_depth": int(rng.integers(5, 65)),
-            "min_samples_split": int(rng.integers(2, 33)),
-            "min_samples_leaf": int(rng.integers(1, 17))}
-
-
-def one_tree(data: Dataset, regression: bool, seed: int, n_search: int) -> dict[str, Any]:
-    """Sample, search, fit, attack, prune: one record."""
-    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
-
-    rng = np.random.default_rng(seed)
-    low, high = SMALL_SUBSET if regression else SUBSET
-    n = int(rng.integers(low, min(high, len(data.frame) - 40) + 1))
-    order = rng.permutation(len(data.frame))
-    train = data.frame.iloc[order[:n]]
-    test = data.frame.iloc[order[n:n + HELD_OUT]]
-    X, y = train.drop(columns=data.label), train[data.label]
-    Xt, yt = test.drop(columns=data.label), test[data.label]
-    kind = DecisionTreeRegressor if regression else DecisionTreeClassifier
-    best, best_score, best_params = None, -np.inf, None
-    for _ in range(n_search):
-        params = candidate_params(rng)
-        tree = kind(random_state=seed, **params).fit(X, y)
-        score = tree.score(Xt, yt)
-        if score > best_score:
-            best, best_score, best_params = tree, score, params
-    model = from_sklearn(best, allow_regression=regression)
-    start = time.perf_counter()
-    result = single_out(model)
-    attack_s = time.perf_counter() - start
-    tries = tries_without_counts(model)
-    pruned, summary = prune(best, 2)
-    after = single_out(from_sklearn(pruned, allow_regression=regression))
-    return {"seed": seed, "n_rows": n, **best_params, "nodes": summary.nodes_before,
-            "vulnerable_pairs": len(result.predicates), "vulnerable": bool(result.predicates),
-            "expected_tries": tries.expected, "tries_in_order": tries.in_order,
-            "attack_s": attack_s, "train_before": best.score(X, y),
-            "train_after": pruned.score(X, y), "test_before": best_score,
-            "test_after": pruned.score(Xt, yt), "nodes_after": summary.nodes_after,
-            "vulnerable_after": len(after.predicates)}
 
 
 def synthetic(n_rows: int, seed: int = 0) -> Dataset:
@@ -193,21 +146,30 @@ def main() -> None:
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--smoke", action="store_true", help="a quick CI run")
+    parser.add_argument("--workers", type=int, default=2, help="trees at a time")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     trees, search, speed_seeds = (5, 2, 2) if args.smoke else (args.trees, args.search,
                                                                 SPEED_SEEDS)
-    aggregates, runs = [], {}
-    for name in args.datasets.split(","):
-        regression = name == "diabetes"
-        data = regression_dataset() if regression else load_dataset(name, args.data_dir)
-        runs[name] = [one_tree(data, regression, seed, search) for seed in range(trees)]
-        aggregates.append(aggregate(name, runs[name]))
+    out = args.out or BENCH_DIR / "results" / (
+        "singling_out_smoke.json" if args.smoke else "singling_out.json")
+    names = args.datasets.split(",")
+    grids = [Grid("single-out", {
+        "dataset": [name], "seed": list(range(trees)), "search": [search],
+        "min_rows": [SMALL_SUBSET[0] if name == "diabetes" else SUBSET[0]],
+        "max_rows": [SMALL_SUBSET[1] if name == "diabetes" else SUBSET[1]]},
+        data_dir=args.data_dir.resolve(), isolate=False) for name in names]
+    folder = out.with_suffix("")  # the sweep's records, one JSON line per finished tree
+    (folder / RECORDS).unlink(missing_ok=True)
+    records = run_sweep(grids, folder, workers=args.workers)
+    failed = [r for r in records if r["status"] != "done"]
+    if failed:
+        raise SystemExit(f"{len(failed)} runs failed, e.g. {failed[0].get('exception')}")
+    runs = {name: [r for r in records if r["dataset"] == name] for name in names}
+    aggregates = [aggregate(name, runs[name]) for name in names]
     timings = [speed(load_dataset("adult", args.data_dir), speed_seeds),
                speed(synthetic(5000 if args.smoke else 50000), speed_seeds)]
     print_tables(aggregates, timings)
-    out = args.out or BENCH_DIR / "results" / (
-        "singling_out_smoke.json" if args.smoke else "singling_out.json")
     write_json(out, {"created": datetime.now(UTC).isoformat(), "environment": environment(),
                      "config": {"trees": trees, "search": search, "subset": SUBSET,
                                 "regression_subset": SMALL_SUBSET, "held_out": HELD_OUT},

@@ -116,6 +116,7 @@ def test_a_point_over_its_wall_time_is_killed_and_recorded(tmp_path: Path) -> No
     ('attack = "forest"\n', "no [axes] table"),
     ('attack = "forest"\nworkers = 2\n[axes]\ndataset = "x"\n', "unknown key 'workers'"),
     ('attack = "forest"\n[axes\n', "not valid TOML"),
+    ('attack = "forest"\nisolate = "no"\n[axes]\ndataset = "x"\n', "isolate must be true or false"),
 ])
 def test_bad_grids_are_refused_with_exit_2(tmp_path: Path, grid: str, message: str) -> None:
     path = write(tmp_path, grid)
@@ -182,3 +183,24 @@ def test_point_keys_ignore_axes_left_at_their_default() -> None:
     assert keys == [point_key("forest", p) for p in explicit.points()]
     assert len(set(keys)) == 2
     assert not set(keys) & {point_key("forest", p) for p in other.points()}
+
+
+def test_points_run_in_the_worker_when_the_grid_does_not_isolate_them(tmp_path: Path) -> None:
+    grid = grid_from_dict({"attack": "interpretable", "isolate": False, "axes": {
+        "dataset": ["breast-cancer", "no-such-data"], "learner": "cart", "depth": 3}})
+    records = {r["dataset"]: r for r in run_sweep(grid, tmp_path, workers=1)}
+    done = records["breast-cancer"]
+    assert done["status"] == "done" and done["peak_mem_mb"] is None
+    alone = ATTACKS["interpretable"].run({k: done[k] for k in ATTACKS["interpretable"].axes},
+                                         None)
+    assert done["dist_g"] == pytest.approx(alone["dist_g"], abs=1e-12) and done["size"] == 7
+    assert records["no-such-data"]["status"] == "error"
+    assert "Traceback" in records["no-such-data"]["log_tail"]
+
+
+def test_a_single_out_point_finds_nothing_after_pruning() -> None:
+    point = {**{k: a.default for k, a in ATTACKS["single-out"].axes.items()},
+             "dataset": "breast-cancer", "min_rows": 200, "max_rows": 400, "search": 2}
+    out = ATTACKS["single-out"].run(point, None)
+    assert 200 <= out["n_rows"] <= 400 and out["vulnerable_after"] == 0
+    assert out["vulnerable"] == (out["vulnerable_pairs"] > 0)

@@ -8,6 +8,8 @@ result against the sample. Each attack names its axes and their defaults.
   the most-likely-dataset reconstruction (N known, or inferred with ``n_unknown``);
   ``leak_test`` adds the leak-vs-distribution test against the rows left out, ``informed``
   the informed adversary on that many target rows (`treeleaks.evaluation.informed`).
+- ``interpretable`` and ``single-out``: a single tree or rule list
+  (`treeleaks.sweep.single_models`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from treeleaks.sweep.single_models import run_interpretable, run_single_out
+
 SOLVED = ("OPTIMAL", "FEASIBLE")
+DONE = "done"  # the status of a point whose attack has no solver status
 TEST_ROWS = 5000  # held-out rows the DP forest's test accuracy is read on (fewer if few are left)
 
 
@@ -62,10 +67,12 @@ COMMON = {
 
 @dataclass(frozen=True)
 class Attack:
-    """A kind of sweep point: its axes and the function that runs one point."""
+    """A kind of sweep point: its axes, the function that runs one point, and the measures
+    the summary shows (means over seeds)."""
 
     axes: dict[str, Axis]
     run: Callable[[dict[str, Any], Path | None], dict[str, Any]]
+    measures: tuple[str, ...]
 
 
 def _schema(data: Any) -> Any:
@@ -176,6 +183,14 @@ def run_dp_forest(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any
     return out
 
 
+def _share(v: Any) -> bool:
+    return _positive(v) and v <= 1
+
+
+def _fraction(v: Any) -> bool:
+    return _positive(v) and v < 1
+
+
 ATTACKS = {
     "forest": Attack({
         **COMMON,
@@ -185,7 +200,7 @@ ATTACKS = {
         "ignore_multiplicities": Axis(False, _flag, "true or false"),
         "worst_case": Axis(False, _flag, "true or false"),
         "solver": Axis("highs", lambda v: v in ("highs", "cp-sat"), '"highs" or "cp-sat"'),
-    }, run_forest),
+    }, run_forest, ("time_s", "error", "baseline_error", "proven_share")),
     "dp-forest": Attack({
         **COMMON,
         "trees": Axis(10, _int_at_least(1), "an integer >= 1"),
@@ -194,5 +209,20 @@ ATTACKS = {
         "n_unknown": Axis(False, _flag, "true or false"),
         "leak_test": Axis(False, _flag, "true or false"),
         "informed": Axis(0, _int_at_least(0), "a number of target rows >= 0"),
-    }, run_dp_forest),
+    }, run_dp_forest, ("time_s", "first_solution_s", "error", "baseline_error")),
+    "interpretable": Attack({
+        "dataset": COMMON["dataset"], "seed": COMMON["seed"],
+        "learner": Axis("cart", lambda v: v in ("cart", "dl85", "greedy-rl"),
+                        '"cart", "dl85" (pydl8.5) or "greedy-rl"'),
+        "depth": Axis(3, _int_at_least(1), "an integer >= 1 (rules, for a rule list)"),
+        "min_support": Axis(0.01, _fraction, "a share of the rows in (0, 1)"),
+        "train_share": Axis(1.0, _share, "a share of the dataset in (0, 1]"),
+    }, run_interpretable, ("dist_g", "dist", "accuracy", "size")),
+    "single-out": Attack({
+        "dataset": COMMON["dataset"], "seed": COMMON["seed"],
+        "search": Axis(5, _int_at_least(1), "a number of candidates >= 1"),
+        "min_rows": Axis(1000, _int_at_least(2), "an integer >= 2"),
+        "max_rows": Axis(10000, _int_at_least(2), "an integer >= 2"),
+    }, run_single_out, ("vulnerable", "expected_tries", "test_before", "test_after",
+                        "vulnerable_after")),
 }

@@ -17,7 +17,7 @@ import pandas as pd
 
 from treeleaks.errors import TreeleaksError
 
-BUILT_IN = "breast-cancer"  # the demo's 569 patients, 15 measurements binarized at medians
+BUILT_IN = ("breast-cancer", "diabetes")  # shipped with scikit-learn: nothing downloaded
 
 
 class DatasetError(TreeleaksError):
@@ -33,6 +33,7 @@ class Dataset:
     label: str
     one_hot_groups: list[list[str]] = field(default_factory=list)
     at_most_one_groups: list[list[str]] = field(default_factory=list)
+    regression: bool = False  # a numerical target, for regression trees
 
     @property
     def features(self) -> pd.DataFrame:
@@ -59,19 +60,30 @@ def dataset_info(data_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 def load_dataset(name: str, data_dir: Path | None) -> Dataset:
-    """The built-in example, or ``name`` as ``<data_dir>/datasets.json`` describes it."""
-    if name == BUILT_IN:
+    """A built-in dataset, or ``name`` as ``<data_dir>/datasets.json`` describes it.
+
+    Built in: ``breast-cancer`` (the demo's 569 patients, 15 measurements binarized at
+    their medians) and ``diabetes`` (442 patients, 10 numerical columns, a numerical
+    target: for regression trees).
+    """
+    if name == "breast-cancer":
         from treeleaks.demo import demo_data
 
         X, y = demo_data()
         return Dataset(name, X.assign(**{str(y.name): y.to_numpy()}), str(y.name))
+    if name == "diabetes":
+        from sklearn.datasets import load_diabetes
+
+        data = load_diabetes(as_frame=True)
+        return Dataset(name, data.data.assign(target=data.target.to_numpy()), "target",
+                       regression=True)
     if data_dir is None:
-        raise DatasetError(f"dataset {name!r} is not built in (only {BUILT_IN!r} is); give "
-                           "data_dir in the grid or set TREELEAKS_DATA")
+        raise DatasetError(f"dataset {name!r} is not built in ({', '.join(BUILT_IN)} are); "
+                           "give data_dir in the grid or set TREELEAKS_DATA")
     info = dataset_info(data_dir)
     if name not in info:
         raise DatasetError(f"unknown dataset {name!r}; {data_dir}/datasets.json has "
-                           f"{', '.join(sorted(info))} (and {BUILT_IN!r} is built in)")
+                           f"{', '.join(sorted(info))} (and {', '.join(BUILT_IN)} are built in)")
     meta = info[name]
     return Dataset(
         name=name,

@@ -7,6 +7,9 @@ what every point may use (wall time, memory, where the datasets are).
     point_memory_mb = 8000          # resident memory before a point is killed (default none)
     data_dir = "../data"            # datasets.json folder, relative to this file
                                     # (default: the TREELEAKS_DATA environment variable)
+    isolate = true                  # each point in a process of its own (default); false
+                                    # runs points in the worker itself: no start-up cost,
+                                    # but no time or memory limit (for points of seconds)
     [axes]
     dataset = ["compas", "adult"]
     depth = ["none", 10, 5]         # "none": unlimited depth
@@ -28,7 +31,7 @@ from typing import Any
 from treeleaks.errors import TreeleaksError
 from treeleaks.sweep.attacks import ATTACKS
 
-TOP_KEYS = ("attack", "axes", "point_time_limit", "point_memory_mb", "data_dir")
+TOP_KEYS = ("attack", "axes", "point_time_limit", "point_memory_mb", "data_dir", "isolate")
 NONE_WORDS = ("none", "null", "unlimited")
 
 
@@ -45,6 +48,7 @@ class Grid:
     point_time_limit: float | None = None
     point_memory_mb: float | None = None
     data_dir: Path | None = None
+    isolate: bool = True
 
     def points(self) -> list[dict[str, Any]]:
         """Every combination of the axes' values, defaults filled in, in file order."""
@@ -108,8 +112,12 @@ def grid_from_dict(data: dict[str, Any], base: Path = Path()) -> Grid:
         axes[name] = values
     if spec["dataset"].default is None and "dataset" not in axes:
         raise GridError("the grid names no dataset; add dataset = [...] under [axes]")
+    isolate = data.get("isolate", True)
+    if not isinstance(isolate, bool):
+        raise GridError(f"isolate must be true or false, not {isolate!r}")
     return Grid(attack, axes, _positive(data, "point_time_limit"),
-                _positive(data, "point_memory_mb"), _data_dir(data.get("data_dir"), base))
+                _positive(data, "point_memory_mb"), _data_dir(data.get("data_dir"), base),
+                isolate)
 
 
 def _none(value: Any) -> Any:

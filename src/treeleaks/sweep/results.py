@@ -1,6 +1,6 @@
 """A sweep's records as one table, and the summary printed after a sweep: per combination
-of the axes other than the seed, the points, the share solved, medians of time and memory
-and the mean and median error."""
+of the axes other than the seed, the points, the share solved, median memory and the mean
+of each of the attack's measures."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from treeleaks.sweep.attacks import SOLVED
+from treeleaks.sweep.attacks import ATTACKS, DONE, SOLVED
 from treeleaks.sweep.grid import Grid
 
 
@@ -32,15 +32,17 @@ def write_table(records: list[dict[str, Any]], path: Path) -> pd.DataFrame:
 
 
 def summarise(table: pd.DataFrame, grid: Grid) -> pd.DataFrame:
-    """Per combination of the grid's varying axes (seed excluded): points, solved share,
-    median time and peak memory, mean and median error, mean baseline error (the random
-    guesses' error)."""
+    """Per combination of the grid's varying axes (seed excluded): points, the share solved
+    (a solver status, verified where the attack verifies; ``done`` for attacks without a
+    solver), median peak memory, and the mean of each of the attack's measures."""
     by = [a for a, values in grid.axes.items() if len(values) > 1 and a != "seed"]
-    table = table.assign(
-        solved=table["status"].isin(SOLVED) & table.get("verified", False).fillna(False)
-        .astype(bool),
-        **{c: table.get(c, pd.Series(float("nan"), index=table.index))
-           for c in ("time_s", "peak_mem_mb", "error", "baseline_error")})
+    verified = (table["verified"].astype("boolean").fillna(False).astype(bool)
+                if "verified" in table else pd.Series(True, index=table.index))
+    solved = (table["status"].isin(SOLVED) & verified) | (table["status"] == DONE)
+    measures = ATTACKS[grid.attack].measures
+    table = table.assign(solved=solved, **{c: pd.to_numeric(table[c], errors="coerce")
+                                           if c in table else float("nan")
+                                           for c in ("peak_mem_mb", *measures)})
     keyed = table.assign(**{a: table[a].astype(object).where(table[a].notna(), "none")
                             for a in by})
     groups = keyed.groupby(by, sort=False, dropna=False) if by else [((), keyed)]
@@ -48,8 +50,6 @@ def summarise(table: pd.DataFrame, grid: Grid) -> pd.DataFrame:
     for values, part in groups:
         values = values if isinstance(values, tuple) else (values,)
         rows.append({**dict(zip(by, values)), "points": len(part),
-                     "solved": part["solved"].mean(), "time s (med)": part["time_s"].median(),
-                     "MB (med)": part["peak_mem_mb"].median(),
-                     "error": part["error"].mean(), "error (med)": part["error"].median(),
-                     "baseline": part["baseline_error"].mean()})
-    return pd.DataFrame(rows)
+                     "solved": part["solved"].mean(), "MB (med)": part["peak_mem_mb"].median(),
+                     **{m: part[m].mean() for m in measures}})
+    return pd.DataFrame(rows).dropna(axis=1, how="all")  # memory is unknown in-process

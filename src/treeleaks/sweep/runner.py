@@ -3,9 +3,11 @@ per core by default (the solvers are CPU-bound), or an existing cluster's schedu
 
 Every point runs in a child process of its own with the grid's wall-time and memory limits
 (`treeleaks.sweep.isolate`), so a point that hangs, runs out of memory or crashes is
-recorded as such and the sweep goes on. Each finished point is appended at once to
-``points.jsonl`` in the output folder; a sweep started again skips the points already
-there, so a sweep killed half-way resumes where it stopped.
+recorded as such and the sweep goes on; a grid of points that take milliseconds can run
+them in the workers themselves (``isolate = false``: an exception is still recorded).
+Each finished point is appended at once to ``points.jsonl`` in the output folder; a sweep
+started again skips the points already there, so a sweep killed half-way resumes where it
+stopped.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ import logging
 import math
 import os
 import sys
+import time
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from treeleaks.errors import TreeleaksError
+from treeleaks.sweep.attacks import ATTACKS, DONE
 from treeleaks.sweep.grid import Grid, point_key
 from treeleaks.sweep.isolate import ChildOutcome, run_isolated
 
@@ -35,17 +40,32 @@ class SweepError(TreeleaksError):
 
 
 def run_point(grid: Grid, point: dict[str, Any]) -> dict[str, Any]:
-    """One point in its own process, as one record (runs on a Dask worker)."""
+    """One point, in its own process unless the grid says otherwise, as one record (runs on
+    a Dask worker)."""
+    if not grid.isolate:
+        return _run_here(grid, point)
     config = {"attack": grid.attack, "point": point,
               "data_dir": None if grid.data_dir is None else str(grid.data_dir)}
     outcome = run_isolated(CHILD, config, grid.time_limit_for(point), grid.point_memory_mb)
     return point_record(grid.attack, point, outcome)
 
 
+def _run_here(grid: Grid, point: dict[str, Any]) -> dict[str, Any]:
+    """One point in this process: an exception is recorded, nothing is limited."""
+    start = time.perf_counter()
+    log = ""
+    try:
+        result = ATTACKS[grid.attack].run(point, grid.data_dir)
+    except Exception as exc:
+        result, log = {"exception": f"{type(exc).__name__}: {exc}"}, traceback.format_exc()
+    outcome = ChildOutcome(result, None, False, False, time.perf_counter() - start, None, log)
+    return point_record(grid.attack, point, outcome)
+
+
 def point_record(attack: str, point: dict[str, Any], outcome: ChildOutcome) -> dict[str, Any]:
     """The point, what its attack measured, and how the run ended: the attack's status, or
     ``timeout``, ``memory`` (killed at the memory limit), ``error`` (an exception, in
-    ``exception``) or ``crashed`` (no result)."""
+    ``exception``), ``crashed`` (no result), or ``done`` (an attack without a status)."""
     result = dict(outcome.result or {})
     if outcome.timed_out:
         status = "timeout"
@@ -53,8 +73,10 @@ def point_record(attack: str, point: dict[str, Any], outcome: ChildOutcome) -> d
         status = "memory"
     elif "exception" in result:
         status = "error"
+    elif outcome.result is None:
+        status = "crashed"
     else:
-        status = result.get("status", "crashed")
+        status = result.get("status", DONE)
     result = {k: None if isinstance(v, float) and not math.isfinite(v) else v
               for k, v in result.items()}
     record = {"key": point_key(attack, point), "attack": attack, **point, **result,
