@@ -1,0 +1,114 @@
+"""The defences an audit proposes, each with its effect on this model measured (prune to k,
+strip the random states) or, for retraining with DP, cited from the project's benchmark.
+A defence without a number behind it is not proposed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from treeleaks.report import dp_costs
+from treeleaks.report.evidence import AuditInput, Evidence
+from treeleaks.report.findings import COMPLETE, NOT_RUN, PARTIAL, AttackRun, Defence
+
+PRUNE_K = 2  # the smallest k that removes every vulnerable node
+
+
+def prune_effect(inp: AuditInput) -> tuple[AttackRun, Defence | None]:
+    """Prune the scikit-learn model so no node shows a count below `PRUNE_K`
+    (`treeleaks prune`), re-run singling out on it, and score it before and after on the
+    custodian's rows."""
+    from treeleaks.attacks.singling_out import single_out
+    from treeleaks.defences.prune import PRUNABLE, prune
+    from treeleaks.frontends.sklearn import from_sklearn
+
+    title = f"Pruning to k = {PRUNE_K}"
+    kind = type(inp.estimator).__name__
+    if inp.estimator is None or kind not in PRUNABLE:
+        why = ("needs the scikit-learn object (a .skops file, or a pickle with "
+               "--trust-pickle)" if inp.estimator is None else f"cannot prune a {kind}")
+        return AttackRun("prune", title, NOT_RUN, why), None
+    pruned, summary = prune(inp.estimator, PRUNE_K)
+    left = single_out(from_sklearn(pruned), cells=False)
+    figures: dict[str, Any] = {
+        "min_count": PRUNE_K, "nodes_before": summary.nodes_before,
+        "nodes_after": summary.nodes_after, "leaves_before": summary.leaves_before,
+        "leaves_after": summary.leaves_after, "predicates_left": len(left.predicates)}
+    effect = (f"no node shows a class count below {PRUNE_K}: {len(left.predicates)} "
+              f"singling-out predicates left; {summary.nodes_before:,} → "
+              f"{summary.nodes_after:,} nodes")
+    if inp.data is not None:
+        X, y = inp.data[inp.model.feature_names], inp.data[inp.label]
+        before, after = inp.estimator.score(X, y), pruned.score(X, y)
+        figures.update(accuracy_before=before, accuracy_after=after)
+        effect += f"; accuracy on your rows {before:.4f} → {after:.4f}"
+    if inp.model.n_trees > 1:
+        effect += ("; every tree is pruned, but the forest's reconstruction still reads the "
+                   "counts that remain")
+    run = AttackRun("prune", title, COMPLETE, "", 0.0, figures)
+    return run, Defence(f"Prune to k = {PRUNE_K} (treeleaks prune --min-count {PRUNE_K})",
+                        effect, figures, "measured on this model")
+
+
+def strip_random_states(inp: AuditInput, ev: Evidence) -> tuple[AttackRun, Defence | None]:
+    """Re-run the bootstrap attack without the per-tree draws the random states give away
+    (``ignore_multiplicities``) and set it beside the attack with them."""
+    from treeleaks.attacks.exact import reconstruct
+    from treeleaks.evaluation.metrics import evaluate
+
+    title = "The bootstrap attack without the random states"
+    without = reconstruct(inp.model, inp.bound, time_limit=inp.budget,
+                          ignore_multiplicities=True)
+    s = without.summary()
+    figures: dict[str, Any] = {"status": s["status"], "formulation": s["formulation"],
+                               "n_rows": s["n_rows"], "proven_rows": s["proven_rows"]}
+    with_states = ev.recon.summary() if ev.recon is not None else None
+    effect = (f"rows come back in no particular order instead of in training order; proven "
+              f"rows {with_states['proven_rows'] if with_states else '?'} → {s['proven_rows']}")
+    if inp.data is not None and without.n_rows:
+        score = evaluate(inp.truth, without.rows, inp.data_schema, label=inp.model.label_name)
+        exact = round(score.exact_share * score.n_true)
+        figures.update(error=score.error, exact_rows=exact)
+        if ev.score is not None:
+            figures.update(error_with_states=ev.score.error,
+                           exact_rows_with_states=round(ev.score.exact_share * ev.score.n_true))
+            effect += (f"; rows rebuilt exactly {figures['exact_rows_with_states']} → {exact}, "
+                       f"error {ev.score.error:.4f} → {score.error:.4f}")
+    done = s["status"] == "OPTIMAL"
+    run = AttackRun("strip-random-states", title, COMPLETE if done else PARTIAL,
+                    "" if done else f"stopped at the budget (status {s['status']}): the "
+                    "attacker may do better than shown", without.time_s, figures)
+    return run, Defence("Release the trees without their random states (they regenerate "
+                        "each tree's bootstrap draws)", effect, figures,
+                        "measured on this model")
+
+
+def retrain_with_dp(inp: AuditInput) -> Defence:
+    """Retraining as a DP forest: the benchmark's figures at each ε, cited."""
+    rows = {f"{dataset} eps={eps:g}": cost._asdict()
+            for (dataset, eps), cost in dp_costs.MEASURED.items()}
+    at5 = {d: c for (d, e), c in dp_costs.MEASURED.items() if e == 5.0}
+    effect = ("at ε = 5 the DP attack still rebuilt " + ", ".join(
+        f"{c.perfect_share:.0%} of {d}'s rows exactly (error {c.error:.3f} vs random "
+        f"{c.baseline:.3f}, test accuracy {c.test_accuracy:.3f})" for d, c in at5.items())
+              + "; ε = 1 lowers that to " + ", ".join(
+        f"{dp_costs.MEASURED[(d, 1.0)].perfect_share:.0%}" for d in at5)
+              + ": DP limits, but does not stop, reconstruction")
+    if inp.model.noise is not None:
+        effect = (f"this model is already DP with ε = {inp.model.noise.epsilon:g}; "
+                  + effect.replace("at ε = 5", "for comparison, at ε = 5"))
+    return Defence("Retrain as a differentially private forest (treeleaks train-dp)", effect,
+                   rows, dp_costs.SOURCE)
+
+
+def strip_counts(singling: AttackRun | None) -> Defence | None:
+    """Releasing the trees without their counts: how many guesses an adversary then needs
+    to single out a row (the deepest-first ranking, measured on this model's counts)."""
+    tries = None if singling is None else singling.figures.get(
+        "mean_expected_tries_without_counts")
+    if tries is None or not singling.figures.get("n_predicates"):
+        return None
+    effect = (f"no predicate is proven any more, and an adversary guessing leaves deepest "
+              f"first needs {tries:.1f} tries on average before one singles out a row "
+              "(measured with this model's counts)")
+    return Defence("Release the trees without their leaf counts", effect,
+                   {"mean_expected_tries_without_counts": tries}, "measured on this model")
