@@ -28,7 +28,6 @@ from treeleaks.cli.app import (
     positive_seconds,
     write_all,
 )
-from treeleaks.cli.single_out import DataOption, LabelOption, read_data
 from treeleaks.errors import TreeleaksError
 
 if TYPE_CHECKING:
@@ -39,6 +38,10 @@ if TYPE_CHECKING:
     from treeleaks.model import ReleasedModel
     from treeleaks.report.findings import Audit
 
+DataOption = Annotated[Path | None, typer.Option(
+    help="CSV of your training rows (features and label): shows which of them are exposed "
+    "and scores the reconstruction. The rows never leave this machine.")]
+LabelOption = Annotated[str | None, typer.Option(help="The label column of --data.")]
 RISK_STYLE = {"HIGH": "bold white on red", "MEDIUM": "bold black on yellow",
               "LOW": "bold white on green"}
 
@@ -126,6 +129,7 @@ def _estimator(path: Path, trust_pickle: bool) -> Any:
 def _checked_data(model: ReleasedModel, path: Path, label: str | None) -> pd.DataFrame:
     """The custodian's rows, refused as ``single-out --data`` refuses them."""
     from treeleaks.attacks.singling_out import split_data
+    from treeleaks.cli.single_out import read_data
 
     frame = read_data(path, label)
     if label not in model.feature_names:
@@ -139,13 +143,14 @@ def _checked_data(model: ReleasedModel, path: Path, label: str | None) -> pd.Dat
 
 def _checked_population(model: ReleasedModel, path: Path, label: str | None,
                         data: Path | None) -> pd.DataFrame:
+    from treeleaks.attacks.singling_out import split_data
+    from treeleaks.cli.single_out import read_data
+
     if data is None:
         fail("--population needs --data: the test sets the reconstruction against your "
              "training rows and the population", EXIT_BAD_INPUT)
     frame = read_data(path, label)
     try:
-        from treeleaks.attacks.singling_out import split_data
-
         split_data(model, frame, label)
     except TreeleaksError as exc:
         fail(f"--population: {describe(exc)}", EXIT_BAD_INPUT)

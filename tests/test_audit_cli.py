@@ -1,0 +1,126 @@
+"""``treeleaks audit``: the report files, the printed verdict, and bad input refused as the
+separate commands refuse it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import joblib
+import pandas as pd
+import pytest
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+from typer.testing import CliRunner, Result
+
+from treeleaks.cli import app
+from treeleaks.io import save_model
+from treeleaks.report.json_report import validate
+
+from conftest import binary_frame
+
+runner = CliRunner()
+
+
+def one_line_error(result: Result, code: int = 2) -> str:
+    assert result.exit_code == code, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("audit")
+    X, y = binary_frame(80, 6, seed=5)
+    forest = RandomForestClassifier(n_estimators=10, bootstrap=False, random_state=0).fit(X, y)
+    tree = DecisionTreeClassifier(max_depth=4, random_state=0).fit(X, y)
+    X.assign(label=y).to_csv(folder / "train.csv", index=False)
+    X.assign(other=1, label=y).to_csv(folder / "wide.csv", index=False)
+    joblib.dump(forest, folder / "forest.pkl")
+    regressor = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y.astype(float))
+    return {"forest": save_model(forest, folder / "forest.skops"),
+            "tree": save_model(tree, folder / "tree.skops"),
+            "regressor": save_model(regressor, folder / "regressor.skops"),
+            "pickle": folder / "forest.pkl", "data": folder / "train.csv",
+            "wide": folder / "wide.csv"}
+
+
+def test_audit_writes_both_reports_and_prints_the_verdict(files, tmp_path) -> None:
+    out = tmp_path / "new" / "audit"
+    result = runner.invoke(app, ["audit", str(files["forest"]), "--data", str(files["data"]),
+                                 "--label", "label", "--budget", "60", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text())
+    validate(report)
+    assert report["partial"] is False
+    assert f"{report['risk']['level']}" in result.stdout
+    assert "Rows proven in the training data" in result.stdout
+    page = (out / "report.html").read_text()
+    assert 'id="verdict"' in page and "data:image/png;base64," in page
+    assert "http://" not in page and "https://" not in page  # nothing to fetch
+
+
+def test_audit_is_listed_first() -> None:
+    listing = runner.invoke(app, ["--help"]).stdout
+    first_command = listing[listing.index("Commands"):].splitlines()[1].split()[1]
+    assert first_command == "audit"
+
+
+def test_interrupted_audit_writes_a_partial_report_and_exits_130(files, tmp_path,
+                                                                 monkeypatch) -> None:
+    from treeleaks.report import evidence
+
+    def ctrl_c(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evidence, "singling_out", ctrl_c)
+    result = runner.invoke(app, ["audit", str(files["tree"]), "--out", str(tmp_path)])
+    assert "interrupted" in one_line_error(result, 130)
+    assert json.loads((tmp_path / "report.json").read_text())["partial"] is True
+    assert "Partial report." in (tmp_path / "report.html").read_text()
+
+
+@pytest.mark.parametrize("case", ["missing", "pickle", "schema", "regressor"])
+def test_model_and_schema_refused_as_reconstruct_refuses_them(files, tmp_path, case) -> None:
+    model = {"missing": tmp_path / "nope.skops", "pickle": files["pickle"],
+             "schema": files["forest"], "regressor": files["regressor"]}[case]
+    extra = ["--schema", str(tmp_path / "none.json")] if case == "schema" else []
+    audit = runner.invoke(app, ["audit", str(model), "--out", str(tmp_path / "a"), *extra])
+    other = runner.invoke(app, ["reconstruct", str(model), *extra])
+    assert one_line_error(audit) == one_line_error(other)
+
+
+@pytest.mark.parametrize("case", ["no label", "wrong columns", "unreadable"])
+def test_data_refused_as_single_out_refuses_it(files, tmp_path, case) -> None:
+    data = {"no label": files["data"], "wrong columns": files["wide"],
+            "unreadable": tmp_path / "missing.csv"}[case]
+    label = [] if case == "no label" else ["--label", "label"]
+    args = [str(files["tree"]), "--data", str(data), *label]
+    audit = runner.invoke(app, ["audit", *args, "--out", str(tmp_path / "a")])
+    other = runner.invoke(app, ["single-out", *args])
+    assert one_line_error(audit) == one_line_error(other)
+
+
+def test_bad_options_are_one_line_errors(files, tmp_path) -> None:
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    model = str(files["tree"])
+    budget = runner.invoke(app, ["audit", model, "--budget", "0", "--out", str(tmp_path)])
+    assert "must be a positive number of seconds" in one_line_error(budget)
+    out_file = runner.invoke(app, ["audit", model, "--out", str(a_file)])
+    assert "is a file; name a folder" in one_line_error(out_file)
+    population = runner.invoke(app, ["audit", model, "--population", str(files["data"]),
+                                     "--label", "label", "--out", str(tmp_path)])
+    assert "--population needs --data" in one_line_error(population)
+    assert not (tmp_path / "report.json").exists()
+
+
+def test_tree_report_draws_the_tree_and_lists_every_row(files, tmp_path) -> None:
+    result = runner.invoke(app, ["audit", str(files["tree"]), "--data", str(files["data"]),
+                                 "--label", "label", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "report.html").read_text()
+    assert 'id="plot-tree"' in page and 'id="plot-entropy"' in page
+    rows = json.loads((tmp_path / "report.json").read_text())["rows"]
+    assert [r["row"] for r in rows] == list(range(len(pd.read_csv(files["data"]))))
