@@ -124,3 +124,25 @@ def test_tree_report_draws_the_tree_and_lists_every_row(files, tmp_path) -> None
     assert 'id="plot-tree"' in page and 'id="plot-entropy"' in page
     rows = json.loads((tmp_path / "report.json").read_text())["rows"]
     assert [r["row"] for r in rows] == list(range(len(pd.read_csv(files["data"]))))
+
+
+def test_rule_list_audit_matches_treeleaks_leak(tmp_path) -> None:
+    from test_rule_list import PAPER
+
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps(PAPER))
+    leak = runner.invoke(app, ["leak", str(rules), "--json", str(tmp_path / "leak.json")])
+    audit = runner.invoke(app, ["audit", str(rules), "--out", str(tmp_path / "a")])
+    assert leak.exit_code == 0 and audit.exit_code == 0, audit.output
+    expected = json.loads((tmp_path / "leak.json").read_text())
+    report = json.loads((tmp_path / "a" / "report.json").read_text())
+    validate(report)
+    assert report["verdict"]["dist_g"] == pytest.approx(expected["dist_g"])
+    assert report["verdict"]["n_rows_given_away"] == expected["n_rows"] == 5
+    assert report["verdict"]["class_balance_given_away"] == {"0": 2, "1": 3}
+    assert report["risk"]["level"] == "MEDIUM" and report["risk"]["rule"] == "narrowed down"
+    status = {a["name"]: a["status"] for a in report["attacks"]}
+    assert status == {"leak": "complete", "reconstruct": "not run", "single-out": "not run"}
+    with_data = runner.invoke(app, ["audit", str(rules), "--data", str(tmp_path / "x.csv"),
+                                    "--label", "y", "--out", str(tmp_path / "b")])
+    assert "a rule list is audited from the file alone" in one_line_error(with_data)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from treeleaks.model import ReleasedModel
+    from treeleaks.report.evidence import AuditInput
     from treeleaks.report.findings import Audit
 
 DataOption = Annotated[Path | None, typer.Option(
@@ -64,25 +65,29 @@ def audit_command(
 ) -> None:
     """Audit a model before release: run every attack that applies, print the verdict, and
     write report.html (self-contained) and report.json to --out."""
+    from treeleaks.cli.leak import rule_list_or_none
     from treeleaks.report.collect import run_audit
-    from treeleaks.report.evidence import AuditInput
     from treeleaks.report.html_report import render
     from treeleaks.report.json_report import to_json
+    from treeleaks.report.rule_lists import run_rule_list_audit
 
+    if out.exists() and not out.is_dir():
+        fail(f"--out {str(out)!r} is a file; name a folder for report.html and report.json",
+             EXIT_BAD_INPUT)
+    rule_list = rule_list_or_none(model_path)
+    if rule_list is not None:
+        given = _rule_list_schema(rule_list, schema, data or population)
+    else:
+        inp = _model_input(model_path, schema, data, label, population, budget, trust_pickle)
     html_path, json_path = out / "report.html", out / "report.json"
     _make_folder(out)
-    inputs = [p for p in (data, population) if p is not None]
-    guard_outputs(model_path, schema, [html_path, json_path])
-    guard_outputs(model_path, inputs[0] if inputs else None, [html_path, json_path])
-    model = load(model_path, trust_pickle)
-    bound_schema(schema, model)  # refused here as the other commands refuse it
-    frame = _checked_data(model, data, label) if data is not None else None
-    rest = _checked_population(model, population, label, data) if population else None
-    inp = AuditInput(model, model_path.name, _schema(schema), _estimator(model_path,
-                     trust_pickle), frame, label, rest, budget)
-    err = Console(stderr=True)
-    with _progress(err) as (engine, on_step):
-        audit = run_audit(inp, progress=engine, on_step=on_step)
+    for given_file in (schema, data, population):
+        guard_outputs(model_path, given_file, [html_path, json_path])
+    if rule_list is not None:
+        audit = run_rule_list_audit(rule_list, model_path.name, given, budget)
+    else:
+        with _progress(Console(stderr=True)) as (engine, on_step):
+            audit = run_audit(inp, progress=engine, on_step=on_step)
     try:
         files = {json_path: to_json(audit), html_path: render(audit)}
     except TreeleaksError as exc:
@@ -96,10 +101,35 @@ def audit_command(
         fail("interrupted; the partial report says what ran", EXIT_INTERRUPTED)
 
 
+def _model_input(model_path: Path, schema: Path | None, data: Path | None, label: str | None,
+                 population: Path | None, budget: float, trust_pickle: bool) -> AuditInput:
+    """Load and check every input as the separate commands do."""
+    from treeleaks.report.evidence import AuditInput
+
+    model = load(model_path, trust_pickle)
+    bound_schema(schema, model)  # refused here as the other commands refuse it
+    frame = _checked_data(model, data, label) if data is not None else None
+    rest = _checked_population(model, population, label, data) if population else None
+    return AuditInput(model, model_path.name, _schema(schema),
+                      _estimator(model_path, trust_pickle), frame, label, rest, budget)
+
+
+def _rule_list_schema(rule_list: Any, schema: Path | None, rows: Path | None) -> Any:
+    """A rule list's schema, checked as ``treeleaks leak`` checks it (None: inferred)."""
+    from treeleaks.attacks.probabilistic import bind_rule_list
+
+    if rows is not None:
+        fail("--data and --population are for tree models; a rule list is audited from the "
+             "file alone", EXIT_BAD_INPUT)
+    given = _schema(schema)
+    try:
+        bind_rule_list(rule_list, given)
+    except (TreeleaksError, ValueError) as exc:
+        fail(describe(exc), EXIT_BAD_INPUT)
+    return given
+
+
 def _make_folder(out: Path) -> None:
-    if out.exists() and not out.is_dir():
-        fail(f"--out {str(out)!r} is a file; name a folder for report.html and report.json",
-             EXIT_BAD_INPUT)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -107,10 +137,17 @@ def _make_folder(out: Path) -> None:
 
 
 def _schema(path: Path | None) -> Any:
-    """The schema as given (already checked against the model), or None."""
+    """The schema as given, or None; refused as ``treeleaks leak`` refuses it."""
     from treeleaks.schema import FeatureSchema
 
-    return None if path is None else FeatureSchema.from_json(path)
+    if path is None:
+        return None
+    if not path.is_file():
+        fail(f"schema file {str(path)!r} does not exist", EXIT_BAD_INPUT)
+    try:
+        return FeatureSchema.from_json(path)
+    except (TreeleaksError, ValueError, OSError) as exc:
+        fail(describe(exc), EXIT_BAD_INPUT)
 
 
 def _estimator(path: Path, trust_pickle: bool) -> Any:

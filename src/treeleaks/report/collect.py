@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from treeleaks.progress import ProgressCallback
 
 
-class _Interrupted(Exception):
+class Interrupted(Exception):
     """Ctrl-C during a step."""
 
 
@@ -89,8 +89,8 @@ def run_audit(inp: AuditInput, progress: ProgressCallback | None = None,
         if on_step is not None:
             on_step(title, index, len(steps))
         try:
-            audit.attacks.append(_attempt(name, title, step))
-        except _Interrupted:
+            audit.attacks.append(attempt(name, title, step))
+        except Interrupted:
             audit.interrupted = True
             audit.attacks.append(AttackRun(name, title, NOT_RUN, "interrupted (Ctrl-C) while "
                                            "it ran"))
@@ -98,13 +98,13 @@ def run_audit(inp: AuditInput, progress: ProgressCallback | None = None,
     return audit
 
 
-def _attempt(name: str, title: str, step: Callable[[], AttackRun]) -> AttackRun:
+def attempt(name: str, title: str, step: Callable[[], AttackRun]) -> AttackRun:
     """Run one step; an error becomes a failed record naming it."""
     start = time.perf_counter()
     try:
         run = step()
     except KeyboardInterrupt:
-        raise _Interrupted from None
+        raise Interrupted from None
     except MemoryError:
         return AttackRun(name, title, FAILED, "memory ran out", time.perf_counter() - start)
     except Exception as exc:  # one failing attack must not sink the report
@@ -129,7 +129,8 @@ def _conclude(audit: Audit, inp: AuditInput, ev: Evidence, defences: list[Defenc
     audit.risk = assess(audit.verdict, audit.partial)
     singling = audit.attack("single-out")
     counts = remedies.strip_counts(singling if singling and singling.figures else None)
-    audit.defences = [*defences, *([counts] if counts else []), remedies.retrain_with_dp(inp)]
+    audit.defences = [*defences, *([counts] if counts else []),
+                      remedies.retrain_with_dp(inp.model.noise)]
     if ev.singling is not None and inp.model.n_trees == 1:
         audit.vulnerable_nodes = sorted({p.node for p in ev.singling.predicates})
     audit.plots_data = plot_data(inp, ev, audit)

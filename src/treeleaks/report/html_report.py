@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from treeleaks.report import plots
-from treeleaks.report.findings import COMPLETE, Audit
+from treeleaks.report.findings import COMPLETE, NOT_RUN, Audit
 
 ROWS_SHOWN = 1000  # rows in the HTML table, most exposed first; report.json has all
 CSS = """
@@ -34,8 +34,10 @@ font-size:1.3em}
 .verdict td:first-child{font-weight:bold;width:40%}
 .muted{color:#666;font-size:.9em}figure{margin:1em 0}img{max-width:100%}
 figcaption{color:#555;font-size:.9em}
-@media print{body{max-width:none;margin:0}h2{break-after:avoid}tr,figure{break-inside:avoid}
-th.sortable{cursor:auto}}
+.cards{display:flex;flex-wrap:wrap;gap:0 2em}.cards section{max-width:48%}
+.cards h3{font-size:1em}td.col-exposure{min-width:14em}
+@media print{body{max-width:none;margin:0}.cards section{max-width:none}
+h2{break-after:avoid}tr,figure{break-inside:avoid}th.sortable{cursor:auto}}
 """
 SORT_SCRIPT = """
 document.querySelectorAll("table.sortable-table").forEach(function (table) {
@@ -57,6 +59,34 @@ document.querySelectorAll("table.sortable-table").forEach(function (table) {
 });
 document.documentElement.dataset.sortReady = "yes";
 """
+
+
+FIGURE_NAMES = {  # the figures' JSON names, in words; others show their JSON name
+    "status": "solver status", "formulation": "formulation", "n_rows": "rows reconstructed",
+    "proven_rows": "rows proven to be training rows",
+    "proven_pattern_rows": "rows whose pinned values are proven",
+    "free_values": "values the model leaves open", "verified": "reproduces every count",
+    "certainty_complete": "proofs finished", "n_cells": "cells", "strategy": "cells found by",
+    "error": "reconstruction error", "baseline_error": "random guesses' error",
+    "exact_share": "share of your rows rebuilt exactly", "exact_rows": "rows rebuilt exactly",
+    "label_agreement": "labels right", "n_predicates": "vulnerable (node, label) pairs",
+    "n_proven": "of them proven", "rows_singled_out_at_least": "rows singled out (model alone)",
+    "shortest_predicate": "shortest predicate (conditions)",
+    "mean_expected_tries_without_counts": "guesses needed without counts",
+    "rows_singled_out": "your rows singled out",
+    "predicates_matching_one_row": "predicates matching one of your rows",
+    "dist_g": "dist_g (joint)", "dist": "dist (per attribute)", "tree": "most revealing tree",
+    "trees_measured": "trees measured", "n_trees": "trees", "dist_g_median": "median dist_g",
+    "rows_fully_determined": "rows with every value known", "min_count": "k",
+    "nodes_before": "nodes before", "nodes_after": "nodes after",
+    "leaves_before": "leaves before", "leaves_after": "leaves after",
+    "predicates_left": "singling-out predicates left",
+    "accuracy_before": "accuracy on your rows before", "accuracy_after": "accuracy after",
+    "p_value": "p-value", "leak": "a leak", "mean": "error against population samples",
+    "guaranteed_recovery": "every consistent dataset recovers at least",
+    "log_likelihood": "log-likelihood of the counts",
+    "log_likelihood_bound": "no dataset exceeds",
+}
 
 
 def _e(value: Any) -> str:
@@ -85,7 +115,7 @@ def render(audit: Audit) -> str:
         "<body>",
         f"<h1>What does <code>{_e(model['path'])}</code> reveal about its training data?</h1>",
         f'<p class="muted">treeleaks audit of a {_e(model["kind"])} '
-        f"({_e(model['source'])}, {model['n_trees']} tree(s), {model['n_features']} features), "
+        f"({_e(model['source'])}, {_e(_size(model))}, {model['n_features']} features), "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. This file is self-contained: it loads "
         "nothing from the network.</p>",
     ]
@@ -95,10 +125,16 @@ def render(audit: Audit) -> str:
                         "not run. " if audit.interrupted else "")
                      + "Some attacks stopped at their budget or did not finish: the figures "
                      "are lower bounds on what an adversary can do.</div>")
-    parts += [_verdict(audit), _exposed(audit), _evidence(audit), _pictures(audit),
-              _rows(audit), _defences(audit), _assumptions(audit), _rules(audit),
+    parts += [_verdict(audit), _exposed(audit), _pictures(audit), _defences(audit),
+              _rows(audit), _evidence(audit), _assumptions(audit), _rules(audit),
               f"<script>{SORT_SCRIPT}</script></body></html>"]
     return "\n".join(p for p in parts if p)
+
+
+def _size(model: dict[str, Any]) -> str:
+    if model["kind"] == "rule list":
+        return f"{model['n_rules']} rules and a default"
+    return "1 tree" if model["n_trees"] == 1 else f"{model['n_trees']} trees"
 
 
 def _verdict(audit: Audit) -> str:
@@ -109,6 +145,9 @@ def _verdict(audit: Audit) -> str:
     if v["rows_reconstructed_exactly"] is not None:
         lines.append(("Training rows reconstructed exactly",
                       f"{v['rows_reconstructed_exactly']:,}{of_n}"))
+    elif v["rows_proven"]:
+        lines.append(("Training rows reconstructed exactly", f"at least {v['rows_proven']:,} "
+                      "(the proven ones; your rows, --data, measure the rest)"))
     if v["rows_proven"] is not None:
         lines.append(("Rows proven to be in the training data", f"{v['rows_proven']:,}"
                       " (every dataset that reproduces the model's counts holds them)"))
@@ -167,19 +206,22 @@ def _evidence(audit: Audit) -> str:
            "<table><tr><th>attack</th><th>status</th><th>time</th><th>why</th></tr>"]
     for a in audit.attacks:
         css = "status-" + a.status.replace(" ", "-")
+        took = "-" if a.status == NOT_RUN else f"{a.time_s:.2f}&nbsp;s"
         out.append(f"<tr><td>{_e(a.title)}</td><td class=\"{css}\">{_e(a.status)}</td>"
-                   f"<td>{a.time_s:.2f} s</td><td>{_e(a.why)}</td></tr>")
-    out.append("</table>")
+                   f"<td>{took}</td><td>{_e(a.why)}</td></tr>")
+    out.append('</table><div class="cards">')
     for a in audit.attacks:
-        scalars = {k: v for k, v in a.figures.items() if not isinstance(v, dict | list)}
+        scalars = {k: v for k, v in a.figures.items()
+                   if v is not None and not isinstance(v, dict | list)}
         if not scalars:
             continue
-        rows = "".join(f"<tr><td>{_e(k)}</td><td>{_e(_number(v))}</td></tr>"
-                       for k, v in scalars.items())
+        rows = "".join(f"<tr><td>{_e(FIGURE_NAMES.get(k, k))}</td><td>{_e(_number(v))}</td>"
+                       "</tr>" for k, v in scalars.items())
         notes = "".join(f"<li>{_e(n)}</li>" for n in a.figures.get("notes", []))
         label = "" if a.status == COMPLETE else f" ({a.status})"
-        out.append(f"<h3>{_e(a.title)}{_e(label)}</h3><table>{rows}</table>"
-                   + (f"<ul>{notes}</ul>" if notes else ""))
+        out.append(f"<section><h3>{_e(a.title)}{_e(label)}</h3><table>{rows}</table>"
+                   + (f"<ul>{notes}</ul>" if notes else "") + "</section>")
+    out.append("</div>")
     return "\n".join(out)
 
 
@@ -224,13 +266,14 @@ def _rows(audit: Audit) -> str:
         return ('<h2 id="rows">Your rows</h2><p>Give your training rows (<code>--data train.csv '
                 "--label COL</code>) to see which of them are exposed, and how.</p>")
     ranked = sorted(audit.rows, key=_severity)[:ROWS_SHOWN]
-    columns = ("row", "label", "exposure", "proven", "rebuilt_exactly", "row_error",
-               "singled_out", "entropy_ratio", "predicate")
+    columns = [c for c in ("row", "label", "exposure", "proven", "rebuilt_exactly",
+                           "row_error", "singled_out", "entropy_ratio", "predicate")
+               if any(r[c] is not None for r in audit.rows)]  # drop what was not measured
     head = "".join(f"<th>{_e(c.replace('_', ' '))}</th>" for c in columns)
     body = []
     for r in ranked:
-        cells = "".join(f'<td data-value="{_e(_sort_key(r[c]))}">{_e(_number(r[c]))}</td>'
-                        for c in columns)
+        cells = "".join(f'<td data-value="{_e(_sort_key(r[c]))}" class="col-{c}">'
+                        f"{_e(_number(r[c]))}</td>" for c in columns)
         body.append(f"<tr>{cells}</tr>")
     shown = (f"the {ROWS_SHOWN:,} most exposed of {len(audit.rows):,} (report.json has all)"
              if len(audit.rows) > ROWS_SHOWN else f"all {len(audit.rows):,}")

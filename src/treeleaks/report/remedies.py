@@ -4,11 +4,14 @@ A defence without a number behind it is not proposed."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from treeleaks.report import dp_costs
 from treeleaks.report.evidence import AuditInput, Evidence
 from treeleaks.report.findings import COMPLETE, NOT_RUN, PARTIAL, AttackRun, Defence
+
+if TYPE_CHECKING:
+    from treeleaks.model import NoiseMechanism
 
 PRUNE_K = 2  # the smallest k that removes every vulnerable node
 
@@ -82,8 +85,9 @@ def strip_random_states(inp: AuditInput, ev: Evidence) -> tuple[AttackRun, Defen
                         "measured on this model")
 
 
-def retrain_with_dp(inp: AuditInput) -> Defence:
-    """Retraining as a DP forest: the benchmark's figures at each ε, cited."""
+def retrain_with_dp(noise: NoiseMechanism | None) -> Defence:
+    """Retraining as a DP forest: the benchmark's figures at each ε, cited (``noise``: the
+    audited model's own mechanism, if it is DP already)."""
     rows = {f"{dataset} eps={eps:g}": cost._asdict()
             for (dataset, eps), cost in dp_costs.MEASURED.items()}
     at5 = {d: c for (d, e), c in dp_costs.MEASURED.items() if e == 5.0}
@@ -93,8 +97,8 @@ def retrain_with_dp(inp: AuditInput) -> Defence:
               + "; ε = 1 lowers that to " + ", ".join(
         f"{dp_costs.MEASURED[(d, 1.0)].perfect_share:.0%}" for d in at5)
               + ": DP limits, but does not stop, reconstruction")
-    if inp.model.noise is not None:
-        effect = (f"this model is already DP with ε = {inp.model.noise.epsilon:g}; "
+    if noise is not None:
+        effect = (f"this model is already DP with ε = {noise.epsilon:g}; "
                   + effect.replace("at ε = 5", "for comparison, at ε = 5"))
     return Defence("Retrain as a differentially private forest (treeleaks train-dp)", effect,
                    rows, dp_costs.SOURCE)
