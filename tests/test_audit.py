@@ -263,3 +263,22 @@ def test_cited_dp_figures_are_the_benchmark_s() -> None:
                                           row["perfect_share_mean"],
                                           row["test_accuracy_mean"])):
             assert math.isclose(cited, measured, abs_tol=5e-4)
+
+
+def test_risk_rules_in_order_with_the_numbers_and_lower_bounds() -> None:
+    from treeleaks.report.risk import assess
+
+    nothing = {"rows_reconstructed_exactly": None, "rows_proven": None,
+               "rows_singled_out": None, "dist_g": None, "error": None,
+               "baseline_error": None, "leak_test_p_value": None, "leak_test_leak": None}
+    both = assess({**nothing, "rows_reconstructed_exactly": 3, "dist_g": 0.3}, partial=True)
+    assert (both["level"], both["rule"]) == ("MEDIUM", "rows rebuilt exactly")
+    assert "3 training row(s)" in both["why"] and both["lower_bound"] is True
+    assert both["also"] == ["a tree leaves only 30% of its rows' entropy (dist_g 0.300)"]
+    close = assess({**nothing, "error": 0.149, "baseline_error": 0.3}, partial=False)
+    assert close["rule"] == "close reconstruction"
+    assert assess({**nothing, "error": 0.151, "baseline_error": 0.3}, False)["level"] == "LOW"
+    high = assess({**nothing, "rows_proven": 1, "rows_singled_out": 2}, partial=True)
+    assert high["level"] == "HIGH" and high["lower_bound"] is False and len(high["also"]) == 1
+    low = assess(nothing, partial=True)
+    assert low["level"] == "LOW" and "lower bound" in low["why"]

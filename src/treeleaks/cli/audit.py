@@ -235,12 +235,23 @@ def _verdict_table(path: Path, audit: Audit) -> Table:
         table.add_row("dist_g (1 = nothing revealed)", f"{v['dist_g']:.3f}")
     if v["error"] is not None:
         table.add_row("Error vs random", f"{v['error']:.4f} vs {v['baseline_error']:.4f}")
-    n = v["n_rows_given_away"]
-    table.add_row("N given away", "no" if n is None else escape(
-        str(n if not isinstance(n, dict) else f"about {n['estimate']:.0f}")))
+    if v.get("leak_test_p_value") is not None:
+        table.add_row("Leak test", f"p = {v['leak_test_p_value']:.3g} ("
+                      + ("a leak" if v["leak_test_leak"] else "no evidence of a leak") + ")")
+    table.add_row("N given away", _n_rows(v["n_rows_given_away"]))
     for run in audit.attacks:
         if run.status in ("partial", "failed"):
             table.add_row(escape(run.title), Text(f"{run.status}: {run.why}", "yellow"))
     if audit.partial:
         table.add_row("Note", Text("partial: the figures are lower bounds", "yellow"))
     return table
+
+
+def _n_rows(value: Any) -> str:
+    """N as the file gives it away: exactly, stated, estimated, or not at all."""
+    if value is None:
+        return "no"
+    if not isinstance(value, dict):
+        return f"{value:,}"
+    stated = f"{value['stated']:,} stated in the file; " if value.get("stated") else ""
+    return f"{stated}about {value['estimate']:.0f} from the noisy counts"

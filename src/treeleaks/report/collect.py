@@ -31,34 +31,62 @@ class Interrupted(Exception):
     """Ctrl-C during a step."""
 
 
+Step = tuple[str, str, Callable[[], AttackRun] | str]  # name, title, run or why not
+
+
 def run_audit(inp: AuditInput, progress: ProgressCallback | None = None,
               on_step: Callable[[str, int, int], None] | None = None) -> Audit:
     """Audit ``inp.model``: run the attacks that apply (``on_step(title, i, n)`` before
     each; ``progress`` receives the reconstruction engine's events) and assemble the
     verdict, the risk, the custodian's rows, the defences and the assumptions."""
-    from treeleaks.attacks.bootstrap import has_multiplicities
-
-    model = inp.model
-    audit = Audit(model=model_facts(inp), exposed=exposed_facts(model),
+    audit = Audit(model=model_facts(inp), exposed=exposed_facts(inp.model),
                   assumptions=assumptions(inp), estimator=inp.estimator)
     ev = Evidence()
     defences: list[Defence] = []
-    forest_attack = model.n_trees > 1 or model.bootstrap or model.noise is not None
-    with_draws = has_multiplicities(model)
+    steps = _plan(inp, ev, defences, progress)
+    for index, (name, title, step) in enumerate(steps):
+        if audit.interrupted:
+            audit.attacks.append(AttackRun(name, title, NOT_RUN, "the audit was interrupted "
+                                           "(Ctrl-C) before this attack"))
+        elif isinstance(step, str):
+            audit.attacks.append(AttackRun(name, title, NOT_RUN, step))
+        else:
+            if on_step is not None:
+                on_step(title, index, len(steps))
+            try:
+                audit.attacks.append(attempt(name, title, step))
+            except Interrupted:
+                audit.interrupted = True
+                audit.attacks.append(AttackRun(name, title, NOT_RUN, "interrupted (Ctrl-C) "
+                                               "while it ran"))
+    _conclude(audit, inp, ev, defences)
+    return audit
 
-    def prune_step() -> AttackRun:
-        run, defence = remedies.prune_effect(inp)
-        defences.extend([defence] if defence else [])
-        return run
 
-    def strip_step() -> AttackRun:
-        run, defence = remedies.strip_random_states(inp, ev)
-        defences.extend([defence] if defence else [])
-        return run
+def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
+          progress: ProgressCallback | None) -> list[Step]:
+    """Every attack of an audit, in order: how to run it, or why it does not apply."""
+    from treeleaks.attacks.bootstrap import has_multiplicities
 
-    steps: list[tuple[str, str, Callable[[], AttackRun] | str]] = [
+    model = inp.model
+    forest = model.n_trees > 1 or model.bootstrap or model.noise is not None
+    draws = has_multiplicities(model)
+
+    def with_defence(measure: Callable[[], tuple[AttackRun, Defence | None]]
+                     ) -> Callable[[], AttackRun]:
+        def step() -> AttackRun:
+            run, defence = measure()
+            defences.extend([defence] if defence else [])
+            return run
+        return step
+
+    worst_case_why = ("the model exposes no per-tree draws (a bootstrap forest's)" if not draws
+                      else "needs your training rows (--data)")
+    leak_test_why = ("needs a forest's reconstruction" if not forest else "needs --data and "
+                     "--population (rows of the same population that were not trained on)")
+    return [
         ("reconstruct", "Reconstruction of the training set",
-         (lambda: evidence.reconstruction(inp, ev, progress)) if forest_attack else
+         (lambda: evidence.reconstruction(inp, ev, progress)) if forest else
          "a single tree: the probabilistic reconstruction and singling out are its attacks"),
         ("single-out", "Predicate singling out", (lambda: evidence.singling_out(inp, ev))
          if model.counts_released else "the model releases no counts (they were stripped)"),
@@ -66,36 +94,17 @@ def run_audit(inp: AuditInput, progress: ProgressCallback | None = None,
          if model.noise is None else "the leaf counts are noisy (DP); the probabilistic "
          "reconstruction needs exact supports"),
         ("worst-case", "Worst case over consistent datasets",
-         (lambda: evidence.worst_case_bound(inp, ev)) if with_draws and inp.data is not None
-         else "needs a bootstrap forest that exposes its draws, and --data"
-         if not with_draws else "needs the training rows (--data)"),
-        ("leak-test", "Leak or distribution?",
-         (lambda: evidence.leak_or_distribution(inp, ev))
-         if forest_attack and inp.population is not None and inp.data is not None else
-         "needs a forest reconstruction, --data and --population (rows of the same "
-         "population that were not trained on)"),
-        ("prune", f"Pruning to k = {remedies.PRUNE_K}", prune_step),
+         (lambda: evidence.worst_case_bound(inp, ev)) if draws and inp.data is not None
+         else worst_case_why),
+        ("leak-test", "Leak or distribution?", (lambda: evidence.leak_or_distribution(inp, ev))
+         if forest and inp.population is not None and inp.data is not None
+         else leak_test_why),
+        ("prune", f"Pruning to k = {remedies.PRUNE_K}",
+         with_defence(lambda: remedies.prune_effect(inp))),
         ("strip-random-states", "The bootstrap attack without the random states",
-         strip_step if with_draws else "the model exposes no per-tree draws"),
+         with_defence(lambda: remedies.strip_random_states(inp, ev, progress)) if draws
+         else "the model exposes no per-tree draws"),
     ]
-    for index, (name, title, step) in enumerate(steps):
-        if audit.interrupted:
-            audit.attacks.append(AttackRun(name, title, NOT_RUN, "the audit was interrupted "
-                                           "(Ctrl-C) before this attack"))
-            continue
-        if isinstance(step, str):
-            audit.attacks.append(AttackRun(name, title, NOT_RUN, step))
-            continue
-        if on_step is not None:
-            on_step(title, index, len(steps))
-        try:
-            audit.attacks.append(attempt(name, title, step))
-        except Interrupted:
-            audit.interrupted = True
-            audit.attacks.append(AttackRun(name, title, NOT_RUN, "interrupted (Ctrl-C) while "
-                                           "it ran"))
-    _conclude(audit, inp, ev, defences)
-    return audit
 
 
 def attempt(name: str, title: str, step: Callable[[], AttackRun]) -> AttackRun:
@@ -125,7 +134,7 @@ def _conclude(audit: Audit, inp: AuditInput, ev: Evidence, defences: list[Defenc
         audit.rows = row_table(inp, ev) if inp.data is not None else None
     except KeyboardInterrupt:
         audit.interrupted = True
-    audit.verdict = verdict(inp, ev, audit)
+    audit.verdict = verdict(inp, audit)
     audit.risk = assess(audit.verdict, audit.partial)
     singling = audit.attack("single-out")
     counts = remedies.strip_counts(singling if singling and singling.figures else None)
@@ -136,11 +145,10 @@ def _conclude(audit: Audit, inp: AuditInput, ev: Evidence, defences: list[Defenc
     audit.plots_data = plot_data(inp, ev, audit)
 
 
-def verdict(inp: AuditInput, ev: Evidence, audit: Audit) -> dict[str, Any]:
+def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
     """The headline figures (None: not measured)."""
     model = inp.model
-    figures = {name: run.figures for name, run in
-               ((a.name, a) for a in audit.attacks) if run.figures}
+    figures = {a.name: a.figures for a in audit.attacks if a.figures}
     single_tree = model.n_trees == 1 and not model.bootstrap
     leak = figures.get("leak", {})
     recon = figures.get("reconstruct", {})
@@ -177,13 +185,13 @@ def plot_data(inp: AuditInput, ev: Evidence, audit: Audit) -> dict[str, Any]:
         out["row_ratio"] = ev.leaks[0].row_ratios().tolist()
     bars = {}
     if ev.score is not None:
-        bars["reconstruction"] = ev.score.error
+        bars["reconstruction vs your rows"] = ev.score.error
         strip = audit.attack("strip-random-states")
         if strip is not None and strip.figures.get("error") is not None:
             bars["without random states"] = strip.figures["error"]
         bars["random guesses"] = ev.score.baseline_error
     if ev.leak_test is not None:
-        bars["population samples (mean)"] = ev.leak_test.mean
+        bars["reconstruction vs population samples"] = ev.leak_test.mean
     if bars:
         out["error_bars"] = bars
     return out

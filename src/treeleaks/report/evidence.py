@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from treeleaks.schema import FeatureSchema
 
 RECONSTRUCT_TITLE = "Reconstruction of the training set from the counts"
+OUT_OF_TIME = 0.9  # a run that used this share of its budget or more ran out of it
 
 
 @dataclass
@@ -96,7 +97,7 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
     model = inp.model
     infer_n = model.noise is not None and model.facts.get("n_rows") is None
     recon = reconstruct(model, inp.bound, time_limit=inp.budget, progress=progress,
-                        certainty_time_limit=min(30.0, inp.budget), n_unknown=infer_n)
+                        certainty_time_limit=inp.budget, n_unknown=infer_n)
     ev.recon = recon
     s = recon.summary()
     figures: dict[str, Any] = {k: s[k] for k in (
@@ -117,13 +118,29 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
         return AttackRun("reconstruct", RECONSTRUCT_TITLE, FAILED, "no dataset reproduces the "
                          f"counts: {recon.message or 'the counts contradict each other'}",
                          recon.time_s, figures)
-    done = s["status"] == "OPTIMAL" and (recon.certainty_complete or recon.formulation != "exact")
-    why = "" if done else (
-        f"stopped at the budget of {inp.budget:g} s (status {s['status']}"
-        + ("" if s["status"] != "OPTIMAL" else ", proofs cut short")
-        + "): the figures are lower bounds" + (f"; {recon.message}" if recon.message else ""))
-    return AttackRun("reconstruct", RECONSTRUCT_TITLE, COMPLETE if done else PARTIAL, why,
-                     recon.time_s, figures)
+    why = shortfall(recon, inp.budget)
+    return AttackRun("reconstruct", RECONSTRUCT_TITLE, PARTIAL if why else COMPLETE,
+                     why or _note(recon), recon.time_s, figures)
+
+
+def shortfall(recon: Reconstruction, budget: float) -> str:
+    """Why a reconstruction's figures are only lower bounds ("" when they are not)."""
+    lower = "the figures are lower bounds"
+    if recon.status == "UNKNOWN":
+        return f"no complete reconstruction within the budget of {budget:g} s; {lower}"
+    if recon.status == "FEASIBLE" and recon.time_s >= OUT_OF_TIME * budget:
+        return f"stopped at the budget of {budget:g} s with the best dataset found; {lower}"
+    if recon.formulation == "exact" and not recon.certainty_complete:
+        return f"the proofs were cut short at the budget of {budget:g} s; {lower}"
+    return ""
+
+
+def _note(recon: Reconstruction) -> str:
+    """What a complete run still says about its result."""
+    if recon.status == "FEASIBLE":
+        return ("the best dataset found, not proven the best"
+                + (f" ({recon.message})" if recon.message else ""))
+    return ""
 
 
 def singling_out(inp: AuditInput, ev: Evidence) -> AttackRun:

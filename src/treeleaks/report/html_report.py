@@ -172,10 +172,13 @@ def _verdict(audit: Audit) -> str:
                   ", ".join(f"{k}: {c:,}" for k, c in balance.items())))
     rows = "".join(f"<tr><td>{_e(a)}</td><td>{_e(b)}</td></tr>" for a, b in lines)
     bound = " (a lower bound: some attacks were cut short)" if risk["lower_bound"] else ""
+    also = ("<p><strong>Also:</strong> " + "; ".join(map(_e, risk["also"])) + ".</p>"
+            if risk["also"] else "")
     return (f'<h2 id="verdict">Verdict</h2><p><span class="risk {risk["level"]}">'
             f"{risk['level']} risk</span></p><p><strong>Why:</strong> {_e(risk['why'])}"
             f"{_e(bound)}. <span class=\"muted\">Rule: {_e(risk['rule'])} (the rules are "
-            'listed at the end).</span></p><table class="verdict">' + rows + "</table>")
+            "listed at the end).</span></p>" + also + '<table class="verdict">' + rows
+            + "</table>")
 
 
 def _n_rows_text(value: Any) -> str:

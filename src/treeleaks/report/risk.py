@@ -41,7 +41,8 @@ RULES = (
          "HIGH if the model proves at least one training row"),
     Rule("HIGH", "singled out", _positive("rows_singled_out"),
          lambda v: f"{v['rows_singled_out']} training row(s) are singled out by a predicate "
-         "the model gives away",
+         "the model gives away" + (" (checked against your data)"
+                                    if v.get("singled_out_measured_on_data") else ""),
          "HIGH if a predicate the model gives away singles out a training row"),
     Rule("HIGH", "leak test", lambda v: v.get("leak_test_leak") is True,
          lambda v: "the reconstruction is closer to the training rows than to samples of the "
@@ -69,15 +70,18 @@ RULES = (
 
 
 def assess(verdict: dict[str, Any], partial: bool) -> dict[str, Any]:
-    """The level, the rule that set it and why, and every rule (for the report)."""
+    """The level, the rule that set it and why, the other rules that hold too, and every
+    rule (for the report)."""
     rules = [r.text for r in RULES] + ["LOW otherwise"]
-    for rule in RULES:
-        if rule.holds(verdict):
-            return {"level": rule.level, "rule": rule.name, "why": rule.says(verdict),
-                    "lower_bound": partial and rule.level != "HIGH", "rules": rules}
+    holding = [rule for rule in RULES if rule.holds(verdict)]
+    if holding:
+        first = holding[0]
+        return {"level": first.level, "rule": first.name, "why": first.says(verdict),
+                "also": [rule.says(verdict) for rule in holding[1:]],
+                "lower_bound": partial and first.level != "HIGH", "rules": rules}
     why = ("no training row is proven, rebuilt exactly or singled out, and no figure is "
            "close to the training rows")
     if partial:
         why += "; some attacks were cut short, so this is a lower bound on the risk"
-    return {"level": "LOW", "rule": "none", "why": why, "lower_bound": partial,
+    return {"level": "LOW", "rule": "none", "why": why, "also": [], "lower_bound": partial,
             "rules": rules}
