@@ -232,8 +232,7 @@ def worst_case_bound(inp: AuditInput, ev: Evidence) -> AttackRun:
     done = s["status"] == "OPTIMAL"
     return AttackRun("worst-case", "Worst case over every dataset that reproduces the model",
                      COMPLETE if done else PARTIAL,
-                     "" if done else f"status {s['status']}: {s['message']} (bounds sound but "
-                     "looser)", s["time_s"], s)
+                     "" if done else f"status {s['status']}: {s['message']}", s["time_s"], s)
 
 
 def leak_or_distribution(inp: AuditInput, ev: Evidence) -> AttackRun:

@@ -66,18 +66,23 @@ def strip_random_states(inp: AuditInput, ev: Evidence, progress: ProgressCallbac
     s = without.summary()
     figures: dict[str, Any] = {"status": s["status"], "formulation": s["formulation"],
                                "n_rows": s["n_rows"], "proven_rows": s["proven_rows"]}
-    with_states = ev.recon.summary() if ev.recon is not None else None
-    effect = (f"rows come back in no particular order instead of in training order; proven "
-              f"rows {with_states['proven_rows'] if with_states else '?'} → {s['proven_rows']}")
+    found = ev.recon is not None and ev.recon.n_rows > 0
+    with_states = (f"with the draws the rows come back in training order ({ev.recon.proven_rows} "
+                   "proven)" if found else "with the draws the attack found no complete "
+                   "reconstruction within the budget")
+    effect = (f"{with_states}; without them, {s['n_rows']} rows in no particular order "
+              f"({s['proven_rows']} proven)")
     if inp.data is not None and without.n_rows:
         score = evaluate(inp.truth, without.rows, inp.data_schema, label=inp.model.label_name)
         exact = round(score.exact_share * score.n_true)
         figures.update(error=score.error, exact_rows=exact)
+        effect += f", {exact} of your rows rebuilt exactly (error {score.error:.4f}"
         if ev.score is not None:
             figures.update(error_with_states=ev.score.error,
                            exact_rows_with_states=round(ev.score.exact_share * ev.score.n_true))
-            effect += (f"; rows rebuilt exactly {figures['exact_rows_with_states']} → {exact}, "
-                       f"error {ev.score.error:.4f} → {score.error:.4f}")
+            effect += (f", against {figures['exact_rows_with_states']} and "
+                       f"{ev.score.error:.4f} with the draws")
+        effect += ")"
     why = shortfall(without, inp.budget)
     run = AttackRun("strip-random-states", title, PARTIAL if why else COMPLETE, why,
                     without.time_s, figures)
