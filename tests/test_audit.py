@@ -203,6 +203,11 @@ def test_dp_forest_runs_the_noisy_attack_and_the_leak_test(dp_case) -> None:
     assert audit.exposed["n_rows"]["low"] == interval.low
     assert audit.exposed["n_rows"]["high"] == interval.high
     assert audit.verdict["rows_proven"] == 0  # noisy counts prove nothing
+    assert audit.risk["rule"] == "singled out"  # by guesses that the data confirm
+    assert "the model does not prove its predicates" in audit.risk["why"]
+    assert audit.verdict["singling_predicates_proven"] == 0
+    if expected.leak:
+        assert any("closer to the training rows" in also for also in audit.risk["also"])
     dp = next(d for d in audit.defences if d.source == dp_costs.SOURCE)
     assert "already DP with ε = 5" in dp.effect
 

@@ -219,6 +219,8 @@ def _progress(console: Console) -> Iterator[tuple[Any, Any]]:
 
 
 def _verdict_table(path: Path, audit: Audit) -> Table:
+    from treeleaks.report.risk import p_value_text
+
     v, risk = audit.verdict, audit.risk
     table = Table(title=escape(f"Audit of {path.name}"), show_header=False,
                   title_justify="left")
@@ -236,7 +238,7 @@ def _verdict_table(path: Path, audit: Audit) -> Table:
     if v["error"] is not None:
         table.add_row("Error vs random", f"{v['error']:.4f} vs {v['baseline_error']:.4f}")
     if v.get("leak_test_p_value") is not None:
-        table.add_row("Leak test", f"p = {v['leak_test_p_value']:.3g} ("
+        table.add_row("Leak test", f"{p_value_text(v['leak_test_p_value'])} ("
                       + ("a leak" if v["leak_test_leak"] else "no evidence of a leak") + ")")
     table.add_row("N given away", _n_rows(v["n_rows_given_away"]))
     for run in audit.attacks:

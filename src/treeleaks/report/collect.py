@@ -94,7 +94,7 @@ def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
          if model.noise is None else "the leaf counts are noisy (DP); the probabilistic "
          "reconstruction needs exact supports"),
         ("worst-case", "Worst case over consistent datasets",
-         (lambda: evidence.worst_case_bound(inp, ev)) if draws and inp.data is not None
+         (lambda: evidence.worst_case_bound(inp)) if draws and inp.data is not None
          else worst_case_why),
         ("leak-test", "Leak or distribution?", (lambda: evidence.leak_or_distribution(inp, ev))
          if forest and inp.population is not None and inp.data is not None
@@ -165,6 +165,9 @@ def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
         "rows_singled_out": singled.get("rows_singled_out",
                                         singled.get("rows_singled_out_at_least")),
         "singled_out_measured_on_data": "rows_singled_out" in singled,
+        "singling_predicates": singled.get("n_predicates"),
+        "singling_predicates_proven": singled.get("n_proven"),
+        "singling_predicates_valid": singled.get("predicates_matching_one_row"),
         "dist_g": leak.get("dist_g"),
         "error": recon.get("error"),
         "baseline_error": recon.get("baseline_error"),

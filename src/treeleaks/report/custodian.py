@@ -29,13 +29,14 @@ def row_table(inp: AuditInput, ev: Evidence) -> list[dict[str, Any]]:
     else:
         proven = np.zeros(n, dtype=bool)
     singled = _singling_predicates(inp, ev)
+    labels = truth[inp.model.label_name].tolist()
     rows = []
     for i in range(n):
         exact = bool(error[i] == 0) if ev.row_error is not None else (
             bool(ratio[i] == 0) if ratio is not None else None)
         record = {
             "row": i,
-            "label": truth.iloc[i][inp.model.label_name],
+            "label": labels[i],
             "rebuilt_exactly": exact,
             "proven": bool(proven[i]),
             "row_error": None if np.isnan(error[i]) else float(error[i]),

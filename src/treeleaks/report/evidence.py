@@ -84,7 +84,6 @@ class Evidence:
     singling: SinglingOut | None = None
     exposure: Exposure | None = None
     leaks: list[LeakSummary] = field(default_factory=list)
-    leak_trees_done: int = 0
     leak_test: LeakTest | None = None
 
 
@@ -195,7 +194,6 @@ def entropy_leak(inp: AuditInput, ev: Evidence) -> AttackRun:
         if time.perf_counter() > deadline:
             break
         ev.leaks.append(summarize(tree_reconstruction(inp.model, inp.schema, t)))
-    ev.leak_trees_done = len(ev.leaks)
     dist_g = [s.dist_g for s in ev.leaks]
     best = int(np.argmin(dist_g))
     first = ev.leaks[0]
@@ -222,7 +220,7 @@ def fully_determined(summary: LeakSummary) -> int:
     return int(summary.support[held & (summary.path_ratio == 0)].sum())
 
 
-def worst_case_bound(inp: AuditInput, ev: Evidence) -> AttackRun:
+def worst_case_bound(inp: AuditInput) -> AttackRun:
     """The custodian's proven bound for a bootstrap forest with known draws
     (`treeleaks worst-case`)."""
     from treeleaks.attacks.worst_case import worst_case

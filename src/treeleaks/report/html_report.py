@@ -15,6 +15,7 @@ from typing import Any
 
 from treeleaks.report import plots
 from treeleaks.report.findings import COMPLETE, NOT_RUN, Audit
+from treeleaks.report.risk import p_value_text
 
 ROWS_SHOWN = 1000  # rows in the HTML table, most exposed first; report.json has all
 CSS = """
@@ -163,7 +164,7 @@ def _verdict(audit: Audit) -> str:
         lines.append(("Reconstruction error", f"{v['error']:.4f} (random guesses: "
                       f"{v['baseline_error']:.4f}; 0 = every value right)"))
     if v.get("leak_test_p_value") is not None:
-        lines.append(("Leak or distribution", f"p = {v['leak_test_p_value']:.3g} ("
+        lines.append(("Leak or distribution", f"{p_value_text(v['leak_test_p_value'])} ("
                       + ("a leak: " if v["leak_test_leak"] else "no evidence of a leak: ")
                       + "reconstruction against the training rows vs population samples)"))
     lines.append(("Training-set size given away", _n_rows_text(v["n_rows_given_away"])))

@@ -34,6 +34,23 @@ def _positive(key: str) -> Callable[[dict[str, Any]], bool]:
     return lambda v: (v.get(key) or 0) > 0
 
 
+def p_value_text(p: float) -> str:
+    """``p = 0.0123``, or ``p < 0.001`` for smaller ones (a normal tail that far out says
+    no more)."""
+    return f"p = {p:.3g}" if p >= 0.001 else "p < 0.001"
+
+
+def _how_singled(v: dict[str, Any]) -> str:
+    """On what grounds rows count as singled out: proofs, or a check against the data."""
+    if not v.get("singled_out_measured_on_data"):
+        return " (proven from the model alone)"
+    if v.get("singling_predicates_proven"):
+        return " (checked against your data)"
+    return (f" (checked against your data; the model does not prove its predicates, and "
+            f"{v.get('singling_predicates_valid')} of its {v.get('singling_predicates')} "
+            "candidates match exactly one of your rows)")
+
+
 RULES = (
     Rule("HIGH", "proven rows", _positive("rows_proven"),
          lambda v: f"the model file alone proves {v['rows_proven']} row(s) with their values "
@@ -41,12 +58,11 @@ RULES = (
          "HIGH if the model proves at least one training row"),
     Rule("HIGH", "singled out", _positive("rows_singled_out"),
          lambda v: f"{v['rows_singled_out']} training row(s) are singled out by a predicate "
-         "the model gives away" + (" (checked against your data)"
-                                    if v.get("singled_out_measured_on_data") else ""),
+         f"the model gives away{_how_singled(v)}",
          "HIGH if a predicate the model gives away singles out a training row"),
     Rule("HIGH", "leak test", lambda v: v.get("leak_test_leak") is True,
          lambda v: "the reconstruction is closer to the training rows than to samples of the "
-         f"population (p = {v['leak_test_p_value']:.3g})",
+         f"population ({p_value_text(v['leak_test_p_value'])})",
          "HIGH if the reconstruction is significantly closer to the training rows than to "
          "the population (leak test, p < 0.05)"),
     Rule("MEDIUM", "rows rebuilt exactly", _positive("rows_reconstructed_exactly"),
