@@ -38,11 +38,13 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     X.assign(label=y).to_csv(folder / "train.csv", index=False)
     X.assign(other=1, label=y).to_csv(folder / "wide.csv", index=False)
     joblib.dump(forest, folder / "forest.pkl")
-    regressor = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y.astype(float))
+    regressor = DecisionTreeRegressor(random_state=0).fit(X, y + 0.5 * X.f1 + 0.25 * X.f2)
+    X.assign(label=regressor.predict(X)).to_csv(folder / "targets.csv", index=False)
     return {"forest": save_model(forest, folder / "forest.skops"),
             "tree": save_model(tree, folder / "tree.skops"),
             "regressor": save_model(regressor, folder / "regressor.skops"),
             "pickle": folder / "forest.pkl", "data": folder / "train.csv",
+            "targets": folder / "targets.csv",
             "wide": folder / "wide.csv"}
 
 
@@ -81,10 +83,10 @@ def test_interrupted_audit_writes_a_partial_report_and_exits_130(files, tmp_path
     assert "Partial report." in (tmp_path / "report.html").read_text()
 
 
-@pytest.mark.parametrize("case", ["missing", "pickle", "schema", "regressor"])
+@pytest.mark.parametrize("case", ["missing", "pickle", "schema"])
 def test_model_and_schema_refused_as_reconstruct_refuses_them(files, tmp_path, case) -> None:
     model = {"missing": tmp_path / "nope.skops", "pickle": files["pickle"],
-             "schema": files["forest"], "regressor": files["regressor"]}[case]
+             "schema": files["forest"]}[case]
     extra = ["--schema", str(tmp_path / "none.json")] if case == "schema" else []
     audit = runner.invoke(app, ["audit", str(model), "--out", str(tmp_path / "a"), *extra])
     other = runner.invoke(app, ["reconstruct", str(model), *extra])
@@ -146,3 +148,23 @@ def test_rule_list_audit_matches_treeleaks_leak(tmp_path) -> None:
     with_data = runner.invoke(app, ["audit", str(rules), "--data", str(tmp_path / "x.csv"),
                                     "--label", "y", "--out", str(tmp_path / "b")])
     assert "a rule list is audited from the file alone" in one_line_error(with_data)
+
+
+def test_a_regressor_gets_singling_out_and_pruning_only(files, tmp_path) -> None:
+    from treeleaks.attacks.singling_out import check_against_data, single_out
+    from treeleaks.io import load_model
+
+    result = runner.invoke(app, ["audit", str(files["regressor"]), "--data",
+                                 str(files["targets"]), "--label", "label", "--out",
+                                 str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "report.json").read_text())
+    model = load_model(files["regressor"], allow_regression=True)
+    model.label_name = "label"
+    exposure = check_against_data(single_out(model), model, pd.read_csv(files["targets"]),
+                                  "label")
+    assert report["verdict"]["rows_singled_out"] == len(exposure.singled_out) > 0
+    status = {a["name"]: a["status"] for a in report["attacks"]}
+    assert status["reconstruct"] == status["leak"] == "not run"
+    prune = next(a for a in report["attacks"] if a["name"] == "prune")["figures"]
+    assert prune["metric"] == "R²" and prune["predicates_left"] == 0

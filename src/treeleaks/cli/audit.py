@@ -24,7 +24,6 @@ from treeleaks.cli.app import (
     describe,
     fail,
     guard_outputs,
-    load,
     positive_seconds,
     write_all,
 )
@@ -106,12 +105,22 @@ def _model_input(model_path: Path, schema: Path | None, data: Path | None, label
     """Load and check every input as the separate commands do."""
     from treeleaks.report.evidence import AuditInput
 
-    model = load(model_path, trust_pickle)
+    model = _load_any(model_path, trust_pickle)
     bound_schema(schema, model)  # refused here as the other commands refuse it
     frame = _checked_data(model, data, label) if data is not None else None
     rest = _checked_population(model, population, label, data) if population else None
     return AuditInput(model, model_path.name, _schema(schema),
                       _estimator(model_path, trust_pickle), frame, label, rest, budget)
+
+
+def _load_any(path: Path, trust_pickle: bool) -> ReleasedModel:
+    """The model in the IR, regressors included (singling out and pruning read them)."""
+    from treeleaks.io import load_model
+
+    try:
+        return load_model(path, trust_pickle=trust_pickle, allow_regression=True)
+    except (TreeleaksError, ValueError, OSError) as exc:
+        fail(describe(exc), EXIT_BAD_INPUT)
 
 
 def _rule_list_schema(rule_list: Any, schema: Path | None, rows: Path | None) -> Any:

@@ -71,6 +71,7 @@ def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
     model = inp.model
     forest = model.n_trees > 1 or model.bootstrap or model.noise is not None
     draws = has_multiplicities(model)
+    regression = "a regression model: this attack reads classifiers"
 
     def with_defence(measure: Callable[[], tuple[AttackRun, Defence | None]]
                      ) -> Callable[[], AttackRun]:
@@ -86,11 +87,13 @@ def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
                      "--population (rows of the same population that were not trained on)")
     return [
         ("reconstruct", "Reconstruction of the training set",
+         regression if model.is_regression else
          (lambda: evidence.reconstruction(inp, ev, progress)) if forest else
          "a single tree: the probabilistic reconstruction and singling out are its attacks"),
         ("single-out", "Predicate singling out", (lambda: evidence.singling_out(inp, ev))
          if model.counts_released else "the model releases no counts (they were stripped)"),
-        ("leak", "Probabilistic reconstruction", (lambda: evidence.entropy_leak(inp, ev))
+        ("leak", "Probabilistic reconstruction",
+         regression if model.is_regression else (lambda: evidence.entropy_leak(inp, ev))
          if model.noise is None else "the leaf counts are noisy (DP); the probabilistic "
          "reconstruction needs exact supports"),
         ("worst-case", "Worst case over consistent datasets",
@@ -138,8 +141,8 @@ def _conclude(audit: Audit, inp: AuditInput, ev: Evidence, defences: list[Defenc
     audit.risk = assess(audit.verdict, audit.partial)
     singling = audit.attack("single-out")
     counts = remedies.strip_counts(singling if singling and singling.figures else None)
-    audit.defences = [*defences, *([counts] if counts else []),
-                      remedies.retrain_with_dp(inp.model.noise)]
+    dp = [] if inp.model.is_regression else [remedies.retrain_with_dp(inp.model.noise)]
+    audit.defences = [*defences, *([counts] if counts else []), *dp]
     if ev.singling is not None and inp.model.n_trees == 1:
         audit.vulnerable_nodes = sorted({p.node for p in ev.singling.predicates})
     audit.plots_data = plot_data(inp, ev, audit)
@@ -206,6 +209,7 @@ def model_facts(inp: AuditInput) -> dict[str, Any]:
     kind = ("DP forest" if model.noise is not None else "bootstrap forest" if model.bootstrap
             else "single tree" if model.n_trees == 1 else "forest (no bootstrap)")
     return {"path": inp.path, "source": model.source or "treeleaks JSON", "kind": kind,
+            "task": model.task,
             "n_trees": model.n_trees, "n_features": model.n_features,
             "feature_names": list(model.feature_names),
             "classes": [str(c) for c in model.classes], "label": model.label_name,
@@ -220,7 +224,7 @@ def exposed_facts(model: ReleasedModel) -> dict[str, Any]:
     draws = has_multiplicities(model)
     n_rows: Any = model.n_rows
     balance = None
-    if n_rows is not None:
+    if n_rows is not None and not model.is_regression:
         per_class = model.trees[0].counts.sum(axis=0)
         balance = {str(c): int(k) for c, k in zip(model.classes, per_class)}
     elif draws:

@@ -249,7 +249,8 @@ def _pictures(audit: Audit) -> str:
     if audit.estimator is not None and audit.model["n_trees"] == 1 and hasattr(
             audit.estimator, "tree_"):
         png, deeper = plots.tree_png(audit.estimator, audit.vulnerable_nodes,
-                                     audit.model["feature_names"], audit.model["classes"])
+                                     audit.model["feature_names"],
+                                     audit.model["classes"] or None)
         more = (f" {deeper} vulnerable node(s) lie deeper than the levels drawn."
                 if deeper else "")
         out.append(_img(png, "The tree, nodes that single out a training row in red."

@@ -59,7 +59,7 @@ def error_png(bars: dict[str, float]) -> str:
 
 
 def tree_png(estimator: Any, vulnerable: Sequence[int], feature_names: list[str],
-             class_names: list[str]) -> tuple[str, int]:
+             class_names: list[str] | None) -> tuple[str, int]:
     """A scikit-learn tree drawn to `TREE_DEPTH_SHOWN` levels with its vulnerable nodes in
     red; also how many vulnerable nodes lie deeper than the drawing."""
     from sklearn.tree import plot_tree

@@ -32,19 +32,20 @@ def prune_effect(inp: AuditInput) -> tuple[AttackRun, Defence | None]:
                "--trust-pickle)" if inp.estimator is None else f"cannot prune a {kind}")
         return AttackRun("prune", title, NOT_RUN, why), None
     pruned, summary = prune(inp.estimator, PRUNE_K)
-    left = single_out(from_sklearn(pruned), cells=False)
+    left = single_out(from_sklearn(pruned, allow_regression=True), cells=False)
     figures: dict[str, Any] = {
         "min_count": PRUNE_K, "nodes_before": summary.nodes_before,
         "nodes_after": summary.nodes_after, "leaves_before": summary.leaves_before,
         "leaves_after": summary.leaves_after, "predicates_left": len(left.predicates)}
-    effect = (f"no node shows a class count below {PRUNE_K}: {len(left.predicates)} "
+    effect = (f"no node shows a count below {PRUNE_K}: {len(left.predicates)} "
               f"singling-out predicates left; {summary.nodes_before:,} → "
               f"{summary.nodes_after:,} nodes")
     if inp.data is not None:
         X, y = inp.data[inp.model.feature_names], inp.data[inp.label]
         before, after = inp.estimator.score(X, y), pruned.score(X, y)
-        figures.update(accuracy_before=before, accuracy_after=after)
-        effect += f"; accuracy on your rows {before:.4f} → {after:.4f}"
+        metric = "R²" if inp.model.is_regression else "accuracy"
+        figures.update(metric=metric, accuracy_before=before, accuracy_after=after)
+        effect += f"; {metric} on your rows {before:.4f} → {after:.4f}"
     if inp.model.n_trees > 1:
         effect += ("; every tree is pruned, but the forest's reconstruction still reads the "
                    "counts that remain")
