@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+
+from treeleaks import __version__
 
 COMPLETE = "complete"  # the attack finished within its budget
 PARTIAL = "partial"  # it stopped at its budget (or was interrupted): figures are lower bounds
@@ -66,6 +69,7 @@ class Audit:
     defences: list[Defence] = field(default_factory=list)
     plots_data: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
+    created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     estimator: Any = None
     vulnerable_nodes: list[int] = field(default_factory=list)
 
@@ -82,6 +86,8 @@ class Audit:
         return {
             "format": "treeleaks.audit",
             "version": 1,
+            "created": self.created,
+            "treeleaks_version": __version__,
             "partial": self.partial,
             "interrupted": self.interrupted,
             "model": plain(self.model),

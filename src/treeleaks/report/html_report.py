@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import html
 import math
-from datetime import UTC, datetime
 from typing import Any
 
+from treeleaks import __version__
 from treeleaks.report import plots
 from treeleaks.report.findings import COMPLETE, NOT_RUN, Audit
 from treeleaks.report.risk import p_value_text
@@ -117,8 +117,8 @@ def render(audit: Audit) -> str:
         f"<h1>What does <code>{_e(model['path'])}</code> reveal about its training data?</h1>",
         f'<p class="muted">treeleaks audit of a {_e(model["kind"])} '
         f"({_e(model['source'])}, {_e(_size(model))}, {model['n_features']} features), "
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. This file is self-contained: it loads "
-        "nothing from the network.</p>",
+        f"{_e(audit.created[:16].replace('T', ' '))} UTC, treeleaks {_e(__version__)}. This file "
+        "is self-contained: it loads nothing from the network.</p>",
     ]
     if audit.partial:
         parts.append('<div class="partial" id="partial"><strong>Partial report.</strong> '
