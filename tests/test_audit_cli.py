@@ -168,3 +168,25 @@ def test_a_regressor_gets_singling_out_and_pruning_only(files, tmp_path) -> None
     assert status["reconstruct"] == status["leak"] == "not run"
     prune = next(a for a in report["attacks"] if a["name"] == "prune")["figures"]
     assert prune["metric"] == "R²" and prune["predicates_left"] == 0
+
+
+def test_progress_shows_the_attack_and_the_engine_stage_on_a_terminal() -> None:
+    import io
+
+    from rich.console import Console
+
+    from treeleaks.cli.audit import _progress
+    from treeleaks.progress import Progress
+
+    with _progress(Console(file=io.StringIO())) as callbacks:
+        assert callbacks == (None, None)  # not a terminal: results only
+    screen = io.StringIO()
+    with _progress(Console(file=screen, force_terminal=True, width=150)) as (engine, on_step):
+        on_step("Predicate singling out", 1, 7)
+        engine(Progress("cells", 3, 10, {"cells": 42}))
+        overall, stage = engine.bars.tasks
+        assert (overall.description, overall.completed, overall.total) == (
+            "Audit: Predicate singling out", 1, 7)
+        assert overall.fields["figures"] == "attack 2 of 7"
+        assert (stage.description, stage.fields["figures"]) == (
+            "Listing cells", "3/10 trees · cells 42")
