@@ -285,5 +285,9 @@ def test_risk_rules_in_order_with_the_numbers_and_lower_bounds() -> None:
     assert assess({**nothing, "error": 0.151, "baseline_error": 0.3}, False)["level"] == "LOW"
     high = assess({**nothing, "rows_proven": 1, "rows_singled_out": 2}, partial=True)
     assert high["level"] == "HIGH" and high["lower_bound"] is False and len(high["also"]) == 1
+    proven = assess({**nothing, "rows_proven": 5, "rows_reconstructed_exactly": 7}, False)
+    assert proven["also"] == ["2 training row(s) are rebuilt exactly without proof"]
+    exact = assess({**nothing, "rows_proven": 5, "rows_reconstructed_exactly": 5}, False)
+    assert exact["also"] == []  # the proven rows are the rows rebuilt exactly
     low = assess(nothing, partial=True)
     assert low["level"] == "LOW" and "lower bound" in low["why"]
