@@ -15,6 +15,7 @@ from rich.text import Text
 
 from treeleaks.cli.app import (
     EXIT_BAD_INPUT,
+    EXIT_BUG,
     EXIT_INTERRUPTED,
     ModelArg,
     SchemaOption,
@@ -67,7 +68,7 @@ def audit_command(
     from treeleaks.cli.leak import rule_list_or_none
     from treeleaks.report.collect import run_audit
     from treeleaks.report.html_report import render
-    from treeleaks.report.json_report import to_json
+    from treeleaks.report.json_report import ReportSchemaError, to_json
     from treeleaks.report.rule_lists import run_rule_list_audit
 
     if out.exists() and not out.is_dir():
@@ -89,8 +90,8 @@ def audit_command(
             audit = run_audit(inp, progress=engine, on_step=on_step)
     try:
         files = {json_path: to_json(audit), html_path: render(audit)}
-    except TreeleaksError as exc:
-        fail(describe(exc), EXIT_BAD_INPUT)
+    except ReportSchemaError as exc:
+        fail(f"{exc}; this is a bug, please report it", EXIT_BUG)
     write_all(files)
     console = Console()
     console.print(_verdict_table(model_path, audit))

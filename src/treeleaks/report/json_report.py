@@ -14,7 +14,7 @@ from treeleaks.report.findings import Audit
 
 
 class ReportSchemaError(TreeleaksError):
-    """A report does not match ``schema.json`` (a bug in the audit, please report it)."""
+    """A report does not match ``schema.json``: a bug in the audit."""
 
 
 @cache
