@@ -63,10 +63,10 @@ def live_progress(console: Console) -> Iterator[ProgressCallback | None]:
     columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
                TextColumn("{task.fields[figures]}", markup=False), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bars:
-        yield _StageDisplay(bars)
+        yield StageDisplay(bars)
 
 
-class _StageDisplay:
+class StageDisplay:
     """Draws the current stage as one task of a rich `Progress`; a new stage replaces it."""
 
     def __init__(self, bars: RichProgress) -> None:

@@ -62,7 +62,7 @@ def leak_command(
 
     outputs = [p for p in (json_path, rows_path, domains_path) if p is not None]
     guard_outputs(model_path, schema, outputs)
-    rule_list = _rule_list_or_none(model_path)
+    rule_list = rule_list_or_none(model_path)
     model = load(model_path, trust_pickle) if rule_list is None else None
     if schema is not None and not schema.is_file():
         fail(f"schema file {str(schema)!r} does not exist", EXIT_BAD_INPUT)
@@ -101,7 +101,7 @@ def leak_command(
     write_all(files)
 
 
-def _rule_list_or_none(path: Path) -> Any:
+def rule_list_or_none(path: Path) -> Any:
     """The rule list in a ``.json`` file whose top-level keys say it is one, else None."""
     from treeleaks.frontends.rule_list import RuleList, is_rule_list_json
 

@@ -59,7 +59,7 @@ def single_out_command(
 
     guard_outputs(model_path, data, [json_path] if json_path is not None else [])
     model = _load_any(model_path, trust_pickle)
-    frame = _read_data(data, label) if data is not None else None
+    frame = read_data(data, label) if data is not None else None
     if frame is not None and label not in model.feature_names:
         model.label_name = label  # predicates read "<label column> = <class>"
     if not (no_counts or model.counts_released or frame is not None):
@@ -110,7 +110,7 @@ def prune_command(
         fail(f"--out {str(out)!r}: the pruned model is written with skops; name it *.skops",
              EXIT_BAD_INPUT)
     guard_outputs(model_path, data, [out])
-    frame = _read_data(data, label) if data is not None else None
+    frame = read_data(data, label) if data is not None else None
     try:
         estimator = load_estimator(model_path, trust_pickle)
         before = from_sklearn(estimator, allow_regression=True)
@@ -149,7 +149,7 @@ def _load_any(path: Path, trust_pickle: bool) -> ReleasedModel:
         fail(describe(exc), EXIT_BAD_INPUT)
 
 
-def _read_data(path: Path, label: str | None) -> pd.DataFrame:
+def read_data(path: Path, label: str | None) -> pd.DataFrame:
     import pandas as pd
 
     if label is None:

@@ -1,0 +1,269 @@
+"""``treeleaks audit``: run every attack that applies to a model and write one report a
+custodian can act on (``report.html`` and ``report.json``)."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from treeleaks.cli.app import (
+    EXIT_BAD_INPUT,
+    EXIT_BUG,
+    EXIT_INTERRUPTED,
+    ModelArg,
+    SchemaOption,
+    TrustPickle,
+    app,
+    bound_schema,
+    describe,
+    fail,
+    guard_outputs,
+    positive_seconds,
+    write_all,
+)
+from treeleaks.errors import TreeleaksError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    import pandas as pd
+
+    from treeleaks.model import ReleasedModel
+    from treeleaks.report.evidence import AuditInput
+    from treeleaks.report.findings import Audit
+
+DataOption = Annotated[Path | None, typer.Option(
+    help="CSV of your training rows (features and label): shows which of them are exposed "
+    "and scores the reconstruction. The rows never leave this machine.")]
+LabelOption = Annotated[str | None, typer.Option(help="The label column of --data.")]
+RISK_STYLE = {"HIGH": "bold white on red", "MEDIUM": "bold black on yellow",
+              "LOW": "bold white on green"}
+
+
+@app.command("audit")
+def audit_command(
+    model_path: ModelArg,
+    out: Annotated[Path, typer.Option(help="Folder to write report.html and report.json to "
+                                      "(created if missing).", show_default=False)],
+    data: DataOption = None,
+    label: LabelOption = None,
+    population: Annotated[Path | None, typer.Option(
+        help="CSV of rows from the same population that were not trained on (features and "
+        "label): runs the leak-or-distribution test on a forest's reconstruction.")] = None,
+    schema: SchemaOption = None,
+    budget: Annotated[float, typer.Option(
+        callback=positive_seconds, help="Seconds each attack may take; an attack cut short "
+        "is reported as partial and its figures as lower bounds.")] = 300.0,
+    trust_pickle: TrustPickle = False,
+) -> None:
+    """Audit a model before release: run every attack that applies, print the verdict, and
+    write report.html (self-contained) and report.json to --out."""
+    from treeleaks.cli.leak import rule_list_or_none
+    from treeleaks.report.collect import run_audit
+    from treeleaks.report.html_report import render
+    from treeleaks.report.json_report import ReportSchemaError, to_json
+    from treeleaks.report.rule_lists import run_rule_list_audit
+
+    if out.exists() and not out.is_dir():
+        fail(f"--out {str(out)!r} is a file; name a folder for report.html and report.json",
+             EXIT_BAD_INPUT)
+    rule_list = rule_list_or_none(model_path)
+    if rule_list is not None:
+        given = _rule_list_schema(rule_list, schema, data or population)
+    else:
+        inp = _model_input(model_path, schema, data, label, population, budget, trust_pickle)
+    html_path, json_path = out / "report.html", out / "report.json"
+    _make_folder(out)
+    for given_file in (schema, data, population):
+        guard_outputs(model_path, given_file, [html_path, json_path])
+    if rule_list is not None:
+        audit = run_rule_list_audit(rule_list, model_path.name, given, budget)
+    else:
+        with _progress(Console(stderr=True)) as (engine, on_step):
+            audit = run_audit(inp, progress=engine, on_step=on_step)
+    try:
+        files = {json_path: to_json(audit), html_path: render(audit)}
+    except ReportSchemaError as exc:
+        fail(f"{exc}; this is a bug, please report it", EXIT_BUG)
+    write_all(files)
+    console = Console()
+    console.print(_verdict_table(model_path, audit))
+    console.print(Text(f"Wrote {html_path} and {json_path}"
+                       + (" (partial)" if audit.partial else ""), style="bold"), soft_wrap=True)
+    if audit.interrupted:
+        fail("interrupted; the partial report says what ran", EXIT_INTERRUPTED)
+
+
+def _model_input(model_path: Path, schema: Path | None, data: Path | None, label: str | None,
+                 population: Path | None, budget: float, trust_pickle: bool) -> AuditInput:
+    """Load and check every input as the separate commands do."""
+    from treeleaks.report.evidence import AuditInput
+
+    model = _load_any(model_path, trust_pickle)
+    bound_schema(schema, model)  # refused here as the other commands refuse it
+    frame = _checked_data(model, data, label) if data is not None else None
+    rest = _checked_population(model, population, label, data) if population else None
+    return AuditInput(model, model_path.name, _schema(schema),
+                      _estimator(model_path, trust_pickle), frame, label, rest, budget)
+
+
+def _load_any(path: Path, trust_pickle: bool) -> ReleasedModel:
+    """The model in the IR, regressors included (singling out and pruning read them)."""
+    from treeleaks.io import load_model
+
+    try:
+        return load_model(path, trust_pickle=trust_pickle, allow_regression=True)
+    except (TreeleaksError, ValueError, OSError) as exc:
+        fail(describe(exc), EXIT_BAD_INPUT)
+
+
+def _rule_list_schema(rule_list: Any, schema: Path | None, rows: Path | None) -> Any:
+    """A rule list's schema, checked as ``treeleaks leak`` checks it (None: inferred)."""
+    from treeleaks.attacks.probabilistic import bind_rule_list
+
+    if rows is not None:
+        fail("--data and --population are for tree models; a rule list is audited from the "
+             "file alone", EXIT_BAD_INPUT)
+    given = _schema(schema)
+    try:
+        bind_rule_list(rule_list, given)
+    except (TreeleaksError, ValueError) as exc:
+        fail(describe(exc), EXIT_BAD_INPUT)
+    return given
+
+
+def _make_folder(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"cannot create the folder {str(out)!r}: {describe(exc)}", EXIT_BAD_INPUT)
+
+
+def _schema(path: Path | None) -> Any:
+    """The schema as given, or None; refused as ``treeleaks leak`` refuses it."""
+    from treeleaks.schema import FeatureSchema
+
+    if path is None:
+        return None
+    if not path.is_file():
+        fail(f"schema file {str(path)!r} does not exist", EXIT_BAD_INPUT)
+    try:
+        return FeatureSchema.from_json(path)
+    except (TreeleaksError, ValueError, OSError) as exc:
+        fail(describe(exc), EXIT_BAD_INPUT)
+
+
+def _estimator(path: Path, trust_pickle: bool) -> Any:
+    """The scikit-learn object behind a .skops or pickle file (for pruning and drawing the
+    tree), or None for a treeleaks JSON model."""
+    from treeleaks.io import load_estimator
+
+    if path.suffix.lower() == ".json":
+        return None
+    try:
+        return load_estimator(path, trust_pickle)
+    except (TreeleaksError, ValueError, OSError):
+        return None  # the model loaded; only the defences that edit it will not run
+
+
+def _checked_data(model: ReleasedModel, path: Path, label: str | None) -> pd.DataFrame:
+    """The custodian's rows, refused as ``single-out --data`` refuses them."""
+    from treeleaks.attacks.singling_out import split_data
+    from treeleaks.cli.single_out import read_data
+
+    frame = read_data(path, label)
+    if label not in model.feature_names:
+        model.label_name = label  # predicates and rows read "<label column> = <class>"
+    try:
+        split_data(model, frame, label)
+    except TreeleaksError as exc:
+        fail(describe(exc), EXIT_BAD_INPUT)
+    return frame
+
+
+def _checked_population(model: ReleasedModel, path: Path, label: str | None,
+                        data: Path | None) -> pd.DataFrame:
+    from treeleaks.attacks.singling_out import split_data
+    from treeleaks.cli.single_out import read_data
+
+    if data is None:
+        fail("--population needs --data: the test sets the reconstruction against your "
+             "training rows and the population", EXIT_BAD_INPUT)
+    frame = read_data(path, label)
+    try:
+        split_data(model, frame, label)
+    except TreeleaksError as exc:
+        fail(f"--population: {describe(exc)}", EXIT_BAD_INPUT)
+    return frame
+
+
+@contextmanager
+def _progress(console: Console) -> Iterator[tuple[Any, Any]]:
+    """Rich progress on stderr (on a terminal only): the attack running, and the engine's
+    stage below it. Yields the engine's callback and the per-attack one (None, None when
+    stderr is not a terminal)."""
+    if not console.is_terminal:
+        yield None, None
+        return
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from treeleaks.display import StageDisplay
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
+               TextColumn("{task.fields[figures]}", markup=False), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bars:
+        overall = bars.add_task("Audit", total=None, figures="")
+
+        def on_step(title: str, index: int, total: int) -> None:
+            bars.update(overall, description=f"Audit: {title}", completed=index, total=total,
+                        figures=f"attack {index + 1} of {total}")
+
+        yield StageDisplay(bars), on_step
+
+
+def _verdict_table(path: Path, audit: Audit) -> Table:
+    from treeleaks.report.risk import p_value_text
+
+    v, risk = audit.verdict, audit.risk
+    table = Table(title=escape(f"Audit of {path.name}"), show_header=False,
+                  title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("Risk", Text.assemble((f" {risk['level']} ", RISK_STYLE[risk["level"]]),
+                                        f" {risk['why']}"))
+    for name, key in (("Rows reconstructed exactly", "rows_reconstructed_exactly"),
+                      ("Rows proven in the training data", "rows_proven"),
+                      ("Rows singled out", "rows_singled_out")):
+        if v[key] is not None:
+            table.add_row(name, f"{v[key]:,}")
+    if v["dist_g"] is not None:
+        table.add_row("dist_g (1 = nothing revealed)", f"{v['dist_g']:.3f}")
+    if v["error"] is not None:
+        table.add_row("Error vs random", f"{v['error']:.4f} vs {v['baseline_error']:.4f}")
+    if v.get("leak_test_p_value") is not None:
+        table.add_row("Leak test", f"{p_value_text(v['leak_test_p_value'])} ("
+                      + ("a leak" if v["leak_test_leak"] else "no evidence of a leak") + ")")
+    table.add_row("N given away", _n_rows(v["n_rows_given_away"]))
+    for run in audit.attacks:
+        if run.status in ("partial", "failed"):
+            table.add_row(escape(run.title), Text(f"{run.status}: {run.why}", "yellow"))
+    if audit.partial:
+        table.add_row("Note", Text("partial: the figures are lower bounds", "yellow"))
+    return table
+
+
+def _n_rows(value: Any) -> str:
+    """N as the file gives it away: exactly, stated, estimated, or not at all."""
+    if value is None:
+        return "no"
+    if not isinstance(value, dict):
+        return f"{value:,}"
+    stated = f"{value['stated']:,} stated in the file; " if value.get("stated") else ""
+    return f"{stated}about {value['estimate']:.0f} from the noisy counts"

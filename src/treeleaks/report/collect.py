@@ -1,0 +1,264 @@
+"""Run every attack that applies to a model, within the budget, and gather the audit.
+
+Which attacks apply: a forest (or a bootstrap or DP forest) gets the reconstruction; every
+model with counts gets singling out; every model with exact counts gets the probabilistic
+reconstruction tree by tree; a bootstrap forest exposing its draws gets the worst case
+(with the data) and the attack without its random states; with rows of the population, the
+leak test. A step that raises is listed as failed with the error, one that stops at its
+budget as partial; Ctrl-C stops the audit, and what was gathered is reported as partial.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from treeleaks.report import evidence, remedies
+from treeleaks.report.custodian import row_table
+from treeleaks.report.evidence import AuditInput, Evidence
+from treeleaks.report.findings import FAILED, NOT_RUN, AttackRun, Audit, Defence
+from treeleaks.report.risk import assess
+
+if TYPE_CHECKING:
+    from treeleaks.model import ReleasedModel
+    from treeleaks.progress import ProgressCallback
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a step."""
+
+
+Step = tuple[str, str, Callable[[], AttackRun] | str]  # name, title, run or why not
+
+
+def run_audit(inp: AuditInput, progress: ProgressCallback | None = None,
+              on_step: Callable[[str, int, int], None] | None = None) -> Audit:
+    """Audit ``inp.model``: run the attacks that apply (``on_step(title, i, n)`` before
+    each; ``progress`` receives the reconstruction engine's events) and assemble the
+    verdict, the risk, the custodian's rows, the defences and the assumptions."""
+    audit = Audit(model=model_facts(inp), exposed=exposed_facts(inp.model),
+                  assumptions=assumptions(inp), estimator=inp.estimator)
+    ev = Evidence()
+    defences: list[Defence] = []
+    steps = _plan(inp, ev, defences, progress)
+    for index, (name, title, step) in enumerate(steps):
+        if audit.interrupted:
+            audit.attacks.append(AttackRun(name, title, NOT_RUN, "the audit was interrupted "
+                                           "(Ctrl-C) before this attack"))
+        elif isinstance(step, str):
+            audit.attacks.append(AttackRun(name, title, NOT_RUN, step))
+        else:
+            if on_step is not None:
+                on_step(title, index, len(steps))
+            try:
+                audit.attacks.append(attempt(name, title, step))
+            except Interrupted:
+                audit.interrupted = True
+                audit.attacks.append(AttackRun(name, title, NOT_RUN, "interrupted (Ctrl-C) "
+                                               "while it ran"))
+    _conclude(audit, inp, ev, defences)
+    return audit
+
+
+def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
+          progress: ProgressCallback | None) -> list[Step]:
+    """Every attack of an audit, in order: how to run it, or why it does not apply."""
+    from treeleaks.attacks.bootstrap import has_multiplicities
+
+    model = inp.model
+    forest = model.n_trees > 1 or model.bootstrap or model.noise is not None
+    draws = has_multiplicities(model)
+    regression = "a regression model: this attack reads classifiers"
+
+    def with_defence(measure: Callable[[], tuple[AttackRun, Defence | None]]
+                     ) -> Callable[[], AttackRun]:
+        def step() -> AttackRun:
+            run, defence = measure()
+            defences.extend([defence] if defence else [])
+            return run
+        return step
+
+    worst_case_why = ("the model exposes no per-tree draws (a bootstrap forest's)" if not draws
+                      else "needs your training rows (--data)")
+    leak_test_why = ("needs a forest's reconstruction" if not forest else "needs --data and "
+                     "--population (rows of the same population that were not trained on)")
+    return [
+        ("reconstruct", "Reconstruction of the training set",
+         regression if model.is_regression else
+         (lambda: evidence.reconstruction(inp, ev, progress)) if forest else
+         "a single tree: the probabilistic reconstruction and singling out are its attacks"),
+        ("single-out", "Predicate singling out", (lambda: evidence.singling_out(inp, ev))
+         if model.counts_released else "the model releases no counts (they were stripped)"),
+        ("leak", "Probabilistic reconstruction",
+         regression if model.is_regression else (lambda: evidence.entropy_leak(inp, ev))
+         if model.noise is None else "the leaf counts are noisy (DP); the probabilistic "
+         "reconstruction needs exact supports"),
+        ("worst-case", "Worst case over consistent datasets",
+         (lambda: evidence.worst_case_bound(inp)) if draws and inp.data is not None
+         else worst_case_why),
+        ("leak-test", "Leak or distribution?", (lambda: evidence.leak_or_distribution(inp, ev))
+         if forest and inp.population is not None and inp.data is not None
+         else leak_test_why),
+        ("prune", f"Pruning to k = {remedies.PRUNE_K}",
+         with_defence(lambda: remedies.prune_effect(inp))),
+        ("strip-random-states", "The bootstrap attack without the random states",
+         with_defence(lambda: remedies.strip_random_states(inp, ev, progress)) if draws
+         else "the model exposes no per-tree draws"),
+    ]
+
+
+def attempt(name: str, title: str, step: Callable[[], AttackRun]) -> AttackRun:
+    """Run one step; an error becomes a failed record naming it."""
+    start = time.perf_counter()
+    try:
+        run = step()
+    except KeyboardInterrupt:
+        raise Interrupted from None
+    except MemoryError:
+        return AttackRun(name, title, FAILED, "memory ran out", time.perf_counter() - start)
+    except Exception as exc:  # one failing attack must not sink the report
+        from treeleaks.errors import TreeleaksError
+
+        kind = "" if isinstance(exc, TreeleaksError | ValueError) else (
+            f"unexpected {type(exc).__name__} (a bug, please report it): ")
+        return AttackRun(name, title, FAILED, kind + " ".join(str(exc).split()),
+                         time.perf_counter() - start)
+    if not run.time_s:
+        run.time_s = time.perf_counter() - start
+    return run
+
+
+def _conclude(audit: Audit, inp: AuditInput, ev: Evidence, defences: list[Defence]) -> None:
+    """Verdict, risk, custodian's rows, defences and the data behind the pictures."""
+    try:
+        audit.rows = row_table(inp, ev) if inp.data is not None else None
+    except KeyboardInterrupt:
+        audit.interrupted = True
+    audit.verdict = verdict(inp, audit)
+    audit.risk = assess(audit.verdict, audit.partial)
+    singling = audit.attack("single-out")
+    counts = remedies.strip_counts(singling if singling and singling.figures else None)
+    dp = [] if inp.model.is_regression else [remedies.retrain_with_dp(inp.model.noise)]
+    audit.defences = [*defences, *([counts] if counts else []), *dp]
+    if ev.singling is not None and inp.model.n_trees == 1:
+        audit.vulnerable_nodes = sorted({p.node for p in ev.singling.predicates})
+    audit.plots_data = plot_data(inp, ev, audit)
+
+
+def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
+    """The headline figures (None: not measured)."""
+    model = inp.model
+    figures = {a.name: a.figures for a in audit.attacks if a.figures}
+    single_tree = model.n_trees == 1 and not model.bootstrap
+    leak = figures.get("leak", {})
+    recon = figures.get("reconstruct", {})
+    exact = recon.get("exact_rows")
+    proven = recon.get("proven_rows") if recon.get("formulation") != "dp" else 0
+    if single_tree and leak:
+        exact = leak["rows_fully_determined"]
+        proven = exact if model.n_rows is not None else 0
+    singled = figures.get("single-out", {})
+    leak_test = figures.get("leak-test", {})
+    return {
+        "rows_reconstructed_exactly": exact,
+        "rows_proven": proven,
+        "rows_singled_out": singled.get("rows_singled_out",
+                                        singled.get("rows_singled_out_at_least")),
+        "singled_out_measured_on_data": "rows_singled_out" in singled,
+        "singling_predicates": singled.get("n_predicates"),
+        "singling_predicates_proven": singled.get("n_proven"),
+        "singling_predicates_valid": singled.get("predicates_matching_one_row"),
+        "dist_g": leak.get("dist_g"),
+        "error": recon.get("error"),
+        "baseline_error": recon.get("baseline_error"),
+        "leak_test_p_value": leak_test.get("p_value"),
+        "leak_test_leak": leak_test.get("leak"),
+        "n_rows_given_away": audit.exposed["n_rows"],
+        "class_balance_given_away": audit.exposed["class_balance"],
+        "rows_in_data": None if inp.data is None else len(inp.data),
+    }
+
+
+def plot_data(inp: AuditInput, ev: Evidence, audit: Audit) -> dict[str, Any]:
+    """What the pictures draw: per-row exposure and the error beside the baseline."""
+    out: dict[str, Any] = {}
+    if ev.row_error is not None:
+        out["row_error"] = ev.row_error[~np.isnan(ev.row_error)].tolist()
+    if ev.leaks and inp.model.n_trees == 1:
+        out["row_ratio"] = ev.leaks[0].row_ratios().tolist()
+    bars = {}
+    if ev.score is not None:
+        bars["reconstruction vs your rows"] = ev.score.error
+        strip = audit.attack("strip-random-states")
+        if strip is not None and strip.figures.get("error") is not None:
+            bars["without random states"] = strip.figures["error"]
+        bars["random guesses"] = ev.score.baseline_error
+    if ev.leak_test is not None:
+        bars["reconstruction vs population samples"] = ev.leak_test.mean
+    if bars:
+        out["error_bars"] = bars
+    return out
+
+
+def model_facts(inp: AuditInput) -> dict[str, Any]:
+    """What the model is, for the report's header."""
+    model = inp.model
+    kind = ("DP forest" if model.noise is not None else "bootstrap forest" if model.bootstrap
+            else "single tree" if model.n_trees == 1 else "forest (no bootstrap)")
+    return {"path": inp.path, "source": model.source or "treeleaks JSON", "kind": kind,
+            "task": model.task,
+            "n_trees": model.n_trees, "n_features": model.n_features,
+            "feature_names": list(model.feature_names),
+            "classes": [str(c) for c in model.classes], "label": model.label_name,
+            "max_depth": max((t.depth for t in model.trees), default=0)}
+
+
+def exposed_facts(model: ReleasedModel) -> dict[str, Any]:
+    """What anyone holding the file reads off it (as `treeleaks inspect` shows): N and the
+    class balance, the per-tree draws, the noise."""
+    from treeleaks.attacks.bootstrap import has_multiplicities
+
+    draws = has_multiplicities(model)
+    n_rows: Any = model.n_rows
+    balance = None
+    if n_rows is not None and not model.is_regression:
+        per_class = model.trees[0].counts.sum(axis=0)
+        balance = {str(c): int(k) for c, k in zip(model.classes, per_class)}
+    elif draws:
+        n_rows = len(model.trees[0].multiplicities)
+    elif model.noise is not None and model.noise.kind == "laplace":
+        from treeleaks.attacks.dp import n_rows_interval
+
+        bounds = n_rows_interval(model)
+        n_rows = {"stated": model.facts.get("n_rows"), "estimate": bounds.estimate,
+                  "low": bounds.low, "high": bounds.high}
+    return {
+        "n_rows": n_rows,
+        "class_balance": balance,
+        "bootstrap": model.bootstrap,
+        "multiplicities_exposed": draws,
+        "noise": None if model.noise is None else {
+            "kind": model.noise.kind, "epsilon": model.noise.epsilon,
+            "scale": model.noise.scale},
+        "counts_released": model.counts_released,
+    }
+
+
+def assumptions(inp: AuditInput) -> dict[str, Any]:
+    """What the adversary was assumed to know, and the budget."""
+    return {
+        "model_file": "the whole file, as released (every tree, split and leaf count)",
+        "schema": "given (--schema)" if inp.schema is not None else
+        "inferred from the model's splits (or the domains its file records)",
+        "n_rows": "read off the model when it gives it away (see what the file exposes); "
+        "a DP model's N as its file states it, else inferred from the noisy counts",
+        "side_knowledge": "none: no known rows or columns",
+        "custodian_data": "your training rows (--data) are used only to score the attacks "
+        "and never leave this machine" if inp.data is not None else "not given",
+        "population": "given (--population): rows of the same population not trained on"
+        if inp.population is not None else "not given",
+        "budget_s_per_attack": inp.budget,
+    }

@@ -1,0 +1,249 @@
+"""The attacks an audit runs, each a thin call into the library that records what it found.
+
+Every step takes the audit's input and the evidence gathered so far, calls the library
+function the matching command calls (`reconstruct`, `single_out`, `tree_reconstruction`
+with `summarize`, `worst_case`, `leak_test`), stores the result object in `Evidence` for
+the verdict and the custodian's table, and returns an `AttackRun` with the figures under
+the names the separate commands use. Errors are left to `treeleaks.report.collect`, which
+lists a step that raised as failed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from treeleaks.report.findings import COMPLETE, FAILED, NOT_RUN, PARTIAL, AttackRun
+
+if TYPE_CHECKING:
+    from treeleaks.attacks.singling_out import Exposure, SinglingOut
+    from treeleaks.evaluation.entropy import LeakSummary
+    from treeleaks.evaluation.leak_test import LeakTest
+    from treeleaks.evaluation.metrics import ReconstructionScore
+    from treeleaks.model import ReleasedModel
+    from treeleaks.progress import ProgressCallback
+    from treeleaks.result import Reconstruction
+    from treeleaks.schema import FeatureSchema
+
+RECONSTRUCT_TITLE = "Reconstruction of the training set from the counts"
+OUT_OF_TIME = 0.9  # a run that used this share of its budget or more ran out of it
+
+
+@dataclass
+class AuditInput:
+    """What the audit is given: the model (and the scikit-learn object when the file holds
+    one), the schema as given (None: the one the model implies), the custodian's training
+    rows with their label column, rows of the same population that were not trained on,
+    and the time budget of each attack in seconds."""
+
+    model: ReleasedModel
+    path: str
+    schema: FeatureSchema | None = None
+    estimator: Any = None
+    data: pd.DataFrame | None = None
+    label: str | None = None
+    population: pd.DataFrame | None = None
+    budget: float = 300.0
+
+    @property
+    def bound(self) -> FeatureSchema:
+        from treeleaks.schema import FeatureSchema
+
+        given = self.schema if self.schema is not None else FeatureSchema.for_model(self.model)
+        return given.bind(self.model)
+
+    @property
+    def truth(self) -> pd.DataFrame | None:
+        """The custodian's rows with the model's columns and its label column."""
+        if self.data is None:
+            return None
+        columns = [*self.model.feature_names, self.label]
+        return self.data[columns].rename(columns={self.label: self.model.label_name})
+
+    @property
+    def data_schema(self) -> FeatureSchema:
+        """The columns' domains for scoring against the data (as `treeleaks leak-test`)."""
+        from treeleaks.schema import FeatureSchema
+
+        features = self.data[self.model.feature_names]
+        return (FeatureSchema.from_frame(features) if self.schema is None
+                else self.schema.completed(features))
+
+
+@dataclass
+class Evidence:
+    """The result objects of the steps that ran (None: not run)."""
+
+    recon: Reconstruction | None = None
+    score: ReconstructionScore | None = None
+    row_error: np.ndarray | None = None
+    singling: SinglingOut | None = None
+    exposure: Exposure | None = None
+    leaks: list[LeakSummary] = field(default_factory=list)
+    leak_test: LeakTest | None = None
+
+
+def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | None
+                   ) -> AttackRun:
+    """The forest reconstruction (`treeleaks reconstruct`), scored against the data."""
+    from treeleaks.attacks.exact import reconstruct
+    from treeleaks.evaluation.metrics import evaluate, row_errors
+
+    model = inp.model
+    infer_n = model.noise is not None and model.facts.get("n_rows") is None
+    recon = reconstruct(model, inp.bound, time_limit=inp.budget, progress=progress,
+                        certainty_time_limit=inp.budget, n_unknown=infer_n)
+    ev.recon = recon
+    s = recon.summary()
+    figures: dict[str, Any] = {k: s[k] for k in (
+        "status", "formulation", "n_rows", "proven_rows", "proven_pattern_rows",
+        "free_values", "verified", "certainty_complete", "n_cells", "strategy")}
+    if recon.formulation == "dp":
+        figures.update({k: s[k] for k in ("log_likelihood", "log_likelihood_bound",
+                                          "likelihood_checked", "n_rows_interval")})
+    if inp.data is not None and recon.n_rows:
+        truth = inp.truth
+        ev.score = evaluate(truth, recon.rows, inp.data_schema, label=model.label_name)
+        ev.row_error = row_errors(truth, recon.rows, inp.data_schema, label=model.label_name)
+        figures.update(error=ev.score.error, baseline_error=ev.score.baseline_error,
+                       exact_share=ev.score.exact_share,
+                       exact_rows=round(ev.score.exact_share * ev.score.n_true),
+                       label_agreement=ev.score.label_agreement)
+    if s["status"] == "INFEASIBLE":
+        return AttackRun("reconstruct", RECONSTRUCT_TITLE, FAILED, "no dataset reproduces the "
+                         f"counts: {recon.message or 'the counts contradict each other'}",
+                         recon.time_s, figures)
+    why = shortfall(recon, inp.budget)
+    return AttackRun("reconstruct", RECONSTRUCT_TITLE, PARTIAL if why else COMPLETE,
+                     why or _note(recon), recon.time_s, figures)
+
+
+def shortfall(recon: Reconstruction, budget: float) -> str:
+    """Why a reconstruction's figures are only lower bounds ("" when they are not)."""
+    lower = "the figures are lower bounds"
+    if recon.status == "UNKNOWN":
+        return f"no complete reconstruction within the budget of {budget:g} s; {lower}"
+    if recon.status == "FEASIBLE" and recon.time_s >= OUT_OF_TIME * budget:
+        return f"stopped at the budget of {budget:g} s with the best dataset found; {lower}"
+    if recon.formulation == "exact" and not recon.certainty_complete:
+        return f"the proofs were cut short at the budget of {budget:g} s; {lower}"
+    return ""
+
+
+def _note(recon: Reconstruction) -> str:
+    """What a complete run still says about its result."""
+    if recon.status == "FEASIBLE":
+        return ("the best dataset found, not proven the best"
+                + (f" ({recon.message})" if recon.message else ""))
+    return ""
+
+
+def singling_out(inp: AuditInput, ev: Evidence) -> AttackRun:
+    """Predicate singling out (`treeleaks single-out`), checked against the data."""
+    from treeleaks.attacks import singling_out as so
+
+    model = inp.model
+    result = so.single_out(model, time_limit=inp.budget, schema=inp.schema)
+    ev.singling = result
+    figures: dict[str, Any] = {
+        "n_predicates": len(result.predicates), "n_proven": result.n_proven,
+        "rows_singled_out_at_least": rows_singled_out_bound(model, result),
+        "shortest_predicate": min((len(p.conditions) for p in result.predicates), default=None),
+        "notes": result.notes,
+    }
+    trees = [so.tries_without_counts(model, t) for t in range(model.n_trees)]
+    found = [tr.expected for tr in trees if tr.expected is not None]
+    figures["mean_expected_tries_without_counts"] = float(np.mean(found)) if found else None
+    if inp.data is not None:
+        ev.exposure = so.check_against_data(result, model, inp.data, inp.label)
+        figures.update(rows_singled_out=len(ev.exposure.singled_out),
+                       predicates_matching_one_row=ev.exposure.n_valid)
+    cut = [n for n in result.notes if n.startswith("forest cells not analysed")]
+    why = (f"{cut[0]}: rows a forest's cells single out were not all found (lower bound)"
+           if cut else "")
+    return AttackRun("single-out", "Predicate singling out", PARTIAL if cut else COMPLETE,
+                     why, 0.0, figures)
+
+
+def rows_singled_out_bound(model: ReleasedModel, result: SinglingOut) -> int:
+    """Training rows proven singled out without the data: the leaves of one tree (and the
+    cells of the forest) are disjoint, so their proven predicates single out different
+    rows; the most any one tree (or the cells) gives is a sound lower bound."""
+    per_source: dict[Any, int] = {}
+    for p in result.predicates:
+        if not p.proven:
+            continue
+        leaf = p.tree is None or model.trees[p.tree].feature[p.node] < 0
+        if leaf:
+            per_source[p.tree] = per_source.get(p.tree, 0) + 1
+    return max(per_source.values(), default=0)
+
+
+def entropy_leak(inp: AuditInput, ev: Evidence) -> AttackRun:
+    """The probabilistic reconstruction of each tree alone (`treeleaks leak`): dist and
+    dist_g, tree by tree until the budget runs out."""
+    from treeleaks.attacks.probabilistic import tree_reconstruction
+    from treeleaks.evaluation.entropy import summarize
+
+    deadline = time.perf_counter() + inp.budget
+    for t in range(inp.model.n_trees):
+        if time.perf_counter() > deadline:
+            break
+        ev.leaks.append(summarize(tree_reconstruction(inp.model, inp.schema, t)))
+    dist_g = [s.dist_g for s in ev.leaks]
+    best = int(np.argmin(dist_g))
+    first = ev.leaks[0]
+    figures: dict[str, Any] = {
+        "dist_g": dist_g[best], "dist": ev.leaks[best].dist, "tree": best,
+        "trees_measured": len(ev.leaks), "n_trees": inp.model.n_trees,
+        "rows_fully_determined": fully_determined(ev.leaks[best]),
+        "quantiles": {str(k): v for k, v in first.quantiles.items()} if len(ev.leaks) == 1
+        else None,
+    }
+    if inp.model.n_trees > 1:
+        figures["dist_g_median"] = float(np.median(dist_g))
+    short = len(ev.leaks) < inp.model.n_trees
+    why = (f"measured {len(ev.leaks)} of {inp.model.n_trees} trees within the budget; the "
+           "most revealing tree may be among the others" if short else "")
+    title = ("Probabilistic reconstruction of the tree" if inp.model.n_trees == 1 else
+             "Probabilistic reconstruction of each tree alone (the most revealing one)")
+    return AttackRun("leak", title, PARTIAL if short else COMPLETE, why, 0.0, figures)
+
+
+def fully_determined(summary: LeakSummary) -> int:
+    """Rows whose leaf admits one attribute vector: every value known (ratio 0)."""
+    held = summary.support > 0
+    return int(summary.support[held & (summary.path_ratio == 0)].sum())
+
+
+def worst_case_bound(inp: AuditInput) -> AttackRun:
+    """The custodian's proven bound for a bootstrap forest with known draws
+    (`treeleaks worst-case`)."""
+    from treeleaks.attacks.worst_case import worst_case
+
+    result = worst_case(inp.model, inp.truth, inp.bound, time_limit=inp.budget)
+    s = result.summary()
+    done = s["status"] == "OPTIMAL"
+    return AttackRun("worst-case", "Worst case over every dataset that reproduces the model",
+                     COMPLETE if done else PARTIAL,
+                     "" if done else f"status {s['status']}: {s['message']}", s["time_s"], s)
+
+
+def leak_or_distribution(inp: AuditInput, ev: Evidence) -> AttackRun:
+    """Is the reconstruction the training data or only the population
+    (`treeleaks leak-test`)?"""
+    from treeleaks.evaluation.leak_test import leak_test
+
+    if ev.recon is None or not ev.recon.n_rows:
+        return AttackRun("leak-test", "Leak or distribution?", NOT_RUN,
+                         "no reconstruction to test")
+    truth = inp.truth
+    population = inp.population.rename(columns={inp.label: inp.model.label_name})
+    ev.leak_test = leak_test(ev.recon.rows, truth, population, inp.data_schema,
+                             label=inp.model.label_name)
+    return AttackRun("leak-test", "Leak or distribution?", COMPLETE, "", 0.0,
+                     ev.leak_test.to_dict())

@@ -1,0 +1,119 @@
+"""What an audit found: one record per attack run, and the audit that holds them.
+
+The records are plain data so the JSON report is a direct dump of them and the HTML report
+reads the same fields; nothing here runs an attack (`treeleaks.report.collect` does).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from treeleaks import __version__
+
+COMPLETE = "complete"  # the attack finished within its budget
+PARTIAL = "partial"  # it stopped at its budget (or was interrupted): figures are lower bounds
+NOT_RUN = "not run"  # it does not apply to this model or input, or an earlier step stopped
+FAILED = "failed"  # it raised an error; the report says which
+
+
+@dataclass
+class AttackRun:
+    """One attack (or measured defence) of the audit: whether it ran, why not, and what it
+    found. ``figures`` are plain JSON values named as the separate commands name them."""
+
+    name: str
+    title: str
+    status: str
+    why: str = ""
+    time_s: float = 0.0
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "title": self.title, "status": self.status, "why": self.why,
+                "time_s": round(self.time_s, 3), "figures": plain(self.figures)}
+
+
+@dataclass
+class Defence:
+    """A defence that applies to the model, with its measured (or cited) effect."""
+
+    name: str
+    effect: str
+    figures: dict[str, Any]
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "effect": self.effect, "figures": plain(self.figures),
+                "source": self.source}
+
+
+@dataclass
+class Audit:
+    """Everything the report says. ``verdict`` holds the headline figures (None: not
+    measured), ``risk`` the level and the rule that set it, ``rows`` the custodian's
+    per-row table (with their data), ``plots_data`` what the pictures draw.
+    ``estimator`` and ``vulnerable_nodes`` feed the tree drawing and stay out of the JSON."""
+
+    model: dict[str, Any]
+    exposed: dict[str, Any]
+    assumptions: dict[str, Any]
+    attacks: list[AttackRun] = field(default_factory=list)
+    verdict: dict[str, Any] = field(default_factory=dict)
+    risk: dict[str, Any] = field(default_factory=dict)
+    rows: list[dict[str, Any]] | None = None
+    defences: list[Defence] = field(default_factory=list)
+    plots_data: dict[str, Any] = field(default_factory=dict)
+    interrupted: bool = False
+    created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    estimator: Any = None
+    vulnerable_nodes: list[int] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        """Interrupted, or some attack stopped at its budget: figures are lower bounds."""
+        return self.interrupted or any(a.status == PARTIAL for a in self.attacks)
+
+    def attack(self, name: str) -> AttackRun | None:
+        return next((a for a in self.attacks if a.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report (validated against ``schema.json`` by `treeleaks.report.json_report`)."""
+        return {
+            "format": "treeleaks.audit",
+            "version": 1,
+            "created": self.created,
+            "treeleaks_version": __version__,
+            "partial": self.partial,
+            "interrupted": self.interrupted,
+            "model": plain(self.model),
+            "verdict": plain(self.verdict),
+            "risk": plain(self.risk),
+            "exposed": plain(self.exposed),
+            "attacks": [a.to_dict() for a in self.attacks],
+            "rows": None if self.rows is None else plain(self.rows),
+            "defences": [d.to_dict() for d in self.defences],
+            "assumptions": plain(self.assumptions),
+        }
+
+
+def plain(value: Any) -> Any:
+    """``value`` with NumPy scalars and arrays as Python ones and NaN / infinity as None,
+    so it dumps as strict JSON."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [plain(v) for v in value.tolist()]
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(value) else None
+    return value

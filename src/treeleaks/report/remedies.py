@@ -1,0 +1,125 @@
+"""The defences an audit proposes, each with its effect on this model measured (prune to k,
+strip the random states) or, for retraining with DP, cited from the project's benchmark.
+A defence without a number behind it is not proposed."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from treeleaks.report import dp_costs
+from treeleaks.report.evidence import AuditInput, Evidence, shortfall
+from treeleaks.report.findings import COMPLETE, NOT_RUN, PARTIAL, AttackRun, Defence
+
+if TYPE_CHECKING:
+    from treeleaks.model import NoiseMechanism
+    from treeleaks.progress import ProgressCallback
+
+PRUNE_K = 2  # the smallest k that removes every vulnerable node
+
+
+def prune_effect(inp: AuditInput) -> tuple[AttackRun, Defence | None]:
+    """Prune the scikit-learn model so no node shows a count below `PRUNE_K`
+    (`treeleaks prune`), re-run singling out on it, and score it before and after on the
+    custodian's rows."""
+    from treeleaks.attacks.singling_out import single_out
+    from treeleaks.defences.prune import PRUNABLE, prune
+    from treeleaks.frontends.sklearn import from_sklearn
+
+    title = f"Pruning to k = {PRUNE_K}"
+    kind = type(inp.estimator).__name__
+    if inp.estimator is None or kind not in PRUNABLE:
+        why = ("needs the scikit-learn object (a .skops file, or a pickle with "
+               "--trust-pickle)" if inp.estimator is None else f"cannot prune a {kind}")
+        return AttackRun("prune", title, NOT_RUN, why), None
+    pruned, summary = prune(inp.estimator, PRUNE_K)
+    left = single_out(from_sklearn(pruned, allow_regression=True), cells=False)
+    figures: dict[str, Any] = {
+        "min_count": PRUNE_K, "nodes_before": summary.nodes_before,
+        "nodes_after": summary.nodes_after, "leaves_before": summary.leaves_before,
+        "leaves_after": summary.leaves_after, "predicates_left": len(left.predicates)}
+    effect = (f"no node shows a count below {PRUNE_K}: {len(left.predicates)} "
+              f"singling-out predicates left; {summary.nodes_before:,} → "
+              f"{summary.nodes_after:,} nodes")
+    if inp.data is not None:
+        X, y = inp.data[inp.model.feature_names], inp.data[inp.label]
+        before, after = inp.estimator.score(X, y), pruned.score(X, y)
+        metric = "R²" if inp.model.is_regression else "accuracy"
+        figures.update(metric=metric, accuracy_before=before, accuracy_after=after)
+        effect += f"; {metric} on your rows {before:.4f} → {after:.4f}"
+    if inp.model.n_trees > 1:
+        effect += ("; every tree is pruned, but the forest's reconstruction still reads the "
+                   "counts that remain")
+    run = AttackRun("prune", title, COMPLETE, "", 0.0, figures)
+    return run, Defence(f"Prune to k = {PRUNE_K} (treeleaks prune --min-count {PRUNE_K})",
+                        effect, figures, "measured on this model")
+
+
+def strip_random_states(inp: AuditInput, ev: Evidence, progress: ProgressCallback | None = None
+                        ) -> tuple[AttackRun, Defence | None]:
+    """Re-run the bootstrap attack without the per-tree draws the random states give away
+    (``ignore_multiplicities``) and set it beside the attack with them."""
+    from treeleaks.attacks.exact import reconstruct
+    from treeleaks.evaluation.metrics import evaluate
+
+    title = "The bootstrap attack without the random states"
+    without = reconstruct(inp.model, inp.bound, time_limit=inp.budget,
+                          ignore_multiplicities=True, progress=progress)
+    s = without.summary()
+    figures: dict[str, Any] = {"status": s["status"], "formulation": s["formulation"],
+                               "n_rows": s["n_rows"], "proven_rows": s["proven_rows"]}
+    found = ev.recon is not None and ev.recon.n_rows > 0
+    with_states = (f"with the draws the rows come back in training order ({ev.recon.proven_rows} "
+                   "proven)" if found else "with the draws the attack found no complete "
+                   "reconstruction within the budget")
+    effect = (f"{with_states}; without them, {s['n_rows']} rows in no particular order "
+              f"({s['proven_rows']} proven)")
+    if inp.data is not None and without.n_rows:
+        score = evaluate(inp.truth, without.rows, inp.data_schema, label=inp.model.label_name)
+        exact = round(score.exact_share * score.n_true)
+        figures.update(error=score.error, exact_rows=exact)
+        effect += f", {exact} of your rows rebuilt exactly (error {score.error:.4f}"
+        if ev.score is not None:
+            figures.update(error_with_states=ev.score.error,
+                           exact_rows_with_states=round(ev.score.exact_share * ev.score.n_true))
+            effect += (f", against {figures['exact_rows_with_states']} and "
+                       f"{ev.score.error:.4f} with the draws")
+        effect += ")"
+    why = shortfall(without, inp.budget)
+    run = AttackRun("strip-random-states", title, PARTIAL if why else COMPLETE, why,
+                    without.time_s, figures)
+    return run, Defence("Release the trees without their random states (they regenerate "
+                        "each tree's bootstrap draws)", effect, figures,
+                        "measured on this model")
+
+
+def retrain_with_dp(noise: NoiseMechanism | None) -> Defence:
+    """Retraining as a DP forest: the benchmark's figures at each ε, cited (``noise``: the
+    audited model's own mechanism, if it is DP already)."""
+    rows = {f"{dataset} eps={eps:g}": cost._asdict()
+            for (dataset, eps), cost in dp_costs.MEASURED.items()}
+    at5 = {d: c for (d, e), c in dp_costs.MEASURED.items() if e == 5.0}
+    effect = ("at ε = 5 the DP attack still rebuilt " + ", ".join(
+        f"{c.perfect_share:.0%} of {d}'s rows exactly (error {c.error:.3f} vs random "
+        f"{c.baseline:.3f}, test accuracy {c.test_accuracy:.3f})" for d, c in at5.items())
+              + "; ε = 1 lowers that to " + ", ".join(
+        f"{dp_costs.MEASURED[(d, 1.0)].perfect_share:.0%}" for d in at5)
+              + ": DP limits, but does not stop, reconstruction")
+    if noise is not None:
+        effect = (f"this model is already DP with ε = {noise.epsilon:g}; "
+                  + effect.replace("at ε = 5", "for comparison, at ε = 5"))
+    return Defence("Retrain as a differentially private forest (treeleaks train-dp)", effect,
+                   rows, dp_costs.SOURCE)
+
+
+def strip_counts(singling: AttackRun | None) -> Defence | None:
+    """Releasing the trees without their counts: how many guesses an adversary then needs
+    to single out a row (the deepest-first ranking, measured on this model's counts)."""
+    tries = None if singling is None else singling.figures.get(
+        "mean_expected_tries_without_counts")
+    if tries is None or not singling.figures.get("n_predicates"):
+        return None
+    effect = (f"no predicate is proven any more, and an adversary guessing leaves deepest "
+              f"first needs {tries:.1f} tries on average before one singles out a row "
+              "(measured with this model's counts)")
+    return Defence("Release the trees without their leaf counts", effect,
+                   {"mean_expected_tries_without_counts": tries}, "measured on this model")
