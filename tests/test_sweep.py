@@ -204,3 +204,13 @@ def test_a_single_out_point_finds_nothing_after_pruning() -> None:
     out = ATTACKS["single-out"].run(point, None)
     assert 200 <= out["n_rows"] <= 400 and out["vulnerable_after"] == 0
     assert out["vulnerable"] == (out["vulnerable_pairs"] > 0)
+
+
+def test_an_audit_point_keeps_the_verdict_of_the_release_audit() -> None:
+    point = {**{k: a.default for k, a in ATTACKS["audit"].axes.items()},
+             "dataset": "breast-cancer", "kind": "tree", "n": 100, "population": 100,
+             "budget": 20}
+    out = ATTACKS["audit"].run(point, None)
+    assert out["rows_singled_out"] >= 1 and out["risk"] == "HIGH" and out["rule"]
+    ran = {name for name, a in out["attacks"].items() if a["status"] == "complete"}
+    assert ran == {"single-out", "leak", "prune"}  # a tree is not reconstructed

@@ -10,6 +10,7 @@ result against the sample. Each attack names its axes and their defaults.
   the informed adversary on that many target rows (`treeleaks.evaluation.informed`).
 - ``interpretable`` and ``single-out``: a single tree or rule list
   (`treeleaks.sweep.single_models`).
+- ``audit``: the whole release audit of one model (`treeleaks.sweep.audit_points`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from treeleaks.sweep.audit_points import KINDS, run_audit_point
 from treeleaks.sweep.single_models import run_interpretable, run_single_out
 
 SOLVED = ("OPTIMAL", "FEASIBLE")
@@ -225,4 +227,12 @@ ATTACKS = {
         "max_rows": Axis(10000, _int_at_least(2), "an integer >= 2"),
     }, run_single_out, ("vulnerable", "expected_tries", "test_before", "test_after",
                         "vulnerable_after")),
+    "audit": Attack({
+        "dataset": COMMON["dataset"], "seed": COMMON["seed"], "n": COMMON["n"],
+        "population": Axis(500, _int_at_least(1), "a number of rows >= 1"),
+        "kind": Axis("forest", lambda v: v in KINDS, " or ".join(f'"{k}"' for k in KINDS)),
+        "budget": Axis(60.0, _positive, "seconds per attack > 0"),
+        "forest_trees": Axis(100, _int_at_least(1), "an integer >= 1"),
+        "bootstrap_trees": Axis(10, _int_at_least(1), "an integer >= 1"),
+    }, run_audit_point, ("audit_s", "rows_proven", "rows_singled_out", "dist_g", "error")),
 }
