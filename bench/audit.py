@@ -22,11 +22,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from common import BENCH_DIR, DEFAULT_DATA_DIR, environment, fmt, median, write_json
+from common import BENCH_DIR, DEFAULT_DATA_DIR, environment, fmt, median, run_grids, write_json
 
-from treeleaks.sweep import Grid, run_sweep
+from treeleaks.sweep import Grid
 from treeleaks.sweep.audit_points import KINDS
-from treeleaks.sweep.runner import RECORDS
 
 DATASETS = ("compas", "adult", "default_credit")
 FULL = {"n": 100, "population": 500, "seeds": 3, "budget": 60.0, "forest_trees": 100,
@@ -57,15 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "n": [grid["n"]], "population": [grid["population"]], "budget": [grid["budget"]],
         "forest_trees": [grid["forest_trees"]], "bootstrap_trees": [grid["bootstrap_trees"]]},
         point_time_limit=4 * grid["budget"] + 120, data_dir=args.data_dir.resolve())
-    folder = out.with_suffix("")  # the sweep's records, one JSON line per finished audit
-    (folder / RECORDS).unlink(missing_ok=True)
 
     def progress(run: dict[str, Any]) -> None:
         print(f"{run['dataset']:14s} {run['kind']:9s} seed={run['seed']} "
               f"{run.get('risk', run['status']):6s} ({run.get('rule', run.get('exception'))}) "
               f"{fmt(run.get('audit_s'), 1)} s", flush=True)
 
-    runs = run_sweep(sweep, folder, workers=args.workers, on_record=progress)
+    runs = run_grids(sweep, out, args.workers, on_record=progress)
     failed = [r for r in runs if r["status"] != "done"]
     if failed:
         raise SystemExit(f"{len(failed)} audits failed, e.g. {failed[0].get('exception')}")

@@ -32,12 +32,12 @@ from common import (
     fmt,
     mean,
     median,
+    run_grids,
     share,
     write_json,
 )
 
-from treeleaks.sweep import Grid, run_sweep
-from treeleaks.sweep.runner import RECORDS
+from treeleaks.sweep import Grid
 
 DATASETS = ("compas", "adult", "default_credit")
 DEPTHS: tuple[int | None, ...] = (None, 10, 5)
@@ -148,8 +148,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "time_limit": [time_limit], "threads": [args.threads]},
         point_time_limit=(2 if args.worst_case else 1) * time_limit + 120,
         data_dir=args.data_dir.resolve())
-    folder = out.with_suffix("")  # the sweep's records, one JSON line per finished run
-    (folder / RECORDS).unlink(missing_ok=True)
 
     def progress(run: dict[str, Any]) -> None:
         print(f"{run['dataset']} N={run['n']} depth={run['depth']} seed={run['seed']}: "
@@ -157,9 +155,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"time={fmt(run.get('time_s'), 2)} s error={fmt(run.get('error'))}",
               file=sys.stderr, flush=True)
 
-    runs = run_sweep(grid, folder, workers=args.workers, on_record=progress)
-    write_json(out, {"meta": meta, "aggregates": aggregate(runs), "runs": runs})
+    runs = run_grids(grid, out, args.workers, on_record=progress)
     rows = aggregate(runs)
+    write_json(out, {"meta": meta, "aggregates": rows, "runs": runs})
     print_table(rows)
     if args.smoke:
         bad = [r for r in runs if not r.get("verified")

@@ -15,7 +15,7 @@ import platform
 import statistics
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,11 @@ import pandas as pd
 from treeleaks.sweep.datasets import Dataset as Dataset  # re-exported for the benchmarks
 from treeleaks.sweep.datasets import dataset_info as dataset_info
 from treeleaks.sweep.datasets import load_dataset as load_dataset
+from treeleaks.sweep.grid import Grid
 from treeleaks.sweep.isolate import ChildOutcome as ChildOutcome
 from treeleaks.sweep.isolate import maxrss_mb as maxrss_mb
 from treeleaks.sweep.isolate import run_isolated as isolated
+from treeleaks.sweep.runner import RECORDS, run_sweep
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
@@ -41,6 +43,18 @@ def run_isolated(script: Path, config: dict[str, Any], timeout_s: float) -> Chil
     """Run ``python <script> --worker <config.json>`` in a process of its own
     (`treeleaks.sweep.isolate.run_isolated`: own peak memory, killed after ``timeout_s``)."""
     return isolated([sys.executable, str(script), "--worker"], config, timeout_s)
+
+
+def run_grids(grids: Grid | Sequence[Grid], out: Path, workers: int,
+              on_record: Callable[[dict[str, Any]], None] | None = None,
+              resume: bool = False) -> list[dict[str, Any]]:
+    """Run a benchmark's sweep grids on `treeleaks.sweep`, its records beside ``out``
+    (``out`` without its suffix: one JSON line per finished run); afresh unless
+    ``resume``, which keeps the runs recorded there and runs only the rest."""
+    folder = out.with_suffix("")
+    if not resume:
+        (folder / RECORDS).unlink(missing_ok=True)
+    return run_sweep(grids, folder, workers=workers, on_record=on_record)
 
 
 # --- statistics and output -----------------------------------------------------------------

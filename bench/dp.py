@@ -37,11 +37,11 @@ from common import (
     fmt,
     mean,
     median,
+    run_grids,
     write_json,
 )
 
-from treeleaks.sweep import Grid, run_sweep
-from treeleaks.sweep.runner import RECORDS
+from treeleaks.sweep import Grid
 
 DATASETS = ("compas", "adult", "default_credit")
 TREES = (1, 5, 10, 20, 30)
@@ -148,8 +148,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "informed": [args.informed], "leak_test": [args.leak_test]},
         point_time_limit=grid["time_limit"] * (1 + bool(args.informed)) + 120,
         data_dir=args.data_dir.resolve())
-    folder = out.with_suffix("")  # the sweep's records, one JSON line per finished run
-    (folder / RECORDS).unlink(missing_ok=True)
 
     def progress(run: dict[str, Any]) -> None:
         print(f"{run['dataset']} N={run['n']} T={run['trees']} d={run['depth']} "
@@ -157,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"error={fmt(run.get('error'))} first={fmt(run.get('first_solution_s'), 2)} s",
               file=sys.stderr, flush=True)
 
-    runs = run_sweep(sweep, folder, workers=args.workers, on_record=progress)
+    runs = run_grids(sweep, out, args.workers, on_record=progress)
     write_json(out, {"meta": meta, "aggregates": aggregate(runs), "runs": runs})
     print_table(aggregate(sorted(runs, key=lambda r: [r[k] for k in (
         "dataset", "n", "trees", "depth", "epsilon", "seed")])))

@@ -34,12 +34,12 @@ from common import (
     fmt,
     mean,
     median,
+    run_grids,
     share,
     write_json,
 )
 
-from treeleaks.sweep import Grid, run_sweep
-from treeleaks.sweep.runner import RECORDS
+from treeleaks.sweep import Grid
 
 DATASETS = ("compas", "adult", "default_credit")
 DEPTHS: tuple[int | None, ...] = (None, 10, 5, 3, 2)
@@ -247,9 +247,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "threads": args.threads, "workers": args.workers, "solver": args.solver,
         "guard_s": guard, "smoke": args.smoke, "environment": environment(),
     }
-    records = out.with_suffix("")  # the sweep's folder: one JSON line per finished run
-    if not args.resume:
-        (records / RECORDS).unlink(missing_ok=True)
 
     def progress(row: dict[str, Any]) -> None:
         print(f"{row['dataset']} N={row['n']} depth={depth_label(row['depth'])} "
@@ -257,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"time={fmt(row.get('time_s'), 2)}s mem={fmt(row['peak_mem_mb'], 0)}MB "
               f"error={fmt(row.get('error'), 4)}", file=sys.stderr, flush=True)
 
-    runs = run_sweep(todo, records, workers=args.workers, on_record=progress)
+    runs = run_grids(todo, out, args.workers, on_record=progress, resume=args.resume)
     meta["wall_s"] = time.perf_counter() - started
     meta["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
     aggs = aggregate(runs)

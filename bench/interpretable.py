@@ -28,15 +28,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from common import BENCH_DIR, DEFAULT_DATA_DIR, environment, fmt, load_dataset, write_json
+from common import (
+    BENCH_DIR,
+    DEFAULT_DATA_DIR,
+    environment,
+    fmt,
+    load_dataset,
+    run_grids,
+    write_json,
+)
 
 from treeleaks import FeatureSchema, from_sklearn
 from treeleaks.attacks.capture import capt_recursion
 from treeleaks.attacks.probabilistic import rule_list_reconstruction, tree_reconstruction
 from treeleaks.evaluation.entropy import summarize
 from treeleaks.learners.greedy_rule_list import GreedyRuleListClassifier
-from treeleaks.sweep import Grid, run_sweep
-from treeleaks.sweep.runner import RECORDS
+from treeleaks.sweep import Grid
 
 DATASETS = ("compas", "adult")
 TRAIN_SHARE = {"compas": 0.8, "adult": 0.1}
@@ -79,8 +86,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "depth": depths, "min_support": list(grid["min_supports"]),
                 "train_share": [TRAIN_SHARE[dataset]]}, data_dir=args.data_dir.resolve(),
                 isolate=False))
-    folder = out.with_suffix("")  # the sweep's records, one JSON line per finished run
-    (folder / RECORDS).unlink(missing_ok=True)
 
     def progress(run: dict[str, Any]) -> None:
         if run["status"] == "error":
@@ -92,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"size={run['size']:3d} dist_g={run['dist_g']:.4f} ({run['fit_s']:.2f} s)",
               flush=True)
 
-    runs = [r for r in run_sweep(grids, folder, workers=args.workers, on_record=progress)
+    runs = [r for r in run_grids(grids, out, args.workers, on_record=progress)
             if r["status"] == "done"]
     speed = speed_targets(args.data_dir, grid["speed_seeds"], 2 if args.smoke else 20)
     report = {"environment": environment(), "grid": {**grid, "learners": learners,

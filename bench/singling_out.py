@@ -38,14 +38,14 @@ from common import (
     load_dataset,
     mean,
     median,
+    run_grids,
     share,
     write_json,
 )
 
 from treeleaks import from_sklearn
 from treeleaks.attacks.singling_out import single_out
-from treeleaks.sweep import Grid, run_sweep
-from treeleaks.sweep.runner import RECORDS
+from treeleaks.sweep import Grid
 from treeleaks.sweep.single_models import HELD_OUT
 
 DATASETS = ("adult", "compas", "diabetes")
@@ -159,9 +159,7 @@ def main() -> None:
         "min_rows": [SMALL_SUBSET[0] if name == "diabetes" else SUBSET[0]],
         "max_rows": [SMALL_SUBSET[1] if name == "diabetes" else SUBSET[1]]},
         data_dir=args.data_dir.resolve(), isolate=False) for name in names]
-    folder = out.with_suffix("")  # the sweep's records, one JSON line per finished tree
-    (folder / RECORDS).unlink(missing_ok=True)
-    records = run_sweep(grids, folder, workers=args.workers)
+    records = run_grids(grids, out, args.workers)
     failed = [r for r in records if r["status"] != "done"]
     if failed:
         raise SystemExit(f"{len(failed)} runs failed, e.g. {failed[0].get('exception')}")

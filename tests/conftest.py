@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from typer.testing import Result
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -30,3 +31,11 @@ def compas() -> tuple[pd.DataFrame, pd.Series, dict]:
     frame = pd.read_csv(SHARED_DATA / info["file"])
     label = frame.pop(info["label"])
     return frame, label, info
+
+
+def one_line_error(result: Result, code: int = 2) -> str:
+    """The command failed with ``code`` and said why in one ``error:`` line on stderr."""
+    assert result.exit_code == code, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]

@@ -24,7 +24,7 @@ from treeleaks.display import live_progress
 from treeleaks.io import load_model, save_model
 from treeleaks.progress import Progress
 
-from conftest import binary_frame
+from conftest import binary_frame, one_line_error
 
 runner = CliRunner()
 
@@ -54,13 +54,6 @@ def files(truth: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> dict
         "tampered": folder / "tampered.json",
         "bagged": save_model(bagged, folder / "bagged.skops"),
     }
-
-
-def one_line_error(result: Result, code: int) -> str:
-    assert result.exit_code == code, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 def test_reconstruct_writes_the_training_rows_and_a_summary(

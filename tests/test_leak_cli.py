@@ -12,21 +12,14 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 from test_probabilistic import PAPER_SCHEMA, paper_tree
 from test_rule_list import PAPER
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
 from treeleaks.cli import app
 from treeleaks.io import save_model
 
-from conftest import binary_frame
+from conftest import binary_frame, one_line_error
 
 runner = CliRunner()
-
-
-def one_line_error(result: Result) -> str:
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 def write(path: Path, data: object) -> Path:

@@ -37,6 +37,16 @@ def with_change(path: list, value: object) -> dict:
     return data
 
 
+
+def assert_counts_are_the_captured_rows(rules: RuleList, X: pd.DataFrame, y: np.ndarray) -> None:
+    """Each rule's class counts are those of the rows it captures (it matches them and no
+    earlier rule does)."""
+    free = np.ones(len(X), dtype=bool)
+    for rule, (lower, upper) in zip(rules.all_rules, rules.boxes()):
+        hit = free & np.all((lower < X.to_numpy()) & (upper >= X.to_numpy()), axis=1)
+        assert list(rule.counts) == np.bincount(y[hit], minlength=2).tolist()
+        free &= ~hit
+
 def test_json_round_trip() -> None:
     rules = RuleList.from_dict(PAPER)
     again = RuleList.from_dict(json.loads(rules.to_json()))
@@ -86,11 +96,7 @@ def test_learner_fits_and_releases_its_supports() -> None:
     rules = model.rule_list_
     assert rules.n_rows == 400
     assert rules.predict(X.to_numpy()).astype(int).tolist() == model.predict(X).tolist()
-    free = np.ones(len(X), dtype=bool)
-    for rule, (lower, upper) in zip(rules.all_rules, rules.boxes()):
-        hit = free & np.all((lower < X.to_numpy()) & (upper >= X.to_numpy()), axis=1)
-        assert list(rule.counts) == np.bincount(y[hit], minlength=2).tolist()
-        free &= ~hit
+    assert_counts_are_the_captured_rows(rules, X, y)
     summary = summarize(rule_list_reconstruction(rules))
     assert 0 < summary.dist_g < 1
 
@@ -126,10 +132,6 @@ def test_imodels_greedy_rule_list() -> None:
     rules = from_imodels(model)
     assert rules.n_rows == 400 and rules.feature_names == list("abcd")
     assert rules.predict(X.to_numpy()).astype(int).tolist() == model.predict(X).tolist()
-    free = np.ones(len(X), dtype=bool)
-    for rule, (lower, upper) in zip(rules.all_rules, rules.boxes()):
-        hit = free & np.all((lower < X.to_numpy()) & (upper >= X.to_numpy()), axis=1)
-        assert list(rule.counts) == np.bincount(y[hit], minlength=2).tolist()
-        free &= ~hit
+    assert_counts_are_the_captured_rows(rules, X, y)
     again = RuleList.from_dict(json.loads(rules.to_json()))
     assert summarize(rule_list_reconstruction(again)).n_rows == 400

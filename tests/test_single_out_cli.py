@@ -10,22 +10,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
 from treeleaks import from_sklearn
 from treeleaks.cli import app
 from treeleaks.io import load_estimator, save_model
 
-from conftest import binary_frame
+from conftest import binary_frame, one_line_error
 
 runner = CliRunner()
-
-
-def one_line_error(result: Result, code: int = 2) -> str:
-    assert result.exit_code == code, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
