@@ -21,6 +21,8 @@ from treeleaks.io import load_model
 from treeleaks.outputs import OutputError, check_outputs, write_outputs
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from treeleaks.model import ReleasedModel
     from treeleaks.schema import FeatureSchema
 
@@ -196,3 +198,20 @@ def check_outcome(status: str, verified: bool, message: str) -> None:
         fail(message or f"no complete reconstruction (status {status})", EXIT_INCOMPLETE)
     if not verified:
         fail(message or "the reconstruction does not reproduce the model", EXIT_UNVERIFIED)
+
+
+def read_csv(path: Path, what: str) -> pd.DataFrame:
+    """A CSV file with a header row; an unreadable one is one line naming ``what`` it is."""
+    import pandas as pd
+
+    try:
+        return pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        fail(f"cannot read the {what} {str(path)!r}: {describe(exc)}", EXIT_BAD_INPUT)
+
+
+def read_data(path: Path, label: str | None) -> pd.DataFrame:
+    """The custodian's ``--data`` rows, which need ``--label``."""
+    if label is None:
+        fail("--data needs --label, the name of its label column", EXIT_BAD_INPUT)
+    return read_csv(path, "data")

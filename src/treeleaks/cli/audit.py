@@ -26,6 +26,7 @@ from treeleaks.cli.app import (
     fail,
     guard_outputs,
     positive_seconds,
+    read_data,
     write_all,
 )
 from treeleaks.errors import TreeleaksError
@@ -176,7 +177,6 @@ def _estimator(path: Path, trust_pickle: bool) -> Any:
 def _checked_data(model: ReleasedModel, path: Path, label: str | None) -> pd.DataFrame:
     """The custodian's rows, refused as ``single-out --data`` refuses them."""
     from treeleaks.attacks.singling_out import split_data
-    from treeleaks.cli.single_out import read_data
 
     frame = read_data(path, label)
     if label not in model.feature_names:
@@ -191,7 +191,6 @@ def _checked_data(model: ReleasedModel, path: Path, label: str | None) -> pd.Dat
 def _checked_population(model: ReleasedModel, path: Path, label: str | None,
                         data: Path | None) -> pd.DataFrame:
     from treeleaks.attacks.singling_out import split_data
-    from treeleaks.cli.single_out import read_data
 
     if data is None:
         fail("--population needs --data: the test sets the reconstruction against your "

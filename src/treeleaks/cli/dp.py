@@ -21,6 +21,7 @@ from treeleaks.cli.app import (
     describe,
     fail,
     guard_outputs,
+    read_csv,
     write_all,
 )
 from treeleaks.errors import TreeleaksError
@@ -41,17 +42,13 @@ def train_dp_command(
 ) -> None:
     """Train an ε-differentially private random forest (random splits from the schema's
     domains, Laplace noise on every leaf count) and write it as a model file."""
-    import pandas as pd
 
     from treeleaks.defences.dp_forest import DPRandomForestClassifier
     from treeleaks.frontends.dp import from_dp_forest
     from treeleaks.schema import FeatureSchema
 
     guard_outputs(data, schema, [out])
-    try:
-        frame = pd.read_csv(data)
-    except (OSError, ValueError) as exc:
-        fail(f"cannot read the data {str(data)!r}: {describe(exc)}", EXIT_BAD_INPUT)
+    frame = read_csv(data, "data")
     if label not in frame.columns:
         fail(f"the data have no label column {label!r} (columns: "
               f"{', '.join(map(str, frame.columns[:8]))}); give --label", EXIT_BAD_INPUT)
@@ -105,19 +102,13 @@ def leak_test_command(
     """Is a reconstruction the training data, or only what any sample of the population
     looks like? Scores it against datasets drawn from the population (the SaTML 2026
     study's Appendix D test)."""
-    import pandas as pd
 
     from treeleaks.evaluation.leak_test import leak_test
     from treeleaks.schema import FeatureSchema
 
     guard_outputs(rows, schema, [json_path] if json_path is not None else [])
-    frames = {}
-    for name, path in (("reconstruction", rows), ("training rows", truth),
-                       ("population", population)):
-        try:
-            frames[name] = pd.read_csv(path)
-        except (OSError, ValueError) as exc:
-            fail(f"cannot read the {name} {str(path)!r}: {describe(exc)}", EXIT_BAD_INPUT)
+    frames = {name: read_csv(path, name) for name, path in (
+        ("reconstruction", rows), ("training rows", truth), ("population", population))}
     true_rows = frames["training rows"]
     try:
         features = true_rows.drop(columns=[label] if label in true_rows else [])

@@ -21,6 +21,7 @@ from treeleaks.cli.app import (
     describe,
     fail,
     guard_outputs,
+    read_data,
     write_all,
 )
 from treeleaks.errors import TreeleaksError
@@ -147,17 +148,6 @@ def _load_any(path: Path, trust_pickle: bool) -> ReleasedModel:
         return load_model(path, trust_pickle=trust_pickle, allow_regression=True)
     except (TreeleaksError, ValueError, OSError) as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
-
-
-def read_data(path: Path, label: str | None) -> pd.DataFrame:
-    import pandas as pd
-
-    if label is None:
-        fail("--data needs --label, the name of its label column", EXIT_BAD_INPUT)
-    try:
-        return pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        fail(f"cannot read the data {str(path)!r}: {describe(exc)}", EXIT_BAD_INPUT)
 
 
 def _guesses(model: ReleasedModel) -> SinglingOut:
