@@ -105,7 +105,8 @@ def grid_from_dict(data: dict[str, Any], base: Path = Path()) -> Grid:
                             f"{', '.join(spec)}")
         values = [_none(v) for v in (raw if isinstance(raw, list) else [raw])]
         if not values:
-            raise GridError(f"axis {name!r} has no values, so the grid has no points")
+            raise GridError(f"axis {name!r} has no values, so the grid has no points; give it "
+                            "at least one value or leave it out for its default")
         for value in values:
             if not spec[name].check(value):
                 raise GridError(f"axis {name!r}: {value!r} is not {spec[name].expects}")
