@@ -112,6 +112,39 @@ def test_a_forest_without_its_draws_falls_back_to_inferring_them_and_says_so():
     assert "does not expose its draws" in result.message
 
 
+def _placements_never_solve(monkeypatch):
+    """The placement solvers find nothing, as on forests of 5-10 trees over 21 columns."""
+    import treeleaks.attacks.bootstrap as bootstrap
+
+    monkeypatch.setattr(bootstrap, "_solve", lambda *args, **kwargs: (None, "UNKNOWN", "highs"))
+
+
+def test_draws_not_met_in_time_fall_back_to_inferred_draws_and_say_so(monkeypatch):
+    _placements_never_solve(monkeypatch)
+    X, y = binary_frame(40, 5, seed=8)
+    model = from_sklearn(RandomForestClassifier(n_estimators=6, random_state=3).fit(X, y))
+    result = reconstruct(model, FeatureSchema.from_frame(X), time_limit=20)
+    assert result.status == "FEASIBLE" and result.formulation == "bootstrap-unknown"
+    assert "released draws" in result.message and "inferred draws" in result.message
+    assert result.verified and result.n_rows == 40
+    # the rows reproduce every count with the draws the result carries, not the model's
+    inferred = replace(model, trees=[replace(tree, multiplicities=b) for tree, b in
+                                     zip(model.trees, result.multiplicities)])
+    for tree, weighted, distinct in weighted_and_distinct_counts(inferred, result.rows):
+        np.testing.assert_array_equal(weighted, tree.counts)
+        np.testing.assert_array_equal(distinct, tree.n_samples)
+
+
+def test_no_fallback_when_the_trees_drew_fewer_rows_than_the_data_has(monkeypatch):
+    _placements_never_solve(monkeypatch)
+    X, y = binary_frame(40, 5, seed=8)
+    forest = RandomForestClassifier(n_estimators=6, max_samples=0.7, random_state=3)
+    result = reconstruct(from_sklearn(forest.fit(X, y)), FeatureSchema.from_frame(X),
+                         time_limit=10)
+    assert result.status == "UNKNOWN" and result.n_rows == 0
+    assert "raise the time limit" in result.message
+
+
 @pytest.mark.parametrize("name", ["compas", "adult", "default_credit"])
 def test_shared_datasets_are_rebuilt_exactly_at_n100(name):
     meta = SHARED_DATA / "datasets.json"

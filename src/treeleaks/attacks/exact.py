@@ -137,9 +137,17 @@ def reconstruct(
         return exact_with_knowledge(model, bound, knowledge, lambda inner: reconstruct(
             inner, bound, solver=solver, strategy=strategy, max_rows=max_rows, **options))
     if model.bootstrap:
+        def without_draws(seconds: float) -> Reconstruction:
+            return reconstruct_unknown_multiplicities(
+                model, bound, time_limit=seconds, cell_budget=cell_budget, progress=progress,
+                reason="the released draws were not met")
+
+        # the covering problem needs N draws per tree (no max_samples)
+        covering = model.facts.get("max_samples") is None
         return reconstruct_known_multiplicities(
             model, bound, time_limit=time_limit, certainty_time_limit=certainty_time_limit,
-            threads=threads, seed=seed, cell_budget=cell_budget, progress=progress)
+            threads=threads, seed=seed, cell_budget=cell_budget, progress=progress,
+            fallback=without_draws if covering else None)
     start = time.perf_counter()
     deadline = start + float(time_limit)
     search_deadline = deadline - min(certainty_time_limit, PROOF_SHARE * time_limit)
