@@ -357,10 +357,9 @@ def _solve(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
     chosen, status = _solve_highs(A, lo, hi, HIGHS_SHARE * left)
     solver = "highs"
     if status == "UNKNOWN":
-        left = deadline - time.perf_counter()
-        if left <= 0:
+        if deadline <= time.perf_counter():
             return None, "UNKNOWN", solver
-        chosen, status = _solve_cp_sat(A, lo, hi, left, threads, seed)
+        chosen, status = _solve_cp_sat(A, lo, hi, deadline, threads, seed)
         solver = "cp-sat"
     if chosen is None:
         return None, status, solver
@@ -522,8 +521,10 @@ def _solve_highs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, time_limit: f
     return None, "INFEASIBLE" if result.status == 2 else "UNKNOWN"
 
 
-def _solve_cp_sat(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, time_limit: float,
+def _solve_cp_sat(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, deadline: float,
                   threads: int, seed: int) -> tuple[np.ndarray | None, str]:
+    """CP-SAT on the placements until ``deadline``, building the model included (it takes
+    seconds on millions of nonzeros)."""
     from ortools.sat.python import cp_model
 
     cp = cp_model.CpModel()
@@ -534,7 +535,7 @@ def _solve_cp_sat(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, time_limit: 
             cp_model.LinearExpr.weighted_sum(list(placed[A.indices[first:last]]),
                                              A.data[first:last].tolist()), int(lo[i]), int(hi[i]))
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
+    solver.parameters.max_time_in_seconds = max(deadline - time.perf_counter(), 0.01)
     solver.parameters.num_workers = max(1, int(threads))
     solver.parameters.random_seed = int(seed)
     solver.parameters.catch_sigint_signal = False  # Ctrl-C must reach the CLI
