@@ -32,7 +32,6 @@ from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.stats import binom
 
 from treeleaks.attacks.bootstrap import MAX_CELLS, MAX_NONZEROS
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
@@ -76,6 +75,8 @@ def bootstrap_size(model: ReleasedModel) -> int:
 def min_drawn_trees(n_trees: int, n_rows: int) -> int:
     """Fewest trees that draw a training row, but for a chance of ``TAIL`` over all rows."""
     p_drawn = 1.0 - (1.0 - 1.0 / n_rows) ** n_rows
+    from scipy.stats import binom  # 0.7 s to import: only when draws are inferred
+
     return int(binom.ppf(TAIL / n_rows, n_trees, p_drawn))
 
 
