@@ -13,11 +13,9 @@ from dataclasses import replace
 
 from treeleaks.attacks.bootstrap import has_multiplicities, reconstruct_known_multiplicities
 from treeleaks.attacks.bootstrap_unknown import reconstruct_unknown_multiplicities
-from treeleaks.attacks.dp import reconstruct_dp
 from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, enumerate_cells
 from treeleaks.counts.certainty import lower_bounds
-from treeleaks.counts.generate import generate_cells, generated_lower_bounds
 from treeleaks.counts.materialize import rows_from_counts
 from treeleaks.counts.solve import solve
 from treeleaks.counts.system import InconsistentCountsError, build_system, propagate
@@ -93,6 +91,8 @@ def reconstruct(
     if model.noise is not None:
         check_run_options(time_limit, certainty_time_limit, threads, seed, max_rows)
         bound = (schema if schema is not None else FeatureSchema.for_model(model)).bind(model)
+        from treeleaks.attacks.dp import reconstruct_dp  # OR-Tools: loaded when needed
+
         return reconstruct_dp(model, bound, n_rows=n_rows, n_unknown=n_unknown,
                               knowledge=knowledge, time_limit=time_limit,
                               cell_budget=cell_budget, progress=progress, seed=seed,
@@ -191,6 +191,8 @@ def reconstruct(
                              "memory budget or time limit", stop.n_cells, "enumerate")
         tick = lap("cells", tick)
     if cells is None:
+        from treeleaks.counts.generate import generate_cells  # OR-Tools, when needed
+
         generated = generate_cells(model, bound, search_deadline, seed=seed, progress=progress,
                                    workers=threads)
         tick = lap("generate", tick)
@@ -245,6 +247,8 @@ def reconstruct(
             certainty = lower_bounds(system, solution.counts, proof_time())
             proof = PROOF_ENUMERATED
         else:
+            from treeleaks.counts.generate import generated_lower_bounds
+
             certainty = generated_lower_bounds(model, bound, cells, system, solution.counts,
                                                proof_time(), seed=seed,
                                                progress=progress, workers=threads)
