@@ -205,11 +205,9 @@ def _fell_back(result: Reconstruction, start: float, timings: dict[str, float],
                tried_s: float) -> Reconstruction:
     """The fallback's result, said to be one: its rows reproduce every count with draws of
     its own, not the released draws the placement solvers did not meet in ``tried_s``."""
-    if result.n_rows == 0:
+    if result.n_rows == 0:  # its message starts with the reason `reconstruct` gave it
         return replace(result, time_s=time.perf_counter() - start,
-                       timings={**timings, **result.timings},
-                       message=(f"no dataset meets the released draws within {tried_s:.0f} s, "
-                                f"and without them: {result.message}; raise the time limit"))
+                       timings={**timings, **result.timings})
     return replace(
         result, status="FEASIBLE", time_s=time.perf_counter() - start,
         timings={**timings, **{f"fallback_{k}": v for k, v in result.timings.items()}},
@@ -511,9 +509,11 @@ def _placement_system(
 
 def _solve_highs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, time_limit: float,
                  ) -> tuple[np.ndarray | None, str]:
-    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.optimize import Bounds, LinearConstraint
 
-    result = milp(np.zeros(A.shape[1]), constraints=LinearConstraint(A, lo, hi),
+    from treeleaks.counts.bounded_milp import bounded_milp
+
+    result = bounded_milp(np.zeros(A.shape[1]), constraints=LinearConstraint(A, lo, hi),
                   integrality=np.ones(A.shape[1]), bounds=Bounds(0, 1),
                   options={"time_limit": max(time_limit, 0.01)})
     if result.x is not None:

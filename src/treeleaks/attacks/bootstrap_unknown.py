@@ -125,7 +125,7 @@ def reconstruct_unknown_multiplicities(
     timings["solve"] = time.perf_counter() - tick
     if counts is None:
         message = (f"{reason}; no dataset covers the leaves" if status == "INFEASIBLE" else
-                   f"{reason}; no dataset found within the time limit of {time_limit:g} s")
+                   f"{reason}; no dataset found within the time limit of {time_limit:.3g} s")
         return _nothing(model, status, start, timings, len(cells), message)
     lower = np.minimum(_forced(model, cells, cell, cls), counts)
     frames = rows_from_counts(model, schema, cells, cell, cls, counts, lower, with_width=True)
@@ -136,7 +136,7 @@ def reconstruct_unknown_multiplicities(
     message = (f"{reason}: rows inferred with draws that reproduce every count (in no "
                "particular order)")
     if status == "FEASIBLE":
-        message += f"; the solver stopped at its time limit of {time_limit:g} s"
+        message += f"; the solver stopped at its time limit of {time_limit:.3g} s"
     if not certificate.verified:
         message = f"reconstruction does not reproduce the model: {certificate.first_mismatch}"
     return Reconstruction(**frames, status=status, certificate=certificate,
@@ -240,12 +240,14 @@ def _cover(model: ReleasedModel, cells: Cells, cell: np.ndarray, cls: np.ndarray
 def _solve(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, cost: np.ndarray,
            lower: np.ndarray, upper: np.ndarray, n_vars: int, deadline: float,
            ) -> tuple[np.ndarray | None, str]:
-    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.optimize import Bounds, LinearConstraint
+
+    from treeleaks.counts.bounded_milp import bounded_milp
 
     left = deadline - time.perf_counter()
     if left <= 0:
         return None, "UNKNOWN"
-    result = milp(cost, constraints=LinearConstraint(A, lo, hi),
+    result = bounded_milp(cost, constraints=LinearConstraint(A, lo, hi),
                   integrality=np.ones(cost.size), bounds=Bounds(lower, upper),
                   options={"time_limit": left})
     if result.x is None:

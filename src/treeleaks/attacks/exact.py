@@ -140,7 +140,8 @@ def reconstruct(
         def without_draws(seconds: float) -> Reconstruction:
             return reconstruct_unknown_multiplicities(
                 model, bound, time_limit=seconds, cell_budget=cell_budget, progress=progress,
-                reason="the released draws were not met")
+                reason=(f"no dataset meets the released draws within {time_limit - seconds:.0f} s "
+                        "(raise the time limit), and with the draws set aside"))
 
         # the covering problem needs N draws per tree (no max_samples)
         covering = model.facts.get("max_samples") is None

@@ -167,12 +167,14 @@ def _farthest(problem: Placements, charge: np.ndarray, deadline: float,
               ) -> tuple[np.ndarray | None, bool]:
     """The placements of the consistent dataset farthest from the truth (MIP) or None, and
     whether it is proven farthest."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.optimize import Bounds, LinearConstraint
+
+    from treeleaks.counts.bounded_milp import bounded_milp
 
     left = deadline - time.perf_counter()
     if left <= 0:
         return None, False
-    result = milp(-charge, constraints=LinearConstraint(problem.A, problem.lo, problem.hi),
+    result = bounded_milp(-charge, constraints=LinearConstraint(problem.A, problem.lo, problem.hi),
                   integrality=np.ones(charge.size), bounds=Bounds(0, 1),
                   options={"time_limit": left})
     if result.x is None:

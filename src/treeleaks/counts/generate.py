@@ -207,7 +207,9 @@ def _integer_packing(
 ) -> np.ndarray | None:
     """Whole counts over the generated cells that place ``n_rows`` within ``capacity``, if
     the MIP finds them within a short time; diving is the fallback."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.optimize import Bounds, LinearConstraint
+
+    from treeleaks.counts.bounded_milp import bounded_milp
 
     A = pool.matrix()
     live = np.flatnonzero(capacity > 0)
@@ -216,7 +218,7 @@ def _integer_packing(
     left = min(INTEGER_PACKING_S, deadline - time.perf_counter())
     if left <= 0:
         return None
-    result = milp(
+    result = bounded_milp(
         -np.ones(A.shape[1]),
         constraints=[LinearConstraint(A[live], -np.inf, capacity[live]),
                      LinearConstraint(np.ones((1, A.shape[1])), n_rows, n_rows)],

@@ -223,11 +223,13 @@ def _mip(problem: NoisyCounts, lines: Lines, n_rows: int, columns: np.ndarray,
          time_limit: float) -> tuple[np.ndarray | None, bool]:
     """The integer problem over ``columns``: its best histogram (over all variables) and
     whether HiGHS proved it optimal among those columns."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.optimize import Bounds, LinearConstraint
+
+    from treeleaks.counts.bounded_milp import bounded_milp
 
     rows, rhs, total, cost, low, high = _epigraph(problem, lines, n_rows, columns)
     integrality = np.concatenate([np.ones(columns.size), np.zeros(problem.A.shape[0])])
-    result = milp(cost, integrality=integrality, bounds=Bounds(low, high),
+    result = bounded_milp(cost, integrality=integrality, bounds=Bounds(low, high),
                   constraints=[LinearConstraint(rows, -np.inf, rhs),
                                LinearConstraint(total, n_rows, n_rows)],
                   options={"time_limit": time_limit, "disp": False})

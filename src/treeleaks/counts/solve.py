@@ -166,10 +166,12 @@ def _mip(residual: _Residual) -> _Mip:
 def _solve_highs(
     residual: _Residual, time_limit: float, threads: int, seed: int
 ) -> tuple[str, np.ndarray | None]:
-    from scipy.optimize import Bounds, LinearConstraint, milp  # ~0.3 s to import
+    from scipy.optimize import Bounds, LinearConstraint  # ~0.3 s to import
+
+    from treeleaks.counts.bounded_milp import bounded_milp
 
     mip = _mip(residual)
-    result = milp(
+    result = bounded_milp(
         mip.cost,
         constraints=LinearConstraint(mip.matrix, mip.rhs, mip.rhs),
         bounds=Bounds(0, mip.upper),
