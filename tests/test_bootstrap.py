@@ -135,6 +135,19 @@ def test_draws_not_met_in_time_fall_back_to_inferred_draws_and_say_so(monkeypatc
         np.testing.assert_array_equal(distinct, tree.n_samples)
 
 
+def test_a_placement_problem_too_large_falls_back_and_says_why(monkeypatch):
+    import treeleaks.attacks.bootstrap as bootstrap
+
+    monkeypatch.setattr(bootstrap, "MAX_NONZEROS", 10)  # the covering problem keeps its own
+    X, y = binary_frame(40, 5, seed=9)
+    model = from_sklearn(RandomForestClassifier(n_estimators=6, random_state=4).fit(X, y))
+    result = reconstruct(model, FeatureSchema.from_frame(X), time_limit=20)
+    assert result.status == "FEASIBLE" and result.formulation == "bootstrap-unknown"
+    assert result.verified and result.n_rows == 40
+    assert result.message.startswith("the placement problem is too large")
+    assert "inferred draws instead" in result.message
+
+
 def test_no_fallback_when_the_trees_drew_fewer_rows_than_the_data_has(monkeypatch):
     _placements_never_solve(monkeypatch)
     X, y = binary_frame(40, 5, seed=8)

@@ -121,7 +121,7 @@ def reconstruct_known_multiplicities(
     progress: ProgressCallback | None = None,
     row_boxes: RowBoxes | None = None,
     known_rows: tuple[np.ndarray, np.ndarray] | None = None,
-    fallback: Callable[[float], Reconstruction] | None = None,
+    fallback: Callable[[float, str], Reconstruction] | None = None,
 ) -> Reconstruction:
     """The training rows of a bootstrap forest, in training order (see the module doc).
 
@@ -134,7 +134,8 @@ def reconstruct_known_multiplicities(
     ``row_boxes`` (side knowledge: per row, bounds ``(N, M)`` its known values pin and its
     class, -1 where unknown) restrict where each row may lie; ``known_rows`` (features
     ``(k, M)`` and class indices) are rows some training row must equal, wherever it is.
-    ``fallback`` (given the seconds left) reconstructs without the draws: it gets
+    ``fallback`` (given the seconds left and why it runs) reconstructs without the
+    draws, when the placement problem is too large or its solvers find nothing; it gets
     `FALLBACK_SHARE` of the search time when the placement solvers have found nothing, and
     its rows come back with status FEASIBLE and a message saying the draws were not met.
     """
@@ -153,6 +154,9 @@ def reconstruct_known_multiplicities(
         problem = placements(model, schema, search_deadline, cell_budget=cell_budget,
                              progress=progress, row_boxes=row_boxes, known_rows=known_rows)
     except PlacementError as stop:
+        if stop.status == "UNKNOWN" and fallback is not None:  # too large, not impossible
+            return _fell_back(fallback(max(deadline - time.perf_counter(), 0.0), str(stop)),
+                              start, timings, str(stop))
         return _nothing(model, stop.status, start, timings, stop.n_cells, str(stop))
     tick = _lap(timings, "cells", start)
     cells, cell, row, cls = problem.cells, problem.cell, problem.row, problem.cls
@@ -170,8 +174,11 @@ def reconstruct_known_multiplicities(
     chosen, status, solver = _solve(A, lo, hi, bounds, solve_deadline, threads, seed)
     tick = _lap(timings, "solve", tick)
     if chosen is None and status == "UNKNOWN" and fallback is not None:
-        return _fell_back(fallback(max(deadline - time.perf_counter(), 0.0)), start, timings,
-                          solve_deadline - start)
+        why = (f"no dataset meets the released draws within {solve_deadline - start:.0f} s "
+               "(many datasets nearly do when few trees drew each row; raise the time limit "
+               "to search longer)")
+        return _fell_back(fallback(max(deadline - time.perf_counter(), 0.0), why), start,
+                          timings, why)
     if chosen is None:
         message = ("no dataset reproduces the released counts with these multiplicities: the "
                    "model or its multiplicities were altered" if status == "INFEASIBLE" else
@@ -202,19 +209,17 @@ def reconstruct_known_multiplicities(
 
 
 def _fell_back(result: Reconstruction, start: float, timings: dict[str, float],
-               tried_s: float) -> Reconstruction:
+               why: str) -> Reconstruction:
     """The fallback's result, said to be one: its rows reproduce every count with draws of
-    its own, not the released draws the placement solvers did not meet in ``tried_s``."""
-    if result.n_rows == 0:  # its message starts with the reason `reconstruct` gave it
+    its own, not the released draws, for the reason ``why``."""
+    if result.n_rows == 0:  # its message starts with ``why``, as `reconstruct` passes it on
         return replace(result, time_s=time.perf_counter() - start,
                        timings={**timings, **result.timings})
     return replace(
         result, status="FEASIBLE", time_s=time.perf_counter() - start,
         timings={**timings, **{f"fallback_{k}": v for k, v in result.timings.items()}},
-        message=(f"no dataset meets the released draws within {tried_s:.0f} s (many datasets "
-                 "nearly do when few trees drew each row); these rows reproduce every weighted "
-                 "and distinct-row count with inferred draws instead, in no particular order; "
-                 "raise the time limit to search for rows that meet the released draws"))
+        message=(f"{why}; these rows reproduce every weighted and distinct-row count with "
+                 "inferred draws instead, in no particular order"))
 
 
 class PlacementError(Exception):

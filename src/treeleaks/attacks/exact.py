@@ -137,11 +137,10 @@ def reconstruct(
         return exact_with_knowledge(model, bound, knowledge, lambda inner: reconstruct(
             inner, bound, solver=solver, strategy=strategy, max_rows=max_rows, **options))
     if model.bootstrap:
-        def without_draws(seconds: float) -> Reconstruction:
+        def without_draws(seconds: float, why: str) -> Reconstruction:
             return reconstruct_unknown_multiplicities(
                 model, bound, time_limit=seconds, cell_budget=cell_budget, progress=progress,
-                reason=(f"no dataset meets the released draws within {time_limit - seconds:.0f} s "
-                        "(raise the time limit), and with the draws set aside"))
+                reason=f"{why}; with the draws set aside")
 
         # the covering problem needs N draws per tree (no max_samples)
         covering = model.facts.get("max_samples") is None
