@@ -148,6 +148,19 @@ def test_a_placement_problem_too_large_falls_back_and_says_why(monkeypatch):
     assert "inferred draws instead" in result.message
 
 
+def test_numerical_data_too_large_gets_no_one_hot_hint(monkeypatch):
+    from sklearn.datasets import load_iris
+
+    import treeleaks.attacks.bootstrap as bootstrap
+
+    monkeypatch.setattr(bootstrap, "MAX_NONZEROS", 10)
+    X, y = load_iris(return_X_y=True, as_frame=True)
+    model = from_sklearn(RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y))
+    result = reconstruct(model, time_limit=20)
+    assert result.message.startswith("the placement problem is too large")
+    assert "cells on average" in result.message and "one-hot" not in result.message
+
+
 def test_no_fallback_when_the_trees_drew_fewer_rows_than_the_data_has(monkeypatch):
     _placements_never_solve(monkeypatch)
     X, y = binary_frame(40, 5, seed=8)

@@ -293,12 +293,15 @@ def placements(
         lo = np.concatenate([b, need])
         hi = np.concatenate([b, np.full(need.size, occupancy.n_rows)])
     if A.nnz > MAX_NONZEROS:
-        hint = ("" if schema.one_hot_groups or schema.at_most_one_groups else
-                "; declare the one-hot groups in the schema if the columns have any")
+        binary = int(np.sum(schema.kind_array() == "binary"))
+        hint = ("; declare the one-hot groups in the schema if the columns have any"
+                if binary > 1 and not (schema.one_hot_groups or schema.at_most_one_groups)
+                else "")
         raise PlacementError("UNKNOWN", (
             f"the placement problem is too large for this version: {cell.size:,} placements "
             f"of {occupancy.n_rows:,} rows over {len(cells):,} cells ({A.nnz:,} nonzeros, "
-            f"more than {MAX_NONZEROS:,}): many rows share few cells{hint}"), len(cells))
+            f"more than {MAX_NONZEROS:,}): each row fits {cell.size / occupancy.n_rows:,.0f} "
+            f"cells on average{hint}"), len(cells))
     return Placements(cells, cell, row, cls, A, lo, hi, known_cell)
 
 
