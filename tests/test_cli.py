@@ -524,3 +524,15 @@ def test_draws_of_a_forest_without_bootstrap_are_a_one_line_error(
     result = runner.invoke(app, ["reconstruct", str(files["forest"]), "--draws",
                                  str(tmp_path / "d.csv")])
     assert "did not bootstrap" in one_line_error(result, 2)
+
+
+def test_the_certificate_line_says_when_the_draws_were_inferred() -> None:
+    from treeleaks.display import certificate_text
+
+    summary = {"certificate": {"counts_checked": 12, "counts_wrong": 0}, "verified": True,
+               "formulation": "bootstrap-unknown"}
+    assert str(certificate_text(summary)) == (
+        "verified: the rows reproduce all 12 released leaf counts with the draws inferred "
+        "for them")
+    summary["formulation"] = "bootstrap-known"
+    assert str(certificate_text(summary)).endswith("all 12 released leaf counts")
