@@ -522,8 +522,8 @@ def _solve_highs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, time_limit: f
     from treeleaks.counts.bounded_milp import bounded_milp
 
     result = bounded_milp(np.zeros(A.shape[1]), constraints=LinearConstraint(A, lo, hi),
-                  integrality=np.ones(A.shape[1]), bounds=Bounds(0, 1),
-                  options={"time_limit": max(time_limit, 0.01)})
+                          integrality=np.ones(A.shape[1]), bounds=Bounds(0, 1),
+                          options={"time_limit": max(time_limit, 0.01)})
     if result.x is not None:
         return np.flatnonzero(result.x > 0.5), "OPTIMAL"
     return None, "INFEASIBLE" if result.status == 2 else "UNKNOWN"

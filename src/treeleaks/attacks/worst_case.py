@@ -174,9 +174,10 @@ def _farthest(problem: Placements, charge: np.ndarray, deadline: float,
     left = deadline - time.perf_counter()
     if left <= 0:
         return None, False
-    result = bounded_milp(-charge, constraints=LinearConstraint(problem.A, problem.lo, problem.hi),
-                  integrality=np.ones(charge.size), bounds=Bounds(0, 1),
-                  options={"time_limit": left})
+    result = bounded_milp(-charge,
+                          constraints=LinearConstraint(problem.A, problem.lo, problem.hi),
+                          integrality=np.ones(charge.size), bounds=Bounds(0, 1),
+                          options={"time_limit": left})
     if result.x is None:
         return None, False
     return np.flatnonzero(result.x > 0.5), result.status == 0

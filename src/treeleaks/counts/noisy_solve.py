@@ -230,9 +230,9 @@ def _mip(problem: NoisyCounts, lines: Lines, n_rows: int, columns: np.ndarray,
     rows, rhs, total, cost, low, high = _epigraph(problem, lines, n_rows, columns)
     integrality = np.concatenate([np.ones(columns.size), np.zeros(problem.A.shape[0])])
     result = bounded_milp(cost, integrality=integrality, bounds=Bounds(low, high),
-                  constraints=[LinearConstraint(rows, -np.inf, rhs),
-                               LinearConstraint(total, n_rows, n_rows)],
-                  options={"time_limit": time_limit, "disp": False})
+                          constraints=[LinearConstraint(rows, -np.inf, rhs),
+                                       LinearConstraint(total, n_rows, n_rows)],
+                          options={"time_limit": time_limit, "disp": False})
     if result.x is None:
         return None, False
     counts = np.zeros(problem.A.shape[1], dtype=np.int64)
