@@ -44,6 +44,16 @@ def test_a_child_past_its_limit_is_killed_and_reports_the_time_limit(monkeypatch
     assert "time limit of 0.05 s" in result.message
 
 
+def test_a_child_that_fails_is_not_reported_as_a_time_limit(monkeypatch):
+    monkeypatch.setattr(bounded, "CHILD_NONZEROS", 0)
+    real_popen = bounded.subprocess.Popen
+    monkeypatch.setattr(bounded.subprocess, "Popen", lambda args, **kwargs: real_popen(
+        [args[0], "-c", "raise SystemExit(3)"], **kwargs))
+    result = bounded.bounded_milp(**_knapsack())
+    assert result.x is None and result.status == bounded.OTHER_STATUS
+    assert "exit code 3" in result.message
+
+
 def test_small_models_and_models_without_a_limit_stay_in_process(monkeypatch):
     def no_child(*args, **kwargs):
         raise AssertionError("no process may be started")

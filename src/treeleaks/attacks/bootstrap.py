@@ -296,7 +296,7 @@ def placements(
         binary = int(np.sum(schema.kind_array() == "binary"))
         hint = ("; declare the one-hot groups in the schema if the columns have any"
                 if binary > 1 and not (schema.one_hot_groups or schema.at_most_one_groups)
-                else "")
+                else "; known columns (--known-columns) narrow where each row may lie")
         raise PlacementError("UNKNOWN", (
             f"the placement problem is too large for this version: {cell.size:,} placements "
             f"of {occupancy.n_rows:,} rows over {len(cells):,} cells ({A.nnz:,} nonzeros, "

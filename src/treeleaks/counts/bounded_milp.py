@@ -25,6 +25,7 @@ from scipy.optimize import OptimizeResult, milp
 CHILD_NONZEROS = 250_000
 GRACE_S = 2.0  # beyond the limit (plus 5% of it) before the child is killed
 TIME_LIMIT_STATUS = 1  # scipy's milp status for "time limit reached"
+OTHER_STATUS = 4  # scipy's milp status for "other"
 
 
 def bounded_milp(c: Any, *, integrality: Any = None, bounds: Any = None,
@@ -47,10 +48,13 @@ def bounded_milp(c: Any, *, integrality: Any = None, bounds: Any = None,
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
+            return OptimizeResult(x=None, fun=None, status=TIME_LIMIT_STATUS, success=False,
+                                  message=f"stopped at the time limit of {float(limit):g} s")
         if child.returncode == 0 and answer.exists():
             return pickle.loads(answer.read_bytes())
-    return OptimizeResult(x=None, fun=None, status=TIME_LIMIT_STATUS, success=False,
-                          message=f"stopped at the time limit of {float(limit):g} s")
+    return OptimizeResult(x=None, fun=None, status=OTHER_STATUS, success=False,
+                          message=f"the solver's process failed (exit code {child.returncode}; "
+                          "out of memory?): nothing found")
 
 
 def _nonzeros(constraints: Any) -> int:
