@@ -23,7 +23,16 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from common import BENCH_DIR, environment, fmt, median, one_hot_dataset, sklearn_dataset, write_json
+from common import (
+    BENCH_DIR,
+    DEFAULT_DATA_DIR,
+    environment,
+    fmt,
+    median,
+    one_hot_dataset,
+    sklearn_dataset,
+    write_json,
+)
 from common import load_dataset as load_shared
 from ortools.sat.python import cp_model
 from sklearn.ensemble import RandomForestClassifier
@@ -40,7 +49,7 @@ def load(name: str):
         return one_hot_dataset(int(name[len("onehot"):]))
     if name in ("wine", "cancer", "digits"):
         return sklearn_dataset(name)
-    return load_shared(name)
+    return load_shared(name, DEFAULT_DATA_DIR)
 
 
 def leaf_literals(cp: cp_model.CpModel, tree: Tree, split: _SplitLiterals, cls: int) -> dict:

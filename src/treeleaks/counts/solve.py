@@ -17,6 +17,7 @@ model, costs scaled to integers).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,13 @@ from treeleaks.counts.system import CountSystem
 SOLVERS = ("highs", "cp-sat")
 SEGMENTS = 8
 _CPSAT_SCALE = 1000
+# A block with at least this many cells, and this many per equation, is solved first over
+# the cells of random LP vertices (`_solve_block`): rounds of this many vertices each.
+RESTRICT_MIN_CELLS = 10_000
+RESTRICT_CELLS_PER_EQUATION = 20
+RESTRICT_ROUNDS = 3
+VERTICES_PER_ROUND = 5
+_ZERO_COST = 1e-9
 
 
 @dataclass
@@ -53,6 +61,9 @@ class _Residual:
     rest: np.ndarray
     lb: np.ndarray
     span: np.ndarray
+
+
+_Backend = Callable[[_Residual, float, int, int], tuple[str, "np.ndarray | None"]]
 
 
 @dataclass
@@ -87,7 +98,7 @@ def solve(
     statuses = []
     for block in _blocks(residual):
         left = max(float(time_limit) - (time.perf_counter() - start), 0.0)
-        status, values = run(block, left, threads, seed)
+        status, values = _solve_block(block, left, threads, seed, run)
         statuses.append(status)
         if values is None:
             return Solution(None, status, None, time.perf_counter() - start)
@@ -132,6 +143,47 @@ def _blocks(residual: _Residual) -> list[_Residual]:
             span=residual.span[vars_],
         ))
     return sorted(blocks, key=lambda block: block.free.size)
+
+
+def _solve_block(block: _Residual, time_limit: float, threads: int, seed: int,
+                 run: _Backend) -> tuple[str, np.ndarray | None]:
+    """One block; a wide one first over the cells of a few random LP vertices (see
+    ``vertex_support``), each round's MIP getting at most half the time left, then, if no
+    round found a dataset, over every cell in what remains."""
+    n = block.free.size
+    if n < RESTRICT_MIN_CELLS or n < RESTRICT_CELLS_PER_EQUATION * block.A.shape[0]:
+        return run(block, time_limit, threads, seed)
+    from treeleaks.counts.vertex_support import vertex_supports
+
+    deadline = time.perf_counter() + time_limit
+    rng = np.random.default_rng(seed)
+    used = None
+    for _ in range(RESTRICT_ROUNDS):
+        used = vertex_supports(block.A, block.rest, block.span.astype(np.float64),
+                               np.log(block.lb + 1.0), VERTICES_PER_ROUND, rng, deadline, used)
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return "UNKNOWN", None
+        if not used.any():
+            break
+        _, values = run(_restrict(block, used), left / 2, threads, seed)
+        if values is not None:
+            counts = np.zeros(n)
+            counts[used] = values[: int(used.sum())]
+            proven = _added_log_factorials(block.lb, counts) <= _ZERO_COST
+            return ("OPTIMAL" if proven else "FEASIBLE"), counts
+    return run(block, max(deadline - time.perf_counter(), 0.0), threads, seed)
+
+
+def _restrict(block: _Residual, used: np.ndarray) -> _Residual:
+    return _Residual(free=block.free[used], A=block.A[:, used], rest=block.rest,
+                     lb=block.lb[used], span=block.span[used])
+
+
+def _added_log_factorials(lb: np.ndarray, extra: np.ndarray) -> float:
+    """The MIP's objective: ``sum(log n!)`` above its value at the lower bounds (never
+    negative, so a solution at 0 is optimal over every cell, not only the restricted ones)."""
+    return float((gammaln(lb + np.rint(extra) + 1.0) - gammaln(lb + 1.0)).sum())
 
 
 def _mip(residual: _Residual) -> _Mip:
