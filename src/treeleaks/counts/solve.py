@@ -151,8 +151,8 @@ def _blocks(residual: _Residual) -> list[_Residual]:
 def _solve_block(block: _Residual, time_limit: float, threads: int, seed: int,
                  run: _Backend) -> tuple[str, np.ndarray | None]:
     """One block; a wide one first over the cells of a few random LP vertices (see
-    ``vertex_support``), each round's MIP getting at most a third of the time left,
-    then, if no round found a dataset, over every cell in what remains."""
+    ``vertex_support``), each round's vertices and then its MIP getting at most a third of
+    the time left, then, if no round found a dataset, over every cell in what remains."""
     n = block.free.size
     if n < RESTRICT_MIN_CELLS or n < RESTRICT_CELLS_PER_EQUATION * block.A.shape[0]:
         return run(block, time_limit, threads, seed)
@@ -162,8 +162,9 @@ def _solve_block(block: _Residual, time_limit: float, threads: int, seed: int,
     rng = np.random.default_rng(seed)
     used = None
     for _ in range(RESTRICT_ROUNDS):
+        round_end = time.perf_counter() + (deadline - time.perf_counter()) / 3
         used = vertex_supports(block.A, block.rest, block.span.astype(np.float64),
-                               np.log(block.lb + 1.0), VERTICES_PER_ROUND, rng, deadline, used)
+                               np.log(block.lb + 1.0), VERTICES_PER_ROUND, rng, round_end, used)
         left = deadline - time.perf_counter()
         if left <= 0:
             return "UNKNOWN", None
