@@ -160,11 +160,13 @@ def _solve_block(block: _Residual, time_limit: float, threads: int, seed: int,
 
     deadline = time.perf_counter() + time_limit
     rng = np.random.default_rng(seed)
+    by_cell, upper = block.A.tocsc(), block.span.astype(np.float64)
+    base_cost = np.log(block.lb + 1.0)
     used = None
     for _ in range(RESTRICT_ROUNDS):
         round_end = time.perf_counter() + (deadline - time.perf_counter()) / 3
-        used = vertex_supports(block.A, block.rest, block.span.astype(np.float64),
-                               np.log(block.lb + 1.0), VERTICES_PER_ROUND, rng, round_end, used)
+        used = vertex_supports(by_cell, block.rest, upper, base_cost, VERTICES_PER_ROUND, rng,
+                               round_end, used)
         left = deadline - time.perf_counter()
         if left <= 0:
             return "UNKNOWN", None

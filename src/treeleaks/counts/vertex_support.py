@@ -37,7 +37,7 @@ def vertex_supports(
     """Cells used by the LP vertices ``min (base_cost + u) @ x`` over ``A @ x == rhs``,
     ``0 <= x <= upper``, for ``rounds`` draws of ``u ~ U[0, 1)^n``, added to ``used``
     (a boolean mask, returned). Stops early at ``deadline`` (``time.perf_counter()``)."""
-    A = sp.csc_matrix(A)
+    A = A.tocsc()  # no copy when the caller already holds it by columns
     n = A.shape[1]
     used = np.zeros(n, dtype=bool) if used is None else used.copy()
     for _ in range(rounds):
