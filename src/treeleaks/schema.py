@@ -251,8 +251,8 @@ class FeatureSchema:
         can0, can1 = self.binary_options(lower, upper)
         low, high = self.range_arrays()
         kinds = self.kind_array()
-        for j in np.flatnonzero(kinds == "binary"):
-            ok &= can0[:, j] | can1[:, j]
+        binary = kinds == "binary"
+        ok &= np.all(can0[:, binary] | can1[:, binary], axis=1)
         for j in np.flatnonzero(kinds == "ordinal"):
             first = np.maximum(low[j], np.floor(lower[:, j]) + 1)
             ok &= first <= np.minimum(high[j], np.floor(upper[:, j]))

@@ -11,14 +11,22 @@ import sys
 import time
 from dataclasses import replace
 
+import numpy as np
+
 from treeleaks.attacks.bootstrap import has_multiplicities, reconstruct_known_multiplicities
 from treeleaks.attacks.bootstrap_unknown import reconstruct_unknown_multiplicities
 from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
-from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, enumerate_cells
+from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.certainty import lower_bounds
 from treeleaks.counts.materialize import rows_from_counts
+from treeleaks.counts.peel import Peeled, peel_rows, with_pinned, without_pinned
 from treeleaks.counts.solve import solve
-from treeleaks.counts.system import InconsistentCountsError, build_system, propagate
+from treeleaks.counts.system import (
+    CountSystem,
+    InconsistentCountsError,
+    build_system,
+    propagate,
+)
 from treeleaks.counts.verify import verify
 from treeleaks.errors import BudgetError, TreeleaksError
 from treeleaks.knowledge import Knowledge, KnowledgeError
@@ -33,8 +41,14 @@ ENUMERATION_SHARE = 0.25  # of the time limit, before `auto` switches to generat
 ENUMERATION_MIN_S = 2.0  # ... but never less: small models enumerate in well under this
 PROOF_ENUMERATED = "propagation and LP bounds over every cell (enumeration complete)"
 PROOF_GENERATED = (
-    "LP bounds over the generated cells, each closed by exact pricing over all other cells"
+    "boxes narrowed from single-row leaves, then LP bounds over the generated cells, each "
+    "closed by exact pricing over all other cells"
 )
+PROOF_PINNED = (
+    "boxes narrowed from single-row leaves pin some rows; propagation and LP bounds over "
+    "every cell the other rows can occupy (enumeration complete)"
+)
+PEEL_SHARE = 0.1  # of the search time, at most, for `peel_rows` before generation
 
 
 def reconstruct(
@@ -190,11 +204,27 @@ def reconstruct(
                              "'generate', a schema with the one-hot groups, or a larger "
                              "memory budget or time limit", stop.n_cells, "enumerate")
         tick = lap("cells", tick)
+    proven, proof = None, PROOF_ENUMERATED
+    if cells is None:
+        proven = peel_rows(model, bound, tick + PEEL_SHARE * left(search_deadline))
+        tick = lap("peel", tick)
+        timings["peeled_rows"] = len(proven)
+        if len(proven) and strategy == "auto":
+            # The other rows' counts may have few enough cells to list: then the proofs
+            # are those of enumeration again.
+            share = max(ENUMERATION_SHARE * time_limit, ENUMERATION_MIN_S)
+            limits = replace(limits, deadline=min(tick + share, search_deadline))
+            try:
+                rest = enumerate_cells(without_pinned(model, proven), bound, limits, progress)
+                cells, used, proof = with_pinned(model, rest, proven), "enumerate", PROOF_PINNED
+            except CellBudgetExceeded:
+                pass
+            tick = lap("cells_after_peel", tick)
     if cells is None:
         from treeleaks.counts.generate import generate_cells  # OR-Tools, when needed
 
         generated = generate_cells(model, bound, search_deadline, seed=seed, progress=progress,
-                                   workers=threads)
+                                   workers=threads, proven=proven)
         tick = lap("generate", tick)
         timings["generate_iterations"] = generated.iterations
         timings["pricing_calls"] = generated.pricing_calls
@@ -240,18 +270,21 @@ def reconstruct(
             f"returning the {int(counts.sum())} rows propagation proved. "
             "Raise the time limit to get the rest."
         )
-        complete, proof = True, PROOF_ENUMERATED
+        complete = True
     else:
         report(progress, "certainty", 0, None)
         if used == "enumerate":
             certainty = lower_bounds(system, solution.counts, proof_time())
-            proof = PROOF_ENUMERATED
+            if proven is not None:
+                certainty.lower = np.maximum(certainty.lower,
+                                             _peeled_lower(proven, cells, system))
         else:
             from treeleaks.counts.generate import generated_lower_bounds
 
             certainty = generated_lower_bounds(model, bound, cells, system, solution.counts,
-                                               proof_time(), seed=seed,
-                                               progress=progress, workers=threads)
+                                               proof_time(), seed=seed, progress=progress,
+                                               workers=threads,
+                                               known=_peeled_lower(proven, cells, system))
             proof = PROOF_GENERATED
         tick = lap("certainty", tick)
         counts, lower, complete = solution.counts, certainty.lower, certainty.complete
@@ -284,6 +317,16 @@ def reconstruct(
         strategy=used,
         proof=proof,
     )
+
+
+def _peeled_lower(proven: Peeled, cells: Cells, system: CountSystem) -> np.ndarray:
+    """Per variable of ``system``, how many of the ``proven`` rows lie in its (cell, class)."""
+    variable = {(int(c), cells.leaf[k].astype(np.int64).tobytes()): j
+                for j, (k, c) in enumerate(zip(system.cell, system.cls))}
+    lower = np.zeros(system.n_vars, dtype=np.int64)
+    for cls, leaves in zip(proven.cls, proven.leaves):
+        lower[variable[(int(cls), leaves.tobytes())]] += 1
+    return lower
 
 
 def _empty(

@@ -30,6 +30,7 @@ import scipy.sparse as sp
 
 from treeleaks.counts.cells import Cells, cell_boxes
 from treeleaks.counts.certainty import Certainty
+from treeleaks.counts.peel import Peeled
 from treeleaks.counts.system import CountSystem
 from treeleaks.model import ReleasedModel
 from treeleaks.progress import ProgressCallback, report
@@ -73,19 +74,23 @@ class ColumnPool:
         self.leaves: list[np.ndarray] = []
         self.cls: list[int] = []
         self.banned: set[int] = set()
-        self._seen: set[tuple[int, bytes]] = set()
+        self._index: dict[tuple[int, bytes], int] = {}
 
     def __len__(self) -> int:
         return len(self.cls)
 
     def add(self, cls: int, leaves: np.ndarray) -> bool:
         key = (cls, leaves.astype(np.int64).tobytes())
-        if key in self._seen:
+        if key in self._index:
             return False
-        self._seen.add(key)
+        self._index[key] = len(self.cls)
         self.leaves.append(leaves.astype(np.int64))
         self.cls.append(cls)
         return True
+
+    def index(self, cls: int, leaves: np.ndarray) -> int:
+        """The column of the cell of class ``cls`` lying in ``leaves`` (already added)."""
+        return self._index[(cls, leaves.astype(np.int64).tobytes())]
 
     def excluded(self, cls: int) -> list[np.ndarray]:
         """Leaves of the banned columns of class ``cls``, for pricing to skip."""
@@ -128,21 +133,28 @@ def generate_cells(
     seed: int = 0,
     progress: ProgressCallback | None = None,
     workers: int = 1,
+    proven: Peeled | None = None,
 ) -> Generated:
     """Generate cells until they hold an integer dataset (see the module doc).
 
     Column generation makes the packing LP place all N rows; its solution is then rounded
     by diving: columns at whole values are kept, the largest fractional one is rounded
     up, and the rest of the rows are placed again by column generation on what is left
-    of the counts, until every row is placed. ``workers`` threads price the classes side
-    by side.
+    of the counts, until every row is placed. ``proven`` rows (`peel_rows`) are placed
+    first and never moved. ``workers`` threads price the classes side by side.
     """
     from treeleaks.counts.pricing import PricingTeam
 
     pool = ColumnPool(model)
     stats = {"iterations": 0, "calls": 0, "rows": int(model.n_rows or 0), "lp_placed": 0.0}
+    fixed = np.zeros(0, dtype=np.int64)
+    if proven is not None and len(proven):
+        for cls, leaves in zip(proven.cls, proven.leaves):
+            pool.add(int(cls), leaves)
+        fixed = np.bincount([pool.index(int(c), leaves) for c, leaves
+                             in zip(proven.cls, proven.leaves)], minlength=len(pool))
     with PricingTeam(model, schema, workers) as pricers:
-        status, placed = _dive(pool, pricers, deadline, seed, progress, stats)
+        status, placed = _dive(pool, pricers, deadline, seed, progress, stats, fixed)
     return Generated(pool.cells(schema), status, placed, stats["lp_placed"],
                      int(stats["iterations"]), int(stats["calls"]))
 
@@ -154,16 +166,22 @@ def _dive(
     seed: int,
     progress: ProgressCallback | None,
     stats: dict[str, float],
+    fixed: np.ndarray,
 ) -> tuple[str, float]:
-    """Place every row by column generation and diving (see `generate_cells`); the status
-    and the most rows fixed."""
-    capacity = pool.counts.copy()
-    n_rows = left_rows = int(stats["rows"])
+    """Place every row by column generation and diving (see `generate_cells`), starting
+    from the ``fixed`` rows per column; the status and the most rows fixed."""
+    n_rows = int(stats["rows"])
+    start_capacity = pool.counts - (pool.matrix()[:, : fixed.size] @ fixed if fixed.size
+                                    else 0)
+    start_rows = n_rows - int(fixed.sum())
+    capacity, left_rows = start_capacity.copy(), start_rows
+    if left_rows <= 0:
+        return "FEASIBLE", float(n_rows)
     status, placed, rounded_up = "TIMEOUT", 0.0, None
     while time.perf_counter() < deadline:
         outcome, x = _pack(pool, pricers, capacity, left_rows, deadline, seed, progress,
                            stats)
-        if outcome in ("INFEASIBLE", "STALLED") and (left_rows < n_rows or pool.banned):
+        if outcome in ("INFEASIBLE", "STALLED") and (left_rows < start_rows or pool.banned):
             # A dead end of the rounding: ban the cell it last rounded up (or, before any
             # rounding, the last cell it kept) and start again from all the counts with
             # every cell generated so far.
@@ -174,7 +192,8 @@ def _dive(
                 status = "DEAD_END"
                 break
             pool.banned.add(rounded_up)
-            capacity, left_rows, status, rounded_up = pool.counts.copy(), n_rows, "DEAD_END", None
+            capacity, left_rows = start_capacity.copy(), start_rows
+            status, rounded_up = "DEAD_END", None
             continue
         if outcome != "FEASIBLE":
             status = outcome
@@ -330,8 +349,10 @@ def generated_lower_bounds(
     seed: int = 0,
     progress: ProgressCallback | None = None,
     workers: int = 1,
+    known: np.ndarray | None = None,
 ) -> Certainty:
-    """Sound lower bounds on the variables of a system over *generated* cells.
+    """Sound lower bounds on the variables of a system over *generated* cells, at least
+    ``known`` (bounds proven otherwise, such as by `peel_rows`, which are not proven again).
 
     For a candidate j, any prices y give the bound ``y.b + N * min_k(c_k - y.a_k)`` on
     ``min n_j`` over every dataset (weak LP duality; c is 1 on j, 0 elsewhere, and every
@@ -352,7 +373,7 @@ def generated_lower_bounds(
     live = np.flatnonzero(pool.counts > 0)
     b = pool.counts[live].astype(np.float64)
     n_rows = float(model.n_rows or 0)
-    lower = np.zeros(system.n_vars, dtype=np.int64)
+    lower = np.zeros(system.n_vars, dtype=np.int64) if known is None else known.copy()
 
     def lp_min(cost: np.ndarray) -> tuple[float, np.ndarray, np.ndarray] | None:
         A = pool.matrix()[live]
@@ -361,7 +382,9 @@ def generated_lower_bounds(
                       bounds=(0, None), method="highs", options={"time_limit": left})
         return None if res.status != 0 else (float(res.fun), res.eqlin.marginals, res.x)
 
-    candidates = np.flatnonzero(solution > 0)
+    candidates = np.flatnonzero(solution > lower)
+    if not candidates.size:
+        return Certainty(lower, True, 0)
     joint = np.zeros(system.n_vars)
     joint[candidates] = 1.0
     first = lp_min(joint)
@@ -371,10 +394,18 @@ def generated_lower_bounds(
     if not candidates.size:
         return Certainty(lower, True, 1)
     n_lps, unsettled, done = 1, 0, 0
+    fixed = lower.copy()
     with PricingTeam(model, schema, workers) as pricers:
-        for j in candidates:
-            if time.perf_counter() - start >= time_limit:
+        for i, j in enumerate(candidates):
+            now = time.perf_counter()
+            if now - start >= time_limit:
                 unsettled += 1
+                continue
+            share = (start + time_limit - now) / (2 * (candidates.size - i))
+            if lower[j] == 0 and _dataset_without(pool, pricers, int(j), fixed, now + share,
+                                                  seed):
+                done += 1  # a dataset without it exists: there is nothing to prove
+                report(progress, "certainty", done, candidates.size)
                 continue
             cost = np.zeros(system.n_vars)
             cost[j] = 1.0
@@ -384,10 +415,27 @@ def generated_lower_bounds(
             if bound is None:
                 unsettled += 1
             else:
-                lower[j] = max(0, int(np.ceil(bound - 1e-6)))
+                lower[j] = max(lower[j], int(np.ceil(bound - 1e-6)))
             done += 1
             report(progress, "certainty", done, candidates.size)
     return Certainty(lower, unsettled == 0, n_lps)
+
+
+def _dataset_without(pool: ColumnPool, pricers: PricingTeam, column: int, fixed: np.ndarray,
+                     deadline: float, seed: int) -> bool:
+    """Whether diving, with ``column`` banned and the ``fixed`` rows placed, finds a
+    dataset: then no dataset-wide bound can prove that column. Much quicker than closing
+    its Lagrangian bound, which only ever finds that out column by column; the cells found
+    stay in the pool, where they empty other candidates' LPs too."""
+    banned = set(pool.banned)
+    pool.banned.add(column)
+    stats = {"iterations": 0, "calls": 0, "rows": int(pool.model.n_rows or 0),
+             "lp_placed": 0.0}
+    try:
+        status, _ = _dive(pool, pricers, deadline, seed, None, stats, fixed)
+    finally:
+        pool.banned = banned
+    return status == "FEASIBLE"
 
 
 def _lagrangian_bound(
