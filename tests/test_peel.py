@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from sklearn.ensemble import RandomForestClassifier
 
 from treeleaks import FeatureSchema, from_sklearn, reconstruct
-from treeleaks.counts.peel import peel_rows
+from treeleaks.counts.cells import CellBudget, enumerate_cells
+from treeleaks.counts.peel import peel_rows, without_pinned
 
 from conftest import binary_frame
 
@@ -100,3 +101,16 @@ def test_bootstrap_forests_are_left_alone():
     model = from_sklearn(forest, label_name="y")
     peeled = peel_rows(model, FeatureSchema.from_frame(X).bind(model), time.perf_counter() + 5)
     assert len(peeled) == 0 and peeled.complete
+
+
+def test_every_row_pinned_leaves_no_cells_to_list_and_is_verified():
+    X, y, groups = one_hot_frame(40, [6, 5, 7, 4, 8, 6, 5, 7], seed=4)
+    model = fitted(X, y, n_trees=60, seed=4)
+    schema = FeatureSchema.from_frame(X, one_hot_groups=groups)
+    peeled = peel_rows(model, schema.bind(model), time.perf_counter() + 60)
+    assert len(peeled) == 40
+    rest = enumerate_cells(without_pinned(model, peeled), schema.bind(model))
+    assert len(rest) == 0
+    result = reconstruct(model, schema, cell_budget=CellBudget(max_cells=10))
+    assert result.verified and result.timings["peeled_rows"] == 40
+    assert int(result.proven_pattern.sum()) == 40

@@ -244,4 +244,6 @@ def _route(
         box, node, allowed = box[alive], node[alive], allowed[alive]
         if cap is not None and box.size + sum(part[0].size for part in done) > cap:
             raise CellBudgetExceeded(trees_done, int(box.size), "more cells than the budget allows")
+    if not done:  # no occupant anywhere (every count is zero): no cell
+        return box, node, allowed
     return tuple(np.concatenate(parts) for parts in zip(*done))
