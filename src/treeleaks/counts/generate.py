@@ -394,18 +394,10 @@ def generated_lower_bounds(
     if not candidates.size:
         return Certainty(lower, True, 1)
     n_lps, unsettled, done = 1, 0, 0
-    fixed = lower.copy()
     with PricingTeam(model, schema, workers) as pricers:
-        for i, j in enumerate(candidates):
-            now = time.perf_counter()
-            if now - start >= time_limit:
+        for j in candidates:
+            if time.perf_counter() - start >= time_limit:
                 unsettled += 1
-                continue
-            share = (start + time_limit - now) / (2 * (candidates.size - i))
-            if lower[j] == 0 and _dataset_without(pool, pricers, int(j), fixed, now + share,
-                                                  seed):
-                done += 1  # a dataset without it exists: there is nothing to prove
-                report(progress, "certainty", done, candidates.size)
                 continue
             cost = np.zeros(system.n_vars)
             cost[j] = 1.0
@@ -419,23 +411,6 @@ def generated_lower_bounds(
             done += 1
             report(progress, "certainty", done, candidates.size)
     return Certainty(lower, unsettled == 0, n_lps)
-
-
-def _dataset_without(pool: ColumnPool, pricers: PricingTeam, column: int, fixed: np.ndarray,
-                     deadline: float, seed: int) -> bool:
-    """Whether diving, with ``column`` banned and the ``fixed`` rows placed, finds a
-    dataset: then no dataset-wide bound can prove that column. Much quicker than closing
-    its Lagrangian bound, which only ever finds that out column by column; the cells found
-    stay in the pool, where they empty other candidates' LPs too."""
-    banned = set(pool.banned)
-    pool.banned.add(column)
-    stats = {"iterations": 0, "calls": 0, "rows": int(pool.model.n_rows or 0),
-             "lp_placed": 0.0}
-    try:
-        status, _ = _dive(pool, pricers, deadline, seed, None, stats, fixed)
-    finally:
-        pool.banned = banned
-    return status == "FEASIBLE"
 
 
 def _lagrangian_bound(
