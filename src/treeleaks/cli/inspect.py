@@ -124,7 +124,8 @@ def _cost_estimate(model: ReleasedModel, schema: FeatureSchema) -> str:
                 f"{probe.n_trees} trees, {probe.n_cells:,} cells) → probably generated on "
                 "demand (reconstruct lists for a quarter of --time-limit, at least 2 s)")
     return (f"stopped after {probe.trees_done} of {probe.n_trees} trees at {probe.n_cells:,} "
-            "cells → cells generated on demand (see docs/engine.md)")
+            "cells → rows pinned by single-row leaves first, then the other rows' cells "
+            "listed if they fit, else generated on demand (see docs/engine.md)")
 
 
 def _rows_known(model: ReleasedModel, multiplicities_exposed: bool) -> str:
