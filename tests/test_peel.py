@@ -80,6 +80,7 @@ def test_one_hot_forest_pins_most_rows_and_they_are_proven():
     result = reconstruct(model, schema, strategy="generate", time_limit=60,
                          certainty_time_limit=1)
     assert result.verified and result.timings["peeled_rows"] == len(peeled)
+    assert result.strategy == "generate" and "single-row leaves" in result.proof
     # The pinned rows are proven without an LP, even when the proofs' time is short.
     assert int(result.proven_pattern.sum()) >= len(peeled)
     truth = X.assign(y=y).value_counts()
@@ -113,4 +114,7 @@ def test_every_row_pinned_leaves_no_cells_to_list_and_is_verified():
     assert len(rest) == 0
     result = reconstruct(model, schema, cell_budget=CellBudget(max_cells=10))
     assert result.verified and result.timings["peeled_rows"] == 40
+    # the other rows' cells (none) were listed: proofs of enumeration, complete
+    assert result.strategy == "enumerate" and "enumeration complete" in result.proof
+    assert result.certainty_complete
     assert int(result.proven_pattern.sum()) == 40

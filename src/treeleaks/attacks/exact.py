@@ -41,12 +41,12 @@ ENUMERATION_SHARE = 0.25  # of the time limit, before `auto` switches to generat
 ENUMERATION_MIN_S = 2.0  # ... but never less: small models enumerate in well under this
 PROOF_ENUMERATED = "propagation and LP bounds over every cell (enumeration complete)"
 PROOF_GENERATED = (
-    "boxes narrowed from single-row leaves, then LP bounds over the generated cells, each "
-    "closed by exact pricing over all other cells"
+    "LP bounds over the generated cells, each closed by exact pricing over all other cells"
 )
+PINNED = "boxes narrowed from single-row leaves pin some rows; "
 PROOF_PINNED = (
-    "boxes narrowed from single-row leaves pin some rows; propagation and LP bounds over "
-    "every cell the other rows can occupy (enumeration complete)"
+    PINNED + "propagation and LP bounds over every cell the other rows can occupy "
+    "(enumeration complete)"
 )
 PEEL_SHARE = 0.1  # of the search time, at most, for `peel_rows` before generation
 
@@ -285,7 +285,7 @@ def reconstruct(
                                                proof_time(), seed=seed, progress=progress,
                                                workers=threads,
                                                known=_peeled_lower(proven, cells, system))
-            proof = PROOF_GENERATED
+            proof = (PINNED if len(proven) else "") + PROOF_GENERATED
         tick = lap("certainty", tick)
         counts, lower, complete = solution.counts, certainty.lower, certainty.complete
         notes = []
