@@ -77,9 +77,12 @@ def test_one_hot_forest_pins_most_rows_and_they_are_proven():
     schema = FeatureSchema.from_frame(X, one_hot_groups=groups)
     peeled = peel_rows(model, schema.bind(model), time.perf_counter() + 60)
     assert len(peeled) >= 30 and not pinned_cells(peeled) - true_cells(model, X, y)
+    events = []
     result = reconstruct(model, schema, strategy="generate", time_limit=60,
-                         certainty_time_limit=1)
+                         certainty_time_limit=1, progress=events.append)
     assert result.verified and result.timings["peeled_rows"] == len(peeled)
+    pins = [event for event in events if event.stage == "pin"]
+    assert pins and pins[-1].done == len(peeled) and pins[-1].total == 60
     assert result.strategy == "generate" and "single-row leaves" in result.proof
     # The pinned rows are proven without an LP, even when the proofs' time is short.
     assert int(result.proven_pattern.sum()) >= len(peeled)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 # stage -> (what it is doing, what its done/total count)
 STAGES = {
     "cells": ("Listing cells", "trees"),
+    "pin": ("Pinning rows from single-row leaves", "rows pinned"),
     "generate": ("Generating cells", "rows placed"),
     "solve": ("Solving for the most likely dataset", ""),
     "certainty": ("Proving rows", "candidates"),

@@ -2,7 +2,8 @@
 
 The engine calls ``progress(Progress(...))`` at each step of a long run; the callback must
 be cheap and must not raise. Stages, in order: ``cells`` (``done`` trees of ``total``
-routed, ``detail["cells"]`` so far), ``generate`` (``done`` rows of ``total`` placed by the
+routed, ``detail["cells"]`` so far), ``pin`` (``done`` rows of ``total`` pinned by
+single-row leaves, ``detail["round"]``), ``generate`` (``done`` rows of ``total`` placed by the
 LP over the cells generated so far, ``detail["columns"]``), ``solve`` (the integer search),
 ``certainty`` (``done`` candidate rows of ``total`` settled), ``verify``.
 """

@@ -206,7 +206,7 @@ def reconstruct(
         tick = lap("cells", tick)
     proven, proof = None, PROOF_ENUMERATED
     if cells is None:
-        proven = peel_rows(model, bound, tick + PEEL_SHARE * left(search_deadline))
+        proven = peel_rows(model, bound, tick + PEEL_SHARE * left(search_deadline), progress)
         tick = lap("peel", tick)
         timings["peeled_rows"] = len(proven)
         if len(proven) and strategy == "auto":

@@ -22,6 +22,7 @@ import numpy as np
 
 from treeleaks.counts.cells import Cells, cell_boxes
 from treeleaks.model import ReleasedModel
+from treeleaks.progress import ProgressCallback, report
 from treeleaks.schema import FeatureSchema
 
 
@@ -58,10 +59,12 @@ class _Leaves:
         self.n_trees = model.n_trees
 
 
-def peel_rows(model: ReleasedModel, schema: FeatureSchema, deadline: float) -> Peeled:
+def peel_rows(model: ReleasedModel, schema: FeatureSchema, deadline: float,
+              progress: ProgressCallback | None = None) -> Peeled:
     """The rows the narrowing pins (see the module doc), until its fixed point or
-    ``deadline`` (``time.perf_counter()``). Forests with pooled trees (side knowledge
-    without the label) are left alone: their counts do not say a row's class."""
+    ``deadline`` (``time.perf_counter()``), reporting stage ``pin`` after each round.
+    Forests with pooled trees (side knowledge without the label) are left alone: their
+    counts do not say a row's class."""
     empty = Peeled(np.zeros((0, model.n_trees), dtype=np.int64), np.zeros(0, dtype=np.int64),
                    0, True)
     if model.bootstrap or any(tree.pooled for tree in model.trees):
@@ -100,6 +103,7 @@ def peel_rows(model: ReleasedModel, schema: FeatureSchema, deadline: float) -> P
                 emptied_at[rows[leaves.counts[rows, cls] == 0], cls] = len(found_cls)
                 found_leaves.append(cell)
                 found_cls.append(int(cls))
+        report(progress, "pin", len(found_cls), model.n_rows, round=rounds)
         if len(found_cls) == pinned_before:
             return _result(found_leaves, found_cls, model.n_trees, rounds, True)
 
