@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.ensemble import RandomForestClassifier
+from typer.testing import CliRunner
 
 from treeleaks import FeatureSchema, from_sklearn, reconstruct
+from treeleaks.cli import app
 from treeleaks.counts.cells import CellBudget, enumerate_cells
 from treeleaks.counts.peel import peel_rows, without_pinned
 
@@ -121,3 +125,15 @@ def test_every_row_pinned_leaves_no_cells_to_list_and_is_verified():
     assert result.strategy == "enumerate" and "enumeration complete" in result.proof
     assert result.certainty_complete
     assert int(result.proven_pattern.sum()) == 40
+
+
+def test_cli_says_how_many_rows_were_pinned(tmp_path: Path):
+    X, y, groups = one_hot_frame(60, [6, 5, 7, 4, 8, 6], seed=1)
+    path, schema = tmp_path / "forest.json", tmp_path / "schema.json"
+    path.write_text(json.dumps(fitted(X, y, n_trees=40, seed=1).to_dict()))
+    schema.write_text(json.dumps(FeatureSchema.from_frame(X, one_hot_groups=groups).to_dict()))
+    result = CliRunner().invoke(app, ["reconstruct", str(path), "--schema", str(schema),
+                                      "--strategy", "generate"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "rows pinned by single-row leaves first; for the rest, cells generated" in \
+        result.output

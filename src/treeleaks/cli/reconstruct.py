@@ -229,6 +229,9 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
     table.add_row("Status", Text(f"{s['status']} in {s['time_s']:.2f} s{solver}", status_style))
     table.add_row("Formulation", FORMULATIONS.get(s["formulation"], s["formulation"]))
     how = STRATEGIES.get(s["strategy"], s["strategy"])
+    pinned = int(s["timings"].get("peeled_rows", 0))
+    if pinned:  # the cells are those of the other rows, beside the pinned rows' own
+        how = f"{pinned} rows pinned by single-row leaves first; for the rest, {how}"
     table.add_row("Cells", escape(f"{s['n_cells']:,}: {how}"))
     if s["certificate"] is not None:
         table.add_row("Certificate", certificate_text(s))
