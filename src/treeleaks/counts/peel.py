@@ -16,6 +16,7 @@ so there it finds little. Figures in docs/engine.md.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -70,6 +71,7 @@ def peel_rows(model: ReleasedModel, schema: FeatureSchema, deadline: float,
     if model.bootstrap or any(tree.pooled for tree in model.trees):
         return empty
     leaves = _Leaves(model)
+    feasible = schema.feasibility()
     offsets = np.cumsum([0] + [tree.n_leaves for tree in model.trees[:-1]])
     found_leaves: list[np.ndarray] = []
     found_cls: list[int] = []
@@ -89,7 +91,7 @@ def peel_rows(model: ReleasedModel, schema: FeatureSchema, deadline: float,
             before = settled.get(key)
             if before is not None and emptied_at[before[0], cls].max() < before[1]:
                 continue  # its candidates are unchanged, and so is its narrowing
-            chosen = _narrow(leaves, schema, int(anchor), int(cls))
+            chosen = _narrow(leaves, feasible, int(anchor), int(cls))
             if chosen is None:
                 settled.pop(key, None)
                 continue
@@ -130,8 +132,8 @@ def with_pinned(model: ReleasedModel, cells: Cells, peeled: Peeled) -> Cells:
     return Cells(*cell_boxes(model, unique), merged, unique.astype(cells.leaf.dtype))
 
 
-def _narrow(leaves: _Leaves, schema: FeatureSchema, anchor: int, cls: int,
-            ) -> np.ndarray | None:
+def _narrow(leaves: _Leaves, feasible: Callable[[np.ndarray, np.ndarray], np.ndarray],
+            anchor: int, cls: int) -> np.ndarray | None:
     """The leaves of class ``cls`` the row of a single-row leaf may lie in, once its box is
     narrowed to their hull tree by tree; None when some tree has none left (the counts
     leave that row nowhere to go, which the solvers will report)."""
@@ -140,7 +142,7 @@ def _narrow(leaves: _Leaves, schema: FeatureSchema, anchor: int, cls: int,
     while True:
         lo = np.maximum(leaves.lower[candidates], lower)
         hi = np.minimum(leaves.upper[candidates], upper)
-        meets = schema.feasible(lo, hi)
+        meets = feasible(lo, hi)
         candidates, lo, hi = candidates[meets], lo[meets], hi[meets]
         trees = leaves.tree[candidates]  # candidates are in tree order
         starts = np.searchsorted(trees, np.arange(leaves.n_trees))
