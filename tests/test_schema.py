@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.tree import DecisionTreeClassifier
 
 from treeleaks import FeatureSchema, SchemaError, from_sklearn
@@ -127,3 +129,23 @@ def test_a_group_the_data_breaks_is_blamed_on_the_schema():
     model = fitted(X, X["f0"] & X["f1"])  # some training row has f0 = f1 = 1
     with pytest.raises(SchemaError, match="several columns of a group"):
         FeatureSchema.from_dict({"at_most_one_groups": [["f0", "f1"]]}).bind(model)
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_feasible_boxes_are_those_holding_an_allowed_point(seed):
+    """`feasible` against brute force over a small domain: one-hot and at-most-one groups, a
+    free binary column and an ordinal one in 0..3."""
+    frame = pd.DataFrame({"a:0": [1, 0, 0], "a:1": [0, 1, 0], "a:2": [0, 0, 1], "b": [0, 1, 0],
+                          "o": [0, 2, 3], "c:0": [1, 0, 0], "c:1": [0, 0, 1]})
+    schema = FeatureSchema.from_frame(frame, one_hot_groups=[["a:0", "a:1", "a:2"]],
+                                      at_most_one_groups=[["c:0", "c:1"]])
+    points = np.array([[a == 0, a == 1, a == 2, b, o, c == 0, c == 1]
+                       for a in range(3) for b in range(2) for o in range(4)
+                       for c in range(3)], dtype=float)
+    rng = np.random.default_rng(seed)
+    cuts = np.array([-np.inf, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 2.7, 3.0, np.inf])
+    ends = np.sort(rng.choice(cuts, size=(400, 7, 2)), axis=2)
+    lower, upper = ends[..., 0], ends[..., 1]
+    inside = np.all((points[None] > lower[:, None]) & (points[None] <= upper[:, None]), axis=2)
+    assert np.array_equal(schema.feasible(lower, upper), inside.any(axis=1))
