@@ -252,32 +252,29 @@ class FeatureSchema:
 
     def feasibility(self) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         """`feasible` with the schema's arrays built once, for callers that ask thousands of
-        times (`treeleaks.counts.peel`); valid while the schema is not changed."""
+        times (`treeleaks.counts.peel`); valid while the schema is not changed. Temporaries
+        stay one column of floats at a time: enumeration checks millions of boxes."""
         kinds = self.kind_array()
         low, high = self.range_arrays()
         binary = kinds == "binary"
-        ordinal, numerical = kinds == "ordinal", kinds == "numerical"
+        ordinal = np.flatnonzero(kinds == "ordinal")
+        numerical = np.flatnonzero(kinds == "numerical")
         groups = self.group_indices()
-        member = np.zeros((kinds.size, len(groups)))  # column -> its group
-        for g, (cols, _) in enumerate(groups):
-            member[cols, g] = 1.0
-        exactly_one = np.array([exact for _, exact in groups], dtype=bool)
 
         def feasible(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
             ok = np.all(lower < upper, axis=1)
             can0, can1 = self.binary_options(lower, upper)
             ok &= np.all(can0[:, binary] | can1[:, binary], axis=1)
-            first = np.maximum(low[ordinal], np.floor(lower[:, ordinal]) + 1)
-            ok &= np.all(first <= np.minimum(high[ordinal], np.floor(upper[:, ordinal])),
-                         axis=1)
-            top = np.minimum(high[numerical], upper[:, numerical])
-            ok &= np.all(np.where(low[numerical] > lower[:, numerical], low[numerical] <= top,
-                                  lower[:, numerical] < top), axis=1)
-            if groups:
-                forced = (can1 & ~can0).astype(np.float64) @ member  # columns forced to 1
-                ok &= np.all(forced <= 1, axis=1)
-                some = can1.astype(np.float64) @ member[:, exactly_one] > 0
-                ok &= np.all(some, axis=1)
+            for j in ordinal:
+                first = np.maximum(low[j], np.floor(lower[:, j]) + 1)
+                ok &= first <= np.minimum(high[j], np.floor(upper[:, j]))
+            for j in numerical:
+                top = np.minimum(high[j], upper[:, j])
+                ok &= np.where(low[j] > lower[:, j], low[j] <= top, lower[:, j] < top)
+            for cols, exactly_one in groups:
+                ok &= (can1[:, cols] & ~can0[:, cols]).sum(axis=1) <= 1
+                if exactly_one:
+                    ok &= can1[:, cols].any(axis=1)
             return ok
 
         return feasible
