@@ -185,9 +185,7 @@ class Knowledge:
         cls = model.class_index(self.rows[model.label_name].to_numpy())
         leaves = model.apply(X)
         trees = []
-        for t, tree in enumerate(model.trees):
-            taken = np.zeros(tree.counts.shape, dtype=np.int64)
-            np.add.at(taken, (leaves[:, t], cls), 1)
+        for t, (tree, taken) in enumerate(zip(model.trees, model.leaf_counts_at(leaves, cls))):
             over = np.argwhere(taken > tree.counts)
             if over.size:
                 leaf, c = over[0]

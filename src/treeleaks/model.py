@@ -281,8 +281,11 @@ class ReleasedModel:
 
     def leaf_counts_of(self, X: np.ndarray, y: Any) -> list[np.ndarray]:
         """Per-tree ``(n_leaves, n_classes)`` counts that the rows ``(X, y)`` produce."""
-        leaves = self.apply(X)
-        cls = self.class_index(y)
+        return self.leaf_counts_at(self.apply(X), self.class_index(y))
+
+    def leaf_counts_at(self, leaves: np.ndarray, cls: np.ndarray) -> list[np.ndarray]:
+        """Per-tree counts of rows given by their leaf in every tree (``(n_rows, n_trees)``)
+        and their class index."""
         out = []
         for t, tree in enumerate(self.trees):
             counts = np.zeros(tree.counts.shape, dtype=np.int64)

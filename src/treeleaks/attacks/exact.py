@@ -182,13 +182,18 @@ def reconstruct(
         return _empty(model, status, time.perf_counter() - start, timings, message, n_cells,
                       solver, used)
 
+    def listing_budget(since: float) -> CellBudget:
+        """What `auto` may spend listing cells from ``since``."""
+        share = max(ENUMERATION_SHARE * time_limit, ENUMERATION_MIN_S)
+        return replace(cell_budget or CellBudget(),
+                       deadline=min(since + share, search_deadline))
+
     tick = time.perf_counter()
     cells, used = None, "generate"
     if strategy != "generate":
         limits = cell_budget or CellBudget()
         if strategy == "auto":
-            share = max(ENUMERATION_SHARE * time_limit, ENUMERATION_MIN_S)
-            limits = replace(limits, deadline=min(start + share, search_deadline))
+            limits = listing_budget(start)
         else:  # only memory and time stop a requested enumeration
             limits = replace(limits, max_cells=sys.maxsize, deadline=search_deadline)
         try:
@@ -212,10 +217,9 @@ def reconstruct(
         if len(proven) and strategy == "auto":
             # The other rows' counts may have few enough cells to list: then the proofs
             # are those of enumeration again.
-            share = max(ENUMERATION_SHARE * time_limit, ENUMERATION_MIN_S)
-            limits = replace(limits, deadline=min(tick + share, search_deadline))
             try:
-                rest = enumerate_cells(without_pinned(model, proven), bound, limits, progress)
+                rest = enumerate_cells(without_pinned(model, proven), bound,
+                                       listing_budget(tick), progress)
                 cells, used, proof = with_pinned(model, rest, proven), "enumerate", PROOF_PINNED
             except CellBudgetExceeded:
                 pass

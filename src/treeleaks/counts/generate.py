@@ -147,12 +147,11 @@ def generate_cells(
 
     pool = ColumnPool(model)
     stats = {"iterations": 0, "calls": 0, "rows": int(model.n_rows or 0), "lp_placed": 0.0}
-    fixed = np.zeros(0, dtype=np.int64)
-    if proven is not None and len(proven):
-        for cls, leaves in zip(proven.cls, proven.leaves):
-            pool.add(int(cls), leaves)
-        fixed = np.bincount([pool.index(int(c), leaves) for c, leaves
-                             in zip(proven.cls, proven.leaves)], minlength=len(pool))
+    columns = []  # of the proven rows, one each
+    for cls, leaves in zip(proven.cls, proven.leaves) if proven is not None else ():
+        pool.add(int(cls), leaves)
+        columns.append(pool.index(int(cls), leaves))
+    fixed = np.bincount(columns, minlength=len(pool)).astype(np.int64)
     with PricingTeam(model, schema, workers) as pricers:
         status, placed = _dive(pool, pricers, deadline, seed, progress, stats, fixed)
     return Generated(pool.cells(schema), status, placed, stats["lp_placed"],

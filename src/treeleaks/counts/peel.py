@@ -58,6 +58,7 @@ class _Leaves:
         self.tree, self.index = np.concatenate(tree), np.concatenate(index)
         self.counts = np.vstack([one.counts for one in model.trees]).astype(np.int64)
         self.n_trees = model.n_trees
+        self.offset = np.cumsum([0] + [one.n_leaves for one in model.trees[:-1]])  # per tree
 
 
 def peel_rows(model: ReleasedModel, schema: FeatureSchema, deadline: float,
@@ -72,7 +73,6 @@ def peel_rows(model: ReleasedModel, schema: FeatureSchema, deadline: float,
         return empty
     leaves = _Leaves(model)
     feasible = schema.feasibility()
-    offsets = np.cumsum([0] + [tree.n_leaves for tree in model.trees[:-1]])
     found_leaves: list[np.ndarray] = []
     found_cls: list[int] = []
     # per (anchor leaf, class): the candidate leaves its narrowing ended with, and when
@@ -100,7 +100,7 @@ def peel_rows(model: ReleasedModel, schema: FeatureSchema, deadline: float,
                 # The row is pinned to a cell: take it out of the counts at once, so the
                 # other single-row leaves it lies in are not narrowed for it again.
                 cell = leaves.index[chosen[np.argsort(leaves.tree[chosen])]]
-                rows = offsets + cell
+                rows = leaves.offset + cell
                 leaves.counts[rows, cls] -= 1
                 emptied_at[rows[leaves.counts[rows, cls] == 0], cls] = len(found_cls)
                 found_leaves.append(cell)
@@ -113,12 +113,9 @@ def peel_rows(model: ReleasedModel, schema: FeatureSchema, deadline: float,
 def without_pinned(model: ReleasedModel, peeled: Peeled) -> ReleasedModel:
     """``model`` with the pinned rows taken out of its counts: the counts of the other
     rows, whose datasets, with the pinned rows added, are every dataset of ``model``."""
-    trees = []
-    for t, tree in enumerate(model.trees):
-        taken = np.zeros(tree.counts.shape, dtype=np.int64)
-        np.add.at(taken, (peeled.leaves[:, t], peeled.cls), 1)
-        trees.append(replace(tree, counts=tree.counts - taken))
-    return replace(model, trees=trees)
+    taken = model.leaf_counts_at(peeled.leaves, peeled.cls)
+    return replace(model, trees=[replace(tree, counts=tree.counts - count)
+                                 for tree, count in zip(model.trees, taken)])
 
 
 def with_pinned(model: ReleasedModel, cells: Cells, peeled: Peeled) -> Cells:
