@@ -317,7 +317,7 @@ def test_progress_figures_read_well() -> None:
 def test_usage_errors_are_one_line_naming_the_option(
     files: dict[str, Path], args: list[str], fragment: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("treeleaks.attacks.exact.reconstruct", never_called)
+    monkeypatch.setattr("treeleaks.attacks.reconstruct.reconstruct", never_called)
     args = [a.format(**{k: str(v) for k, v in files.items()}) for a in args]
     assert fragment in one_line_error(runner.invoke(app, args), 2)
 
@@ -359,7 +359,7 @@ def test_a_crash_in_the_run_is_one_line_with_a_documented_code_and_no_files(
     def crash(*args: object, **kwargs: object) -> None:
         raise error
 
-    monkeypatch.setattr("treeleaks.attacks.exact.reconstruct", crash)
+    monkeypatch.setattr("treeleaks.attacks.reconstruct.reconstruct", crash)
     before = folder_state(run_folder)
     result = run_in(run_folder, "--out", str(run_folder / "recon.csv"),
                     "--json", str(run_folder / "summary.json"))
@@ -374,7 +374,7 @@ def test_the_traceback_of_a_bug_shows_only_when_asked(
     def crash(*args: object, **kwargs: object) -> None:
         raise RuntimeError("solver exploded")
 
-    monkeypatch.setattr("treeleaks.attacks.exact.reconstruct", crash)
+    monkeypatch.setattr("treeleaks.attacks.reconstruct.reconstruct", crash)
     monkeypatch.setenv("TREELEAKS_DEBUG", "1")
     result = runner.invoke(app, ["reconstruct", str(files["forest"])])
     assert result.exit_code == 4
@@ -409,7 +409,7 @@ def test_a_failed_write_names_the_path_and_leaves_no_output_behind(
 def test_an_unwritable_output_is_refused_before_the_run(
     run_folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("treeleaks.attacks.exact.reconstruct", never_called)
+    monkeypatch.setattr("treeleaks.attacks.reconstruct.reconstruct", never_called)
     before = folder_state(run_folder)
     for target, fragment in [(run_folder / "no" / "out.csv", "folder does not exist"),
                              (run_folder / "schema.json" / "out.csv", "is not a folder")]:

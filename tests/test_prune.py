@@ -17,7 +17,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from treeleaks import from_sklearn
-from treeleaks.attacks.exact import reconstruct
+from treeleaks.attacks.reconstruct import reconstruct
 from treeleaks.attacks.singling_out import single_out
 from treeleaks.defences.prune import PruningError, exposing_nodes, prune
 from treeleaks.errors import UnsupportedModelError

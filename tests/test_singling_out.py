@@ -15,7 +15,7 @@ from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from treeleaks import from_sklearn
-from treeleaks.attacks.exact import reconstruct
+from treeleaks.attacks.reconstruct import reconstruct
 from treeleaks.attacks.singling_out import (
     NOT_PROVEN_BOOTSTRAP,
     Condition,

@@ -23,7 +23,7 @@ _PUBLIC = {
     "from_dp_forest": "treeleaks.frontends.dp",
     "from_sklearn": "treeleaks.frontends.sklearn",
     "load_model": "treeleaks.io",
-    "reconstruct": "treeleaks.attacks.exact",
+    "reconstruct": "treeleaks.attacks.reconstruct",
     "save_model": "treeleaks.io",
 }
 

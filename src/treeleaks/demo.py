@@ -22,7 +22,7 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
 
-from treeleaks.attacks.exact import reconstruct
+from treeleaks.attacks.reconstruct import reconstruct
 from treeleaks.display import certificate_text, live_progress
 from treeleaks.evaluation.metrics import evaluate
 from treeleaks.frontends.sklearn import from_sklearn

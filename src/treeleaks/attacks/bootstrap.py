@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from treeleaks.attacks.placement_bounds import probe_subsystems, propagate_placements
+from treeleaks.clock import RunClock
 from treeleaks.counts.cells import (
     CellBudget,
     CellBudgetExceeded,
@@ -36,7 +37,6 @@ from treeleaks.counts.cells import (
 from treeleaks.counts.materialize import rows_from_counts
 from treeleaks.counts.verify import verify
 from treeleaks.errors import UnsupportedModelError
-from treeleaks.limits import PROOF_SHARE
 from treeleaks.model import ReleasedModel, Tree
 from treeleaks.progress import ProgressCallback, report
 from treeleaks.result import Reconstruction
@@ -154,61 +154,55 @@ def reconstruct_known_multiplicities(
             "supported yet: export the fitted scikit-learn forest itself with skops, which "
             "keeps them"
         )
-    start = time.perf_counter()
-    deadline = start + time_limit
-    search_deadline = deadline - min(certainty_time_limit, PROOF_SHARE * time_limit)
-    timings: dict[str, float] = {}
+    clock = RunClock(time_limit, certainty_time_limit)
+    search_deadline = clock.search_deadline
     try:
         problem = placements(model, schema, search_deadline, cell_budget=cell_budget,
                              progress=progress, row_boxes=row_boxes, known_rows=known_rows)
     except PlacementError as stop:
         if stop.status == "UNKNOWN" and fallback is not None:  # too large, not impossible
-            return _fell_back(fallback(max(deadline - time.perf_counter(), 0.0), str(stop)),
-                              start, timings, str(stop))
-        return _nothing(model, stop.status, start, timings, stop.n_cells, str(stop))
-    tick = _lap(timings, "cells", start)
+            return _fell_back(fallback(clock.left(), str(stop)), clock, str(stop))
+        return _nothing(model, stop.status, clock, stop.n_cells, str(stop))
+    clock.lap("cells")
     cells, cell, row, cls = problem.cells, problem.cell, problem.row, problem.cls
     A, lo, hi = problem.A, problem.lo, problem.hi
     report(progress, "solve", 0, None, variables=int(cell.size))
     bounds = propagate_placements(A, lo, hi)
     if isinstance(bounds, int):
-        return _nothing(model, "INFEASIBLE", start, timings, len(cells), (
+        return _nothing(model, "INFEASIBLE", clock, len(cells), (
             "no dataset reproduces the released counts with these multiplicities: "
             f"{_equation(model, bounds)} cannot be met by the rows the other counts allow "
             "there (the model or its multiplicities were altered)"))
     solve_deadline = search_deadline
     if fallback is not None:
-        solve_deadline -= FALLBACK_SHARE * max(search_deadline - time.perf_counter(), 0.0)
-    tick = _lap(timings, "propagate", tick)
-    probe_deadline = tick + PROBE_SHARE * max(solve_deadline - tick, 0.0)
+        solve_deadline -= FALLBACK_SHARE * clock.left(search_deadline)
+    clock.lap("propagate")
+    probe_deadline = clock.share(PROBE_SHARE, solve_deadline)
     bounds = probe_subsystems(A, lo, hi, bounds, cell * model.n_classes + cls, row,
                               probe_deadline)
     if isinstance(bounds, int):
-        return _nothing(model, "INFEASIBLE", start, timings, len(cells), (
+        return _nothing(model, "INFEASIBLE", clock, len(cells), (
             "no dataset reproduces the released counts with these multiplicities: no set of "
             f"rows meets {_equation(model, bounds)} together with the other counts of its "
             "cell (the model or its multiplicities were altered)"))
-    tick = _lap(timings, "probe", tick)
+    clock.lap("probe")
     chosen, status, solver = _solve(A, lo, hi, bounds, solve_deadline, threads, seed)
-    tick = _lap(timings, "solve", tick)
+    clock.lap("solve")
     if chosen is None and status == "UNKNOWN" and fallback is not None:
-        why = (f"no dataset meets the released draws within {solve_deadline - start:.0f} s "
+        why = (f"no dataset meets the released draws within {solve_deadline - clock.start:.0f} s "
                "(many datasets nearly do when few trees drew each row; raise the time limit "
                "to search longer)")
-        return _fell_back(fallback(max(deadline - time.perf_counter(), 0.0), why), start,
-                          timings, why)
+        return _fell_back(fallback(clock.left(), why), clock, why)
     if chosen is None:
         message = ("no dataset reproduces the released counts with these multiplicities: the "
                    "model or its multiplicities were altered" if status == "INFEASIBLE" else
                    f"no reconstruction found within the time limit of {time_limit:g} s; "
                    "raise the time limit")
-        return _nothing(model, status, start, timings, len(cells), message)
+        return _nothing(model, status, clock, len(cells), message)
     picked = chosen[np.argsort(row[chosen])]
     report(progress, "certainty", 0, None)
-    proof_deadline = time.perf_counter() + min(certainty_time_limit,
-                                               max(deadline - time.perf_counter(), 0.0))
-    proven, complete = _proofs(A, lo, hi, bounds, picked, row, proof_deadline)
-    tick = _lap(timings, "certainty", tick)
+    proven, complete = _proofs(A, lo, hi, bounds, picked, row, clock.proof_deadline())
+    clock.lap("certainty")
     frames = rows_from_counts(model, schema, cells, cell[picked], cls[picked],
                               np.ones(picked.size, dtype=np.int64), proven.astype(np.int64),
                               with_width=True)
@@ -216,26 +210,25 @@ def reconstruct_known_multiplicities(
         _place_known(frames, known_rows[0], problem.known_cell, known_rows[1], cell[picked],
                      cls[picked])
     certificate = verify(model, frames["rows"])
-    _lap(timings, "verify", tick)
+    clock.lap("verify")
     message = "" if complete else "certainty bounds stopped at their time limit (still sound)"
     if not certificate.verified:
         message = f"reconstruction does not reproduce the model: {certificate.first_mismatch}"
     return Reconstruction(**frames, status="OPTIMAL", certificate=certificate,
-                          time_s=time.perf_counter() - start, message=message, solver=solver,
-                          n_cells=len(cells), certainty_complete=complete, timings=timings,
+                          time_s=clock.elapsed(), message=message, solver=solver,
+                          n_cells=len(cells), certainty_complete=complete, timings=clock.timings,
                           proof=PROOF, formulation=FORMULATION)
 
 
-def _fell_back(result: Reconstruction, start: float, timings: dict[str, float],
-               why: str) -> Reconstruction:
+def _fell_back(result: Reconstruction, clock: RunClock, why: str) -> Reconstruction:
     """The fallback's result, said to be one: its rows reproduce every count with draws of
     its own, not the released draws, for the reason ``why``."""
     if result.n_rows == 0:  # its message starts with ``why``, as `reconstruct` passes it on
-        return replace(result, time_s=time.perf_counter() - start,
-                       timings={**timings, **result.timings})
+        return replace(result, time_s=clock.elapsed(),
+                       timings={**clock.timings, **result.timings})
     return replace(
-        result, status="FEASIBLE", time_s=time.perf_counter() - start,
-        timings={**timings, **{f"fallback_{k}": v for k, v in result.timings.items()}},
+        result, status="FEASIBLE", time_s=clock.elapsed(),
+        timings={**clock.timings, **{f"fallback_{k}": v for k, v in result.timings.items()}},
         message=(f"{why}; these rows reproduce every weighted and distinct-row count with "
                  "inferred draws instead, in no particular order"))
 
@@ -470,12 +463,6 @@ def relaxation(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, cost: np.ndarra
                    options={"time_limit": left})
 
 
-def _lap(timings: dict[str, float], name: str, since: float) -> float:
-    now = time.perf_counter()
-    timings[name] = now - since
-    return now
-
-
 def _placement_system(
     model: ReleasedModel, cells: Cells, cell: np.ndarray, row: np.ndarray, cls: np.ndarray,
 ) -> tuple[sp.csr_matrix, np.ndarray]:
@@ -542,9 +529,9 @@ def _solve_cp_sat(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, deadline: fl
     return np.flatnonzero(values), "OPTIMAL"
 
 
-def _nothing(model: ReleasedModel, status: str, start: float, timings: dict[str, float],
-             n_cells: int, message: str) -> Reconstruction:
+def _nothing(model: ReleasedModel, status: str, clock: RunClock, n_cells: int,
+             message: str) -> Reconstruction:
     """A result without rows."""
-    return Reconstruction.empty(model, status=status, time_s=time.perf_counter() - start,
+    return Reconstruction.empty(model, status=status, time_s=clock.elapsed(),
                                 message=message, solver="highs+cp-sat", n_cells=n_cells,
-                                timings=timings, formulation=FORMULATION)
+                                timings=clock.timings, formulation=FORMULATION)

@@ -34,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from treeleaks.attacks.bootstrap import MAX_CELLS, MAX_NONZEROS
+from treeleaks.clock import RunClock
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.materialize import rows_from_counts
 from treeleaks.counts.verify import verify
@@ -91,42 +92,40 @@ def reconstruct_unknown_multiplicities(
 ) -> Reconstruction:
     """The training rows of a bootstrap forest without its draws, with draws inferred for
     them (see the module doc); ``reason`` says why the draws were not used."""
-    start = time.perf_counter()
-    deadline = start + time_limit
+    clock = RunClock(time_limit)
     n_rows = bootstrap_size(model)
-    timings: dict[str, float] = {}
     limits = cell_budget or CellBudget()
     limits = replace(limits, max_cells=max(limits.max_cells, MAX_CELLS),
-                     deadline=start + time_limit / 3)
+                     deadline=clock.start + time_limit / 3)
     try:
         cells = enumerate_cells(model, schema, limits, progress, _Everywhere(model.n_classes))
     except CellBudgetExceeded as stop:
-        return _nothing(model, "UNKNOWN", start, timings, stop.n_cells, (
+        return _nothing(model, "UNKNOWN", clock, stop.n_cells, (
             f"{reason}; without them every region of the trees may hold a row, and there are "
             f"too many to list ({stop.n_cells:,} after {stop.trees_done} of "
             f"{model.n_trees} trees): unknown draws are only attempted on forests over few "
             "columns so far"))
     allowed = _drawable(model, cells, n_rows)
-    timings["cells"] = time.perf_counter() - start
+    clock.lap("cells")
     cell, cls = np.nonzero(allowed)
     if cell.size * model.n_trees > MAX_NONZEROS:
-        return _nothing(model, "UNKNOWN", start, timings, len(cells), (
+        return _nothing(model, "UNKNOWN", clock, len(cells), (
             f"{reason}; without them {cell.size:,} (region, class) pairs could hold a row, "
             f"too many for the covering problem ({cell.size * model.n_trees:,} nonzeros, more "
             f"than {MAX_NONZEROS:,}): unknown draws are only attempted on forests over few "
             "columns so far"))
     problem = _cover(model, cells, cell, cls, n_rows)
     if problem is None:
-        return _nothing(model, "INFEASIBLE", start, timings, len(cells), (
+        return _nothing(model, "INFEASIBLE", clock, len(cells), (
             f"{reason}; no dataset of {n_rows} rows covers every leaf's distinct rows"))
     report(progress, "solve", 0, None, variables=int(problem[0].shape[1]))
-    tick = time.perf_counter()
-    counts, status = _solve(*problem, cell.size, deadline)
-    timings["solve"] = time.perf_counter() - tick
+    clock.lap("problem")
+    counts, status = _solve(*problem, cell.size, clock.deadline)
+    clock.lap("solve")
     if counts is None:
         message = (f"{reason}; no dataset covers the leaves" if status == "INFEASIBLE" else
                    f"{reason}; no dataset found within the time limit of {time_limit:.3g} s")
-        return _nothing(model, status, start, timings, len(cells), message)
+        return _nothing(model, status, clock, len(cells), message)
     lower = np.minimum(_forced(model, cells, cell, cls), counts)
     frames = rows_from_counts(model, schema, cells, cell, cls, counts, lower, with_width=True)
     draws = infer_draws(model, frames["rows"])
@@ -140,8 +139,8 @@ def reconstruct_unknown_multiplicities(
     if not certificate.verified:
         message = f"reconstruction does not reproduce the model: {certificate.first_mismatch}"
     return Reconstruction(**frames, status=status, certificate=certificate,
-                          time_s=time.perf_counter() - start, message=message, solver="highs",
-                          n_cells=len(cells), certainty_complete=False, timings=timings,
+                          time_s=clock.elapsed(), message=message, solver="highs",
+                          n_cells=len(cells), certainty_complete=False, timings=clock.timings,
                           proof=PROOF, formulation=FORMULATION, multiplicities=draws)
 
 
@@ -292,8 +291,8 @@ def infer_draws(model: ReleasedModel, rows) -> list[np.ndarray]:
     return draws
 
 
-def _nothing(model: ReleasedModel, status: str, start: float, timings: dict[str, float],
-             n_cells: int, message: str) -> Reconstruction:
-    return Reconstruction.empty(model, status=status, time_s=time.perf_counter() - start,
+def _nothing(model: ReleasedModel, status: str, clock: RunClock, n_cells: int,
+             message: str) -> Reconstruction:
+    return Reconstruction.empty(model, status=status, time_s=clock.elapsed(),
                                 message=message, solver="highs", n_cells=n_cells,
-                                timings=timings, formulation=FORMULATION)
+                                timings=clock.timings, formulation=FORMULATION)

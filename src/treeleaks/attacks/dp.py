@@ -44,6 +44,7 @@ import scipy.sparse as sp
 
 from treeleaks.attacks.marginal_prior import marginal_log_prior, posterior_row
 from treeleaks.attacks.side_knowledge import with_known_rows
+from treeleaks.clock import RunClock
 from treeleaks.counts.cell_pool import CellPool
 from treeleaks.counts.cells import (
     CellBudget,
@@ -122,8 +123,8 @@ def reconstruct_dp(
     last search proved no dataset better under its objective, else ``FEASIBLE``; a
     complete dataset is always returned.
     """
-    start = time.perf_counter()
-    deadline = start + float(time_limit)
+    clock = RunClock(time_limit)
+    start, deadline = clock.start, clock.deadline
     scale = _scale(model)
     known = _known_rows(model, schema, knowledge)
     bounds = n_rows_interval(model)
@@ -132,7 +133,6 @@ def reconstruct_dp(
     offset = np.zeros(sum(t.counts.size for t in model.trees), dtype=np.int64)
     if known is not None:
         offset = _flat(model.leaf_counts_of(*known))
-    timings: dict[str, float] = {}
     problem = NoisyCounts(sp.csr_matrix((offset.size, 0), dtype=np.int64),
                           _flat([t.counts for t in model.trees]), offset, scale, np.zeros(0))
 
@@ -145,14 +145,14 @@ def reconstruct_dp(
         return prior_rows[1] * marginal_log_prior(cells, schema, model, *prior_rows[0]).ravel()
 
     limits = replace(cell_budget or CellBudget(),
-                     deadline=start + ENUMERATION_SHARE * float(time_limit))
+                     deadline=clock.start + ENUMERATION_SHARE * float(time_limit))
     try:
         cells = enumerate_cells(model, schema, limits, progress,
                                 occupancy=EveryClassOccupancy(model))
         strategy, pool = "enumerate", None
     except CellBudgetExceeded:
         strategy, pool = "generate", CellPool(model, schema, seed, threads, log_prior)
-    timings["cells"] = time.perf_counter() - start
+    clock.lap("cells")
     try:
         if pool is None:
             var_cell, var_cls = np.nonzero(cells.allowed)
@@ -171,7 +171,7 @@ def reconstruct_dp(
             found = _most_likely_rows(problem, to_find, deadline, start, cells, pool,
                                       schema, model)
         else:
-            first_half = time.perf_counter() + (deadline - time.perf_counter()) / 2
+            first_half = clock.share(0.5)
             likeliest = _most_likely_rows(problem, to_find, first_half, start, cells, pool,
                                           schema, model)
             rows = likeliest.frames["rows"]
@@ -185,9 +185,9 @@ def reconstruct_dp(
             found = _shrunk(found, likeliest, shrinkage)
     finally:
         if pool is not None:
-            timings["pricing_calls"] = pool.pricing_calls
+            clock.timings["pricing_calls"] = pool.pricing_calls
             pool.close()
-    timings.update(found.timings)
+    clock.timings.update(found.timings)
     frames = _with_known(found.frames, model, knowledge)
     report(progress, "verify", 0, None)
     checked = _rows_log_likelihood(model, frames["rows"], scale)
@@ -200,12 +200,12 @@ def reconstruct_dp(
         **frames,
         status=found.status,
         certificate=None,
-        time_s=time.perf_counter() - start,
+        time_s=clock.elapsed(),
         message="; ".join(notes),
         objective=found.objective,
         solver="highs",
         n_cells=found.n_cells,
-        timings=timings,
+        timings=clock.timings,
         strategy=strategy,
         proof="",
         formulation=FORMULATION,

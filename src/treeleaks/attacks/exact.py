@@ -1,26 +1,26 @@
 """Exact reconstruction of forests whose trees each saw every training row once.
 
 Covers scikit-learn forests with ``bootstrap=False`` (and ExtraTrees' default) and single
-decision trees. Pipeline: cells → count system → propagation → CP-SAT on the residual →
-certainty bounds → rows → certificate.
+decision trees. Four stages, each a function here: find the cells (list every cell of the
+trees' common refinement, or pin rows by single-row leaves and generate the rest's cells
+on demand), solve the count system over them (propagation, then HiGHS or CP-SAT), prove
+which rows every consistent dataset shares (certainty bounds), and assemble the rows with
+their certificate.
 """
 
 from __future__ import annotations
 
 import sys
-import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from treeleaks.attacks.bootstrap import has_multiplicities, reconstruct_known_multiplicities
-from treeleaks.attacks.bootstrap_unknown import reconstruct_unknown_multiplicities
-from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
+from treeleaks.clock import RunClock
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.certainty import lower_bounds
 from treeleaks.counts.materialize import rows_from_counts
 from treeleaks.counts.peel import Peeled, peel_rows, with_pinned, without_pinned
-from treeleaks.counts.solve import solve
+from treeleaks.counts.solve import Solution, solve
 from treeleaks.counts.system import (
     CountSystem,
     InconsistentCountsError,
@@ -28,11 +28,9 @@ from treeleaks.counts.system import (
     propagate,
 )
 from treeleaks.counts.verify import verify
-from treeleaks.errors import BudgetError, TreeleaksError
-from treeleaks.knowledge import Knowledge, KnowledgeError
-from treeleaks.limits import DEFAULT_MAX_ROWS, PROOF_SHARE, check_run_options
+from treeleaks.limits import RunOptions
 from treeleaks.model import ReleasedModel
-from treeleaks.progress import ProgressCallback, report
+from treeleaks.progress import report
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
 
@@ -51,299 +49,242 @@ PROOF_PINNED = (
 PEEL_SHARE = 0.1  # of the search time, at most, for `peel_rows` before generation
 
 
-def reconstruct(
-    model: ReleasedModel,
-    schema: FeatureSchema | None = None,
-    *,
-    time_limit: float = 60.0,
-    threads: int = 2,
-    seed: int = 0,
-    solver: str = "highs",
-    certainty_time_limit: float = 30.0,
-    strategy: str = "auto",
-    cell_budget: CellBudget | None = None,
-    max_rows: int = DEFAULT_MAX_ROWS,
-    progress: ProgressCallback | None = None,
-    knowledge: Knowledge | None = None,
-    ignore_multiplicities: bool = False,
-    n_rows: int | None = None,
-    n_unknown: bool = False,
-    shrinkage: float | None = None,
-) -> Reconstruction:
-    """Reconstruct the training set of a noise-free forest from its counts (a bootstrap
-    forest through `treeleaks.attacks.bootstrap`, when it exposes its multiplicities).
+class _Stopped(Exception):
+    """A stage ended the run without rows: the status to report and why."""
 
-    Among the datasets the counts admit, the one with the most orderings is returned (see
-    `treeleaks.counts.solve`). ``time_limit`` bounds the whole run: finding the reconstruction
-    (listing or generating cells, then the solver) may use all of it but a reserve of
-    ``min(certainty_time_limit, 15% of it)``; the proofs then use what is left, at most
-    ``certainty_time_limit`` (cut short, they stay sound). Checking and assembling the rows
-    take a fraction of a second. When the search runs out of time the best solution found
-    is returned with status FEASIBLE, or, if none was found, the rows propagation proved
-    (status UNKNOWN). Counts no dataset can produce give status INFEASIBLE.
-    ``threads`` and ``seed`` steer CP-SAT (``solver="cp-sat"``; with generated cells,
-    ``threads`` also prices the classes side by side); HiGHS runs deterministically.
-    ``strategy``: ``enumerate`` lists every cell of the trees' common refinement,
-    ``generate`` generates the cells a solution needs on demand, ``auto`` (default)
-    enumerates within ``cell_budget`` and generates beyond it. The budget's memory limit
-    holds for ``enumerate`` too: beyond it the run stops with status UNKNOWN and says so.
-    Counts implying more than ``max_rows`` training rows are refused (`BudgetError`).
-    A bootstrap forest that exposes its draws is rebuilt row by row in training order
-    (`treeleaks.attacks.bootstrap`, HiGHS then CP-SAT whatever ``solver`` says, LP proofs).
-    ``progress`` receives `treeleaks.progress.Progress` events. ``knowledge`` (known
-    columns, known rows) is respected exactly by the rows returned, and the proofs hold
-    given it (`treeleaks.attacks.side_knowledge`). A bootstrap forest without its draws,
-    or with ``ignore_multiplicities``, is rebuilt with draws inferred for its rows
-    (`treeleaks.attacks.bootstrap_unknown`; no proofs).
-    A DP forest (noisy counts) is rebuilt as the most likely dataset
-    (`treeleaks.attacks.dp`): N is ``n_rows`` or the one its file states, or inferred with
-    ``n_unknown``; its schema defaults to the public domains its file records;
-    ``shrinkage`` (default `treeleaks.attacks.dp.SHRINKAGE`) pulls its rows toward typical
-    ones, 0 returns the most likely dataset.
-    """
-    model.require_classifier("the reconstruction attack")
-    if model.noise is not None:
-        check_run_options(time_limit, certainty_time_limit, threads, seed, max_rows)
-        bound = (schema if schema is not None else FeatureSchema.for_model(model)).bind(model)
-        from treeleaks.attacks.dp import reconstruct_dp  # OR-Tools: loaded when needed
+    def __init__(self, status: str, message: str, n_cells: int, strategy: str) -> None:
+        super().__init__(message)
+        self.status, self.message, self.n_cells, self.strategy = (
+            status, message, n_cells, strategy)
 
-        return reconstruct_dp(model, bound, n_rows=n_rows, n_unknown=n_unknown,
-                              knowledge=knowledge, time_limit=time_limit,
-                              cell_budget=cell_budget, progress=progress, seed=seed,
-                              threads=threads,
-                              **({} if shrinkage is None else {"shrinkage": shrinkage}))
-    if n_unknown or shrinkage is not None or (n_rows is not None and n_rows != model.n_rows):
-        raise TreeleaksError(
-            "n_rows, n_unknown and shrinkage are for DP forests, whose counts are noisy; "
-            "this model's "
-            "counts are exact" + ("" if model.n_rows is None else f" and state N = {model.n_rows}"))
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    check_run_options(time_limit, certainty_time_limit, threads, seed, max_rows)
-    n_rows = len(model.trees[0].multiplicities) if has_multiplicities(model) else model.n_rows
-    if n_rows is not None and n_rows > max_rows:
-        raise BudgetError(
-            f"the counts imply {n_rows:,} training rows, more than the limit of "
-            f"{max_rows:,}; raise it (--max-rows) if that size is right: time and memory "
-            "grow with it"
-        )
-    bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
-    if model.bootstrap and (ignore_multiplicities or not has_multiplicities(model)):
-        if knowledge is not None and not knowledge.empty:
-            raise KnowledgeError("side knowledge is not supported yet for a bootstrap forest "
-                                 "whose draws are unknown")
-        reason = ("the draws were set aside (ignore_multiplicities)" if ignore_multiplicities
-                  else "this forest does not expose its draws (its random states were not "
-                  "kept)")
-        return reconstruct_unknown_multiplicities(model, bound, time_limit=time_limit,
-                                                  cell_budget=cell_budget, progress=progress,
-                                                  reason=reason)
-    if knowledge is not None and not knowledge.empty:
-        knowledge.check(model, bound, n_rows)
-        bound = knowledge.schema_for(bound, model)
-        options = {"time_limit": time_limit, "threads": threads, "seed": seed,
-                   "certainty_time_limit": certainty_time_limit, "cell_budget": cell_budget,
-                   "progress": progress}
-        if model.bootstrap:
-            return bootstrap_with_knowledge(model, bound, knowledge, lambda inner, boxes, rows: (
-                reconstruct_known_multiplicities(inner, bound, row_boxes=boxes, known_rows=rows,
-                                                 **options)))
-        return exact_with_knowledge(model, bound, knowledge, lambda inner: reconstruct(
-            inner, bound, solver=solver, strategy=strategy, max_rows=max_rows, **options))
-    if model.bootstrap:
-        def without_draws(seconds: float, why: str) -> Reconstruction:
-            return reconstruct_unknown_multiplicities(
-                model, bound, time_limit=seconds, cell_budget=cell_budget, progress=progress,
-                reason=f"{why}; with the draws set aside")
 
-        # the covering problem needs N draws per tree (no max_samples)
-        covering = model.facts.get("max_samples") is None
-        return reconstruct_known_multiplicities(
-            model, bound, time_limit=time_limit, certainty_time_limit=certainty_time_limit,
-            threads=threads, seed=seed, cell_budget=cell_budget, progress=progress,
-            fallback=without_draws if covering else None)
-    start = time.perf_counter()
-    deadline = start + float(time_limit)
-    search_deadline = deadline - min(certainty_time_limit, PROOF_SHARE * time_limit)
-    timings: dict[str, float] = {}
+@dataclass
+class _Found:
+    """The cells a reconstruction may use, how they were found (``enumerate`` or
+    ``generate``), the rows pinned before (None when none were tried), and the proof the
+    bounds over these cells give."""
 
-    def lap(name: str, since: float) -> float:
-        now = time.perf_counter()
-        timings[name] = now - since
-        return now
+    cells: Cells
+    strategy: str
+    pinned: Peeled | None
+    proof: str
 
-    def left(until: float) -> float:
-        return max(until - time.perf_counter(), 0.0)
 
-    def proof_time() -> float:
-        return min(certainty_time_limit, left(deadline))
+@dataclass
+class _Proofs:
+    """The counts returned, the share of them every dataset holds, whether that bound is
+    complete, and what the result says about both."""
 
-    def empty(status: str, message: str, n_cells: int, used: str) -> Reconstruction:
-        return _empty(model, status, time.perf_counter() - start, timings, message, n_cells,
-                      solver, used)
+    counts: np.ndarray
+    lower: np.ndarray
+    complete: bool
+    message: str
+    proof: str
 
-    def listing_budget(since: float) -> CellBudget:
-        """What `auto` may spend listing cells from ``since``."""
-        share = max(ENUMERATION_SHARE * time_limit, ENUMERATION_MIN_S)
-        return replace(cell_budget or CellBudget(),
-                       deadline=min(since + share, search_deadline))
 
-    tick = time.perf_counter()
-    cells, used = None, "generate"
-    if strategy != "generate":
-        limits = cell_budget or CellBudget()
-        if strategy == "auto":
-            limits = listing_budget(start)
-        else:  # only memory and time stop a requested enumeration
-            limits = replace(limits, max_cells=sys.maxsize, deadline=search_deadline)
-        try:
-            cells = enumerate_cells(model, bound, limits, progress)
-            used = "enumerate"
-        except CellBudgetExceeded as stop:
-            timings["cells_abandoned_after_trees"] = stop.trees_done
-            if strategy == "enumerate":
-                lap("cells", tick)
-                return empty("UNKNOWN", f"too many cells to list: enumeration stopped at "
-                             f"{stop.n_cells:,} cells after {stop.trees_done} of "
-                             f"{model.n_trees} trees ({stop.reason}); try strategy 'auto' or "
-                             "'generate', a schema with the one-hot groups, or a larger "
-                             "memory budget or time limit", stop.n_cells, "enumerate")
-        tick = lap("cells", tick)
-    proven, proof = None, PROOF_ENUMERATED
-    if cells is None:
-        proven = peel_rows(model, bound, tick + PEEL_SHARE * left(search_deadline), progress)
-        tick = lap("peel", tick)
-        timings["peeled_rows"] = len(proven)
-        if len(proven) and strategy == "auto":
+def reconstruct_exact(model: ReleasedModel, schema: FeatureSchema, run: RunOptions, *,
+                      solver: str = "highs", strategy: str = "auto") -> Reconstruction:
+    """The training rows of a forest whose trees each saw every row once, from its counts
+    (``schema`` bound to the model). Among the datasets the counts admit, the one with the
+    most orderings (see `treeleaks.counts.solve`); the stages are the module doc's."""
+    pipeline = _ExactPipeline(model, schema, run, solver, strategy,
+                              RunClock(run.time_limit, run.certainty_time_limit))
+    try:
+        found = pipeline.find_cells()
+        system, solution = pipeline.solve_counts(found)
+    except _Stopped as stop:
+        return Reconstruction.empty(model, status=stop.status,
+                                    time_s=pipeline.clock.elapsed(), message=stop.message,
+                                    solver=solver, n_cells=stop.n_cells,
+                                    timings=pipeline.clock.timings, strategy=stop.strategy)
+    proofs = pipeline.prove(found, system, solution)
+    return pipeline.assemble(found, system, solution, proofs)
+
+
+@dataclass
+class _ExactPipeline:
+    """One run of the exact reconstruction: what every stage reads."""
+
+    model: ReleasedModel
+    schema: FeatureSchema
+    run: RunOptions
+    solver: str
+    strategy: str
+    clock: RunClock
+
+    def find_cells(self) -> _Found:
+        """List every cell when the strategy allows and the budget holds; otherwise pin
+        what single-row leaves prove, list the other rows' cells if they fit (``auto``),
+        else generate the cells a solution needs."""
+        model, schema, run, clock = self.model, self.schema, self.run, self.clock
+        if self.strategy != "generate":
+            try:
+                cells = enumerate_cells(model, schema, self._listing_budget(), run.progress)
+                clock.lap("cells")
+                return _Found(cells, "enumerate", None, PROOF_ENUMERATED)
+            except CellBudgetExceeded as stop:
+                clock.timings["cells_abandoned_after_trees"] = stop.trees_done
+                clock.lap("cells")
+                if self.strategy == "enumerate":
+                    raise _Stopped(
+                        "UNKNOWN", f"too many cells to list: enumeration stopped at "
+                        f"{stop.n_cells:,} cells after {stop.trees_done} of {model.n_trees} "
+                        f"trees ({stop.reason}); try strategy 'auto' or 'generate', a schema "
+                        "with the one-hot groups, or a larger memory budget or time limit",
+                        stop.n_cells, "enumerate") from None
+        pinned = peel_rows(model, schema, clock.share(PEEL_SHARE, clock.search_deadline),
+                           run.progress)
+        clock.lap("peel")
+        clock.timings["peeled_rows"] = len(pinned)
+        if len(pinned) and self.strategy == "auto":
             # The other rows' counts may have few enough cells to list: then the proofs
             # are those of enumeration again.
             try:
-                rest = enumerate_cells(without_pinned(model, proven), bound,
-                                       listing_budget(tick), progress)
-                cells, used, proof = with_pinned(model, rest, proven), "enumerate", PROOF_PINNED
+                rest = enumerate_cells(without_pinned(model, pinned), schema,
+                                       self._listing_budget(), run.progress)
+                clock.lap("cells_after_peel")
+                return _Found(with_pinned(model, rest, pinned), "enumerate", pinned,
+                              PROOF_PINNED)
             except CellBudgetExceeded:
-                pass
-            tick = lap("cells_after_peel", tick)
-    if cells is None:
+                clock.lap("cells_after_peel")
+        return self._generated(pinned)
+
+    def _listing_budget(self) -> CellBudget:
+        """What listing cells may spend from now: under ``auto``, a share of the time
+        limit; a requested enumeration is stopped only by memory and the search's
+        deadline."""
+        budget = self.run.cell_budget or CellBudget()
+        if self.strategy != "auto":
+            return replace(budget, max_cells=sys.maxsize, deadline=self.clock.search_deadline)
+        share = max(ENUMERATION_SHARE * self.run.time_limit, ENUMERATION_MIN_S)
+        return replace(budget, deadline=min(self.clock.since_lap() + share,
+                                            self.clock.search_deadline))
+
+    def _generated(self, pinned: Peeled) -> _Found:
+        """The cells column generation finds before the search's deadline, the pinned
+        rows fixed."""
         from treeleaks.counts.generate import generate_cells  # OR-Tools, when needed
 
-        generated = generate_cells(model, bound, search_deadline, seed=seed, progress=progress,
-                                   workers=threads, proven=proven)
-        tick = lap("generate", tick)
-        timings["generate_iterations"] = generated.iterations
-        timings["pricing_calls"] = generated.pricing_calls
+        run, clock = self.run, self.clock
+        generated = generate_cells(self.model, self.schema, clock.search_deadline,
+                                   seed=run.seed, progress=run.progress, workers=run.threads,
+                                   proven=pinned)
+        clock.lap("generate")
+        clock.timings["generate_iterations"] = generated.iterations
+        clock.timings["pricing_calls"] = generated.pricing_calls
         if generated.status == "INFEASIBLE":
-            return empty("INFEASIBLE", "no dataset reproduces the released counts: no set of "
-                         "cells can hold every leaf's rows (proven by pricing)",
-                         len(generated.cells), used)
+            raise _Stopped("INFEASIBLE", "no dataset reproduces the released counts: no set "
+                           "of cells can hold every leaf's rows (proven by pricing)",
+                           len(generated.cells), "generate")
         if generated.status != "FEASIBLE":
             why = {
                 "DEAD_END": "every rounding of its LP tried in time reached a dead end",
                 "STALLED": "pricing could neither find a better cell nor rule one out",
-            }.get(generated.status, f"the time limit of {time_limit:g} s ran out")
+            }.get(generated.status, f"the time limit of {run.time_limit:g} s ran out")
             why += "; raise the time limit, or try strategy 'enumerate' if memory allows"
-            return empty("UNKNOWN", f"cell generation fixed {generated.placed:.0f} of "
-                         f"{model.n_rows} rows (its LP placed at most "
-                         f"{generated.lp_placed:.1f}): {why}", len(generated.cells), used)
-        cells = generated.cells
-    try:
-        system = propagate(build_system(model, cells))
-    except InconsistentCountsError as exc:
-        lap("propagation", tick)
-        if used == "generate":
-            return empty("UNKNOWN", "the cells generated within the time limit hold no "
-                         "integer dataset; raise the time limit", len(cells), used)
-        return empty("INFEASIBLE", f"no dataset reproduces the released counts: {exc}",
-                     len(cells), used)
-    tick = lap("propagation", tick)
-    report(progress, "solve", 0, None, variables=system.n_vars)
-    solution = solve(system, time_limit=left(search_deadline), threads=threads, seed=seed,
-                     solver=solver)
-    tick = lap("solve", tick)
-    if solution.counts is None:
-        if solution.status == "INFEASIBLE" and used == "enumerate":
-            return empty("INFEASIBLE", "no dataset reproduces the released counts: the model "
-                         "was altered or its counts are not exact", len(cells), used)
-        if used == "generate":
-            return empty("UNKNOWN", "no integer dataset found among the cells generated "
-                         f"within the time limit of {time_limit:g} s; raise the time limit",
-                         len(cells), used)
-        counts, lower = system.lb, system.lb
-        message = (
-            f"no complete reconstruction found within the time limit of {time_limit:g} s; "
-            f"returning the {int(counts.sum())} rows propagation proved. "
-            "Raise the time limit to get the rest."
-        )
-        complete = True
-    else:
-        report(progress, "certainty", 0, None)
-        if used == "enumerate":
-            certainty = lower_bounds(system, solution.counts, proof_time())
-            if proven is not None:
+            raise _Stopped("UNKNOWN", f"cell generation fixed {generated.placed:.0f} of "
+                           f"{self.model.n_rows} rows (its LP placed at most "
+                           f"{generated.lp_placed:.1f}): {why}", len(generated.cells),
+                           "generate")
+        proof = (PINNED if len(pinned) else "") + PROOF_GENERATED
+        return _Found(generated.cells, "generate", pinned, proof)
+
+    def solve_counts(self, found: _Found) -> tuple[CountSystem, Solution]:
+        """The count system over the found cells, propagated, and the solver's answer.
+        Counts no dataset meets over every cell are INFEASIBLE; over generated cells, only
+        UNKNOWN."""
+        cells, used, clock = found.cells, found.strategy, self.clock
+        try:
+            system = propagate(build_system(self.model, cells))
+        except InconsistentCountsError as exc:
+            clock.lap("propagation")
+            if used == "generate":
+                raise _Stopped("UNKNOWN", "the cells generated within the time limit hold no "
+                               "integer dataset; raise the time limit", len(cells),
+                               used) from None
+            raise _Stopped("INFEASIBLE", f"no dataset reproduces the released counts: {exc}",
+                           len(cells), used) from None
+        clock.lap("propagation")
+        report(self.run.progress, "solve", 0, None, variables=system.n_vars)
+        solution = solve(system, time_limit=clock.left(clock.search_deadline),
+                         threads=self.run.threads, seed=self.run.seed, solver=self.solver)
+        clock.lap("solve")
+        if solution.counts is None and solution.status == "INFEASIBLE" and used == "enumerate":
+            raise _Stopped("INFEASIBLE", "no dataset reproduces the released counts: the "
+                           "model was altered or its counts are not exact", len(cells), used)
+        if solution.counts is None and used == "generate":
+            raise _Stopped("UNKNOWN", "no integer dataset found among the cells generated "
+                           f"within the time limit of {self.run.time_limit:g} s; raise the "
+                           "time limit", len(cells), used)
+        return system, solution
+
+    def prove(self, found: _Found, system: CountSystem, solution: Solution) -> _Proofs:
+        """How many rows of each (cell, class) every consistent dataset holds, within the
+        proofs' time. With no solution in time, the rows propagation proved stand alone."""
+        run = self.run
+        if solution.counts is None:
+            return _Proofs(system.lb, system.lb, True, (
+                f"no complete reconstruction found within the time limit of "
+                f"{run.time_limit:g} s; returning the {int(system.lb.sum())} rows propagation "
+                "proved. Raise the time limit to get the rest."), found.proof)
+        report(run.progress, "certainty", 0, None)
+        seconds = min(run.certainty_time_limit, self.clock.left())
+        if found.strategy == "enumerate":
+            certainty = lower_bounds(system, solution.counts, seconds)
+            if found.pinned is not None:
                 certainty.lower = np.maximum(certainty.lower,
-                                             _peeled_lower(proven, cells, system))
+                                             _pinned_lower(found.pinned, found.cells, system))
         else:
             from treeleaks.counts.generate import generated_lower_bounds
 
-            certainty = generated_lower_bounds(model, bound, cells, system, solution.counts,
-                                               proof_time(), seed=seed, progress=progress,
-                                               workers=threads,
-                                               known=_peeled_lower(proven, cells, system))
-            proof = (PINNED if len(proven) else "") + PROOF_GENERATED
-        tick = lap("certainty", tick)
-        counts, lower, complete = solution.counts, certainty.lower, certainty.complete
+            certainty = generated_lower_bounds(
+                self.model, self.schema, found.cells, system, solution.counts, seconds,
+                seed=run.seed, progress=run.progress, workers=run.threads,
+                known=_pinned_lower(found.pinned, found.cells, system))
+        self.clock.lap("certainty")
         notes = []
         if solution.status == "FEASIBLE":
-            notes.append(f"the solver stopped at its time limit of {time_limit:g} s with a "
-                         "complete reconstruction that may not be the most likely one")
-        if not complete:
+            notes.append(f"the solver stopped at its time limit of {run.time_limit:g} s with "
+                         "a complete reconstruction that may not be the most likely one")
+        if not certainty.complete:
             notes.append("certainty bounds stopped at their time limit (still sound)")
-        message = "; ".join(notes)
-    report(progress, "verify", 0, None)
-    recon = rows_from_counts(model, bound, cells, system.cell, system.cls, counts, lower,
-                             with_width=True)
-    certificate = verify(model, recon["rows"])
-    lap("verify", tick)
-    status = solution.status if solution.counts is not None else "UNKNOWN"
-    if solution.counts is not None and not certificate.verified:
-        message = f"reconstruction does not reproduce the model: {certificate.first_mismatch}"
-    return Reconstruction(
-        **recon,
-        status=status,
-        certificate=certificate,
-        time_s=time.perf_counter() - start,
-        message=message,
-        objective=solution.objective,
-        solver=solver,
-        n_cells=len(cells),
-        certainty_complete=complete,
-        timings=timings,
-        strategy=used,
-        proof=proof,
-    )
+        return _Proofs(solution.counts, certainty.lower, certainty.complete,
+                       "; ".join(notes), found.proof)
+
+    def assemble(self, found: _Found, system: CountSystem, solution: Solution,
+                 proofs: _Proofs) -> Reconstruction:
+        """The rows the counts hold, with their bounds and proofs, checked against every
+        count of the model."""
+        report(self.run.progress, "verify", 0, None)
+        recon = rows_from_counts(self.model, self.schema, found.cells, system.cell,
+                                 system.cls, proofs.counts, proofs.lower, with_width=True)
+        certificate = verify(self.model, recon["rows"])
+        self.clock.lap("verify")
+        message = proofs.message
+        if solution.counts is not None and not certificate.verified:
+            message = ("reconstruction does not reproduce the model: "
+                       f"{certificate.first_mismatch}")
+        return Reconstruction(
+            **recon,
+            status=solution.status if solution.counts is not None else "UNKNOWN",
+            certificate=certificate,
+            time_s=self.clock.elapsed(),
+            message=message,
+            objective=solution.objective,
+            solver=self.solver,
+            n_cells=len(found.cells),
+            certainty_complete=proofs.complete,
+            timings=self.clock.timings,
+            strategy=found.strategy,
+            proof=proofs.proof,
+        )
 
 
-def _peeled_lower(proven: Peeled, cells: Cells, system: CountSystem) -> np.ndarray:
-    """Per variable of ``system``, how many of the ``proven`` rows lie in its (cell, class)."""
+def _pinned_lower(pinned: Peeled, cells: Cells, system: CountSystem) -> np.ndarray:
+    """Per variable of ``system``, how many of the ``pinned`` rows lie in its (cell, class)."""
     variable = {(int(c), cells.leaf[k].astype(np.int64).tobytes()): j
                 for j, (k, c) in enumerate(zip(system.cell, system.cls))}
     lower = np.zeros(system.n_vars, dtype=np.int64)
-    for cls, leaves in zip(proven.cls, proven.leaves):
+    for cls, leaves in zip(pinned.cls, pinned.leaves):
         lower[variable[(int(cls), leaves.tobytes())]] += 1
     return lower
-
-
-def _empty(
-    model: ReleasedModel,
-    status: str,
-    elapsed: float,
-    timings: dict[str, float],
-    message: str,
-    n_cells: int,
-    solver: str,
-    strategy: str,
-) -> Reconstruction:
-    """A result with no rows: the counts admit no dataset."""
-    return Reconstruction.empty(model, status=status, time_s=elapsed, message=message,
-                                solver=solver, n_cells=n_cells, timings=timings,
-                                strategy=strategy)

@@ -163,7 +163,7 @@ def reconstruct_command(
 ) -> None:
     """Reconstruct the training rows of a forest from its released counts (trees that each
     saw every row once, bootstrap forests, or DP forests with noisy counts)."""
-    from treeleaks.attacks.exact import reconstruct
+    from treeleaks.attacks.reconstruct import reconstruct
     from treeleaks.counts.cells import CellBudget
     from treeleaks.knowledge import Knowledge
 

@@ -18,7 +18,7 @@ def informed_adversary(model: ReleasedModel, schema: FeatureSchema, train: pd.Da
     """Mean error on the first ``n_targets`` rows, each reconstructed with all others known,
     beside the two constant guesses, and the share of targets the attack beats the
     majority on."""
-    from treeleaks.attacks.exact import reconstruct
+    from treeleaks.attacks.reconstruct import reconstruct
     from treeleaks.knowledge import Knowledge
 
     features = [c for c in train.columns if c != label]

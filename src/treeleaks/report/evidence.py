@@ -90,7 +90,7 @@ class Evidence:
 def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | None
                    ) -> AttackRun:
     """The forest reconstruction (`treeleaks reconstruct`), scored against the data."""
-    from treeleaks.attacks.exact import reconstruct
+    from treeleaks.attacks.reconstruct import reconstruct
     from treeleaks.evaluation.metrics import evaluate, row_errors
 
     model = inp.model

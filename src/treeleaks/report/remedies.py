@@ -58,7 +58,7 @@ def strip_random_states(inp: AuditInput, ev: Evidence, progress: ProgressCallbac
                         ) -> tuple[AttackRun, Defence | None]:
     """Re-run the bootstrap attack without the per-tree draws the random states give away
     (``ignore_multiplicities``) and set it beside the attack with them."""
-    from treeleaks.attacks.exact import reconstruct
+    from treeleaks.attacks.reconstruct import reconstruct
     from treeleaks.evaluation.metrics import evaluate
 
     title = "The bootstrap attack without the random states"

@@ -99,7 +99,7 @@ def run_forest(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
     """Fit a random forest on N sampled rows, reconstruct them from the model, score."""
     from sklearn.ensemble import RandomForestClassifier
 
-    from treeleaks.attacks.exact import reconstruct
+    from treeleaks.attacks.reconstruct import reconstruct
     from treeleaks.frontends.sklearn import from_sklearn
     from treeleaks.sweep.datasets import load_dataset
 
@@ -144,7 +144,7 @@ def _worst_case(model: Any, train: pd.DataFrame, schema: Any,
 
 def run_dp_forest(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
     """Fit an ε-DP forest on N sampled rows, reconstruct the most likely dataset, score."""
-    from treeleaks.attacks.exact import reconstruct
+    from treeleaks.attacks.reconstruct import reconstruct
     from treeleaks.defences.dp_forest import DPRandomForestClassifier
     from treeleaks.frontends.dp import from_dp_forest
     from treeleaks.sweep.datasets import load_dataset

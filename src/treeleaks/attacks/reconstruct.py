@@ -1,0 +1,171 @@
+"""The reconstruction attack's one entry point: which formulation a released forest calls
+for, and the call. Each formulation lives in a module of its own:
+
+- ``exact``: every tree saw every row once (`treeleaks.attacks.exact`);
+- ``bootstrap-known``: rows drawn with replacement, the draws read from the model
+  (`treeleaks.attacks.bootstrap`);
+- ``bootstrap-unknown``: the draws inferred (`treeleaks.attacks.bootstrap_unknown`);
+- ``dp``: noisy counts (`treeleaks.attacks.dp`).
+
+Side knowledge wraps the first two (`treeleaks.attacks.side_knowledge`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from treeleaks.attacks.bootstrap import has_multiplicities, reconstruct_known_multiplicities
+from treeleaks.attacks.bootstrap_unknown import reconstruct_unknown_multiplicities
+from treeleaks.attacks.exact import STRATEGIES, reconstruct_exact
+from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
+from treeleaks.counts.cells import CellBudget
+from treeleaks.errors import BudgetError, TreeleaksError
+from treeleaks.knowledge import Knowledge, KnowledgeError
+from treeleaks.limits import DEFAULT_MAX_ROWS, RunOptions
+from treeleaks.model import ReleasedModel
+from treeleaks.progress import ProgressCallback
+from treeleaks.result import Reconstruction
+from treeleaks.schema import FeatureSchema
+
+
+@dataclass(frozen=True)
+class NoisyCountOptions:
+    """The options only a DP forest's reconstruction reads: N (given, or ``n_unknown`` to
+    infer it) and how far its rows are pulled toward typical ones (``shrinkage``; None:
+    the attack's default)."""
+
+    n_rows: int | None = None
+    n_unknown: bool = False
+    shrinkage: float | None = None
+
+    def refuse_for_exact_counts(self, model: ReleasedModel) -> None:
+        """Refuse these options for a model whose counts are exact: they would be ignored."""
+        if self.n_unknown or self.shrinkage is not None or (
+                self.n_rows is not None and self.n_rows != model.n_rows):
+            raise TreeleaksError(
+                "n_rows, n_unknown and shrinkage are for DP forests, whose counts are noisy; "
+                "this model's counts are exact"
+                + ("" if model.n_rows is None else f" and state N = {model.n_rows}"))
+
+
+def reconstruct(
+    model: ReleasedModel,
+    schema: FeatureSchema | None = None,
+    *,
+    time_limit: float = 60.0,
+    threads: int = 2,
+    seed: int = 0,
+    solver: str = "highs",
+    certainty_time_limit: float = 30.0,
+    strategy: str = "auto",
+    cell_budget: CellBudget | None = None,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    progress: ProgressCallback | None = None,
+    knowledge: Knowledge | None = None,
+    ignore_multiplicities: bool = False,
+    n_rows: int | None = None,
+    n_unknown: bool = False,
+    shrinkage: float | None = None,
+) -> Reconstruction:
+    """Reconstruct the training set of a forest (see the module doc for the formulations).
+
+    ``time_limit`` bounds the whole run; the search keeps ``min(certainty_time_limit, 15%
+    of it)`` for the proofs, which use at most ``certainty_time_limit`` (cut short, they
+    stay sound). A run out of time returns its best result with status FEASIBLE, or
+    UNKNOWN with what it proved; counts no dataset produces give INFEASIBLE.
+    ``threads`` and ``seed`` steer the solvers; ``solver`` (``highs`` or ``cp-sat``) and
+    ``strategy`` (``auto``, ``enumerate`` every cell of the trees' common refinement, or
+    ``generate`` cells on demand) apply to the exact formulation; ``cell_budget`` bounds
+    listing cells everywhere. Counts implying more than ``max_rows`` rows are refused
+    (`BudgetError`). ``progress`` receives `treeleaks.progress.Progress` events.
+    ``knowledge`` (known columns, known rows) is respected exactly by the rows returned,
+    and the proofs hold given it. ``ignore_multiplicities`` sets a bootstrap forest's
+    draws aside. ``n_rows``, ``n_unknown`` and ``shrinkage`` are for DP forests
+    (`NoisyCountOptions`); its schema defaults to the public domains its file records.
+    """
+    model.require_classifier("the reconstruction attack")
+    run = RunOptions(time_limit, certainty_time_limit, threads, seed, cell_budget, progress)
+    noisy = NoisyCountOptions(n_rows, n_unknown, shrinkage)
+    if model.noise is not None:
+        run.check(max_rows)
+        return _noisy_counts(model, schema, noisy, knowledge, run)
+    noisy.refuse_for_exact_counts(model)
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    run.check(max_rows)
+    _refuse_too_many_rows(model, max_rows)
+    bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
+    knows = knowledge is not None and not knowledge.empty
+    if model.bootstrap and (ignore_multiplicities or not has_multiplicities(model)):
+        if knows:
+            raise KnowledgeError("side knowledge is not supported yet for a bootstrap forest "
+                                 "whose draws are unknown")
+        return _draws_unknown(model, bound, run, ignore_multiplicities)
+    if knows:
+        return _with_knowledge(model, bound, knowledge, run, solver, strategy)
+    if model.bootstrap:
+        return _draws_known(model, bound, run)
+    return reconstruct_exact(model, bound, run, solver=solver, strategy=strategy)
+
+
+def _refuse_too_many_rows(model: ReleasedModel, max_rows: int) -> None:
+    n_rows = len(model.trees[0].multiplicities) if has_multiplicities(model) else model.n_rows
+    if n_rows is not None and n_rows > max_rows:
+        raise BudgetError(
+            f"the counts imply {n_rows:,} training rows, more than the limit of "
+            f"{max_rows:,}; raise it (--max-rows) if that size is right: time and memory "
+            "grow with it"
+        )
+
+
+def _noisy_counts(model: ReleasedModel, schema: FeatureSchema | None,
+                  noisy: NoisyCountOptions, knowledge: Knowledge | None,
+                  run: RunOptions) -> Reconstruction:
+    """A DP forest: the most likely dataset (`treeleaks.attacks.dp`)."""
+    from treeleaks.attacks.dp import reconstruct_dp  # OR-Tools: loaded when needed
+
+    bound = (schema if schema is not None else FeatureSchema.for_model(model)).bind(model)
+    return reconstruct_dp(model, bound, n_rows=noisy.n_rows, n_unknown=noisy.n_unknown,
+                          knowledge=knowledge, time_limit=run.time_limit,
+                          cell_budget=run.cell_budget, progress=run.progress, seed=run.seed,
+                          threads=run.threads,
+                          **({} if noisy.shrinkage is None else {"shrinkage": noisy.shrinkage}))
+
+
+def _draws_unknown(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
+                   set_aside: bool) -> Reconstruction:
+    """A bootstrap forest without its draws (or with them set aside): draws inferred."""
+    reason = ("the draws were set aside (ignore_multiplicities)" if set_aside
+              else "this forest does not expose its draws (its random states were not kept)")
+    return reconstruct_unknown_multiplicities(model, bound, time_limit=run.time_limit,
+                                              cell_budget=run.cell_budget,
+                                              progress=run.progress, reason=reason)
+
+
+def _draws_known(model: ReleasedModel, bound: FeatureSchema,
+                 run: RunOptions) -> Reconstruction:
+    """A bootstrap forest with its draws, rebuilt in training order; when that fails for
+    size or time, the fallback sets the draws aside."""
+    def without_draws(seconds: float, why: str) -> Reconstruction:
+        return reconstruct_unknown_multiplicities(
+            model, bound, time_limit=seconds, cell_budget=run.cell_budget,
+            progress=run.progress, reason=f"{why}; with the draws set aside")
+
+    # the covering problem needs N draws per tree (no max_samples)
+    covering = model.facts.get("max_samples") is None
+    return reconstruct_known_multiplicities(model, bound, **run.keywords(),
+                                            fallback=without_draws if covering else None)
+
+
+def _with_knowledge(model: ReleasedModel, bound: FeatureSchema, knowledge: Knowledge,
+                    run: RunOptions, solver: str, strategy: str) -> Reconstruction:
+    """Side knowledge around the exact or bootstrap-known formulation."""
+    n_rows = len(model.trees[0].multiplicities) if has_multiplicities(model) else model.n_rows
+    knowledge.check(model, bound, n_rows)
+    bound = knowledge.schema_for(bound, model)
+    if model.bootstrap:
+        return bootstrap_with_knowledge(model, bound, knowledge, lambda inner, boxes, rows: (
+            reconstruct_known_multiplicities(inner, bound, row_boxes=boxes, known_rows=rows,
+                                             **run.keywords())))
+    return exact_with_knowledge(model, bound, knowledge, lambda inner: reconstruct_exact(
+        inner, bound, run, solver=solver, strategy=strategy))
