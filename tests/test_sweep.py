@@ -214,3 +214,21 @@ def test_an_audit_point_keeps_the_verdict_of_the_release_audit() -> None:
     assert out["rows_singled_out"] >= 1 and out["risk"] == "HIGH" and out["rule"]
     ran = {name for name, a in out["attacks"].items() if a["status"] == "complete"}
     assert ran == {"single-out", "leak", "prune"}  # a tree is not reconstructed
+
+
+def test_the_summary_says_how_many_points_of_each_combination_were_solved() -> None:
+    from treeleaks.sweep.results import records_table, summarise
+
+    grid = grid_from_dict({"attack": "forest", "axes": {
+        "dataset": "breast-cancer", "n": 60, "trees": 40, "depth": ["none", 3],
+        "seed": [0, 1]}})
+    records = [
+        {"depth": None, "seed": 0, "status": "OPTIMAL", "verified": True, "error": 0.0},
+        {"depth": None, "seed": 1, "status": "OPTIMAL", "verified": False, "error": 0.1},
+        {"depth": 3, "seed": 0, "status": "OPTIMAL", "verified": True, "error": 0.0},
+        {"depth": 3, "seed": 1, "status": "FEASIBLE", "verified": True, "error": 0.0},
+    ]
+    summary = summarise(records_table(records), grid)
+    assert "points" not in summary
+    assert summary.set_index("depth")["solved"].to_dict() == {"none": "1/2 (50%)",
+                                                              3: "2/2 (100%)"}

@@ -1,5 +1,5 @@
 """A sweep's records as one table, and the summary printed after a sweep: per combination
-of the axes other than the seed, the points, the share solved, median memory and the mean
+of the axes other than the seed, the points solved out of those run, median memory and the mean
 of each of the attack's measures."""
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def write_table(records: list[dict[str, Any]], path: Path) -> pd.DataFrame:
 
 
 def summarise(table: pd.DataFrame, grid: Grid) -> pd.DataFrame:
-    """Per combination of the grid's varying axes (seed excluded): points, the share solved
-    (a solver status, verified where the attack verifies; ``done`` for attacks without a
+    """Per combination of the grid's varying axes (seed excluded): the points solved out of
+    those run (a solver status, verified where the attack verifies; ``done`` for attacks without a
     solver), median peak memory, and the mean of each of the attack's measures."""
     by = [a for a, values in grid.axes.items() if len(values) > 1 and a != "seed"]
     verified = (table["verified"].astype("boolean").fillna(False).astype(bool)
@@ -49,7 +49,13 @@ def summarise(table: pd.DataFrame, grid: Grid) -> pd.DataFrame:
     rows = []
     for values, part in groups:
         values = values if isinstance(values, tuple) else (values,)
-        rows.append({**dict(zip(by, values)), "points": len(part),
-                     "solved": part["solved"].mean(), "MB (med)": part["peak_mem_mb"].median(),
+        rows.append({**dict(zip(by, values)), "solved": solved_share(part["solved"]),
+                     "MB (med)": part["peak_mem_mb"].median(),
                      **{m: part[m].mean() for m in measures}})
     return pd.DataFrame(rows).dropna(axis=1, how="all")  # memory is unknown in-process
+
+
+def solved_share(solved: pd.Series) -> str:
+    """How many points were solved, of how many, and the share: ``3/4 (75%)``."""
+    done, total = int(solved.sum()), len(solved)
+    return f"{done}/{total} ({100 * done / total:.0f}%)" if total else "0/0"
