@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from treeleaks.counts.verify import Certificate
+from treeleaks.vocabulary import Formulation, Strategy
 
 if TYPE_CHECKING:
     from treeleaks.model import ReleasedModel
@@ -53,10 +54,10 @@ class Reconstruction:
     n_cells: int = 0
     certainty_complete: bool = False
     timings: dict[str, float] = field(default_factory=dict)
-    strategy: str = "enumerate"
+    strategy: str = Strategy.ENUMERATE
     proof: str = ""
     width: pd.DataFrame | None = None
-    formulation: str = "exact"
+    formulation: str = Formulation.EXACT
     knowledge: str = ""
     multiplicities: list[np.ndarray] | None = None
     log_likelihood: float | None = None
@@ -117,7 +118,7 @@ class Reconstruction:
                 "first_mismatch": self.certificate.first_mismatch,
             },
         }
-        if self.formulation == "dp":
+        if self.formulation == Formulation.DP:
             summary.update({
                 "log_likelihood": self.log_likelihood,
                 "log_likelihood_bound": self.log_likelihood_bound,

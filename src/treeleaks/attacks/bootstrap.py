@@ -41,8 +41,9 @@ from treeleaks.model import ReleasedModel, Tree
 from treeleaks.progress import ProgressCallback, report
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
+from treeleaks.vocabulary import Formulation, Status
 
-FORMULATION = "bootstrap-known"
+FORMULATION = Formulation.BOOTSTRAP_KNOWN
 RowBoxes = tuple[np.ndarray, np.ndarray, np.ndarray]  # lower, upper (N, M); class or -1 (N,)
 # Beyond this many nonzeros the solvers' models would take gigabytes (COMPAS with N = 1,000
 # and no one-hot groups has 21 million).
@@ -160,7 +161,7 @@ def reconstruct_known_multiplicities(
         problem = placements(model, schema, search_deadline, cell_budget=cell_budget,
                              progress=progress, row_boxes=row_boxes, known_rows=known_rows)
     except PlacementError as stop:
-        if stop.status == "UNKNOWN" and fallback is not None:  # too large, not impossible
+        if stop.status == Status.UNKNOWN and fallback is not None:  # too large, not impossible
             return _fell_back(fallback(clock.left(), str(stop)), clock, str(stop))
         return _nothing(model, stop.status, clock, stop.n_cells, str(stop))
     clock.lap("cells")
@@ -169,7 +170,7 @@ def reconstruct_known_multiplicities(
     report(progress, "solve", 0, None, variables=int(cell.size))
     bounds = propagate_placements(A, lo, hi)
     if isinstance(bounds, int):
-        return _nothing(model, "INFEASIBLE", clock, len(cells), (
+        return _nothing(model, Status.INFEASIBLE, clock, len(cells), (
             "no dataset reproduces the released counts with these multiplicities: "
             f"{_equation(model, bounds)} cannot be met by the rows the other counts allow "
             "there (the model or its multiplicities were altered)"))
@@ -181,21 +182,21 @@ def reconstruct_known_multiplicities(
     bounds = probe_subsystems(A, lo, hi, bounds, cell * model.n_classes + cls, row,
                               probe_deadline)
     if isinstance(bounds, int):
-        return _nothing(model, "INFEASIBLE", clock, len(cells), (
+        return _nothing(model, Status.INFEASIBLE, clock, len(cells), (
             "no dataset reproduces the released counts with these multiplicities: no set of "
             f"rows meets {_equation(model, bounds)} together with the other counts of its "
             "cell (the model or its multiplicities were altered)"))
     clock.lap("probe")
     chosen, status, solver = _solve(A, lo, hi, bounds, solve_deadline, threads, seed)
     clock.lap("solve")
-    if chosen is None and status == "UNKNOWN" and fallback is not None:
+    if chosen is None and status == Status.UNKNOWN and fallback is not None:
         why = (f"no dataset meets the released draws within {solve_deadline - clock.start:.0f} s "
                "(many datasets nearly do when few trees drew each row; raise the time limit "
                "to search longer)")
         return _fell_back(fallback(clock.left(), why), clock, why)
     if chosen is None:
         message = ("no dataset reproduces the released counts with these multiplicities: the "
-                   "model or its multiplicities were altered" if status == "INFEASIBLE" else
+                   "model or its multiplicities were altered" if status == Status.INFEASIBLE else
                    f"no reconstruction found within the time limit of {time_limit:g} s; "
                    "raise the time limit")
         return _nothing(model, status, clock, len(cells), message)
@@ -214,7 +215,7 @@ def reconstruct_known_multiplicities(
     message = "" if complete else "certainty bounds stopped at their time limit (still sound)"
     if not certificate.verified:
         message = f"reconstruction does not reproduce the model: {certificate.first_mismatch}"
-    return Reconstruction(**frames, status="OPTIMAL", certificate=certificate,
+    return Reconstruction(**frames, status=Status.OPTIMAL, certificate=certificate,
                           time_s=clock.elapsed(), message=message, solver=solver,
                           n_cells=len(cells), certainty_complete=complete, timings=clock.timings,
                           proof=PROOF, formulation=FORMULATION)
@@ -227,7 +228,7 @@ def _fell_back(result: Reconstruction, clock: RunClock, why: str) -> Reconstruct
         return replace(result, time_s=clock.elapsed(),
                        timings={**clock.timings, **result.timings})
     return replace(
-        result, status="FEASIBLE", time_s=clock.elapsed(),
+        result, status=Status.FEASIBLE, time_s=clock.elapsed(),
         timings={**clock.timings, **{f"fallback_{k}": v for k, v in result.timings.items()}},
         message=(f"{why}; these rows reproduce every weighted and distinct-row count with "
                  "inferred draws instead, in no particular order"))
@@ -276,7 +277,7 @@ def placements(
     try:
         cells = enumerate_cells(model, schema, limits, progress, occupancy)
     except CellBudgetExceeded as stop:
-        raise PlacementError("UNKNOWN", (
+        raise PlacementError(Status.UNKNOWN, (
             f"too many cells to list for a bootstrap forest: enumeration stopped at "
             f"{stop.n_cells:,} cells after {stop.trees_done} of {model.n_trees} trees "
             f"({stop.reason}); raise the time limit or the memory budget, or give a schema "
@@ -285,7 +286,7 @@ def placements(
     row, cls = occupant // occupancy.n_classes, occupant % occupancy.n_classes
     homeless = np.setdiff1d(np.arange(occupancy.n_rows), row)
     if homeless.size:
-        raise PlacementError("INFEASIBLE", (
+        raise PlacementError(Status.INFEASIBLE, (
             f"no dataset reproduces the released counts with these multiplicities: training "
             f"row {homeless[0]} fits no cell of the trees that drew it (the model or its "
             "multiplicities were altered)"), len(cells))
@@ -295,7 +296,7 @@ def placements(
         known_cell = _cells_of(cells, known_rows[0])
         if np.any(known_cell < 0):
             i = int(np.flatnonzero(known_cell < 0)[0])
-            raise PlacementError("INFEASIBLE", (
+            raise PlacementError(Status.INFEASIBLE, (
                 f"no dataset reproduces the released counts with the known rows: known row {i} "
                 "lies where no training row can (the known rows or the model are wrong)"),
                 len(cells))
@@ -308,7 +309,7 @@ def placements(
         hint = ("; declare the one-hot groups in the schema if the columns have any"
                 if binary > 1 and not (schema.one_hot_groups or schema.at_most_one_groups)
                 else "; known columns (--known-columns) narrow where each row may lie")
-        raise PlacementError("UNKNOWN", (
+        raise PlacementError(Status.UNKNOWN, (
             f"the placement problem is too large for this version: {cell.size:,} placements "
             f"of {occupancy.n_rows:,} rows over {len(cells):,} cells ({A.nnz:,} nonzeros, "
             f"more than {MAX_NONZEROS:,}): each row fits {cell.size / occupancy.n_rows:,.0f} "
@@ -368,14 +369,14 @@ def _solve(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
     fixed = np.flatnonzero(first)
     left = deadline - time.perf_counter()
     if not open_.size:
-        return fixed, "OPTIMAL", ""
+        return fixed, Status.OPTIMAL, ""
     if left <= 0:
-        return None, "UNKNOWN", ""
+        return None, Status.UNKNOWN, ""
     chosen, status = _solve_highs(A, lo, hi, HIGHS_SHARE * left)
     solver = "highs"
-    if status == "UNKNOWN":
+    if status == Status.UNKNOWN:
         if deadline <= time.perf_counter():
-            return None, "UNKNOWN", solver
+            return None, Status.UNKNOWN, solver
         chosen, status = _solve_cp_sat(A, lo, hi, deadline, threads, seed)
         solver = "cp-sat"
     if chosen is None:
@@ -498,8 +499,8 @@ def _solve_highs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, time_limit: f
                           integrality=np.ones(A.shape[1]), bounds=Bounds(0, 1),
                           options={"time_limit": max(time_limit, 0.01)})
     if result.x is not None:
-        return np.flatnonzero(result.x > 0.5), "OPTIMAL"
-    return None, "INFEASIBLE" if result.status == 2 else "UNKNOWN"
+        return np.flatnonzero(result.x > 0.5), Status.OPTIMAL
+    return None, Status.INFEASIBLE if result.status == 2 else Status.UNKNOWN
 
 
 def _solve_cp_sat(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, deadline: float,
@@ -522,11 +523,11 @@ def _solve_cp_sat(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, deadline: fl
     solver.parameters.catch_sigint_signal = False  # Ctrl-C must reach the CLI
     code = solver.solve(cp)
     if code == cp_model.INFEASIBLE:
-        return None, "INFEASIBLE"
+        return None, Status.INFEASIBLE
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None, "UNKNOWN"
+        return None, Status.UNKNOWN
     values = np.array([solver.boolean_value(x) for x in placed], dtype=bool)
-    return np.flatnonzero(values), "OPTIMAL"
+    return np.flatnonzero(values), Status.OPTIMAL
 
 
 def _nothing(model: ReleasedModel, status: str, clock: RunClock, n_cells: int,

@@ -43,8 +43,9 @@ from treeleaks.model import ReleasedModel, Tree
 from treeleaks.progress import ProgressCallback, report
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
+from treeleaks.vocabulary import Formulation, Status
 
-FORMULATION = "bootstrap-unknown"
+FORMULATION = Formulation.BOOTSTRAP_UNKNOWN
 STEPS = 8  # unit steps of log C(m, d) per pure leaf (4 made Adult 1.5-7x slower, worse)
 TAIL = 1e-4  # chance, over all rows, that a true row is left out by `min_drawn_trees`
 PROOF = ("a leaf that is a single region holds the rows it says were drawn, whatever the "
@@ -100,7 +101,7 @@ def reconstruct_unknown_multiplicities(
     try:
         cells = enumerate_cells(model, schema, limits, progress, _Everywhere(model.n_classes))
     except CellBudgetExceeded as stop:
-        return _nothing(model, "UNKNOWN", clock, stop.n_cells, (
+        return _nothing(model, Status.UNKNOWN, clock, stop.n_cells, (
             f"{reason}; without them every region of the trees may hold a row, and there are "
             f"too many to list ({stop.n_cells:,} after {stop.trees_done} of "
             f"{model.n_trees} trees): unknown draws are only attempted on forests over few "
@@ -109,21 +110,21 @@ def reconstruct_unknown_multiplicities(
     clock.lap("cells")
     cell, cls = np.nonzero(allowed)
     if cell.size * model.n_trees > MAX_NONZEROS:
-        return _nothing(model, "UNKNOWN", clock, len(cells), (
+        return _nothing(model, Status.UNKNOWN, clock, len(cells), (
             f"{reason}; without them {cell.size:,} (region, class) pairs could hold a row, "
             f"too many for the covering problem ({cell.size * model.n_trees:,} nonzeros, more "
             f"than {MAX_NONZEROS:,}): unknown draws are only attempted on forests over few "
             "columns so far"))
     problem = _cover(model, cells, cell, cls, n_rows)
     if problem is None:
-        return _nothing(model, "INFEASIBLE", clock, len(cells), (
+        return _nothing(model, Status.INFEASIBLE, clock, len(cells), (
             f"{reason}; no dataset of {n_rows} rows covers every leaf's distinct rows"))
     report(progress, "solve", 0, None, variables=int(problem[0].shape[1]))
     clock.lap("problem")
     counts, status = _solve(*problem, cell.size, clock.deadline)
     clock.lap("solve")
     if counts is None:
-        message = (f"{reason}; no dataset covers the leaves" if status == "INFEASIBLE" else
+        message = (f"{reason}; no dataset covers the leaves" if status == Status.INFEASIBLE else
                    f"{reason}; no dataset found within the time limit of {time_limit:.3g} s")
         return _nothing(model, status, clock, len(cells), message)
     lower = np.minimum(_forced(model, cells, cell, cls), counts)
@@ -134,7 +135,7 @@ def reconstruct_unknown_multiplicities(
     certificate = verify(drawn, frames["rows"])
     message = (f"{reason}: rows inferred with draws that reproduce every count (in no "
                "particular order)")
-    if status == "FEASIBLE":
+    if status == Status.FEASIBLE:
         message += f"; the solver stopped at its time limit of {time_limit:.3g} s"
     if not certificate.verified:
         message = f"reconstruction does not reproduce the model: {certificate.first_mismatch}"
@@ -245,13 +246,13 @@ def _solve(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, cost: np.ndarray,
 
     left = deadline - time.perf_counter()
     if left <= 0:
-        return None, "UNKNOWN"
+        return None, Status.UNKNOWN
     result = bounded_milp(cost, constraints=LinearConstraint(A, lo, hi),
                           integrality=np.ones(cost.size), bounds=Bounds(lower, upper),
                           options={"time_limit": left})
     if result.x is None:
-        return None, "INFEASIBLE" if result.status == 2 else "UNKNOWN"
-    status = "OPTIMAL" if result.status == 0 else "FEASIBLE"
+        return None, Status.INFEASIBLE if result.status == 2 else Status.UNKNOWN
+    status = Status.OPTIMAL if result.status == 0 else Status.FEASIBLE
     return np.rint(result.x[:n_vars]).astype(np.int64), status
 
 

@@ -63,8 +63,9 @@ from treeleaks.model import ReleasedModel
 from treeleaks.progress import ProgressCallback, report
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
+from treeleaks.vocabulary import Formulation, Status, Strategy
 
-FORMULATION = "dp"
+FORMULATION = Formulation.DP
 INTERVAL_SDS = 3.0  # half-width of the bounds on an unknown N, in standard deviations
 ENUMERATION_SHARE = 0.25  # of the time limit, at most, for listing cells
 SHRINKAGE = 0.5  # weight of the prior fitted on the most likely dataset (see the module doc)
@@ -149,9 +150,9 @@ def reconstruct_dp(
     try:
         cells = enumerate_cells(model, schema, limits, progress,
                                 occupancy=EveryClassOccupancy(model))
-        strategy, pool = "enumerate", None
+        strategy, pool = Strategy.ENUMERATE, None
     except CellBudgetExceeded:
-        strategy, pool = "generate", CellPool(model, schema, seed, threads, log_prior)
+        strategy, pool = Strategy.GENERATE, CellPool(model, schema, seed, threads, log_prior)
     clock.lap("cells")
     try:
         if pool is None:
@@ -282,7 +283,7 @@ def _one_row(problem: NoisyCounts, cells: Cells, schema: FeatureSchema, model: R
     X = values[None, :]
     implied = _flat(model.leaf_counts_of(X, rows[model.label_name].to_numpy()))
     elapsed = time.perf_counter() - start
-    return _Found(frames, "OPTIMAL", problem.log_likelihood(implied), None, None, elapsed,
+    return _Found(frames, Status.OPTIMAL, problem.log_likelihood(implied), None, None, elapsed,
                   len(cells), {"first_solution": elapsed},
                   note=("one unknown row: each value is the most probable given the counts "
                         f"and the known rows (exact posterior over {len(cells):,} cells); "

@@ -33,8 +33,9 @@ from treeleaks.model import ReleasedModel
 from treeleaks.progress import report
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
+from treeleaks.vocabulary import Status, Strategy
 
-STRATEGIES = ("auto", "enumerate", "generate")
+STRATEGIES = tuple(Strategy)
 ENUMERATION_SHARE = 0.25  # of the time limit, before `auto` switches to generating cells
 ENUMERATION_MIN_S = 2.0  # ... but never less: small models enumerate in well under this
 PROOF_ENUMERATED = "propagation and LP bounds over every cell (enumeration complete)"
@@ -83,7 +84,7 @@ class _Proofs:
 
 
 def reconstruct_exact(model: ReleasedModel, schema: FeatureSchema, run: RunOptions, *,
-                      solver: str = "highs", strategy: str = "auto") -> Reconstruction:
+                      solver: str = "highs", strategy: str = Strategy.AUTO) -> Reconstruction:
     """The training rows of a forest whose trees each saw every row once, from its counts
     (``schema`` bound to the model). Among the datasets the counts admit, the one with the
     most orderings (see `treeleaks.counts.solve`); the stages are the module doc's."""
@@ -117,33 +118,33 @@ class _ExactPipeline:
         what single-row leaves prove, list the other rows' cells if they fit (``auto``),
         else generate the cells a solution needs."""
         model, schema, run, clock = self.model, self.schema, self.run, self.clock
-        if self.strategy != "generate":
+        if self.strategy != Strategy.GENERATE:
             try:
                 cells = enumerate_cells(model, schema, self._listing_budget(), run.progress)
                 clock.lap("cells")
-                return _Found(cells, "enumerate", None, PROOF_ENUMERATED)
+                return _Found(cells, Strategy.ENUMERATE, None, PROOF_ENUMERATED)
             except CellBudgetExceeded as stop:
                 clock.timings["cells_abandoned_after_trees"] = stop.trees_done
                 clock.lap("cells")
-                if self.strategy == "enumerate":
+                if self.strategy == Strategy.ENUMERATE:
                     raise _Stopped(
-                        "UNKNOWN", f"too many cells to list: enumeration stopped at "
+                        Status.UNKNOWN, f"too many cells to list: enumeration stopped at "
                         f"{stop.n_cells:,} cells after {stop.trees_done} of {model.n_trees} "
                         f"trees ({stop.reason}); try strategy 'auto' or 'generate', a schema "
                         "with the one-hot groups, or a larger memory budget or time limit",
-                        stop.n_cells, "enumerate") from None
+                        stop.n_cells, Strategy.ENUMERATE) from None
         pinned = peel_rows(model, schema, clock.share(PEEL_SHARE, clock.search_deadline),
                            run.progress)
         clock.lap("peel")
         clock.timings["peeled_rows"] = len(pinned)
-        if len(pinned) and self.strategy == "auto":
+        if len(pinned) and self.strategy == Strategy.AUTO:
             # The other rows' counts may have few enough cells to list: then the proofs
             # are those of enumeration again.
             try:
                 rest = enumerate_cells(without_pinned(model, pinned), schema,
                                        self._listing_budget(), run.progress)
                 clock.lap("cells_after_peel")
-                return _Found(with_pinned(model, rest, pinned), "enumerate", pinned,
+                return _Found(with_pinned(model, rest, pinned), Strategy.ENUMERATE, pinned,
                               PROOF_PINNED)
             except CellBudgetExceeded:
                 clock.lap("cells_after_peel")
@@ -154,7 +155,7 @@ class _ExactPipeline:
         limit; a requested enumeration is stopped only by memory and the search's
         deadline."""
         budget = self.run.cell_budget or CellBudget()
-        if self.strategy != "auto":
+        if self.strategy != Strategy.AUTO:
             return replace(budget, max_cells=sys.maxsize, deadline=self.clock.search_deadline)
         share = max(ENUMERATION_SHARE * self.run.time_limit, ENUMERATION_MIN_S)
         return replace(budget, deadline=min(self.clock.since_lap() + share,
@@ -172,22 +173,22 @@ class _ExactPipeline:
         clock.lap("generate")
         clock.timings["generate_iterations"] = generated.iterations
         clock.timings["pricing_calls"] = generated.pricing_calls
-        if generated.status == "INFEASIBLE":
-            raise _Stopped("INFEASIBLE", "no dataset reproduces the released counts: no set "
+        if generated.status == Status.INFEASIBLE:
+            raise _Stopped(Status.INFEASIBLE, "no dataset reproduces the released counts: no set "
                            "of cells can hold every leaf's rows (proven by pricing)",
-                           len(generated.cells), "generate")
-        if generated.status != "FEASIBLE":
+                           len(generated.cells), Strategy.GENERATE)
+        if generated.status != Status.FEASIBLE:
             why = {
                 "DEAD_END": "every rounding of its LP tried in time reached a dead end",
                 "STALLED": "pricing could neither find a better cell nor rule one out",
             }.get(generated.status, f"the time limit of {run.time_limit:g} s ran out")
             why += "; raise the time limit, or try strategy 'enumerate' if memory allows"
-            raise _Stopped("UNKNOWN", f"cell generation fixed {generated.placed:.0f} of "
+            raise _Stopped(Status.UNKNOWN, f"cell generation fixed {generated.placed:.0f} of "
                            f"{self.model.n_rows} rows (its LP placed at most "
                            f"{generated.lp_placed:.1f}): {why}", len(generated.cells),
-                           "generate")
+                           Strategy.GENERATE)
         proof = (PINNED if len(pinned) else "") + PROOF_GENERATED
-        return _Found(generated.cells, "generate", pinned, proof)
+        return _Found(generated.cells, Strategy.GENERATE, pinned, proof)
 
     def solve_counts(self, found: _Found) -> tuple[CountSystem, Solution]:
         """The count system over the found cells, propagated, and the solver's answer.
@@ -198,22 +199,23 @@ class _ExactPipeline:
             system = propagate(build_system(self.model, cells))
         except InconsistentCountsError as exc:
             clock.lap("propagation")
-            if used == "generate":
-                raise _Stopped("UNKNOWN", "the cells generated within the time limit hold no "
+            if used == Strategy.GENERATE:
+                raise _Stopped(Status.UNKNOWN, "the cells generated within the time limit hold no "
                                "integer dataset; raise the time limit", len(cells),
                                used) from None
-            raise _Stopped("INFEASIBLE", f"no dataset reproduces the released counts: {exc}",
+            raise _Stopped(Status.INFEASIBLE, f"no dataset reproduces the released counts: {exc}",
                            len(cells), used) from None
         clock.lap("propagation")
         report(self.run.progress, "solve", 0, None, variables=system.n_vars)
         solution = solve(system, time_limit=clock.left(clock.search_deadline),
                          threads=self.run.threads, seed=self.run.seed, solver=self.solver)
         clock.lap("solve")
-        if solution.counts is None and solution.status == "INFEASIBLE" and used == "enumerate":
-            raise _Stopped("INFEASIBLE", "no dataset reproduces the released counts: the "
+        if (solution.counts is None and solution.status == Status.INFEASIBLE
+                and used == Strategy.ENUMERATE):
+            raise _Stopped(Status.INFEASIBLE, "no dataset reproduces the released counts: the "
                            "model was altered or its counts are not exact", len(cells), used)
-        if solution.counts is None and used == "generate":
-            raise _Stopped("UNKNOWN", "no integer dataset found among the cells generated "
+        if solution.counts is None and used == Strategy.GENERATE:
+            raise _Stopped(Status.UNKNOWN, "no integer dataset found among the cells generated "
                            f"within the time limit of {self.run.time_limit:g} s; raise the "
                            "time limit", len(cells), used)
         return system, solution
@@ -229,7 +231,7 @@ class _ExactPipeline:
                 "proved. Raise the time limit to get the rest."), found.proof)
         report(run.progress, "certainty", 0, None)
         seconds = min(run.certainty_time_limit, self.clock.left())
-        if found.strategy == "enumerate":
+        if found.strategy == Strategy.ENUMERATE:
             certainty = lower_bounds(system, solution.counts, seconds)
             if found.pinned is not None:
                 certainty.lower = np.maximum(certainty.lower,
@@ -243,7 +245,7 @@ class _ExactPipeline:
                 known=_pinned_lower(found.pinned, found.cells, system))
         self.clock.lap("certainty")
         notes = []
-        if solution.status == "FEASIBLE":
+        if solution.status == Status.FEASIBLE:
             notes.append(f"the solver stopped at its time limit of {run.time_limit:g} s with "
                          "a complete reconstruction that may not be the most likely one")
         if not certainty.complete:
@@ -266,7 +268,7 @@ class _ExactPipeline:
                        f"{certificate.first_mismatch}")
         return Reconstruction(
             **recon,
-            status=solution.status if solution.counts is not None else "UNKNOWN",
+            status=solution.status if solution.counts is not None else Status.UNKNOWN,
             certificate=certificate,
             time_s=self.clock.elapsed(),
             message=message,

@@ -26,6 +26,7 @@ from treeleaks.model import ReleasedModel
 from treeleaks.progress import ProgressCallback
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
+from treeleaks.vocabulary import Strategy
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def reconstruct(
     seed: int = 0,
     solver: str = "highs",
     certainty_time_limit: float = 30.0,
-    strategy: str = "auto",
+    strategy: str = Strategy.AUTO,
     cell_budget: CellBudget | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
     progress: ProgressCallback | None = None,

@@ -20,6 +20,7 @@ from treeleaks.knowledge import Knowledge
 from treeleaks.model import ReleasedModel
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
+from treeleaks.vocabulary import Status
 
 Engine = Callable[[ReleasedModel], Reconstruction]
 MISMATCH = "reconstruction does not reproduce the model"
@@ -34,7 +35,8 @@ def exact_with_knowledge(model: ReleasedModel, schema: FeatureSchema, knowledge:
     inner = knowledge.without_rows(model)
     inner = replace(inner, trees=inner.trees + knowledge.column_trees(model, schema))
     if inner.n_rows == 0:
-        rec = Reconstruction.empty(model, status="OPTIMAL", time_s=0.0, certainty_complete=True)
+        rec = Reconstruction.empty(model, status=Status.OPTIMAL, time_s=0.0,
+                                   certainty_complete=True)
     else:
         rec = engine(inner)
     return _finish(rec, model, knowledge, ordered=False)
@@ -77,11 +79,11 @@ def _finish(rec: Reconstruction, model: ReleasedModel, knowledge: Knowledge,
             ordered: bool) -> Reconstruction:
     """Add the known rows, re-check against the released model and the knowledge."""
     described = knowledge.describe()
-    if rec.status == "INFEASIBLE":
+    if rec.status == Status.INFEASIBLE:
         return replace(rec, knowledge=described, message=(
             "no dataset reproduces the released counts together with the side knowledge "
             f"({described}): the knowledge or the model is wrong; {rec.message}"))
-    if not len(rec.rows) and (knowledge.rows is None or rec.status != "OPTIMAL"):
+    if not len(rec.rows) and (knowledge.rows is None or rec.status != Status.OPTIMAL):
         return replace(rec, knowledge=described)
     frames = {name: getattr(rec, name) for name in ("rows", "free", "lower", "upper", "width")}
     frames["rows"] = knowledge.snap(rec.rows, model)

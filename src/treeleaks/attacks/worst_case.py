@@ -37,6 +37,7 @@ from treeleaks.errors import TreeleaksError, UnsupportedModelError
 from treeleaks.evaluation.metrics import feature_scales
 from treeleaks.model import ReleasedModel
 from treeleaks.schema import FeatureSchema
+from treeleaks.vocabulary import Status
 
 FARTHEST_SHARE = 0.4  # of the time: the farthest dataset (MIP); the row bounds get the rest
 
@@ -114,7 +115,7 @@ def worst_case(
         found[problem.row[chosen]] = charge[chosen]
     row_bound, settled, complete = _row_bounds(problem, charge, found, chosen is not None,
                                                total_bound, deadline)
-    status = "OPTIMAL" if complete and farthest else "FEASIBLE"
+    status = Status.OPTIMAL if complete and farthest else Status.FEASIBLE
     message = "" if complete else "the row bounds stopped at the time limit (still sound)"
     if chosen is None:
         message = "no farthest dataset found within the time limit; the bounds are sound"

@@ -19,6 +19,7 @@ from typer.core import TyperGroup
 from treeleaks.errors import TreeleaksError
 from treeleaks.io import load_model
 from treeleaks.outputs import OutputError, check_outputs, write_outputs
+from treeleaks.vocabulary import Status
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,7 +32,7 @@ EXIT_BAD_INPUT = 2
 EXIT_INCOMPLETE = 3
 EXIT_BUG = 4
 EXIT_INTERRUPTED = 130
-INCOMPLETE = ("INFEASIBLE", "UNKNOWN")  # statuses without a complete reconstruction
+INCOMPLETE = (Status.INFEASIBLE, Status.UNKNOWN)  # statuses without a complete reconstruction
 DEBUG_VARIABLE = "TREELEAKS_DEBUG"  # set to 1 to see the traceback of an unexpected error
 OUT_OF_MEMORY = (
     "memory ran out before the run finished; try a shorter --time-limit, --strategy "
@@ -194,7 +195,7 @@ def one_line(message: str) -> str:
 
 def check_outcome(status: str, verified: bool, message: str) -> None:
     """Exit non-zero when there is no complete reconstruction, or it fails its certificate."""
-    if status in ("INFEASIBLE", "UNKNOWN"):
+    if status in (Status.INFEASIBLE, Status.UNKNOWN):
         fail(message or f"no complete reconstruction (status {status})", EXIT_INCOMPLETE)
     if not verified:
         fail(message or "the reconstruction does not reproduce the model", EXIT_UNVERIFIED)

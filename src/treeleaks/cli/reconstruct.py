@@ -34,6 +34,7 @@ from treeleaks.display import certificate_text, live_progress
 from treeleaks.errors import TreeleaksError
 from treeleaks.limits import DEFAULT_MAX_ROWS, SEED_MAX
 from treeleaks.outputs import partial_path
+from treeleaks.vocabulary import Formulation, Status
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -213,7 +214,7 @@ def reconstruct_command(
     write_all(files)
     for note in notes:
         out_console.print(Text(note), soft_wrap=True)
-    checked = recon.likelihood_checked if recon.formulation == "dp" else recon.verified
+    checked = recon.likelihood_checked if recon.formulation == Formulation.DP else recon.verified
     check_outcome(recon.status, checked, recon.message)
 
 
@@ -224,7 +225,7 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
     table.add_column()
     table.add_row("Model", escape(f"{path} ({model.source or 'treeleaks JSON'}, "
                                   f"{model.n_trees} trees, {model.n_features} features)"))
-    status_style = "green" if s["status"] == "OPTIMAL" else "yellow"
+    status_style = "green" if s["status"] == Status.OPTIMAL else "yellow"
     solver = f" ({s['solver']})" if s["solver"] else ""
     table.add_row("Status", Text(f"{s['status']} in {s['time_s']:.2f} s{solver}", status_style))
     table.add_row("Formulation", FORMULATIONS.get(s["formulation"], s["formulation"]))
@@ -238,7 +239,7 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
     if s["knowledge"]:
         table.add_row("Side knowledge", escape(s["knowledge"]))
     table.add_row("Rows reconstructed", str(s["n_rows"]))
-    for name, value in _noisy_rows(s) if s["formulation"] == "dp" else []:
+    for name, value in _noisy_rows(s) if s["formulation"] == Formulation.DP else []:
         table.add_row(name, value)
     table.add_row("Rows proven to be training rows", f"{s['proven_rows']} of {s['n_rows']}")
     table.add_row(

@@ -19,6 +19,7 @@ from treeleaks.limits import default_memory_mb
 from treeleaks.model import ReleasedModel, Tree
 from treeleaks.progress import ProgressCallback, report
 from treeleaks.schema import FeatureSchema
+from treeleaks.vocabulary import Strategy
 
 DEFAULT_MAX_CELLS = 200_000
 PACK_OCCUPANTS_ABOVE = 64  # occupants per cell beyond which their flags are kept as bits
@@ -66,7 +67,7 @@ class CellProbe:
 
     @property
     def strategy(self) -> str:
-        return "enumerate" if self.complete else "generate"
+        return Strategy.ENUMERATE if self.complete else Strategy.GENERATE
 
 
 class Occupancy(Protocol):

@@ -26,6 +26,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import gammaln
 
 from treeleaks.counts.system import CountSystem
+from treeleaks.vocabulary import Status
 
 SOLVERS = ("highs", "cp-sat")
 SEGMENTS = 8
@@ -106,7 +107,7 @@ def solve(
         if values is None:
             return Solution(None, status, None, time.perf_counter() - start)
         counts[block.free] += np.rint(values[: block.free.size]).astype(np.int64)
-    status = "OPTIMAL" if all(s == "OPTIMAL" for s in statuses) else "FEASIBLE"
+    status = Status.OPTIMAL if all(s == Status.OPTIMAL for s in statuses) else Status.FEASIBLE
     return Solution(counts, status, _log_orderings(counts), time.perf_counter() - start)
 
 
@@ -169,7 +170,7 @@ def _solve_block(block: _Residual, time_limit: float, threads: int, seed: int,
                                round_end, used)
         left = deadline - time.perf_counter()
         if left <= 0:
-            return "UNKNOWN", None
+            return Status.UNKNOWN, None
         if not used.any():
             break
         _, values = run(_restrict(block, used), left / 3, threads, seed)
@@ -177,7 +178,7 @@ def _solve_block(block: _Residual, time_limit: float, threads: int, seed: int,
             counts = np.zeros(n)
             counts[used] = values[: int(used.sum())]
             proven = _added_log_factorials(block.lb, counts) <= _ZERO_COST
-            return ("OPTIMAL" if proven else "FEASIBLE"), counts
+            return (Status.OPTIMAL if proven else Status.FEASIBLE), counts
     return run(block, max(deadline - time.perf_counter(), 0.0), threads, seed)
 
 
@@ -237,8 +238,8 @@ def _solve_highs(
         options={"time_limit": time_limit},
     )
     if result.x is None:
-        return ("INFEASIBLE" if result.status == 2 else "UNKNOWN"), None
-    return ("OPTIMAL" if result.status == 0 else "FEASIBLE"), np.rint(result.x)
+        return (Status.INFEASIBLE if result.status == 2 else Status.UNKNOWN), None
+    return (Status.OPTIMAL if result.status == 0 else Status.FEASIBLE), np.rint(result.x)
 
 
 def _solve_cpsat(

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from treeleaks.report.findings import COMPLETE, FAILED, NOT_RUN, PARTIAL, AttackRun
+from treeleaks.vocabulary import Formulation, Status
 
 if TYPE_CHECKING:
     from treeleaks.attacks.singling_out import Exposure, SinglingOut
@@ -102,7 +103,7 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
     figures: dict[str, Any] = {k: s[k] for k in (
         "status", "formulation", "n_rows", "proven_rows", "proven_pattern_rows",
         "free_values", "verified", "certainty_complete", "n_cells", "strategy")}
-    if recon.formulation == "dp":
+    if recon.formulation == Formulation.DP:
         figures.update({k: s[k] for k in ("log_likelihood", "log_likelihood_bound",
                                           "likelihood_checked", "n_rows_interval")})
     if inp.data is not None and recon.n_rows:
@@ -113,7 +114,7 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
                        exact_share=ev.score.exact_share,
                        exact_rows=round(ev.score.exact_share * ev.score.n_true),
                        label_agreement=ev.score.label_agreement)
-    if s["status"] == "INFEASIBLE":
+    if s["status"] == Status.INFEASIBLE:
         return AttackRun("reconstruct", RECONSTRUCT_TITLE, FAILED, "no dataset reproduces the "
                          f"counts: {recon.message or 'the counts contradict each other'}",
                          recon.time_s, figures)
@@ -125,18 +126,18 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
 def shortfall(recon: Reconstruction, budget: float) -> str:
     """Why a reconstruction's figures are only lower bounds ("" when they are not)."""
     lower = "the figures are lower bounds"
-    if recon.status == "UNKNOWN":
+    if recon.status == Status.UNKNOWN:
         return f"no complete reconstruction within the budget of {budget:g} s; {lower}"
-    if recon.status == "FEASIBLE" and recon.time_s >= OUT_OF_TIME * budget:
+    if recon.status == Status.FEASIBLE and recon.time_s >= OUT_OF_TIME * budget:
         return f"stopped at the budget of {budget:g} s with the best dataset found; {lower}"
-    if recon.formulation == "exact" and not recon.certainty_complete:
+    if recon.formulation == Formulation.EXACT and not recon.certainty_complete:
         return f"the proofs were cut short at the budget of {budget:g} s; {lower}"
     return ""
 
 
 def _note(recon: Reconstruction) -> str:
     """What a complete run still says about its result."""
-    if recon.status == "FEASIBLE":
+    if recon.status == Status.FEASIBLE:
         return ("the best dataset found, not proven the best"
                 + (f" ({recon.message})" if recon.message else ""))
     return ""
@@ -227,7 +228,7 @@ def worst_case_bound(inp: AuditInput) -> AttackRun:
 
     result = worst_case(inp.model, inp.truth, inp.bound, time_limit=inp.budget)
     s = result.summary()
-    done = s["status"] == "OPTIMAL"
+    done = s["status"] == Status.OPTIMAL
     return AttackRun("worst-case", "Worst case over every dataset that reproduces the model",
                      COMPLETE if done else PARTIAL,
                      "" if done else f"status {s['status']}: {s['message']}", s["time_s"], s)

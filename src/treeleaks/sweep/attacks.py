@@ -27,9 +27,10 @@ import pandas as pd
 
 from treeleaks.sweep.audit_points import KINDS, run_audit_point
 from treeleaks.sweep.single_models import run_interpretable, run_single_out
+from treeleaks.vocabulary import Formulation, Status
 
-SOLVED = ("OPTIMAL", "FEASIBLE")
-DONE = "done"  # the status of a point whose attack has no solver status
+SOLVED = (Status.OPTIMAL, Status.FEASIBLE)
+DONE = Status.DONE  # the status of a point whose attack has no solver status
 TEST_ROWS = 5000  # held-out rows the DP forest's test accuracy is read on (fewer if few are left)
 
 
@@ -121,7 +122,7 @@ def run_forest(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
                formulation=rec.formulation, timings=dict(rec.timings), message=rec.message)
     if rec.status in SOLVED and rec.n_rows == len(train):  # a partial result is not scored
         out.update(_score(train, rec.rows, schema, data.label, point["seed"]))
-        if rec.formulation == "bootstrap-known":  # rows in training order: compare row k
+        if rec.formulation == Formulation.BOOTSTRAP_KNOWN:  # rows in training order: compare row k
             out["aligned_error"] = float(
                 (rec.rows[list(X.columns)].to_numpy(float) != X.to_numpy(float)).mean())
     if point["worst_case"]:
