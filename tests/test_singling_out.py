@@ -31,8 +31,8 @@ from treeleaks.attacks.singling_out import (
 )
 from treeleaks.attacks.singling_out_cells import PROVEN_CELL
 from treeleaks.errors import UnsupportedModelError
-from treeleaks.frontends.sklearn import node_class_counts
 from treeleaks.model import ModelFormatError, ReleasedModel
+from treeleaks.sklearn_compat import node_class_counts
 
 from conftest import binary_frame
 
