@@ -16,9 +16,9 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from treeleaks import from_sklearn
 from treeleaks.attacks.exact import reconstruct
+from treeleaks.attacks.predicates import Condition
 from treeleaks.attacks.singling_out import (
     NOT_PROVEN_BOOTSTRAP,
-    Condition,
     CountsUnavailableError,
     DataMismatchError,
     check_against_data,
