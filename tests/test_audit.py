@@ -17,7 +17,7 @@ from treeleaks.attacks.dp import n_rows_interval
 from treeleaks.attacks.probabilistic import tree_reconstruction
 from treeleaks.attacks.singling_out import check_against_data, node_counts, single_out
 from treeleaks.defences.prune import prune
-from treeleaks.demo import LABEL, demo_data
+from treeleaks.demo_data import LABEL, demo_data
 from treeleaks.evaluation.entropy import summarize
 from treeleaks.evaluation.leak_test import leak_test
 from treeleaks.evaluation.metrics import evaluate

@@ -15,6 +15,7 @@ from treeleaks.evaluation import metrics
 from treeleaks.evaluation.leak_test import LeakTest, leak_test
 from treeleaks.evaluation.metrics import evaluate, row_distances, row_errors
 from treeleaks.schema import FeatureSchema
+from treeleaks.schema_columns import feature_scales
 
 N_TRAIN = 40
 
@@ -63,7 +64,7 @@ def test_row_errors_average_to_evaluate_error_and_total_the_optimal_cost(
     assert np.nanmean(errors) == pytest.approx(score.error)
     assert np.nanmax(errors) == pytest.approx(score.worst_row_error)
     assert np.mean(errors == 0) == pytest.approx(score.exact_share)
-    names, scale = metrics.feature_scales(truth, schema, label="y")
+    names, scale = feature_scales(truth, schema, label="y")
     distance = row_distances(truth[names].to_numpy(float), recon[names].to_numpy(float), scale)
     rows, cols = linear_sum_assignment(distance)
     assert np.nansum(errors) == pytest.approx(distance[rows, cols].sum())

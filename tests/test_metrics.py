@@ -17,6 +17,7 @@ from scipy.optimize import linear_sum_assignment
 from treeleaks.evaluation import metrics
 from treeleaks.evaluation.metrics import evaluate, random_baseline, row_distances
 from treeleaks.schema import FeatureSchema, FeatureSpec
+from treeleaks.schema_columns import feature_columns, frame_matrix
 
 DATA = Path("/work/shared/data")
 SOLVERS = ("lsa", "dense", "graph")
@@ -30,8 +31,8 @@ def match_with(
     solver: str, truth: pd.DataFrame, recon: pd.DataFrame, schema: FeatureSchema, label=None
 ) -> metrics._Matching:
     """Run the matching with one residual solver forced."""
-    columns = metrics._columns(truth, schema, label)
-    recon_X = metrics._matrix(recon, columns.names, "reconstruction")
+    columns = feature_columns(truth, schema, label)
+    recon_X = frame_matrix(recon, columns.names, "reconstruction")
     return metrics._match(columns, recon_X, metrics._label_codes(truth, recon, label), solver)
 
 
@@ -334,7 +335,7 @@ def test_baseline_respects_one_hot_and_at_most_one_groups():
     truth["h0"] = 1.0
     schema = binary_schema(one_hot + at_most_one, one_hot_groups=[one_hot],
                            at_most_one_groups=[at_most_one])
-    columns = metrics._columns(truth, schema, None)
+    columns = feature_columns(truth, schema, None)
     draws = metrics._draw(columns, np.random.default_rng(0))
     assert (draws[:, :4].sum(axis=1) == 1).all()
     assert (draws[:, 4:].sum(axis=1) <= 1).all()
@@ -362,7 +363,7 @@ def test_baseline_ranges_and_unknown_columns():
 def test_baseline_uses_observed_range_where_the_schema_has_none():
     truth = pd.DataFrame({"x": [2.0, 5.0, 3.0]})
     schema = FeatureSchema({"x": FeatureSpec("numerical")})
-    draws = metrics._draw(metrics._columns(truth, schema, None), np.random.default_rng(0))
+    draws = metrics._draw(feature_columns(truth, schema, None), np.random.default_rng(0))
     assert ((draws >= 2.0) & (draws <= 5.0)).all()
 
 

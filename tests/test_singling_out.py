@@ -15,10 +15,10 @@ from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from treeleaks import from_sklearn
+from treeleaks.attacks.predicates import Condition
 from treeleaks.attacks.reconstruct import reconstruct
 from treeleaks.attacks.singling_out import (
     NOT_PROVEN_BOOTSTRAP,
-    Condition,
     CountsUnavailableError,
     DataMismatchError,
     check_against_data,
@@ -31,8 +31,8 @@ from treeleaks.attacks.singling_out import (
 )
 from treeleaks.attacks.singling_out_cells import PROVEN_CELL
 from treeleaks.errors import UnsupportedModelError
-from treeleaks.frontends.sklearn import node_class_counts
 from treeleaks.model import ModelFormatError, ReleasedModel
+from treeleaks.sklearn_compat import node_class_counts
 
 from conftest import binary_frame
 

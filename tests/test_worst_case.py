@@ -18,8 +18,8 @@ from treeleaks import FeatureSchema, TreeleaksError, UnsupportedModelError, from
 from treeleaks import reconstruct as reconstruct_rows
 from treeleaks.attacks.worst_case import worst_case
 from treeleaks.cli import app
-from treeleaks.evaluation.metrics import feature_scales
 from treeleaks.io import save_model
+from treeleaks.schema_columns import feature_scales
 
 from conftest import binary_frame
 

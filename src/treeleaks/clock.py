@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from treeleaks.limits import PROOF_SHARE
+PROOF_SHARE = 0.15  # of the time limit, kept for the proofs (at most certainty_time_limit)
 
 
 @dataclass

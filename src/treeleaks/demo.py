@@ -19,34 +19,19 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from scipy.optimize import linear_sum_assignment
-from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
 
 from treeleaks.attacks.reconstruct import reconstruct
+from treeleaks.demo_data import FEATURES, LABEL, demo_data
 from treeleaks.display import certificate_text, live_progress
 from treeleaks.evaluation.metrics import evaluate
 from treeleaks.frontends.sklearn import from_sklearn
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
 
-MEASUREMENTS = (
-    "radius", "texture", "perimeter", "area", "smoothness",
-    "compactness", "concavity", "concave points", "symmetry", "fractal dimension",
-)
-FEATURES = [f"mean {m}" for m in MEASUREMENTS] + [f"worst {m}" for m in MEASUREMENTS[:5]]
-LABEL = "diagnosis"
 N_TREES = 100
 BOOTSTRAP_ROWS = 250  # the first patients: all 569 over 15 binary columns is still too slow
 SHOWN_PAIRS = 5
-
-
-def demo_data() -> tuple[pd.DataFrame, pd.Series]:
-    """The 569 breast-cancer rows: 0/1 per feature (above its median) and the diagnosis."""
-    data = load_breast_cancer(as_frame=True)
-    measured = data.data[FEATURES]
-    X = (measured > measured.median()).astype(np.int64)
-    y = pd.Series(np.asarray(data.target_names)[data.target], name=LABEL)
-    return X, y
 
 
 def run_demo(seed: int = 0, console: Console | None = None,

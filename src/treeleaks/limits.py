@@ -5,18 +5,11 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from treeleaks.errors import TreeleaksError
 
-if TYPE_CHECKING:
-    from treeleaks.counts.cells import CellBudget
-    from treeleaks.progress import ProgressCallback
-
 DEFAULT_MAX_ROWS = 1_000_000  # training rows the counts may imply before a run is refused
 SEED_MAX = 2**31 - 1  # CP-SAT takes a 32-bit seed
-PROOF_SHARE = 0.15  # of the time limit, kept for the proofs (at most certainty_time_limit)
 
 
 def check_run_options(
@@ -35,29 +28,6 @@ def check_run_options(
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             raise TreeleaksError(f"{name} must be a whole number from {low} to {high}, "
                                  f"got {value!r}")
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """What every formulation of the reconstruction is given, whichever runs: the time for
-    the whole run and for its proofs, the solvers' threads and seed, the budget for listing
-    cells, and where progress events go."""
-
-    time_limit: float = 60.0
-    certainty_time_limit: float = 30.0
-    threads: int = 2
-    seed: int = 0
-    cell_budget: CellBudget | None = None
-    progress: ProgressCallback | None = None
-
-    def check(self, max_rows: int) -> None:
-        """Refuse values a run cannot honour (see `check_run_options`)."""
-        check_run_options(self.time_limit, self.certainty_time_limit, self.threads,
-                          self.seed, max_rows)
-
-    def keywords(self) -> dict[str, Any]:
-        """These options as keyword arguments (the same objects, not copies)."""
-        return dict(vars(self))
 
 
 def default_memory_mb() -> float:

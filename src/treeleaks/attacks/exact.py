@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from treeleaks.attacks.options import RunOptions
 from treeleaks.clock import RunClock
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.certainty import lower_bounds
@@ -28,7 +29,6 @@ from treeleaks.counts.system import (
     propagate,
 )
 from treeleaks.counts.verify import verify
-from treeleaks.limits import RunOptions
 from treeleaks.model import ReleasedModel
 from treeleaks.progress import report
 from treeleaks.result import Reconstruction

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from treeleaks.attacks.bootstrap import has_multiplicities, reconstruct_known_multiplicities
 from treeleaks.attacks.bootstrap_unknown import reconstruct_unknown_multiplicities
 from treeleaks.attacks.exact import STRATEGIES, reconstruct_exact
+from treeleaks.attacks.options import RunOptions
 from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
 from treeleaks.counts.cells import CellBudget
 from treeleaks.errors import BudgetError, TreeleaksError
 from treeleaks.knowledge import Knowledge, KnowledgeError
-from treeleaks.limits import DEFAULT_MAX_ROWS, RunOptions
+from treeleaks.limits import DEFAULT_MAX_ROWS
 from treeleaks.model import ReleasedModel
 from treeleaks.progress import ProgressCallback
 from treeleaks.result import Reconstruction

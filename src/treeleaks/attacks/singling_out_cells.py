@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from treeleaks.attacks.singling_out import Condition, Predicate, box_conditions
+from treeleaks.attacks.predicates import Condition, Predicate, box_conditions
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.certainty import lower_bounds
 from treeleaks.counts.solve import solve

@@ -34,9 +34,9 @@ from treeleaks.attacks.bootstrap import (
 from treeleaks.counts.materialize import cell_values
 from treeleaks.counts.verify import verify
 from treeleaks.errors import TreeleaksError, UnsupportedModelError
-from treeleaks.evaluation.metrics import feature_scales
 from treeleaks.model import ReleasedModel
 from treeleaks.schema import FeatureSchema
+from treeleaks.schema_columns import feature_scales
 from treeleaks.vocabulary import Status
 
 FARTHEST_SHARE = 0.4  # of the time: the farthest dataset (MIP); the row bounds get the rest

@@ -29,7 +29,8 @@ from treeleaks.errors import TreeleaksError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from treeleaks.attacks.singling_out import Exposure, Predicate, SinglingOut
+    from treeleaks.attacks.predicates import Predicate
+    from treeleaks.attacks.singling_out import Exposure, SinglingOut
     from treeleaks.model import ReleasedModel
 
 DataOption = Annotated[Path | None, typer.Option(
@@ -152,12 +153,8 @@ def _load_any(path: Path, trust_pickle: bool) -> ReleasedModel:
 
 def _guesses(model: ReleasedModel) -> SinglingOut:
     """The no-counts adversary's candidates as (unproven) predicates, in the order tried."""
-    from treeleaks.attacks.singling_out import (
-        Predicate,
-        SinglingOut,
-        box_conditions,
-        no_counts_ranking,
-    )
+    from treeleaks.attacks.predicates import Predicate, box_conditions
+    from treeleaks.attacks.singling_out import SinglingOut, no_counts_ranking
 
     guesses = []
     for t, tree in enumerate(model.trees):

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from treeleaks.errors import TreeleaksError, UnsupportedModelError
-from treeleaks.frontends.sklearn import node_class_counts
+from treeleaks.sklearn_compat import node_class_counts
 
 PRUNABLE = (
     "DecisionTreeClassifier", "DecisionTreeRegressor", "RandomForestClassifier",

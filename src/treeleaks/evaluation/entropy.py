@@ -18,10 +18,10 @@ its path's log2(admitted) / Σ log2|domain|; ``dist_g`` is its mean over the N r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
-from treeleaks.attacks.probabilistic import ProbabilisticReconstruction
 from treeleaks.errors import TreeleaksError
 
 QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
@@ -29,6 +29,28 @@ QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 
 class MissingCountsError(TreeleaksError):
     """A metric weighs paths by their training rows but the model does not release them."""
+
+
+class PathDomains(Protocol):
+    """What the metrics read off a probabilistic reconstruction
+    (`treeleaks.attacks.probabilistic.ProbabilisticReconstruction`): per path, its per-class
+    training rows and the sizes of what it admits. A protocol, so scoring need not import
+    the attack that produces it."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def counts(self) -> np.ndarray | None: ...
+
+    @property
+    def reduced_sizes(self) -> np.ndarray: ...
+
+    @property
+    def domain_sizes(self) -> np.ndarray: ...
+
+    @property
+    def log2_admitted(self) -> np.ndarray: ...
 
 
 def cell_ratios(reduced_sizes: np.ndarray, domain_sizes: np.ndarray) -> np.ndarray:
@@ -96,7 +118,7 @@ class LeakSummary:
                             weights=self.support[held])
 
 
-def summarize(reconstruction: ProbabilisticReconstruction) -> LeakSummary:
+def summarize(reconstruction: PathDomains) -> LeakSummary:
     """dist, dist_g and the per-row distribution of a reconstruction with supports."""
     if reconstruction.counts is None:
         raise MissingCountsError(

@@ -26,8 +26,9 @@ import pandas as pd
 from scipy.stats import norm
 from sklearn.ensemble import IsolationForest
 
-from treeleaks.evaluation.metrics import evaluate, feature_scales, row_errors
+from treeleaks.evaluation.metrics import evaluate, row_errors
 from treeleaks.schema import FeatureSchema
+from treeleaks.schema_columns import feature_scales
 
 
 @dataclass

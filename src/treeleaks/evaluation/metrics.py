@@ -25,6 +25,7 @@ from ortools.graph.python import min_cost_flow
 from scipy.optimize import linear_sum_assignment
 
 from treeleaks.schema import FeatureSchema
+from treeleaks.schema_columns import FeatureColumns, feature_columns, frame_matrix
 
 _LSA_MAX_CELLS = 1 << 22  # residual true rows times residual reconstructed rows (32 MB)
 _FLOW_MAX_ARCS = 1 << 22  # arcs of a min-cost-flow network (about 0.5 GB of solver memory)
@@ -83,9 +84,10 @@ def evaluate(
     labels first, and ``label_agreement`` is measured over the matched pairs (a label the
     truth lacks is an error, one the reconstruction lacks gives NaN).
     """
-    columns = _columns(truth, schema, label)
+    columns = feature_columns(truth, schema, label)
     labels = _label_codes(truth, reconstruction, label)
-    matching = _match(columns, _matrix(reconstruction, columns.names, "reconstruction"), labels)
+    recon_X = frame_matrix(reconstruction, columns.names, "reconstruction")
+    matching = _match(columns, recon_X, labels)
     n_matched = matching.n_matched
     scored = np.arange(len(columns.names))
     if error_columns is not None:
@@ -95,7 +97,7 @@ def evaluate(
                              if unknown else "error_columns is empty; give at least one")
         scored = np.unique([columns.names.index(n) for n in error_columns])
     distance = matching.terms[:, scored].sum(axis=1) / scored.size
-    baseline_columns = columns if error_columns is None else _Columns(
+    baseline_columns = columns if error_columns is None else FeatureColumns(
         [columns.names[i] for i in scored], columns.kinds[scored], columns.low[scored],
         columns.high[scored], columns.scale[scored],
         [(np.searchsorted(scored, cols), one) for cols, one in columns.groups
@@ -122,18 +124,10 @@ def row_errors(
     """Each true row's distance (in truth's order) to the reconstructed row that `evaluate`'s
     optimal matching pairs it with; NaN for true rows left unmatched (fewer reconstructed
     rows). The mean over matched rows is ``evaluate(...).error``."""
-    columns = _columns(truth, schema, label)
+    columns = feature_columns(truth, schema, label)
     labels = _label_codes(truth, reconstruction, label)
-    return _match(columns, _matrix(reconstruction, columns.names, "reconstruction"),
+    return _match(columns, frame_matrix(reconstruction, columns.names, "reconstruction"),
                   labels).row_distance
-
-
-def feature_scales(truth: pd.DataFrame, schema: FeatureSchema,
-                   label: str | None = None) -> tuple[list[str], np.ndarray]:
-    """The feature columns `evaluate` compares and the width that normalises each one's
-    absolute difference (the schema's range, or the observed one where it is infinite)."""
-    columns = _columns(truth, schema, label)
-    return columns.names, columns.scale
 
 
 def random_baseline(
@@ -150,74 +144,10 @@ def random_baseline(
     and numerical columns are uniform over their range (the observed one where the schema's
     is infinite), and unknown columns are left NaN (full disagreement).
     """
-    return _baseline(_columns(truth, schema, label), n_draws, seed)
+    return _baseline(feature_columns(truth, schema, label), n_draws, seed)
 
 
 # --- inputs ----------------------------------------------------------------------------
-
-
-@dataclass
-class _Columns:
-    """The schema's feature columns (label excluded) resolved against the true rows."""
-
-    names: list[str]
-    kinds: np.ndarray
-    low: np.ndarray  # guess range: the schema's, or the observed one where infinite
-    high: np.ndarray
-    scale: np.ndarray  # width that normalises each column's absolute difference
-    groups: list[tuple[np.ndarray, bool]]  # (column indices, exactly_one)
-    true_X: np.ndarray
-
-
-def _columns(truth: pd.DataFrame, schema: FeatureSchema, label: str | None) -> _Columns:
-    keep = np.array([name != label for name in schema.names], dtype=bool)
-    names = [name for name in schema.names if name != label]
-    if not names:
-        raise ValueError("the schema lists no feature columns besides the label; give a schema "
-                         "that describes the features")
-    if truth.empty:
-        raise ValueError("the true frame has no rows; give the training rows to compare with")
-    true_X = _matrix(truth, names, "true")
-    incomplete = [names[j] for j in np.flatnonzero(np.isnan(true_X).any(axis=0))]
-    if incomplete:
-        raise ValueError(f"the true frame has missing values in {_listing(incomplete)}; "
-                         "the truth must be complete (drop or fill those rows)")
-    low, high = (bounds[keep] for bounds in schema.range_arrays())
-    seen_low, seen_high = true_X.min(axis=0), true_X.max(axis=0)
-    width, seen_width = high - low, seen_high - seen_low
-    scale = np.where(
-        np.isfinite(width) & (width > 0), width, np.where(seen_width > 0, seen_width, 1.0)
-    )
-    position = np.cumsum(keep) - 1
-    groups = [
-        (position[members[keep[members]]], exactly_one)
-        for members, exactly_one in schema.group_indices()
-        if keep[members].sum() >= 2
-    ]
-    return _Columns(
-        names,
-        schema.kind_array()[keep],
-        np.where(np.isfinite(low), low, seen_low),
-        np.where(np.isfinite(high), high, seen_high),
-        scale,
-        groups,
-        true_X,
-    )
-
-
-def _matrix(frame: pd.DataFrame, names: list[str], which: str) -> np.ndarray:
-    missing = [name for name in names if name not in frame.columns]
-    if missing:
-        raise ValueError(
-            f"the {which} frame lacks schema column(s) {_listing(missing)}; give it every "
-            f"feature column the schema lists ({len(names)}), or a schema for its columns"
-        )
-    return frame[names].to_numpy(dtype=np.float64)
-
-
-def _listing(names: list[str]) -> str:
-    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
-    return ", ".join(map(repr, names[:5])) + more
 
 
 def _label_codes(
@@ -281,7 +211,7 @@ _IDENTICAL, _UNMATCHED = -1, -2
 
 
 def _match(
-    columns: _Columns,
+    columns: FeatureColumns,
     recon_X: np.ndarray,
     labels: tuple[np.ndarray, np.ndarray] | None = None,
     solver: str = "auto",
@@ -389,7 +319,7 @@ def _residual(
     true_codes: np.ndarray,
     recon_codes: np.ndarray,
     values: list[np.ndarray],
-    columns: _Columns,
+    columns: FeatureColumns,
     solver: str,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Optimal pairs (true index, reconstructed index, count) of distinct residual vectors."""
@@ -439,7 +369,10 @@ def _dense_graph(true_rows: np.ndarray, recon_rows: np.ndarray, scale: np.ndarra
 
 
 def _product_graph(
-    true_codes: np.ndarray, recon_codes: np.ndarray, values: list[np.ndarray], columns: _Columns
+    true_codes: np.ndarray,
+    recon_codes: np.ndarray,
+    values: list[np.ndarray],
+    columns: FeatureColumns,
 ) -> _Network | None:
     """The product of per-block complete graphs, or None when it exceeds the arc cap.
 
@@ -585,7 +518,7 @@ def _term_sums(a: np.ndarray, b: np.ndarray, scale: np.ndarray) -> np.ndarray:
 # --- random baseline -------------------------------------------------------------------
 
 
-def _baseline(columns: _Columns, n_draws: int, seed: int) -> float:
+def _baseline(columns: FeatureColumns, n_draws: int, seed: int) -> float:
     if n_draws < 0:
         raise ValueError(f"n_baseline_draws must be 0 or more, got {n_draws}")
     if n_draws == 0:
@@ -598,7 +531,7 @@ def _baseline(columns: _Columns, n_draws: int, seed: int) -> float:
     return float(np.mean(errors))
 
 
-def _draw(columns: _Columns, rng: np.random.Generator) -> np.ndarray:
+def _draw(columns: FeatureColumns, rng: np.random.Generator) -> np.ndarray:
     """As many uniform schema-consistent rows as the truth has (unknown columns NaN)."""
     n = len(columns.true_X)
     draws = np.full((n, len(columns.names)), np.nan)

@@ -2,8 +2,9 @@
 and on request their regressor counterparts.
 
 Reads each fitted tree's nodes and turns its stored class frequencies into integer counts (a
-regression tree: its leaves' row counts and predicted values). Nothing outside this module
-touches scikit-learn's tree internals.
+regression tree: its leaves' row counts and predicted values). The reading that differs
+between scikit-learn versions lives in `treeleaks.sklearn_compat`, shared with the pruning
+defence.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.model import ReleasedModel, Tree
+from treeleaks.sklearn_compat import node_class_counts
 
 SUPPORTED = ("DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier")
 REGRESSORS = ("DecisionTreeRegressor", "RandomForestRegressor", "ExtraTreesRegressor")
@@ -107,15 +109,6 @@ def _feature_names(estimator: Any, given: list[str] | None) -> list[str]:
     if hasattr(estimator, "feature_names_in_"):
         return [str(c) for c in estimator.feature_names_in_]
     return [f"x{j}" for j in range(n)]
-
-
-def node_class_counts(sk_tree: Any) -> np.ndarray:
-    """``(n_nodes, n_classes)`` weighted class counts a classifier's tree stores at every
-    node: scikit-learn keeps class fractions (>= 1.4) or raw counts (before)."""
-    value = np.asarray(sk_tree.value, dtype=np.float64)[:, 0, :]
-    weighted = np.asarray(sk_tree.weighted_n_node_samples, dtype=np.float64)
-    fractions = np.allclose(value.sum(axis=1), 1.0)
-    return value * weighted[:, None] if fractions else value
 
 
 def _tree(

@@ -7,7 +7,7 @@ result against the sample. Each attack names its axes and their defaults.
 - ``dp-forest``: treeleaks' ``DPRandomForestClassifier`` of budget ``epsilon``, attacked by
   the most-likely-dataset reconstruction (N known, or inferred with ``n_unknown``);
   ``leak_test`` adds the leak-vs-distribution test against the rows left out, ``informed``
-  the informed adversary on that many target rows (`treeleaks.evaluation.informed`).
+  the informed adversary on that many target rows (`treeleaks.attacks.informed`).
 - ``interpretable`` and ``single-out``: a single tree or rule list
   (`treeleaks.sweep.single_models`).
 - ``audit``: the whole release audit of one model (`treeleaks.sweep.audit_points`).
@@ -179,7 +179,7 @@ def run_dp_forest(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any
                            schema, label=data.label, seed=point["seed"])
         out.update(leak_test=result.to_dict(), leak_p_value=result.p_value)
     if point["informed"]:
-        from treeleaks.evaluation.informed import informed_adversary
+        from treeleaks.attacks.informed import informed_adversary
 
         out.update(informed_adversary(model, schema, train, data.label, point["informed"],
                                       time_limit=point["time_limit"] / 4))

@@ -67,7 +67,7 @@ def load_dataset(name: str, data_dir: Path | None) -> Dataset:
     target: for regression trees).
     """
     if name == "breast-cancer":
-        from treeleaks.demo import demo_data
+        from treeleaks.demo_data import demo_data
 
         X, y = demo_data()
         return Dataset(name, X.assign(**{str(y.name): y.to_numpy()}), str(y.name))

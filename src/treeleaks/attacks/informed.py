@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from treeleaks.attacks.reconstruct import reconstruct
+from treeleaks.knowledge import Knowledge
 from treeleaks.model import ReleasedModel
 from treeleaks.schema import FeatureSchema
 
@@ -18,9 +20,6 @@ def informed_adversary(model: ReleasedModel, schema: FeatureSchema, train: pd.Da
     """Mean error on the first ``n_targets`` rows, each reconstructed with all others known,
     beside the two constant guesses, and the share of targets the attack beats the
     majority on."""
-    from treeleaks.attacks.reconstruct import reconstruct
-    from treeleaks.knowledge import Knowledge
-
     features = [c for c in train.columns if c != label]
     values = train[features].to_numpy(dtype=float)
     majority = (values.mean(axis=0) > 0.5).astype(float)

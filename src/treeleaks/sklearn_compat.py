@@ -1,0 +1,18 @@
+"""What differs between scikit-learn versions, in one low module: the scikit-learn frontend
+and the pruning defence both read fitted trees through it, so defences need not import a
+frontend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def node_class_counts(sk_tree: Any) -> np.ndarray:
+    """``(n_nodes, n_classes)`` weighted class counts a classifier's tree stores at every
+    node: scikit-learn keeps class fractions (>= 1.4) or raw counts (before)."""
+    value = np.asarray(sk_tree.value, dtype=np.float64)[:, 0, :]
+    weighted = np.asarray(sk_tree.weighted_n_node_samples, dtype=np.float64)
+    fractions = np.allclose(value.sum(axis=1), 1.0)
+    return value * weighted[:, None] if fractions else value
