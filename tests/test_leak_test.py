@@ -151,10 +151,10 @@ def test_equal_reference_errors_give_a_step_law():
     assert result.leak
 
 
-def test_to_dict_is_plain_json(data):
+def test_summary_is_plain_json(data):
     truth, population, schema = data
     result = leak_test(truth.iloc[:10], truth, population, schema, n_samples=3)
-    record = dataclasses.replace(result, outlier_error=float("nan")).to_dict()
+    record = dataclasses.replace(result, outlier_error=float("nan")).summary()
     assert json.loads(json.dumps(record, allow_nan=False)) == record
     assert record["outlier_error"] is None
     assert record["leak"] is result.leak

@@ -10,7 +10,22 @@ from importlib import import_module
 from typing import Any
 
 _PUBLIC = {
+    "AttackResult": "treeleaks.result",
     "DPRandomForestClassifier": "treeleaks.defences.dp_forest",
+    "Formulation": "treeleaks.vocabulary",
+    "InformedAdversary": "treeleaks.attacks.informed",
+    "LeakTest": "treeleaks.evaluation.leak_test",
+    "ProbabilisticReconstruction": "treeleaks.attacks.probabilistic",
+    "SinglingOut": "treeleaks.attacks.singling_out",
+    "Status": "treeleaks.vocabulary",
+    "Strategy": "treeleaks.vocabulary",
+    "WorstCase": "treeleaks.attacks.worst_case",
+    "informed_adversary": "treeleaks.attacks.informed",
+    "leak_test": "treeleaks.evaluation.leak_test",
+    "rule_list_reconstruction": "treeleaks.attacks.probabilistic",
+    "single_out": "treeleaks.attacks.singling_out",
+    "tree_reconstruction": "treeleaks.attacks.probabilistic",
+    "worst_case": "treeleaks.attacks.worst_case",
     "FeatureSchema": "treeleaks.schema",
     "Knowledge": "treeleaks.knowledge",
     "KnowledgeError": "treeleaks.knowledge",

@@ -1,9 +1,10 @@
-"""The result of a reconstruction attack."""
+"""What attacks return: the `AttackResult` shape every attack's result has, and the
+reconstruction's own result type."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,18 @@ from treeleaks.vocabulary import Formulation, Strategy
 
 if TYPE_CHECKING:
     from treeleaks.model import ReleasedModel
+
+
+@runtime_checkable
+class AttackResult(Protocol):
+    """The one shape every attack's result has, which the report, the sweep and the command
+    line read: how the run ended (a `treeleaks.vocabulary.Status`) and a JSON-ready summary
+    that includes it."""
+
+    @property
+    def status(self) -> str: ...
+
+    def summary(self) -> dict[str, Any]: ...
 
 
 @dataclass

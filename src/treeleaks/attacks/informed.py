@@ -6,6 +6,9 @@ row the schema allows (each group's most common member)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -13,13 +16,33 @@ from treeleaks.attacks.reconstruct import reconstruct
 from treeleaks.knowledge import Knowledge
 from treeleaks.model import ReleasedModel
 from treeleaks.schema import FeatureSchema
+from treeleaks.vocabulary import Status
+
+
+@dataclass(frozen=True)
+class InformedAdversary:
+    """The informed adversary's mean error over its targets, beside the two constant
+    guesses, and the share of targets on which it beats the majority."""
+
+    error: float
+    majority_error: float
+    allowed_constant_error: float
+    wins: float
+    n_targets: int
+    status: Status = Status.DONE  # every target is reconstructed in turn, each in its time
+
+    def summary(self) -> dict[str, Any]:
+        """Plain JSON: the status and the figures."""
+        return {"status": self.status, "error": self.error,
+                "majority_error": self.majority_error,
+                "allowed_constant_error": self.allowed_constant_error, "wins": self.wins,
+                "n_targets": self.n_targets}
 
 
 def informed_adversary(model: ReleasedModel, schema: FeatureSchema, train: pd.DataFrame,
-                       label: str, n_targets: int, time_limit: float) -> dict[str, float]:
-    """Mean error on the first ``n_targets`` rows, each reconstructed with all others known,
-    beside the two constant guesses, and the share of targets the attack beats the
-    majority on."""
+                       label: str, n_targets: int, time_limit: float) -> InformedAdversary:
+    """The first ``n_targets`` rows, each reconstructed with all others known (see the
+    module doc)."""
     features = [c for c in train.columns if c != label]
     values = train[features].to_numpy(dtype=float)
     majority = (values.mean(axis=0) > 0.5).astype(float)
@@ -37,7 +60,6 @@ def informed_adversary(model: ReleasedModel, schema: FeatureSchema, train: pd.Da
         errors.append(float(np.abs(guess - truth).mean()))
         baseline.append(float(np.abs(majority - truth).mean()))
         constant.append(float(np.abs(allowed - truth).mean()))
-    return {"informed_error": float(np.mean(errors)),
-            "informed_majority_error": float(np.mean(baseline)),
-            "informed_allowed_constant_error": float(np.mean(constant)),
-            "informed_wins": float(np.mean(np.array(errors) < np.array(baseline)))}
+    return InformedAdversary(float(np.mean(errors)), float(np.mean(baseline)),
+                             float(np.mean(constant)),
+                             float(np.mean(np.array(errors) < np.array(baseline))), len(errors))

@@ -12,6 +12,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+CELLS_CUT = "forest cells not analysed"  # how a note starts when the forest's cells were cut
+
 
 class Condition(NamedTuple):
     """``feature op threshold`` with ``op`` ``<=`` or ``>`` (the model's split semantics);

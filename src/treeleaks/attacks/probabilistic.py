@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,9 +30,11 @@ from treeleaks.attacks.attributes import (
 )
 from treeleaks.attacks.capture import Box, captured_pieces
 from treeleaks.errors import SchemaError, UnsupportedModelError
+from treeleaks.evaluation.entropy import summarize
 from treeleaks.frontends.rule_list import RuleList
 from treeleaks.model import ReleasedModel
 from treeleaks.schema import FeatureSchema, FeatureSpec
+from treeleaks.vocabulary import Status
 
 
 @dataclass
@@ -54,6 +57,33 @@ class ProbabilisticReconstruction:
     admitted: list[int]
     counts: np.ndarray | None
     classes: list
+
+    @property
+    def status(self) -> Status:
+        """The reduced domains are exact: the attack always runs to the end."""
+        return Status.DONE
+
+    def summary(self) -> dict[str, Any]:
+        """Plain JSON: dist and dist_g (`treeleaks.evaluation.entropy.summarize`), the
+        attributes, and per path its support, admitted vectors, ratio and dist. Raises
+        `MissingCountsError` when the model releases no supports."""
+        leak = summarize(self)
+        return {
+            "status": self.status,
+            "dist": leak.dist,
+            "dist_g": leak.dist_g,
+            "n_rows": leak.n_rows,
+            "kind": self.kind,
+            "attributes": [{"name": a.name, "size": a.size} for a in self.attributes],
+            "quantiles": {str(k): v for k, v in leak.quantiles.items()},
+            "per_leaf": [
+                {"path": self.paths[p], "support": int(leak.support[p]),
+                 "admitted_vectors": self.admitted[p],
+                 "ratio": None if math.isnan(leak.path_ratio[p]) else leak.path_ratio[p],
+                 "dist": None if leak.support[p] == 0 else float(leak.path_dist[p])}
+                for p in range(len(self.paths))
+            ],
+        }
 
     @property
     def domain_sizes(self) -> np.ndarray:

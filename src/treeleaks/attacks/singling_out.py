@@ -20,14 +20,15 @@ every label; `tries_without_counts` gives the expected number of tries to a vali
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from treeleaks.attacks.predicates import Predicate, box_conditions
+from treeleaks.attacks.predicates import CELLS_CUT, Predicate, box_conditions
 from treeleaks.errors import TreeleaksError
 from treeleaks.model import ReleasedModel, Tree
+from treeleaks.vocabulary import Status
 
 if TYPE_CHECKING:
     from treeleaks.schema import FeatureSchema
@@ -53,14 +54,43 @@ class DataMismatchError(TreeleaksError):
 
 @dataclass
 class SinglingOut:
-    """Every vulnerable (node, label) pair of a model, shortest predicate first."""
+    """Every vulnerable (node, label) pair of a model, shortest predicate first. Status
+    ``done``, or ``partial`` when the forest's cells were not all analysed (the predicates
+    are then a lower bound). ``label_name`` and ``binary_columns`` are the model's, for the
+    predicates' text."""
 
     predicates: list[Predicate]
     notes: list[str] = field(default_factory=list)
+    label_name: str = "label"
+    binary_columns: frozenset[str] = frozenset()
+    status: Status = Status.DONE
+
+    @classmethod
+    def of(cls, model: ReleasedModel, predicates: list[Predicate],
+           notes: list[str]) -> SinglingOut:
+        """The predicates found on ``model``, with its label and binary columns."""
+        from treeleaks.schema import FeatureSchema
+
+        features = FeatureSchema.infer(model).features
+        binary = frozenset(name for name, spec in features.items() if spec.kind == "binary")
+        cut = any(note.startswith(CELLS_CUT) for note in notes)
+        return cls(predicates, notes, model.label_name, binary,
+                   Status.PARTIAL if cut else Status.DONE)
 
     @property
     def n_proven(self) -> int:
         return sum(p.proven for p in self.predicates)
+
+    def summary(self) -> dict[str, Any]:
+        """Plain JSON: the status, every predicate, how many are proven, and the notes."""
+        return {
+            "status": self.status,
+            "predicates": [p.to_dict(self.label_name, set(self.binary_columns))
+                           for p in self.predicates],
+            "n_predicates": len(self.predicates),
+            "n_proven": self.n_proven,
+            "notes": self.notes,
+        }
 
 
 def node_counts(tree: Tree) -> np.ndarray:
@@ -134,7 +164,7 @@ def single_out(model: ReleasedModel, cells: bool = True, time_limit: float = 30.
         predicates += found
         notes += [note] if note else []
     predicates.sort(key=lambda p: (len(p.conditions), p.tree is None, p.tree or 0, p.node))
-    return SinglingOut(predicates, notes)
+    return SinglingOut.of(model, predicates, notes)
 
 
 # --- checking against the training data ------------------------------------------------------

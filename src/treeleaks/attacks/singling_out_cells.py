@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from treeleaks.attacks.predicates import Condition, Predicate, box_conditions
+from treeleaks.attacks.predicates import CELLS_CUT, Condition, Predicate, box_conditions
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.certainty import lower_bounds
 from treeleaks.counts.solve import solve
@@ -45,12 +45,12 @@ def cell_predicates(model: ReleasedModel, schema: FeatureSchema | None, time_lim
         cells = enumerate_cells(model, bound, CellBudget(deadline=deadline))
         system = propagate(build_system(model, cells))
     except CellBudgetExceeded as stop:
-        return [], f"forest cells not analysed: {stop.reason} ({stop.n_cells:,} cells)"
+        return [], f"{CELLS_CUT}: {stop.reason} ({stop.n_cells:,} cells)"
     except InconsistentCountsError as exc:
-        return [], f"forest cells not analysed: {exc}"
+        return [], f"{CELLS_CUT}: {exc}"
     solution = solve(system, time_limit=max(deadline - time.perf_counter(), 0.1))
     if solution.counts is None:
-        return [], "forest cells not analysed: no dataset found within the time limit"
+        return [], f"{CELLS_CUT}: no dataset found within the time limit"
     candidates = np.flatnonzero((solution.counts == 1) & ~_tree_singles(model, cells, system))
     if candidates.size == 0:
         return [], ""

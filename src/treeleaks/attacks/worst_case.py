@@ -54,7 +54,7 @@ class WorstCase:
     row_settled: np.ndarray
     mean_found: float
     mean_bound: float
-    status: str
+    status: Status
     time_s: float
     message: str = ""
 

@@ -135,4 +135,4 @@ def leak_test_command(
                   f"({result.n_outliers} outliers)")
     Console().print(table)
     if json_path is not None:
-        write_all({json_path: json.dumps(result.to_dict(), indent=2) + "\n"})
+        write_all({json_path: json.dumps(result.summary(), indent=2) + "\n"})

@@ -81,7 +81,7 @@ def leak_command(
         if len(parts) > 1:
             console.rule(f"tree {t}")
         _print(console, part, summary, top, rule_list)
-        reports.append(_report(part, summary))
+        reports.append(part.summary())
     if len(parts) > 1:
         console.print(f"[yellow]Note:[/] {FOREST_NOTE}")
     files: dict[Path, str] = {}
@@ -157,24 +157,6 @@ def _print(console: Console, part: Any, summary: Any, top: int, rule_list: Any) 
 def _vectors(count: int) -> str:
     """An exact count, or its power of two once it is long."""
     return str(count) if count < 10**6 else f"2^{math.log2(count):.1f}"
-
-
-def _report(part: Any, summary: Any) -> dict[str, Any]:
-    return {
-        "dist": summary.dist,
-        "dist_g": summary.dist_g,
-        "n_rows": summary.n_rows,
-        "kind": part.kind,
-        "attributes": [{"name": a.name, "size": a.size} for a in part.attributes],
-        "quantiles": {str(k): v for k, v in summary.quantiles.items()},
-        "per_leaf": [
-            {"path": part.paths[p], "support": int(summary.support[p]),
-             "admitted_vectors": part.admitted[p],
-             "ratio": None if math.isnan(summary.path_ratio[p]) else summary.path_ratio[p],
-             "dist": None if summary.support[p] == 0 else float(summary.path_dist[p])}
-            for p in range(len(part.paths))
-        ],
-    }
 
 
 def _rows_csv(parts: list[Any], summaries: list[Any]) -> str:

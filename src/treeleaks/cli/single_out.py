@@ -29,7 +29,6 @@ from treeleaks.errors import TreeleaksError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from treeleaks.attacks.predicates import Predicate
     from treeleaks.attacks.singling_out import Exposure, SinglingOut
     from treeleaks.model import ReleasedModel
 
@@ -79,7 +78,7 @@ def single_out_command(
     Console().print(_summary_table(model_path, model, result, exposure, tries, guessing))
     Console().print(_predicate_table(model, result, guessing))
     if json_path is not None:
-        write_all({json_path: json.dumps(_report(model, result, exposure, tries), indent=2)
+        write_all({json_path: json.dumps(_report(result, exposure, tries), indent=2)
                    + "\n"})
 
 
@@ -165,7 +164,8 @@ def _guesses(model: ReleasedModel) -> SinglingOut:
             guesses.append(Predicate(t, node, box_conditions(lower[node], upper[node],
                                                              model.feature_names),
                                      value, False, f"no-counts guess {rank} of tree {t}"))
-    return SinglingOut(guesses, ["no counts used: these are guesses, deepest leaves first"])
+    return SinglingOut.of(model, guesses,
+                          ["no counts used: these are guesses, deepest leaves first"])
 
 
 def _tries(model: ReleasedModel, frame: pd.DataFrame | None, label: str | None,
@@ -185,13 +185,6 @@ def _tries(model: ReleasedModel, frame: pd.DataFrame | None, label: str | None,
             "trees_with_a_valid_guess": len(found), "n_trees": model.n_trees,
             "mean_expected_tries": sum(found) / len(found) if found else None,
             "per_tree": [vars(tr) for tr in per_tree]}
-
-
-def _binary_columns(model: ReleasedModel) -> set[str]:
-    from treeleaks.schema import FeatureSchema
-
-    features = FeatureSchema.infer(model).features
-    return {name for name, spec in features.items() if spec.kind == "binary"}
 
 
 def _summary_table(path: Path, model: ReleasedModel, result: SinglingOut,
@@ -230,7 +223,7 @@ def _summary_table(path: Path, model: ReleasedModel, result: SinglingOut,
 
 
 def _predicate_table(model: ReleasedModel, result: SinglingOut, guessing: bool) -> Table:
-    binary = _binary_columns(model)
+    binary = set(result.binary_columns)
     title = "Guesses, in the order tried" if guessing else "Predicates, shortest first"
     table = Table(title=f"{title} (first {SHOWN}; --json has all)", title_justify="left")
     for column in ("tree", "node", "predicate", "proven", "matches"):
@@ -246,17 +239,9 @@ def _short(rows: list[int]) -> str:
     return ", ".join(map(str, rows[:5])) + (f", ... ({len(rows)})" if len(rows) > 5 else "")
 
 
-def _report(model: ReleasedModel, result: SinglingOut, exposure: Exposure | None,
+def _report(result: SinglingOut, exposure: Exposure | None,
             tries: dict[str, Any] | None) -> dict[str, Any]:
-    binary = _binary_columns(model)
-    predicates: list[Predicate] = result.predicates
-    out: dict[str, Any] = {
-        "predicates": [p.to_dict(model.label_name, binary) for p in predicates],
-        "n_predicates": len(predicates),
-        "n_proven": result.n_proven,
-        "notes": result.notes,
-        "tries_without_counts": tries,
-    }
+    out: dict[str, Any] = {**result.summary(), "tries_without_counts": tries}
     if exposure is not None:
         out["exposure"] = {"n_rows": exposure.n_rows, "singled_out": exposure.singled_out,
                            "n_singled_out": len(exposure.singled_out),

@@ -29,6 +29,7 @@ from sklearn.ensemble import IsolationForest
 from treeleaks.evaluation.metrics import evaluate, row_errors
 from treeleaks.schema import FeatureSchema
 from treeleaks.schema_columns import feature_scales
+from treeleaks.vocabulary import Status
 
 
 @dataclass
@@ -50,16 +51,17 @@ class LeakTest:
     inlier_perfect_share: float
     outlier_perfect_share: float
     n_outliers: int
+    status: Status = Status.DONE  # the test always runs to the end
 
     @property
     def leak(self) -> bool:
         """Whether the training set is matched significantly better than the population."""
         return self.p_value < self.alpha
 
-    def to_dict(self) -> dict[str, object]:
-        """Plain JSON: floats, ints and a bool, NaN as None."""
+    def summary(self) -> dict[str, object]:
+        """Plain JSON: the status, floats, ints and a bool, NaN as None."""
         record: dict[str, object] = {
-            key: value if key.startswith("n_") else _plain(value)
+            key: value if key.startswith("n_") or key == "status" else _plain(value)
             for key, value in asdict(self).items() if key != "reference_errors"
         }
         record["reference_errors"] = [_plain(value) for value in self.reference_errors]

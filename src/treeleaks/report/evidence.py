@@ -163,11 +163,11 @@ def singling_out(inp: AuditInput, ev: Evidence) -> AttackRun:
         ev.exposure = so.check_against_data(result, model, inp.data, inp.label)
         figures.update(rows_singled_out=len(ev.exposure.singled_out),
                        predicates_matching_one_row=ev.exposure.n_valid)
-    cut = [n for n in result.notes if n.startswith("forest cells not analysed")]
+    cut = [n for n in result.notes if n.startswith(so.CELLS_CUT)]
     why = (f"{cut[0]}: rows a forest's cells single out were not all found (lower bound)"
            if cut else "")
-    return AttackRun("single-out", "Predicate singling out", PARTIAL if cut else COMPLETE,
-                     why, 0.0, figures)
+    return AttackRun("single-out", "Predicate singling out",
+                     PARTIAL if result.status == Status.PARTIAL else COMPLETE, why, 0.0, figures)
 
 
 def rows_singled_out_bound(model: ReleasedModel, result: SinglingOut) -> int:
@@ -247,4 +247,4 @@ def leak_or_distribution(inp: AuditInput, ev: Evidence) -> AttackRun:
     ev.leak_test = leak_test(ev.recon.rows, truth, population, inp.data_schema,
                              label=inp.model.label_name)
     return AttackRun("leak-test", "Leak or distribution?", COMPLETE, "", 0.0,
-                     ev.leak_test.to_dict())
+                     ev.leak_test.summary())

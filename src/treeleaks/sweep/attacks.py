@@ -177,12 +177,13 @@ def run_dp_forest(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any
         rest = data.frame.iloc[order[point["n"]:]].reset_index(drop=True)
         result = leak_test(rec.rows, train, rest,
                            schema, label=data.label, seed=point["seed"])
-        out.update(leak_test=result.to_dict(), leak_p_value=result.p_value)
+        out.update(leak_test=result.summary(), leak_p_value=result.p_value)
     if point["informed"]:
         from treeleaks.attacks.informed import informed_adversary
 
-        out.update(informed_adversary(model, schema, train, data.label, point["informed"],
-                                      time_limit=point["time_limit"] / 4))
+        informed = informed_adversary(model, schema, train, data.label, point["informed"],
+                                      time_limit=point["time_limit"] / 4)
+        out.update({f"informed_{k}": v for k, v in informed.summary().items()})
     return out
 
 
