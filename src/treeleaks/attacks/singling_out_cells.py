@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from treeleaks.attacks.predicates import CELLS_CUT, Condition, Predicate, box_conditions
+from treeleaks.clock import RunClock
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.certainty import lower_bounds
 from treeleaks.counts.solve import solve
@@ -39,7 +40,8 @@ def cell_predicates(model: ReleasedModel, schema: FeatureSchema | None, time_lim
                     ) -> tuple[list[Predicate], str]:
     """Predicates of the cells proven to hold exactly one row of a class that no tree's
     leaf already singles out, and a note when the analysis stopped short."""
-    deadline = time.perf_counter() + time_limit
+    clock = RunClock(time_limit)
+    deadline = clock.deadline
     bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
     try:
         cells = enumerate_cells(model, bound, CellBudget(deadline=deadline))
@@ -48,13 +50,13 @@ def cell_predicates(model: ReleasedModel, schema: FeatureSchema | None, time_lim
         return [], f"{CELLS_CUT}: {stop.reason} ({stop.n_cells:,} cells)"
     except InconsistentCountsError as exc:
         return [], f"{CELLS_CUT}: {exc}"
-    solution = solve(system, time_limit=max(deadline - time.perf_counter(), 0.1))
+    solution = solve(system, time_limit=max(clock.left(), 0.1))
     if solution.counts is None:
         return [], f"{CELLS_CUT}: no dataset found within the time limit"
     candidates = np.flatnonzero((solution.counts == 1) & ~_tree_singles(model, cells, system))
     if candidates.size == 0:
         return [], ""
-    lower = lower_bounds(system, solution.counts, max(deadline - time.perf_counter(), 0.1))
+    lower = lower_bounds(system, solution.counts, max(clock.left(), 0.1))
     candidates = candidates[lower.lower[candidates] >= 1]
     part = system.open_part()
     proven = [v for v in candidates if _at_most_one(system, part, v, deadline)]
@@ -63,7 +65,7 @@ def cell_predicates(model: ReleasedModel, schema: FeatureSchema | None, time_lim
         k, c = int(system.cell[v]), int(system.cls[v])
         out.append(Predicate(None, k, _cell_conditions(model, bound, cells, k),
                              model.classes[c], True, PROVEN_CELL))
-    note = "" if lower.complete and time.perf_counter() <= deadline else (
+    note = "" if lower.complete and clock.left() > 0 else (
         "forest cells: the time limit cut the analysis short; more cells may single rows out")
     return out, note
 

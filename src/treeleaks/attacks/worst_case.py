@@ -31,6 +31,7 @@ from treeleaks.attacks.bootstrap import (
     placements,
     relaxation,
 )
+from treeleaks.clock import RunClock
 from treeleaks.counts.materialize import cell_values
 from treeleaks.counts.verify import verify
 from treeleaks.errors import TreeleaksError, UnsupportedModelError
@@ -89,8 +90,8 @@ def worst_case(
     ``truth`` (features and label, in the order the forest was fitted on); see the module
     doc. Cut by ``time_limit``, the bounds stay sound but looser (status FEASIBLE)."""
     model.require_classifier("the worst-case analysis")
-    start = time.perf_counter()
-    deadline = start + time_limit
+    clock = RunClock(time_limit)
+    deadline = clock.deadline
     if not has_multiplicities(model):
         raise UnsupportedModelError(
             "the worst case sets each reconstructed row against the training row at the same "
@@ -100,15 +101,15 @@ def worst_case(
     bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
     _check_truth(model, truth)
     try:
-        problem = placements(model, bound, start + (1 - FARTHEST_SHARE) / 2 * time_limit)
+        problem = placements(model, bound, clock.start + (1 - FARTHEST_SHARE) / 2 * time_limit)
     except PlacementError as stop:
         empty = np.zeros(0)
         return WorstCase(empty, empty.astype(bool), float("nan"), float("nan"), stop.status,
-                         time.perf_counter() - start, str(stop))
+                         clock.elapsed(), str(stop))
     n_rows = len(truth)
     charge = _charges(problem, bound, truth, model)
     chosen, farthest = _farthest(problem, charge,
-                                 start + (1 + FARTHEST_SHARE) / 2 * time_limit)
+                                 clock.start + (1 + FARTHEST_SHARE) / 2 * time_limit)
     total_bound = _lp_bound(problem, charge, deadline)
     found = np.zeros(n_rows)
     if chosen is not None:
@@ -124,7 +125,7 @@ def worst_case(
     # the bound below a dataset that was found
     mean_bound = max(total_bound / n_rows, 0.0, 0.0 if chosen is None else mean_found) + 0.0
     return WorstCase(row_bound, settled, mean_found, mean_bound, status,
-                     time.perf_counter() - start, message)
+                     clock.elapsed(), message)
 
 
 def _check_truth(model: ReleasedModel, truth: pd.DataFrame) -> None:
