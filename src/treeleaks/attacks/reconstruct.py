@@ -140,8 +140,8 @@ def _draws_unknown(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
     reason = ("the draws were set aside (ignore_draws)" if set_aside
               else "this forest does not expose its draws (its random states were not kept)")
     return reconstruct_unknown_draws(model, bound, time_limit=run.time_limit,
-                                              cell_budget=run.cell_budget,
-                                              progress=run.progress, reason=reason)
+                                     cell_budget=run.cell_budget, progress=run.progress,
+                                     reason=reason)
 
 
 def _draws_known(model: ReleasedModel, bound: FeatureSchema,
@@ -156,7 +156,7 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema,
     # the covering problem needs N draws per tree (no max_samples)
     covering = model.facts.get("max_samples") is None
     return reconstruct_known_draws(model, bound, **run.keywords(),
-                                            fallback=without_draws if covering else None)
+                                   fallback=without_draws if covering else None)
 
 
 def _with_knowledge(model: ReleasedModel, bound: FeatureSchema, knowledge: Knowledge,
@@ -168,6 +168,6 @@ def _with_knowledge(model: ReleasedModel, bound: FeatureSchema, knowledge: Knowl
     if model.bootstrap:
         return bootstrap_with_knowledge(model, bound, knowledge, lambda inner, boxes, rows: (
             reconstruct_known_draws(inner, bound, row_boxes=boxes, known_rows=rows,
-                                             **run.keywords())))
+                                    **run.keywords())))
     return exact_with_knowledge(model, bound, knowledge, lambda inner: reconstruct_exact(
         inner, bound, run, solver=solver, strategy=strategy))
