@@ -48,7 +48,7 @@ SMOKE = {"datasets": ("compas",), "sizes": (100,), "depths": (None,), "seeds": 1
 
 # Published DRAFT (Ferry et al., ICML'24) mean error with bagging, T=100, N=100, 5 seeds, and
 # its run time in s (5 h on 16 threads): /work/shared/anchors.md, "DRAFT (ICML'24)". DRAFT
-# treats the multiplicities as unknown; these runs read them from the model.
+# treats the draws as unknown; these runs read them from the model.
 DRAFT_BAGGING_T100: dict[str, dict[int | None, tuple[float | None, float | None]]] = {
     "compas": {None: (0.047, 6721), 10: (0.042, 8150), 5: (0.063, 3713)},
     "adult": {None: (0.083, 12814), 10: (0.084, 12822), 5: (0.116, 10905)},
@@ -144,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     grid = Grid("forest", {
         "dataset": list(datasets), "n": list(sizes), "depth": list(depths),
         "seed": list(range(seeds)), "trees": [N_TREES], "bootstrap": [True],
-        "ignore_multiplicities": [args.unknown], "worst_case": [args.worst_case],
+        "ignore_draws": [args.unknown], "worst_case": [args.worst_case],
         "time_limit": [time_limit], "threads": [args.threads]},
         point_time_limit=(2 if args.worst_case else 1) * time_limit + 120,
         data_dir=args.data_dir.resolve())

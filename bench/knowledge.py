@@ -4,7 +4,7 @@ For every (dataset, forest, k, seed): sample N training rows, fit a 100-tree for
 the attack k of the columns (chosen at random per seed, linked row by row, without the
 label) and reconstruct the rest. The error is measured on the columns *not* given, after
 matching the rows on all columns, against the random baseline on those columns. Forests:
-``exact`` (bootstrap=False) and ``bootstrap`` (scikit-learn's default, multiplicities read
+``exact`` (bootstrap=False) and ``bootstrap`` (scikit-learn's default, draws read
 from the model), at depths where the model alone leaves rows ambiguous.
 
     python bench/knowledge.py --smoke       # CI check, < 1 min

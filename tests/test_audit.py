@@ -122,7 +122,7 @@ def test_bootstrap_forest_exposes_its_draws_and_stripping_them_is_measured() -> 
     defence = next(d for d in audit.defences if "random states" in d.name)
     assert defence.figures["exact_rows_with_states"] == audit.verdict[
         "rows_reconstructed_exactly"]
-    unknown = reconstruct(model, ignore_multiplicities=True)
+    unknown = reconstruct(model, ignore_draws=True)
     assert strip.figures["n_rows"] == unknown.n_rows
 
 

@@ -1,4 +1,4 @@
-"""Bootstrap forests with known multiplicities (rows in training order) and unknown ones
+"""Bootstrap forests with known draws (rows in training order) and unknown ones
 (draws inferred): every weighted and distinct-row count reproduced, clear refusals."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def weighted_and_distinct_counts(model: ReleasedModel, rows: pd.DataFrame):
     for tree in model.trees:
         weighted = np.zeros_like(tree.counts)
         distinct = np.zeros(tree.n_leaves, dtype=np.int64)
-        for x, label, drawn in zip(X, labels, tree.multiplicities):
+        for x, label, drawn in zip(X, labels, tree.draws):
             leaf = tree.apply(x[None, :])[0]
             weighted[leaf, model.classes.index(label)] += drawn
             distinct[leaf] += drawn > 0
@@ -85,12 +85,12 @@ def test_a_smaller_bootstrap_sample_is_handled():
     X, y = binary_frame(50, 6, seed=3)
     forest = RandomForestClassifier(n_estimators=10, max_samples=0.6, random_state=1).fit(X, y)
     model = from_sklearn(forest)
-    assert all(tree.multiplicities.sum() == 30 for tree in model.trees)
+    assert all(tree.draws.sum() == 30 for tree in model.trees)
     result = reconstruct(model, FeatureSchema.from_frame(X), time_limit=20)
     assert result.verified and result.n_rows == 50
 
 
-def test_multiplicities_that_contradict_the_counts_are_infeasible():
+def test_draws_that_contradict_the_counts_are_infeasible():
     X, y = binary_frame(40, 5, seed=4)
     data = from_sklearn(RandomForestClassifier(n_estimators=5, random_state=0).fit(X, y)).to_dict()
     draws = data["trees"][2]["multiplicities"]
@@ -128,8 +128,8 @@ def test_draws_not_met_in_time_fall_back_to_inferred_draws_and_say_so(monkeypatc
     assert "released draws" in result.message and "inferred draws" in result.message
     assert result.verified and result.n_rows == 40
     # the rows reproduce every count with the draws the result carries, not the model's
-    inferred = replace(model, trees=[replace(tree, multiplicities=b) for tree, b in
-                                     zip(model.trees, result.multiplicities)])
+    inferred = replace(model, trees=[replace(tree, draws=b) for tree, b in
+                                     zip(model.trees, result.draws)])
     for tree, weighted, distinct in weighted_and_distinct_counts(inferred, result.rows):
         np.testing.assert_array_equal(weighted, tree.counts)
         np.testing.assert_array_equal(distinct, tree.n_samples)
@@ -202,12 +202,12 @@ def test_inferred_draws_reproduce_every_weighted_and_distinct_count(n_rows, n_fe
     forest = RandomForestClassifier(n_estimators=n_trees, max_depth=depth,
                                     random_state=seed).fit(X, y)
     model = from_sklearn(forest, label_name="label")
-    result = reconstruct(model, time_limit=30, ignore_multiplicities=True)
+    result = reconstruct(model, time_limit=30, ignore_draws=True)
     assert result.formulation == "bootstrap-unknown"
     assert result.status in ("OPTIMAL", "FEASIBLE"), result.message
-    assert len(result.rows) == n_rows and len(result.multiplicities) == n_trees
-    drawn = replace(model, trees=[replace(tree, multiplicities=b) for tree, b in
-                                  zip(model.trees, result.multiplicities)])
+    assert len(result.rows) == n_rows and len(result.draws) == n_trees
+    drawn = replace(model, trees=[replace(tree, draws=b) for tree, b in
+                                  zip(model.trees, result.draws)])
     for tree, weighted, distinct in weighted_and_distinct_counts(drawn, result.rows):
         np.testing.assert_array_equal(weighted, tree.counts)
         np.testing.assert_array_equal(distinct, tree.n_samples)
@@ -230,4 +230,4 @@ def test_a_forest_with_a_smaller_bootstrap_size_is_refused_without_its_draws():
     X, y = binary_frame(30, 4, seed=2)
     forest = RandomForestClassifier(n_estimators=3, max_samples=0.5, random_state=0).fit(X, y)
     with pytest.raises(UnsupportedModelError, match=r"max_samples=0\.5"):
-        reconstruct(from_sklearn(forest), ignore_multiplicities=True)
+        reconstruct(from_sklearn(forest), ignore_draws=True)

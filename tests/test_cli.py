@@ -503,7 +503,7 @@ def test_reconstruct_writes_the_draws_of_a_bootstrap_forest(
 ) -> None:
     out, draws = tmp_path / "rows.csv", tmp_path / "draws.csv"
     args = ["reconstruct", str(files["bagged"]), "--out", str(out), "--draws", str(draws)]
-    result = runner.invoke(app, args + (["--ignore-multiplicities"] if ignore else []))
+    result = runner.invoke(app, args + (["--ignore-draws"] if ignore else []))
     assert result.exit_code == 0, result.output
     model, rows, drawn = load_model(files["bagged"]), pd.read_csv(out), pd.read_csv(draws)
     assert list(drawn.columns) == ["row"] + [f"tree_{t}" for t in range(model.n_trees)]
@@ -515,7 +515,18 @@ def test_reconstruct_writes_the_draws_of_a_bootstrap_forest(
         np.add.at(weighted, (leaves[:, t], labels), drawn[f"tree_{t}"].to_numpy())
         np.testing.assert_array_equal(weighted, tree.counts)
         if not ignore:  # training order: the model's own draws
-            np.testing.assert_array_equal(drawn[f"tree_{t}"], tree.multiplicities)
+            np.testing.assert_array_equal(drawn[f"tree_{t}"], tree.draws)
+
+
+@pytest.mark.parametrize("flag", ["--ignore-draws", "--ignore-multiplicities"])
+def test_ignore_draws_keeps_its_former_name(
+    files: dict[str, Path], tmp_path: Path, flag: str
+) -> None:
+    summary = tmp_path / "summary.json"
+    result = runner.invoke(app, ["reconstruct", str(files["bagged"]), flag, "--json",
+                                 str(summary)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(summary.read_text())["formulation"] == "bootstrap-unknown"
 
 
 def test_draws_of_a_forest_without_bootstrap_are_a_one_line_error(

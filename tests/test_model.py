@@ -38,15 +38,15 @@ def test_counts_and_routing_match_sklearn(estimator):
             np.testing.assert_array_equal(tree.counts, produced)
 
 
-def test_bootstrap_multiplicities_are_recorded():
+def test_bootstrap_draws_are_recorded():
     X, y = binary_frame(50, 4, seed=2)
     forest = RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y)
     model = from_sklearn(forest)
     assert model.bootstrap and model.n_rows is None
     for tree, member, samples in zip(model.trees, forest.estimators_, forest.estimators_samples_):
-        assert tree.multiplicities.sum() == len(samples) == 50
+        assert tree.draws.sum() == len(samples) == 50
         assert tree.counts.sum() == member.tree_.weighted_n_node_samples[0]
-        assert tree.n_samples.sum() == np.count_nonzero(tree.multiplicities)
+        assert tree.n_samples.sum() == np.count_nonzero(tree.draws)
 
 
 def test_json_round_trip_keeps_everything(tmp_path):
@@ -60,7 +60,7 @@ def test_json_round_trip_keeps_everything(tmp_path):
     assert again.feature_names == list(X.columns) and again.bootstrap
     for a, b in zip(model.trees, again.trees):
         np.testing.assert_array_equal(a.counts, b.counts)
-        np.testing.assert_array_equal(a.multiplicities, b.multiplicities)
+        np.testing.assert_array_equal(a.draws, b.draws)
         np.testing.assert_array_equal(a.apply(X.to_numpy(float)), b.apply(X.to_numpy(float)))
 
 
@@ -136,8 +136,8 @@ def test_integer_weights_are_never_reconstructed_as_extra_rows(bootstrap, how):
         assert "sample_weight or class_weight" in str(exc)
         return
     for tree, member in zip(model.trees, forest.estimators_):
-        assert tree.counts.sum() == tree.multiplicities.sum()
-        assert np.count_nonzero(tree.multiplicities) == member.tree_.n_node_samples[0]
+        assert tree.counts.sum() == tree.draws.sum()
+        assert np.count_nonzero(tree.draws) == member.tree_.n_node_samples[0]
 
 
 @pytest.mark.parametrize("bootstrap", [False, True])

@@ -3,6 +3,7 @@ same results as run directly, failures recorded, interrupted sweeps resumed."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -183,6 +184,24 @@ def test_point_keys_ignore_axes_left_at_their_default() -> None:
     assert keys == [point_key("forest", p) for p in explicit.points()]
     assert len(set(keys)) == 2
     assert not set(keys) & {point_key("forest", p) for p in other.points()}
+
+
+def test_the_former_axis_name_ignore_multiplicities_is_read_as_ignore_draws(
+    tmp_path: Path,
+) -> None:
+    axes = {"dataset": "x", "bootstrap": True}
+    old = grid_from_dict({"attack": "forest", "axes": {**axes, "ignore_multiplicities": [True]}})
+    new = grid_from_dict({"attack": "forest", "axes": {**axes, "ignore_draws": [True]}})
+    assert old.axes == new.axes and old.points() == new.points()
+    # points recorded before the renaming keep their keys, and read back under the new name
+    before = json.dumps({"attack": "forest", **axes, "ignore_multiplicities": True},
+                        sort_keys=True)
+    assert point_key("forest", new.points()[0]) == hashlib.sha1(before.encode()).hexdigest()[:16]
+    (tmp_path / RECORDS).write_text(json.dumps({"key": "k", "ignore_multiplicities": True}) + "\n")
+    assert read_records(tmp_path) == [{"key": "k", "ignore_draws": True}]
+    with pytest.raises(GridError, match="given twice"):
+        grid_from_dict({"attack": "forest", "axes": {
+            **axes, "ignore_draws": True, "ignore_multiplicities": True}})
 
 
 def test_points_run_in_the_worker_when_the_grid_does_not_isolate_them(tmp_path: Path) -> None:

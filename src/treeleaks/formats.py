@@ -119,6 +119,8 @@ class TreeRecord(_Strict):
     leaf_of_node: list[NodeIndex]
     counts: Annotated[list[list[Count]], AfterValidator(_rectangular)]
     n_samples: list[Natural] | None = None
+    # ``Tree.draws``: how often each training row was drawn for this tree. The field keeps
+    # its first name so saved files load and older versions read new ones.
     multiplicities: list[Natural] | None = None
     values: list[Finite] | None = None
 

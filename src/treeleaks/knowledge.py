@@ -131,7 +131,7 @@ class Knowledge:
                 holds = occupied[:, cls] if cls is not None else occupied.any(axis=1)[:, None]
                 fits = (inside & holds).any(axis=0)
                 if model.bootstrap:  # linked, in training order: only trees that drew it
-                    drawn = tree.multiplicities
+                    drawn = tree.draws
                     fits |= (drawn == 0) if drawn is not None else True
                 if not fits.all():
                     k = int(np.flatnonzero(~fits)[0])

@@ -39,11 +39,13 @@ class NoiseMechanism:
 class Tree:
     """One tree: nodes (``feature == -1`` marks a leaf) and integer per-class leaf counts.
 
-    ``counts[leaf, class]`` is the multiplicity-weighted number of training rows of that
-    class in the leaf (what the model's class frequencies are computed from).
+    ``counts[leaf, class]`` is the number of training rows of that class in the leaf, each
+    counted as often as it was drawn (what the model's class frequencies are computed from).
     ``n_samples[leaf]`` is the number of *distinct* training rows, when the framework stores
-    it; ``multiplicities[row]`` is how often each training row was drawn for this tree, when
-    the release exposes it (scikit-learn bootstrap forests do, through their random state).
+    it; ``draws[row]`` is how often each training row was drawn for this tree, when the
+    release exposes it (scikit-learn bootstrap forests do, through their random state). The
+    model file keeps the field name ``"multiplicities"`` for them, so files saved earlier
+    still load and files written now still load in older versions.
     A ``pooled`` tree holds every class's rows in the first column of ``counts`` (the rest
     are 0): side knowledge that says nothing of the label (`treeleaks.knowledge`).
     A regression tree has one column of ``counts`` (the rows in each leaf) and ``values``,
@@ -57,7 +59,7 @@ class Tree:
     leaf_of_node: np.ndarray
     counts: np.ndarray
     n_samples: np.ndarray | None = None
-    multiplicities: np.ndarray | None = None
+    draws: np.ndarray | None = None
     pooled: bool = False
     values: np.ndarray | None = None
 
@@ -138,8 +140,8 @@ class Tree:
         }
         if self.n_samples is not None:
             out["n_samples"] = self.n_samples.tolist()
-        if self.multiplicities is not None:
-            out["multiplicities"] = self.multiplicities.tolist()
+        if self.draws is not None:
+            out["multiplicities"] = self.draws.tolist()  # the file's name for the draws
         if self.values is not None:
             out["values"] = self.values.tolist()
         return out
@@ -157,7 +159,7 @@ class Tree:
             leaf_of_node=np.asarray(record.leaf_of_node, dtype=np.int64),
             counts=np.asarray(record.counts, dtype=np.float64).astype(np.int64),
             n_samples=_optional_int_array(record.n_samples),
-            multiplicities=_optional_int_array(record.multiplicities),
+            draws=_optional_int_array(record.multiplicities),
             values=None if record.values is None else np.asarray(record.values, dtype=np.float64),
         )
 
@@ -419,7 +421,7 @@ class ReleasedModel:
             "so it was trained with sample_weight or class_weight (or its counts were "
             "altered); treeleaks reconstructs unweighted training only: refit without weights"
         )
-        draws = None
+        n_draws = None  # entries in tree 0's draws: one per training row
         for index, tree in enumerate(self.trees):
             if (tree.counts < 0).any():
                 raise ModelFormatError(
@@ -434,25 +436,25 @@ class ReleasedModel:
                         f"{rows[leaf[0]]} but it holds {tree.n_samples[leaf[0]]} training "
                         f"rows, {weighted}"
                     )
-            if self.bootstrap and tree.multiplicities is not None:
-                if draws is None:
-                    draws = len(tree.multiplicities)
-                if len(tree.multiplicities) != draws:
+            if self.bootstrap and tree.draws is not None:
+                if n_draws is None:
+                    n_draws = len(tree.draws)
+                if len(tree.draws) != n_draws:
                     raise ModelFormatError(
-                        f"tree {index} has {len(tree.multiplicities)} multiplicities, tree 0 "
-                        f"has {draws}: each tree needs one per training row"
+                        f"tree {index} has {len(tree.draws)} draws, tree 0 "
+                        f"has {n_draws}: each tree needs one per training row"
                     )
-                distinct = np.count_nonzero(tree.multiplicities)
+                distinct = np.count_nonzero(tree.draws)
                 if tree.n_samples is not None and tree.n_samples.sum() != distinct:
                     raise ModelFormatError(
                         f"tree {index}: the recorded draws do not match the tree (it saw "
                         f"{tree.n_samples.sum()} distinct rows, the draws name {distinct}); "
                         "the bootstrap cannot be reproduced from this file"
                     )
-                if rows.sum() != tree.multiplicities.sum():
+                if rows.sum() != tree.draws.sum():
                     raise UnsupportedModelError(
                         f"tree {index}: its class counts add up to {rows.sum()} but it drew "
-                        f"{tree.multiplicities.sum()} rows, {weighted}"
+                        f"{tree.draws.sum()} rows, {weighted}"
                     )
 
 

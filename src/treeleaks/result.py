@@ -45,9 +45,9 @@ class Reconstruction:
     common refinement listed) or ``generate`` (cells generated on demand by pricing when
     the refinement is too large to list); ``proof`` says how the proofs were obtained.
     ``formulation`` names the model solved: ``exact`` (every tree saw every row once) or
-    ``bootstrap-known`` (rows drawn with replacement, multiplicities read from the model)
-    or ``bootstrap-unknown`` (multiplicities inferred).
-    ``multiplicities`` (``bootstrap-unknown``): per tree, the draws inferred for each row,
+    ``bootstrap-known`` (rows drawn with replacement, draws read from the model)
+    or ``bootstrap-unknown`` (draws inferred).
+    ``draws`` (``bootstrap-unknown``): per tree, the draws inferred for each row,
     with which the rows reproduce every count. ``knowledge`` says what side knowledge the
     reconstruction used (empty: none); proofs and the result then hold given it.
     """
@@ -72,7 +72,7 @@ class Reconstruction:
     width: pd.DataFrame | None = None
     formulation: str = Formulation.EXACT
     knowledge: str = ""
-    multiplicities: list[np.ndarray] | None = None
+    draws: list[np.ndarray] | None = None
     log_likelihood: float | None = None
     log_likelihood_bound: float | None = None
     first_solution_s: float | None = None

@@ -4,8 +4,10 @@ ended, how the cells were found, and which model of the training was solved. The
 JSON and CSV outputs carry the string.
 
 How often a tree drew a row is called its *draws* everywhere users read it; the model
-file keeps the field name ``multiplicities``, and the command line accepts
-``--ignore-multiplicities`` beside ``--ignore-draws``.
+file keeps the field name ``multiplicities`` and the audit report its key
+``multiplicities_exposed`` (published formats), the command line accepts
+``--ignore-multiplicities`` beside ``--ignore-draws``, and sweep grids the axis
+``ignore_multiplicities`` beside ``ignore_draws``.
 """
 
 from __future__ import annotations

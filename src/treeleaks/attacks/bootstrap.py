@@ -1,8 +1,8 @@
-"""Reconstruct a bootstrap forest whose multiplicities are known.
+"""Reconstruct a bootstrap forest whose draws are known.
 
 scikit-learn draws each tree's rows with replacement and keeps the random state, so how
 often tree t drew training row k (``b[t, k]``) can be recomputed from the released object
-(`Tree.multiplicities`). Leaf counts then count rows with multiplicity: rows are no longer
+(`Tree.draws`). Leaf counts then count each row as often as it was drawn: rows are no longer
 interchangeable, and a row is constrained only by the trees that drew it.
 
 The formulation stays over cells of the trees' common refinement, with (row, class) pairs
@@ -70,13 +70,17 @@ PROBE_SHARE = 0.5
 PROOF = ("a row's only placement, a placement the counts force (bound propagation, or the "
          "only set of rows meeting its cell's own counts), or LP infeasibility without it "
          "(draws read from the model)")
+# Why a placement is impossible. The draws are named by their field in the model file too,
+# where a user would look for what was altered.
+NOT_MET = "no dataset reproduces the released counts with these draws"
+ALTERED = 'the model or its draws (its "multiplicities") were altered'
 
 
 class RowOccupancy:
     """Occupants are (training row, class) pairs, numbered ``row * n_classes + class``."""
 
     def __init__(self, model: ReleasedModel, row_boxes: RowBoxes | None = None) -> None:
-        self.n_rows = len(model.trees[0].multiplicities)
+        self.n_rows = len(model.trees[0].draws)
         self.n_classes = model.n_classes
         self.n = self.n_rows * self.n_classes
         self.row_boxes = row_boxes
@@ -85,7 +89,7 @@ class RowOccupancy:
         """Row k of class c fits leaf v when the leaf holds at least its ``b`` draws of c,
         and, where the leaf's distinct rows are known, the rest of its weight can be the
         leaf's other distinct rows (one draw each at least; none when it has one row)."""
-        drawn = tree.multiplicities[None, :, None]
+        drawn = tree.draws[None, :, None]
         columns = tree.count_column(np.arange(self.n_classes))
         weight = tree.counts[:, None, columns]  # (leaves, 1, classes) against (1, rows, 1)
         fits = weight >= drawn
@@ -113,12 +117,12 @@ class RowOccupancy:
         return meets[:, :, None] & of_class[None, :, :]
 
 
-def has_multiplicities(model: ReleasedModel) -> bool:
+def has_draws(model: ReleasedModel) -> bool:
     """Whether every tree of a bootstrap forest says how often it drew each row."""
-    return model.bootstrap and all(tree.multiplicities is not None for tree in model.trees)
+    return model.bootstrap and all(tree.draws is not None for tree in model.trees)
 
 
-def reconstruct_known_multiplicities(
+def reconstruct_known_draws(
     model: ReleasedModel,
     schema: FeatureSchema,
     *,
@@ -136,7 +140,7 @@ def reconstruct_known_multiplicities(
 
     ``schema`` is bound to the model; ``cell_budget`` bounds the enumeration by its memory
     and time (at least `MAX_CELLS` cells are allowed). Status OPTIMAL when rows
-    reproducing every count were found, INFEASIBLE when none exist (the multiplicities or
+    reproducing every count were found, INFEASIBLE when none exist (the draws or
     counts were altered), UNKNOWN when the time limit or the cell budget ran out first.
     As in the exact engine, the search keeps ``min(certainty_time_limit, 15% of
     time_limit)`` for the proofs (`_proofs`), which then use at most ``certainty_time_limit``.
@@ -148,10 +152,10 @@ def reconstruct_known_multiplicities(
     `FALLBACK_SHARE` of the search time when the placement solvers have found nothing, and
     its rows come back with status FEASIBLE and a message saying the draws were not met.
     """
-    if not has_multiplicities(model):
+    if not has_draws(model):
         raise UnsupportedModelError(
             "this bootstrap forest does not say how often each tree drew each row (its random "
-            "states were not kept); reconstruction with unknown multiplicities is not "
+            "states were not kept); reconstruction with unknown draws is not "
             "supported yet: export the fitted scikit-learn forest itself with skops, which "
             "keeps them"
         )
@@ -171,9 +175,8 @@ def reconstruct_known_multiplicities(
     bounds = propagate_placements(A, lo, hi)
     if isinstance(bounds, int):
         return _nothing(model, Status.INFEASIBLE, clock, len(cells), (
-            "no dataset reproduces the released counts with these multiplicities: "
-            f"{_equation(model, bounds)} cannot be met by the rows the other counts allow "
-            "there (the model or its multiplicities were altered)"))
+            f"{NOT_MET}: {_equation(model, bounds)} cannot be met by the rows the other "
+            f"counts allow there ({ALTERED})"))
     solve_deadline = search_deadline
     if fallback is not None:
         solve_deadline -= FALLBACK_SHARE * clock.left(search_deadline)
@@ -183,9 +186,8 @@ def reconstruct_known_multiplicities(
                               probe_deadline)
     if isinstance(bounds, int):
         return _nothing(model, Status.INFEASIBLE, clock, len(cells), (
-            "no dataset reproduces the released counts with these multiplicities: no set of "
-            f"rows meets {_equation(model, bounds)} together with the other counts of its "
-            "cell (the model or its multiplicities were altered)"))
+            f"{NOT_MET}: no set of rows meets {_equation(model, bounds)} together with the "
+            f"other counts of its cell ({ALTERED})"))
     clock.lap("probe")
     chosen, status, solver = _solve(A, lo, hi, bounds, solve_deadline, threads, seed)
     clock.lap("solve")
@@ -195,8 +197,7 @@ def reconstruct_known_multiplicities(
                "to search longer)")
         return _fell_back(fallback(clock.left(), why), clock, why)
     if chosen is None:
-        message = ("no dataset reproduces the released counts with these multiplicities: the "
-                   "model or its multiplicities were altered" if status == Status.INFEASIBLE else
+        message = (f"{NOT_MET}: {ALTERED}" if status == Status.INFEASIBLE else
                    f"no reconstruction found within the time limit of {time_limit:g} s; "
                    "raise the time limit")
         return _nothing(model, status, clock, len(cells), message)
@@ -287,9 +288,8 @@ def placements(
     homeless = np.setdiff1d(np.arange(occupancy.n_rows), row)
     if homeless.size:
         raise PlacementError(Status.INFEASIBLE, (
-            f"no dataset reproduces the released counts with these multiplicities: training "
-            f"row {homeless[0]} fits no cell of the trees that drew it (the model or its "
-            "multiplicities were altered)"), len(cells))
+            f"{NOT_MET}: training row {homeless[0]} fits no cell of the trees that drew it "
+            f"({ALTERED})"), len(cells))
     A, b = _placement_system(model, cells, cell, row, cls)
     lo, hi, known_cell = b, b, None
     if known_rows is not None:
@@ -429,7 +429,7 @@ def _proofs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
 
 def _equation(model: ReleasedModel, index: int) -> str:
     """What equation ``index`` of `_placement_system` (then the known rows') counts."""
-    n_rows, n_classes = len(model.trees[0].multiplicities), model.n_classes
+    n_rows, n_classes = len(model.trees[0].draws), model.n_classes
     if index < n_rows:
         return f"placing training row {index}"
     index -= n_rows
@@ -469,13 +469,13 @@ def _placement_system(
 ) -> tuple[sp.csr_matrix, np.ndarray]:
     """``A y = b`` over the placements: one per row, then per tree the weighted
     (leaf, class) counts and the leaves' distinct-row counts."""
-    n_rows, n_classes = len(model.trees[0].multiplicities), model.n_classes
+    n_rows, n_classes = len(model.trees[0].draws), model.n_classes
     n_vars = cell.size
     blocks, targets = [sp.csr_matrix((np.ones(n_vars), (row, np.arange(n_vars))),
                                      shape=(n_rows, n_vars))], [np.ones(n_rows)]
     for t, tree in enumerate(model.trees):
         leaf = cells.leaf[cell, t].astype(np.int64)
-        drawn = tree.multiplicities[row]
+        drawn = tree.draws[row]
         inbag = np.flatnonzero(drawn > 0)
         blocks.append(sp.csr_matrix(
             (drawn[inbag], (leaf[inbag] * n_classes + tree.count_column(cls[inbag]), inbag)),

@@ -70,7 +70,7 @@ def bootstrap_size(model: ReleasedModel) -> int:
             f"this forest drew max_samples={limit} rows per tree, so the number of training "
             "rows is not its draws; reconstruction with unknown draws needs the default "
             "bootstrap size: export the fitted forest with skops (it keeps the draws) and "
-            "drop --ignore-multiplicities")
+            "drop --ignore-draws")
     return int(model.trees[0].counts.sum())
 
 
@@ -82,7 +82,7 @@ def min_drawn_trees(n_trees: int, n_rows: int) -> int:
     return int(binom.ppf(TAIL / n_rows, n_trees, p_drawn))
 
 
-def reconstruct_unknown_multiplicities(
+def reconstruct_unknown_draws(
     model: ReleasedModel,
     schema: FeatureSchema,
     *,
@@ -130,7 +130,7 @@ def reconstruct_unknown_multiplicities(
     lower = np.minimum(_forced(model, cells, cell, cls), counts)
     frames = rows_from_counts(model, schema, cells, cell, cls, counts, lower, with_width=True)
     draws = infer_draws(model, frames["rows"])
-    drawn = replace(model, trees=[replace(tree, multiplicities=b)
+    drawn = replace(model, trees=[replace(tree, draws=b)
                                   for tree, b in zip(model.trees, draws)])
     certificate = verify(drawn, frames["rows"])
     message = (f"{reason}: rows inferred with draws that reproduce every count (in no "
@@ -142,7 +142,7 @@ def reconstruct_unknown_multiplicities(
     return Reconstruction(**frames, status=status, certificate=certificate,
                           time_s=clock.elapsed(), message=message, solver="highs",
                           n_cells=len(cells), certainty_complete=False, timings=clock.timings,
-                          proof=PROOF, formulation=FORMULATION, multiplicities=draws)
+                          proof=PROOF, formulation=FORMULATION, draws=draws)
 
 
 def _forced(model: ReleasedModel, cells: Cells, cell: np.ndarray, cls: np.ndarray,

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from treeleaks.attacks.bootstrap import has_multiplicities, reconstruct_known_multiplicities
-from treeleaks.attacks.bootstrap_unknown import reconstruct_unknown_multiplicities
+from treeleaks.attacks.bootstrap import has_draws, reconstruct_known_draws
+from treeleaks.attacks.bootstrap_unknown import reconstruct_unknown_draws
 from treeleaks.attacks.exact import STRATEGIES, reconstruct_exact
 from treeleaks.attacks.options import RunOptions
 from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
@@ -64,7 +64,7 @@ def reconstruct(
     max_rows: int = DEFAULT_MAX_ROWS,
     progress: ProgressCallback | None = None,
     knowledge: Knowledge | None = None,
-    ignore_multiplicities: bool = False,
+    ignore_draws: bool = False,
     n_rows: int | None = None,
     n_unknown: bool = False,
     shrinkage: float | None = None,
@@ -81,7 +81,7 @@ def reconstruct(
     listing cells everywhere. Counts implying more than ``max_rows`` rows are refused
     (`BudgetError`). ``progress`` receives `treeleaks.progress.Progress` events.
     ``knowledge`` (known columns, known rows) is respected exactly by the rows returned,
-    and the proofs hold given it. ``ignore_multiplicities`` sets a bootstrap forest's
+    and the proofs hold given it. ``ignore_draws`` sets a bootstrap forest's
     draws aside. ``n_rows``, ``n_unknown`` and ``shrinkage`` are for DP forests
     (`NoisyCountOptions`); its schema defaults to the public domains its file records.
     """
@@ -98,11 +98,11 @@ def reconstruct(
     _refuse_too_many_rows(model, max_rows)
     bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
     knows = knowledge is not None and not knowledge.empty
-    if model.bootstrap and (ignore_multiplicities or not has_multiplicities(model)):
+    if model.bootstrap and (ignore_draws or not has_draws(model)):
         if knows:
             raise KnowledgeError("side knowledge is not supported yet for a bootstrap forest "
                                  "whose draws are unknown")
-        return _draws_unknown(model, bound, run, ignore_multiplicities)
+        return _draws_unknown(model, bound, run, ignore_draws)
     if knows:
         return _with_knowledge(model, bound, knowledge, run, solver, strategy)
     if model.bootstrap:
@@ -111,7 +111,7 @@ def reconstruct(
 
 
 def _refuse_too_many_rows(model: ReleasedModel, max_rows: int) -> None:
-    n_rows = len(model.trees[0].multiplicities) if has_multiplicities(model) else model.n_rows
+    n_rows = len(model.trees[0].draws) if has_draws(model) else model.n_rows
     if n_rows is not None and n_rows > max_rows:
         raise BudgetError(
             f"the counts imply {n_rows:,} training rows, more than the limit of "
@@ -137,11 +137,11 @@ def _noisy_counts(model: ReleasedModel, schema: FeatureSchema | None,
 def _draws_unknown(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
                    set_aside: bool) -> Reconstruction:
     """A bootstrap forest without its draws (or with them set aside): draws inferred."""
-    reason = ("the draws were set aside (ignore_multiplicities)" if set_aside
+    reason = ("the draws were set aside (ignore_draws)" if set_aside
               else "this forest does not expose its draws (its random states were not kept)")
-    return reconstruct_unknown_multiplicities(model, bound, time_limit=run.time_limit,
-                                              cell_budget=run.cell_budget,
-                                              progress=run.progress, reason=reason)
+    return reconstruct_unknown_draws(model, bound, time_limit=run.time_limit,
+                                     cell_budget=run.cell_budget, progress=run.progress,
+                                     reason=reason)
 
 
 def _draws_known(model: ReleasedModel, bound: FeatureSchema,
@@ -149,25 +149,25 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema,
     """A bootstrap forest with its draws, rebuilt in training order; when that fails for
     size or time, the fallback sets the draws aside."""
     def without_draws(seconds: float, why: str) -> Reconstruction:
-        return reconstruct_unknown_multiplicities(
+        return reconstruct_unknown_draws(
             model, bound, time_limit=seconds, cell_budget=run.cell_budget,
             progress=run.progress, reason=f"{why}; with the draws set aside")
 
     # the covering problem needs N draws per tree (no max_samples)
     covering = model.facts.get("max_samples") is None
-    return reconstruct_known_multiplicities(model, bound, **run.keywords(),
-                                            fallback=without_draws if covering else None)
+    return reconstruct_known_draws(model, bound, **run.keywords(),
+                                   fallback=without_draws if covering else None)
 
 
 def _with_knowledge(model: ReleasedModel, bound: FeatureSchema, knowledge: Knowledge,
                     run: RunOptions, solver: str, strategy: str) -> Reconstruction:
     """Side knowledge around the exact or bootstrap-known formulation."""
-    n_rows = len(model.trees[0].multiplicities) if has_multiplicities(model) else model.n_rows
+    n_rows = len(model.trees[0].draws) if has_draws(model) else model.n_rows
     knowledge.check(model, bound, n_rows)
     bound = knowledge.schema_for(bound, model)
     if model.bootstrap:
         return bootstrap_with_knowledge(model, bound, knowledge, lambda inner, boxes, rows: (
-            reconstruct_known_multiplicities(inner, bound, row_boxes=boxes, known_rows=rows,
-                                             **run.keywords())))
+            reconstruct_known_draws(inner, bound, row_boxes=boxes, known_rows=rows,
+                                    **run.keywords())))
     return exact_with_knowledge(model, bound, knowledge, lambda inner: reconstruct_exact(
         inner, bound, run, solver=solver, strategy=strategy))

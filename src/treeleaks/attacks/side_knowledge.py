@@ -53,8 +53,8 @@ def bootstrap_with_knowledge(model: ReleasedModel, schema: FeatureSchema,
     if knowledge.columns is None or knowledge.linked:
         boxes = None if knowledge.columns is None else knowledge.row_boxes(model)
         return _finish(engine(model, boxes, known), model, knowledge, ordered=True)
-    n_rows = len(model.trees[0].multiplicities)
-    extra = [replace(tree, multiplicities=np.ones(n_rows, dtype=np.int64))
+    n_rows = len(model.trees[0].draws)
+    extra = [replace(tree, draws=np.ones(n_rows, dtype=np.int64))
              for tree in knowledge.column_trees(model, schema, drop_rows=False)]
     return _finish(engine(replace(model, trees=model.trees + extra), None, known), model,
                    knowledge, ordered=True)

@@ -27,7 +27,7 @@ import pandas as pd
 from treeleaks.attacks.bootstrap import (
     PlacementError,
     Placements,
-    has_multiplicities,
+    has_draws,
     placements,
     relaxation,
 )
@@ -92,7 +92,7 @@ def worst_case(
     model.require_classifier("the worst-case analysis")
     clock = RunClock(time_limit)
     deadline = clock.deadline
-    if not has_multiplicities(model):
+    if not has_draws(model):
         raise UnsupportedModelError(
             "the worst case sets each reconstructed row against the training row at the same "
             "position, which only a bootstrap forest that exposes its draws gives; for a forest "
@@ -134,7 +134,7 @@ def _check_truth(model: ReleasedModel, truth: pd.DataFrame) -> None:
     if missing:
         raise TreeleaksError(f"the training rows lack column {missing[0]!r}; give every "
                              "feature and the label")
-    n_rows = len(model.trees[0].multiplicities)
+    n_rows = len(model.trees[0].draws)
     if len(truth) != n_rows:
         raise TreeleaksError(f"{len(truth)} training rows given, but the forest drew from "
                              f"{n_rows}: give the whole training set in its fitting order")

@@ -84,15 +84,15 @@ def _inspect_table(path: Path, model: ReleasedModel) -> Table:
     unsplit = sum(t.size == 0 for t in model.thresholds())
     table.add_row("Features never split on", str(unsplit))
     table.add_row("Bootstrap", "yes" if model.bootstrap else "no: every tree saw every row once")
-    exposed = bool(model.trees) and all(t.multiplicities is not None for t in model.trees)
+    exposed = bool(model.trees) and all(t.draws is not None for t in model.trees)
     if model.bootstrap:
-        table.add_row("Per-tree multiplicities", (
+        table.add_row("Per-tree draws", (
             "exposed: the file says how often each tree drew each training row, which tells "
             "rows apart; treeleaks rebuilds them in training order (formulation "
             "bootstrap-known)") if exposed else ("not exposed: treeleaks infers draws for the "
             "rows it rebuilds (formulation bootstrap-unknown, forests over few columns)"))
     else:
-        table.add_row("Per-tree multiplicities", "exposed" if exposed else "not exposed")
+        table.add_row("Per-tree draws", "exposed" if exposed else "not exposed")
     table.add_row("Training rows N", _rows_known(model, exposed))
     noise = model.noise
     table.add_row("Noise", "none (exact counts)" if noise is None else
@@ -128,14 +128,14 @@ def _cost_estimate(model: ReleasedModel, schema: FeatureSchema) -> str:
             "listed if they fit, else generated on demand (see docs/engine.md)")
 
 
-def _rows_known(model: ReleasedModel, multiplicities_exposed: bool) -> str:
+def _rows_known(model: ReleasedModel, draws_exposed: bool) -> str:
     """N and the class balance when the counts give them away."""
     if model.n_rows is not None:
         per_class = model.trees[0].counts.sum(axis=0)
         balance = ", ".join(f"{c}: {int(k)}" for c, k in zip(model.classes, per_class))
         return escape(f"{model.n_rows} ({balance})")
-    if multiplicities_exposed:
-        return f"{len(model.trees[0].multiplicities)} (length of the multiplicities)"
+    if draws_exposed:
+        return f"{len(model.trees[0].draws)} (length of the draws)"
     if model.noise is not None and model.noise.kind == "laplace":
         from treeleaks.attacks.dp import n_rows_interval
 

@@ -141,9 +141,12 @@ def reconstruct_command(
                      "reconstructed row (read from the model, or inferred) to this CSV, a row "
                      "per line of --out and a column per tree."),
     ] = None,
-    ignore_multiplicities: Annotated[
-        bool, typer.Option(help="Treat a bootstrap forest's draws as unknown even when the "
-                           "model exposes them (what an attacker without them gets).")
+    ignore_draws: Annotated[
+        bool, typer.Option("--ignore-draws/--no-ignore-draws",
+                           "--ignore-multiplicities/--no-ignore-multiplicities",
+                           help="Treat a bootstrap forest's draws as unknown even when the "
+                           "model exposes them (what an attacker without them gets). "
+                           "--ignore-multiplicities, its former name, still works.")
     ] = False,
     n_rows: Annotated[
         int | None,
@@ -187,7 +190,7 @@ def reconstruct_command(
                 certainty_time_limit=certainty_time_limit, strategy=strategy, progress=progress,
                 cell_budget=None if max_memory is None else CellBudget(memory_mb=max_memory),
                 max_rows=max_rows, knowledge=knowledge,
-                ignore_multiplicities=ignore_multiplicities, n_rows=n_rows,
+                ignore_draws=ignore_draws, n_rows=n_rows,
                 n_unknown=n_unknown, shrinkage=shrinkage,
             )
     except TreeleaksError as exc:
@@ -290,9 +293,9 @@ def _draws(model: ReleasedModel, recon: Reconstruction) -> pd.DataFrame:
     for rows in training order), a column per tree."""
     import pandas as pd
 
-    per_tree = recon.multiplicities
+    per_tree = recon.draws
     if per_tree is None:
-        per_tree = [tree.multiplicities for tree in model.trees] if recon.n_rows else []
+        per_tree = [tree.draws for tree in model.trees] if recon.n_rows else []
     columns = {f"tree_{t}": b for t, b in enumerate(per_tree)}
     return pd.DataFrame(columns, index=pd.RangeIndex(recon.n_rows, name="row")).reset_index()
 

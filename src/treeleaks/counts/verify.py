@@ -23,7 +23,7 @@ class Certificate:
 def verify(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
     """Route ``rows`` (features + label) through every tree and compare all leaf counts.
 
-    For a bootstrap forest, row k counts ``multiplicities[k]`` times in each tree (the rows
+    For a bootstrap forest, row k counts ``draws[k]`` times in each tree (the rows
     are in training order), and each leaf's number of distinct rows is checked too."""
     X = rows[list(model.feature_names)].to_numpy(dtype=np.float64)
     leaves, cls = model.apply(X), model.class_index(rows[model.label_name].to_numpy())
@@ -31,10 +31,10 @@ def verify(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
     for t, tree in enumerate(model.trees):
         weight = np.ones(len(rows), dtype=np.int64)
         if model.bootstrap:
-            if tree.multiplicities is None or len(tree.multiplicities) != len(rows):
-                return Certificate(False, checked, wrong + 1, f"tree {t} has no multiplicity "
+            if tree.draws is None or len(tree.draws) != len(rows):
+                return Certificate(False, checked, wrong + 1, f"tree {t} has no draw count "
                                    f"for each of the {len(rows)} rows")
-            weight = tree.multiplicities
+            weight = tree.draws
         counts = np.zeros(tree.counts.shape, dtype=np.int64)
         np.add.at(counts, (leaves[:, t], tree.count_column(cls)), weight)
         diff = np.argwhere(counts != tree.counts)

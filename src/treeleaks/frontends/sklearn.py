@@ -56,7 +56,7 @@ def from_sklearn(
     else:
         estimators = list(estimator.estimators_)
         bootstrap = bool(estimator.bootstrap)
-        samples = _bootstrap_multiplicities(estimator) if bootstrap else None
+        samples = _bootstrap_draws(estimator) if bootstrap else None
     if not estimators:
         raise UnsupportedModelError(f"this {kind} holds no trees; refit it before auditing it")
     strangers = [type(m).__name__ for m in estimators if not hasattr(m, "tree_")]
@@ -67,9 +67,9 @@ def from_sklearn(
         )
     trees = []
     for index, member in enumerate(estimators):
-        multiplicities = None if samples is None else samples[index]
-        tree = _regression_tree(member.tree_, index, kind, multiplicities) if regression else (
-            _tree(member.tree_, index, kind, multiplicities))
+        draws = None if samples is None else samples[index]
+        tree = _regression_tree(member.tree_, index, kind, draws) if regression else (
+            _tree(member.tree_, index, kind, draws))
         trees.append(tree)
     facts: dict[str, Any] = {}
     if not kind.startswith("DecisionTree") and bootstrap:
@@ -112,7 +112,7 @@ def _feature_names(estimator: Any, given: list[str] | None) -> list[str]:
 
 
 def _tree(
-    sk_tree: Any, index: int, kind: str, multiplicities: np.ndarray | None,
+    sk_tree: Any, index: int, kind: str, draws: np.ndarray | None,
     counts: np.ndarray | None = None,
 ) -> Tree:
     """A tree's nodes with its leaves' class counts (or the ``counts`` given)."""
@@ -144,12 +144,12 @@ def _tree(
         leaf_of_node=leaf_of_node,
         counts=counts.astype(np.int64),
         n_samples=np.asarray(sk_tree.n_node_samples, dtype=np.int64)[is_leaf],
-        multiplicities=multiplicities,
+        draws=draws,
     )
 
 
 def _regression_tree(
-    sk_tree: Any, index: int, kind: str, multiplicities: np.ndarray | None
+    sk_tree: Any, index: int, kind: str, draws: np.ndarray | None
 ) -> Tree:
     """A regressor's tree: the rows (with their draws) in each leaf and its predicted value."""
     is_leaf = np.asarray(sk_tree.children_left) < 0
@@ -160,12 +160,12 @@ def _regression_tree(
             f"tree {index} of this {kind} stores row counts that are not integers, so it was "
             "trained with sample_weight; treeleaks needs unweighted training"
         )
-    shape = _tree(sk_tree, index, kind, multiplicities, counts=rows[:, None])
+    shape = _tree(sk_tree, index, kind, draws, counts=rows[:, None])
     shape.values = np.asarray(sk_tree.value, dtype=np.float64)[is_leaf, 0, 0]
     return shape
 
 
-def _bootstrap_multiplicities(forest: Any) -> list[np.ndarray]:
+def _bootstrap_draws(forest: Any) -> list[np.ndarray]:
     """How often each training row was drawn for each tree (recomputed from the random state)."""
     n_rows = int(forest._n_samples)
     return [np.bincount(idx, minlength=n_rows) for idx in forest.estimators_samples_]

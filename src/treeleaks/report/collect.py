@@ -66,11 +66,11 @@ def run_audit(inp: AuditInput, progress: ProgressCallback | None = None,
 def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
           progress: ProgressCallback | None) -> list[Step]:
     """Every attack of an audit, in order: how to run it, or why it does not apply."""
-    from treeleaks.attacks.bootstrap import has_multiplicities
+    from treeleaks.attacks.bootstrap import has_draws
 
     model = inp.model
     forest = model.n_trees > 1 or model.bootstrap or model.noise is not None
-    draws = has_multiplicities(model)
+    draws = has_draws(model)
     regression = "a regression model: this attack reads classifiers"
 
     def with_defence(measure: Callable[[], tuple[AttackRun, Defence | None]]
@@ -219,16 +219,16 @@ def model_facts(inp: AuditInput) -> dict[str, Any]:
 def exposed_facts(model: ReleasedModel) -> dict[str, Any]:
     """What anyone holding the file reads off it (as `treeleaks inspect` shows): N and the
     class balance, the per-tree draws, the noise."""
-    from treeleaks.attacks.bootstrap import has_multiplicities
+    from treeleaks.attacks.bootstrap import has_draws
 
-    draws = has_multiplicities(model)
+    draws = has_draws(model)
     n_rows: Any = model.n_rows
     balance = None
     if n_rows is not None and not model.is_regression:
         per_class = model.trees[0].counts.sum(axis=0)
         balance = {str(c): int(k) for c, k in zip(model.classes, per_class)}
     elif draws:
-        n_rows = len(model.trees[0].multiplicities)
+        n_rows = len(model.trees[0].draws)
     elif model.noise is not None and model.noise.kind == "laplace":
         from treeleaks.attacks.dp import n_rows_interval
 

@@ -57,13 +57,13 @@ def prune_effect(inp: AuditInput) -> tuple[AttackRun, Defence | None]:
 def strip_random_states(inp: AuditInput, ev: Evidence, progress: ProgressCallback | None = None
                         ) -> tuple[AttackRun, Defence | None]:
     """Re-run the bootstrap attack without the per-tree draws the random states give away
-    (``ignore_multiplicities``) and set it beside the attack with them."""
+    (``ignore_draws``) and set it beside the attack with them."""
     from treeleaks.attacks.reconstruct import reconstruct
     from treeleaks.evaluation.metrics import evaluate
 
     title = "The bootstrap attack without the random states"
     without = reconstruct(inp.model, inp.bound, time_limit=inp.budget,
-                          ignore_multiplicities=True, progress=progress)
+                          ignore_draws=True, progress=progress)
     s = without.summary()
     figures: dict[str, Any] = {"status": s["status"], "formulation": s["formulation"],
                                "n_rows": s["n_rows"], "proven_rows": s["proven_rows"]}

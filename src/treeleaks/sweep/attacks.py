@@ -2,7 +2,7 @@
 result against the sample. Each attack names its axes and their defaults.
 
 - ``forest``: scikit-learn's ``RandomForestClassifier`` (any ``bootstrap``), reconstructed
-  by ``treeleaks.reconstruct`` (draws read from the model unless ``ignore_multiplicities``).
+  by ``treeleaks.reconstruct`` (draws read from the model unless ``ignore_draws``).
   ``worst_case`` adds the custodian's proven bound (`treeleaks.attacks.worst_case`).
 - ``dp-forest``: treeleaks' ``DPRandomForestClassifier`` of budget ``epsilon``, attacked by
   the most-likely-dataset reconstruction (N known, or inferred with ``n_unknown``);
@@ -116,7 +116,7 @@ def run_forest(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
     model = from_sklearn(forest, label_name=data.label)
     rec = reconstruct(model, schema, time_limit=point["time_limit"], threads=point["threads"],
                       seed=point["seed"], solver=point["solver"],
-                      ignore_multiplicities=point["ignore_multiplicities"])
+                      ignore_draws=point["ignore_draws"])
     out.update(status=rec.status, verified=bool(rec.verified), n_rows=rec.n_rows,
                time_s=rec.time_s, n_cells=rec.n_cells, proven_share=rec.proven_rows / len(train),
                formulation=rec.formulation, timings=dict(rec.timings), message=rec.message)
@@ -201,7 +201,7 @@ ATTACKS = {
         "trees": Axis(100, _int_at_least(1), "an integer >= 1"),
         "depth": Axis(None, _depth, '"none" or an integer >= 1'),
         "bootstrap": Axis(False, _flag, "true or false"),
-        "ignore_multiplicities": Axis(False, _flag, "true or false"),
+        "ignore_draws": Axis(False, _flag, "true or false"),
         "worst_case": Axis(False, _flag, "true or false"),
         "solver": Axis("highs", lambda v: v in ("highs", "cp-sat"), '"highs" or "cp-sat"'),
     }, run_forest, ("time_s", "error", "baseline_error", "proven_share")),

@@ -15,6 +15,9 @@ what every point may use (wall time, memory, where the datasets are).
     depth = ["none", 10, 5]         # "none": unlimited depth
     seed = [0, 1, 2]
     trees = 100                     # one value: the same for every point
+
+An axis renamed since keeps its former name as an alias (`RENAMED_AXES`): grid files may
+use either, and sweeps recorded under the former name resume.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from treeleaks.sweep.attacks import ATTACKS
 
 TOP_KEYS = ("attack", "axes", "point_time_limit", "point_memory_mb", "data_dir", "isolate")
 NONE_WORDS = ("none", "null", "unlimited")
+RENAMED_AXES = {"ignore_multiplicities": "ignore_draws"}  # former name: current name
+FORMER_NAMES = {new: old for old, new in RENAMED_AXES.items()}
 
 
 class GridError(TreeleaksError):
@@ -69,9 +74,15 @@ def point_key(attack: str, point: dict[str, Any]) -> str:
     """A stable name for a point, for resuming: its attack and the axis values that differ
     from their defaults (so a new axis, added with a default, keeps earlier results)."""
     spec = ATTACKS[attack].axes
-    chosen = {k: v for k, v in point.items() if k not in spec or v != spec[k].default}
+    chosen = {FORMER_NAMES.get(k, k): v for k, v in point.items()
+              if k not in spec or v != spec[k].default}  # former names keep earlier keys
     text = json.dumps({"attack": attack, **chosen}, sort_keys=True)
     return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def current_names(record: dict[str, Any]) -> dict[str, Any]:
+    """A point or record with its renamed axes under their current names."""
+    return {RENAMED_AXES.get(k, k): v for k, v in record.items()}
 
 
 def load_grid(path: str | Path) -> Grid:
@@ -99,7 +110,10 @@ def grid_from_dict(data: dict[str, Any], base: Path = Path()) -> Grid:
     if not isinstance(raw_axes, dict) or not raw_axes:
         raise GridError("the grid has no [axes] table; give at least dataset = [...]")
     axes: dict[str, list[Any]] = {}
-    for name, raw in raw_axes.items():
+    for given, raw in raw_axes.items():
+        name = RENAMED_AXES.get(given, given)
+        if name in axes:
+            raise GridError(f"axis {name!r} is given twice (once as {given!r}); keep one")
         if name not in spec:
             raise GridError(f"unknown axis {name!r} for attack {attack!r}; its axes: "
                             f"{', '.join(spec)}")

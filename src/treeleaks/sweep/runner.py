@@ -26,7 +26,7 @@ from typing import Any
 
 from treeleaks.errors import TreeleaksError
 from treeleaks.sweep.attacks import ATTACKS, DONE
-from treeleaks.sweep.grid import Grid, point_key
+from treeleaks.sweep.grid import Grid, current_names, point_key
 from treeleaks.sweep.isolate import ChildOutcome, run_isolated
 
 RECORDS = "points.jsonl"
@@ -88,14 +88,15 @@ def point_record(attack: str, point: dict[str, Any], outcome: ChildOutcome) -> d
 
 
 def read_records(folder: Path) -> list[dict[str, Any]]:
-    """The records written so far (a line cut off by a kill is skipped)."""
+    """The records written so far (a line cut off by a kill is skipped), renamed axes
+    under their current names."""
     path = Path(folder) / RECORDS
     if not path.exists():
         return []
     records = []
     for line in path.read_text().splitlines():
         with contextlib.suppress(ValueError):
-            records.append(json.loads(line))
+            records.append(current_names(json.loads(line)))
     return records
 
 
