@@ -130,13 +130,15 @@ def open_ends(thresholds: np.ndarray) -> tuple[float, float]:
     return float(thresholds[0] - low_gap / 2), float(thresholds[-1] + high_gap / 2)
 
 
-def truth_boxes(model: Any, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def truth_boxes(model: Any, X: np.ndarray,
+                binary: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each training row's own box and the row a perfect reconstruction would give for it.
 
     The box is the intersection of the row's leaves (``lower < x <= upper``) in the trees
     that drew it; an open side is closed at `open_ends`, and the value is the middle of the
-    closed box. Returns ``(lower, upper, filled)``, the first two with their open sides
-    infinite."""
+    closed box. A column the model alone calls binary (``binary``, from
+    `FeatureSchema.infer`) takes the value its box admits: 1 when it admits only 1, else 0.
+    Returns ``(lower, upper, filled)``, the first two with their open sides infinite."""
     n_features = model.n_features
     lower, upper = np.full(X.shape, -np.inf), np.full(X.shape, np.inf)
     leaves = model.apply(X)
@@ -148,6 +150,8 @@ def truth_boxes(model: Any, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     ends = np.array([open_ends(th) for th in model.thresholds()]).reshape(-1, 2)
     filled = (np.where(np.isfinite(lower), lower, ends[:, 0])
               + np.where(np.isfinite(upper), upper, ends[:, 1])) / 2
+    only_one = (lower >= 0) & (lower < 1) & (upper >= 1)
+    filled[:, binary] = only_one[:, binary].astype(float)
     return lower, upper, filled
 
 
@@ -228,8 +232,10 @@ def worker(config_path: str) -> int:
         model = from_sklearn(forest, label_name=label)
         save("fit")
 
+        schema = FeatureSchema.for_model(model)  # the adversary's: what the model alone gives
+        binary = np.array([schema.features[n].kind == "binary" for n in model.feature_names])
         tick = time.perf_counter()
-        lower, upper, filled = truth_boxes(model, X.to_numpy(dtype=float))
+        lower, upper, filled = truth_boxes(model, X.to_numpy(dtype=float), binary)
         truth_rows = pd.DataFrame(filled, columns=X.columns).assign(**{label: y.to_numpy()})
         truth = evaluate(train, truth_rows, data_schema, label=label, n_baseline_draws=3,
                          seed=seed)
@@ -241,7 +247,6 @@ def worker(config_path: str) -> int:
                    truth_box_s=time.perf_counter() - tick,
                    **pinned_figures(box_widths(lower, upper, data_schema, list(X.columns)),
                                     "truth_"))
-        schema = FeatureSchema.for_model(model)
         out["adversary_kinds"] = dict(Counter(s.kind for s in schema.features.values()))
         out["mem_before_mb"] = maxrss_mb(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
         save("reconstruct")
