@@ -32,6 +32,7 @@ class Strategy(StrEnum):
     AUTO = "auto"  # list them within the budget, generate them beyond it
     ENUMERATE = "enumerate"  # every cell listed
     GENERATE = "generate"  # cells generated on demand by pricing
+    PER_ROW = "per-row"  # no cells: one leaf per (row, drawing tree), draws known
 
 
 class Formulation(StrEnum):

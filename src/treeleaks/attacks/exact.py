@@ -35,7 +35,7 @@ from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
 from treeleaks.vocabulary import Status, Strategy
 
-STRATEGIES = tuple(Strategy)
+STRATEGIES = (Strategy.AUTO, Strategy.ENUMERATE, Strategy.GENERATE)
 ENUMERATION_SHARE = 0.25  # of the time limit, before `auto` switches to generating cells
 ENUMERATION_MIN_S = 2.0  # ... but never less: small models enumerate in well under this
 PROOF_ENUMERATED = "propagation and LP bounds over every cell (enumeration complete)"

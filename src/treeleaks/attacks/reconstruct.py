@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 from treeleaks.attacks.bootstrap import has_draws, reconstruct_known_draws
 from treeleaks.attacks.bootstrap_unknown import reconstruct_unknown_draws
-from treeleaks.attacks.exact import STRATEGIES, reconstruct_exact
+from treeleaks.attacks.exact import reconstruct_exact
 from treeleaks.attacks.options import RunOptions
+from treeleaks.attacks.per_row import reconstruct_per_row
 from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
 from treeleaks.counts.cells import CellBudget
 from treeleaks.errors import BudgetError, TreeleaksError
@@ -92,12 +93,16 @@ def reconstruct(
         run.check(max_rows)
         return _noisy_counts(model, schema, noisy, knowledge, run)
     noisy.refuse_for_exact_counts(model)
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    if strategy not in tuple(Strategy):
+        raise ValueError(f"unknown strategy {strategy!r}; choose one of "
+                         f"{', '.join(tuple(Strategy))}")
     run.check(max_rows)
     _refuse_too_many_rows(model, max_rows)
     bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
     knows = knowledge is not None and not knowledge.empty
+    if strategy == Strategy.PER_ROW:
+        _refuse_per_row(model, knows, ignore_draws)
+        return reconstruct_per_row(model, bound, run)
     if model.bootstrap and (ignore_draws or not has_draws(model)):
         if knows:
             raise KnowledgeError("side knowledge is not supported yet for a bootstrap forest "
@@ -108,6 +113,19 @@ def reconstruct(
     if model.bootstrap:
         return _draws_known(model, bound, run)
     return reconstruct_exact(model, bound, run, solver=solver, strategy=strategy)
+
+
+def _refuse_per_row(model: ReleasedModel, knows: bool, ignore_draws: bool) -> None:
+    """Strategy ``per-row`` places rows by their draws: it needs them, and no knowledge."""
+    if not model.bootstrap or ignore_draws or not has_draws(model):
+        why = ("the draws were set aside (ignore_draws)" if ignore_draws else
+               "this forest does not expose its draws" if model.bootstrap else
+               "this forest's trees each saw every row once")
+        raise TreeleaksError(f"strategy 'per-row' places each row by how often each tree drew "
+                             f"it, but {why}; use strategy 'auto'")
+    if knows:
+        raise KnowledgeError("side knowledge is not supported yet with strategy 'per-row'; "
+                             "use strategy 'auto'")
 
 
 def _refuse_too_many_rows(model: ReleasedModel, max_rows: int) -> None:

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 STRATEGIES = {  # how Reconstruction.strategy found the cells
     "enumerate": "every cell listed (enumerate)",
     "generate": "cells generated on demand (generate)",
+    "per-row": "no cells: one leaf per row and drawing tree (per-row)",
 }
 FORMULATIONS = {  # what Reconstruction.formulation solved
     "exact": "every tree saw every row once (exact)",
@@ -96,9 +97,11 @@ def reconstruct_command(
                      "min(--certainty-time-limit, 15%))."),
     ] = 60.0,
     strategy: Annotated[
-        Literal["auto", "enumerate", "generate"],
+        Literal["auto", "enumerate", "generate", "per-row"],
         typer.Option(help="List every cell (enumerate), generate cells on demand (generate), "
-                     "or enumerate within a budget and generate beyond it (auto)."),
+                     "enumerate within a budget and generate beyond it (auto), or, for a "
+                     "bootstrap forest with its draws, place each row leaf by leaf without "
+                     "cells (per-row: raw numerical columns)."),
     ] = "auto",
     threads: Annotated[int, typer.Option(min=1, help="CP-SAT worker threads.")] = 2,
     seed: Annotated[

@@ -1,0 +1,108 @@
+"""Bootstrap forests with known draws, row by row: strategy ``per-row``.
+
+The cell strategy (`treeleaks.attacks.bootstrap`) lists the cells of the trees' common
+refinement; on raw numerical columns there are millions of them. Here the unknowns are one
+leaf per (row, drawing tree) and a class per row (`treeleaks.counts.row_leaves`): the
+classes come from the trees' class totals when they are the only ones that fit,
+propagation closes the leaves no consistent dataset uses, and CP-SAT places the rest
+(`treeleaks.counts.row_model`). Row k of the result is training row k; its box is the
+intersection of its leaves, and its values are filled inside it. A row whose every leaf and
+class propagation decided is in every consistent dataset: it is proven.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from treeleaks.attacks.options import RunOptions
+from treeleaks.clock import RunClock
+from treeleaks.counts.cells import Cells
+from treeleaks.counts.materialize import rows_from_counts
+from treeleaks.counts.row_leaves import RowLeaves, RowLeavesInfeasible
+from treeleaks.counts.row_model import solve_placements
+from treeleaks.counts.verify import verify
+from treeleaks.model import ReleasedModel
+from treeleaks.progress import report
+from treeleaks.result import Reconstruction
+from treeleaks.schema import FeatureSchema
+from treeleaks.vocabulary import Formulation, Status, Strategy
+
+CLASS_SHARE = 0.25  # of the search time, at most, for the rows' classes from the totals
+PROPAGATION_SHARE = 0.5  # of what is left, at most, for propagation
+PROOF = ("a row whose every leaf and class propagation decides (the counts, the draws and "
+         "the geometry of its leaves leave it no other), draws read from the model")
+NOT_MET = "no dataset reproduces the released counts with these draws"
+
+
+def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
+                        run: RunOptions) -> Reconstruction:
+    """The training rows of a bootstrap forest with known draws, in training order, without
+    listing cells (see the module doc); ``schema`` is bound to the model."""
+    clock = RunClock(run.time_limit, run.certainty_time_limit)
+    leaves = RowLeaves.of(model)
+    clock.lap("placements")
+    report(run.progress, "solve", 0, None, variables=int(leaves.open.size))
+    try:
+        leaves.propagate(clock.share(PROPAGATION_SHARE, clock.search_deadline))
+        classes, _ = leaves.settle_classes(clock.share(CLASS_SHARE, clock.search_deadline))
+        leaves.propagate(clock.share(PROPAGATION_SHARE, clock.search_deadline))
+    except RowLeavesInfeasible as exc:
+        return _nothing(model, Status.INFEASIBLE, clock, f"{NOT_MET}: {exc}")
+    clock.lap("propagate")
+    decided = _decided_rows(leaves)
+    clock.timings["rows_decided"] = int(decided.sum())
+    thresholds = [np.unique(cuts) for cuts in model.thresholds()]
+    chosen, row_class, status = solve_placements(
+        leaves, thresholds, clock.left(clock.search_deadline), run.threads, run.seed,
+        hint=classes)
+    clock.lap("solve")
+    if chosen is None:
+        if status == Status.INFEASIBLE:
+            return _nothing(model, Status.INFEASIBLE, clock, f"{NOT_MET} (the model or its "
+                            "draws were altered)")
+        return _nothing(model, Status.UNKNOWN, clock, (
+            f"no dataset placing every row found within the time limit of "
+            f"{run.time_limit:g} s; propagation decided {int(decided.sum())} of "
+            f"{leaves.n_rows} rows. Raise the time limit"))
+    frames = _rows(model, schema, leaves, chosen, row_class, decided)
+    certificate = verify(model, frames["rows"])
+    clock.lap("verify")
+    message = "" if certificate.verified else (
+        f"reconstruction does not reproduce the model: {certificate.first_mismatch}")
+    return Reconstruction(**frames, status=Status.OPTIMAL, certificate=certificate,
+                          time_s=clock.elapsed(), message=message, solver="cp-sat",
+                          n_cells=0, certainty_complete=True, timings=clock.timings,
+                          strategy=Strategy.PER_ROW, proof=PROOF,
+                          formulation=Formulation.BOOTSTRAP_KNOWN)
+
+
+def _decided_rows(leaves: RowLeaves) -> np.ndarray:
+    """Rows whose class and every leaf propagation left single."""
+    count = np.bincount(leaves.place_pair[leaves.open], minlength=leaves.pair_row.size)
+    undecided = np.bincount(leaves.pair_row, weights=count > 1, minlength=leaves.n_rows)
+    return (undecided == 0) & (leaves.row_classes().sum(axis=1) == 1)
+
+
+def _rows(model: ReleasedModel, schema: FeatureSchema, leaves: RowLeaves, chosen: np.ndarray,
+          row_class: np.ndarray, decided: np.ndarray) -> dict:
+    """Each row's box (the intersection of the leaves it takes), filled, in training order."""
+    m = model.n_features
+    lower = np.full((leaves.n_rows, m), -np.inf)
+    upper = np.full((leaves.n_rows, m), np.inf)
+    row = leaves.pair_row[leaves.place_pair[chosen]]
+    np.maximum.at(lower, row, leaves.lower[leaves.place_leaf[chosen]])
+    np.minimum.at(upper, row, leaves.upper[leaves.place_leaf[chosen]])
+    cells = Cells(lower, upper, np.ones((leaves.n_rows, 1), dtype=bool),
+                  np.zeros((leaves.n_rows, 0), dtype=np.int64))
+    every = np.arange(leaves.n_rows)
+    return rows_from_counts(model, schema, cells, every, np.maximum(row_class, 0),
+                            np.ones(leaves.n_rows, dtype=np.int64), decided.astype(np.int64),
+                            with_width=True)
+
+
+def _nothing(model: ReleasedModel, status: Status, clock: RunClock,
+             message: str) -> Reconstruction:
+    return Reconstruction.empty(model, status=status, time_s=clock.elapsed(), message=message,
+                                solver="cp-sat", timings=clock.timings,
+                                strategy=Strategy.PER_ROW,
+                                formulation=Formulation.BOOTSTRAP_KNOWN)

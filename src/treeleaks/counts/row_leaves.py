@@ -1,0 +1,320 @@
+"""The per-row view of a bootstrap forest with known draws: one leaf per (row, drawing tree).
+
+Row k was drawn ``b[t, k]`` times by tree t; in every tree that drew it, it lies in one
+leaf, and that leaf holds at least ``b[t, k]`` draws of the row's class. The unknowns are
+*placements* ``(pair, leaf, class)``, a pair being one (row, drawing tree); a row takes
+one placement per pair and one class throughout, and its leaves must share a point. For
+axis-parallel boxes that is the same as pairwise intersection (Helly's theorem for boxes),
+and the row's box is their intersection. Nothing here lists cells of the trees' common
+refinement, so the size follows N times trees times candidate leaves, never the domain.
+
+`RowLeaves.propagate` closes placements that no dataset reproducing the counts can use,
+to a fixed point, so that every placement it closes is proven absent and a pair left with
+one placement is proven (sound, like `counts.system.propagate` for cells):
+
+- a row's class must have an open placement in every tree that drew it;
+- a row's box is the intersection, over its trees, of the hull of its open leaves; a leaf
+  that misses the box is closed;
+- a leaf holds ``distinct`` rows: when exactly that many pairs can be there, they all are;
+  when that many are forced there, no other is;
+- a leaf of one class holds ``weight`` draws: a row the rest cannot make room for (each
+  other row there brings at least one draw) is closed, and the last row must bring exactly
+  what is left.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from treeleaks.model import ReleasedModel
+
+
+class RowLeavesInfeasible(Exception):
+    """No dataset reproduces the counts with these draws; the message says where."""
+
+
+@dataclass
+class RowLeaves:
+    """Every candidate placement of every (row, drawing tree) pair.
+
+    Leaves of all trees are stacked (``leaf_tree``, ``lower``/``upper`` boxes with
+    ``lower < x <= upper``, per-class ``weight``, ``distinct`` rows). Pair p is row
+    ``pair_row[p]`` in tree ``pair_tree[p]``, drawn ``pair_draw[p]`` times; placement j puts
+    pair ``place_pair[j]`` in leaf ``place_leaf[j]`` with class ``place_cls[j]``, while
+    ``open[j]``. Placements are sorted by pair."""
+
+    n_rows: int
+    n_classes: int
+    leaf_tree: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    weight: np.ndarray
+    distinct: np.ndarray
+    pair_row: np.ndarray
+    pair_tree: np.ndarray
+    pair_draw: np.ndarray
+    place_pair: np.ndarray
+    place_leaf: np.ndarray
+    place_cls: np.ndarray
+    open: np.ndarray
+
+    @classmethod
+    def of(cls, model: ReleasedModel) -> RowLeaves:
+        """The placements the counts allow one pair at a time: the leaf holds at least the
+        pair's draws of the class, and room for its other distinct rows."""
+        m = model.n_features
+        boxes = [tree.leaf_boxes(m) for tree in model.trees]
+        lower = np.vstack([b[0] for b in boxes])
+        upper = np.vstack([b[1] for b in boxes])
+        weight = np.vstack([tree.counts for tree in model.trees]).astype(np.int64)
+        distinct = np.concatenate([tree.n_samples for tree in model.trees]).astype(np.int64)
+        leaf_tree = np.concatenate([np.full(tree.n_leaves, t) for t, tree in
+                                    enumerate(model.trees)])
+        offset = np.concatenate([[0], np.cumsum([tree.n_leaves for tree in model.trees])])
+        draws = np.vstack([tree.draws for tree in model.trees]).astype(np.int64)
+        pair_tree, pair_row = np.nonzero(draws)
+        order = np.lexsort((pair_tree, pair_row))
+        pair_tree, pair_row = pair_tree[order], pair_row[order]
+        pair_draw = draws[pair_tree, pair_row]
+        pairs, leaves, classes = [], [], []
+        total = weight.sum(axis=1)
+        for t in range(model.n_trees):
+            at = np.flatnonzero(pair_tree == t)
+            own = np.arange(offset[t], offset[t + 1])
+            b = pair_draw[at][:, None, None]
+            rest = total[own][None, :, None] - b  # the draws of the leaf's other rows
+            others = distinct[own][None, :, None] - 1
+            fits = (weight[own][None] >= b) & (rest >= others) & ((others > 0) | (rest == 0))
+            p, v, c = np.nonzero(fits)
+            pairs.append(at[p])
+            leaves.append(own[v])
+            classes.append(c)
+        place_pair = np.concatenate(pairs)
+        order = np.argsort(place_pair, kind="stable")
+        return cls(model_rows(model), model.n_classes, leaf_tree, lower, upper, weight,
+                   distinct, pair_row, pair_tree, pair_draw, place_pair[order],
+                   np.concatenate(leaves)[order], np.concatenate(classes)[order],
+                   np.ones(order.size, dtype=bool))
+
+    def propagate(self, deadline: float, max_rounds: int = 500) -> None:
+        """Close placements no consistent dataset uses, to a fixed point or ``deadline``
+        (see the module doc). Raises `RowLeavesInfeasible` when some pair has none left."""
+        for _ in range(max_rounds):
+            before = int(self.open.sum())
+            self._classes()
+            self._boxes()
+            self._capacity()
+            self._weights()
+            self._check()
+            if time.perf_counter() > deadline:
+                return
+            if int(self.open.sum()) == before:
+                self._pairwise(deadline)  # dearer: only once the cheap rules stall
+                self._check()
+                if int(self.open.sum()) == before:
+                    return
+
+    def _pairwise(self, deadline: float) -> None:
+        """Arc consistency per row: a leaf stays open only if every other tree that drew
+        the row has an open leaf meeting it (and the row's box)."""
+        low, high = self.row_boxes()
+        row_of = self.pair_row[self.place_pair]
+        j_open = np.flatnonzero(self.open)
+        order = np.argsort(row_of[j_open], kind="stable")
+        j_open = j_open[order]
+        bounds = np.searchsorted(row_of[j_open], np.arange(self.n_rows + 1))
+        for k in range(self.n_rows):
+            if time.perf_counter() > deadline:
+                return
+            mine = j_open[bounds[k]:bounds[k + 1]]
+            if mine.size == np.unique(self.place_pair[mine]).size:
+                continue  # no tree drew the row, or every pair of it is decided
+            lo = np.maximum(self.lower[self.place_leaf[mine]], low[k])
+            hi = np.minimum(self.upper[self.place_leaf[mine]], high[k])
+            meets = (np.maximum(lo[:, None], lo[None]) < np.minimum(hi[:, None], hi[None])
+                     ).all(axis=2)
+            pair = self.place_pair[mine]
+            starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
+            alive = np.ones(mine.size, dtype=bool)
+            while True:
+                support = np.logical_or.reduceat(meets & alive[None], starts, axis=1)
+                keep = alive & support.all(axis=1)
+                if np.array_equal(keep, alive):
+                    break
+                alive = keep
+            self.open[mine[~alive]] = False
+
+    def settle_classes(self, deadline: float) -> tuple[np.ndarray | None, bool]:
+        """Each row's class from the trees' class totals alone: per tree and class, the
+        draws of the rows of that class add up to the class's weight, and in a tree whose
+        leaves each hold one class, the rows it drew of that class number its leaves'
+        distinct rows. One solution (a MIP) and whether it is the only one (a second MIP
+        that excludes it has none); the classes are then fixed, and proven. ``None`` when
+        no solution was found before ``deadline``."""
+        from scipy.optimize import Bounds, LinearConstraint, milp
+
+        allowed = self.row_classes()
+        k_of, c_of = np.nonzero(allowed)
+        n_vars = k_of.size
+        draws = np.zeros((self.leaf_tree.max() + 1, self.n_rows), dtype=np.int64)
+        draws[self.pair_tree, self.pair_row] = self.pair_draw
+        n_trees = draws.shape[0]
+        totals = np.zeros((n_trees, self.n_classes), dtype=np.int64)
+        np.add.at(totals, self.leaf_tree, self.weight)
+        pure = (self.weight > 0).sum(axis=1) == 1
+        all_pure = np.bincount(self.leaf_tree, weights=~pure, minlength=n_trees) == 0
+        counted = np.zeros((n_trees, self.n_classes), dtype=np.int64)
+        np.add.at(counted, (self.leaf_tree[pure], self.weight[pure].argmax(axis=1)),
+                  self.distinct[pure])
+        pure_trees = np.flatnonzero(all_pure)
+        blocks, rhs = [], []
+        for c in range(self.n_classes):
+            mine = (c_of == c)[None]
+            blocks += [sp.csr_matrix(np.where(mine, draws[:, k_of], 0)),
+                       sp.csr_matrix(np.where(mine, draws[pure_trees][:, k_of] > 0, 0))]
+            rhs += [totals[:, c], counted[pure_trees, c]]
+        one = sp.csr_matrix((np.ones(n_vars), (k_of, np.arange(n_vars))),
+                            shape=(self.n_rows, n_vars))
+        A = sp.vstack([*blocks, one]).tocsr()
+        b = np.concatenate([*rhs, np.ones(self.n_rows)])
+        options = {"time_limit": max(deadline - time.perf_counter(), 0.01)}
+        found = milp(np.zeros(n_vars), constraints=LinearConstraint(A, b, b),
+                     integrality=np.ones(n_vars), bounds=Bounds(0, 1), options=options)
+        if found.x is None:
+            if found.status == 2:
+                raise RowLeavesInfeasible("no assignment of classes to the rows meets every "
+                                          "tree's class totals with these draws")
+            return None, False
+        chosen = found.x > 0.5
+        classes = np.full(self.n_rows, -1)
+        classes[k_of[chosen]] = c_of[chosen]
+        options = {"time_limit": max(deadline - time.perf_counter(), 0.01)}
+        other = milp(np.zeros(n_vars), constraints=[
+            LinearConstraint(A, b, b),
+            LinearConstraint(chosen.astype(np.float64)[None], -np.inf, self.n_rows - 1)],
+            integrality=np.ones(n_vars), bounds=Bounds(0, 1), options=options)
+        unique = other.status == 2
+        if unique:
+            self.open &= self.place_cls == classes[self.pair_row[self.place_pair]]
+        return classes, unique
+
+    def row_classes(self) -> np.ndarray:
+        """``(N, C)``: which classes each row may still have."""
+        has = np.zeros((self.pair_row.size, self.n_classes), dtype=bool)
+        has[self.place_pair[self.open], self.place_cls[self.open]] = True
+        per_row = np.bincount(self.pair_row, minlength=self.n_rows)
+        ok = np.stack([np.bincount(self.pair_row, weights=has[:, c], minlength=self.n_rows)
+                       for c in range(self.n_classes)], axis=1)
+        return ok == per_row[:, None]
+
+    def row_boxes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's box: the intersection over its trees of its open leaves' hull."""
+        j = np.flatnonzero(self.open)
+        pair, leaf = self.place_pair[j], self.place_leaf[j]
+        m = self.lower.shape[1]
+        hull_low = np.full((self.pair_row.size, m), np.inf)
+        hull_high = np.full((self.pair_row.size, m), -np.inf)
+        np.minimum.at(hull_low, pair, self.lower[leaf])
+        np.maximum.at(hull_high, pair, self.upper[leaf])
+        low = np.full((self.n_rows, m), -np.inf)
+        high = np.full((self.n_rows, m), np.inf)
+        np.maximum.at(low, self.pair_row, hull_low)
+        np.minimum.at(high, self.pair_row, hull_high)
+        return low, high
+
+    def forced_pairs(self) -> np.ndarray:
+        """Per pair, the one placement left (-1 while several are open)."""
+        j = np.flatnonzero(self.open)
+        count = np.bincount(self.place_pair[j], minlength=self.pair_row.size)
+        only = np.full(self.pair_row.size, -1)
+        single = count[self.place_pair[j]] == 1
+        only[self.place_pair[j[single]]] = j[single]
+        return only
+
+    def _classes(self) -> None:
+        ok = self.row_classes()
+        self.open &= ok[self.pair_row[self.place_pair], self.place_cls]
+
+    def _boxes(self) -> None:
+        low, high = self.row_boxes()
+        row = self.pair_row[self.place_pair]
+        meets = (np.maximum(low[row], self.lower[self.place_leaf])
+                 < np.minimum(high[row], self.upper[self.place_leaf])).all(axis=1)
+        self.open &= meets
+
+    def _pair_leaves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The distinct open (pair, leaf) combinations, and per pair how many it has."""
+        j = np.flatnonzero(self.open)
+        key = np.unique(self.place_pair[j].astype(np.int64) * self.lower.shape[0]
+                        + self.place_leaf[j])
+        pair, leaf = key // self.lower.shape[0], key % self.lower.shape[0]
+        return pair, leaf, np.bincount(pair, minlength=self.pair_row.size)
+
+    def _capacity(self) -> None:
+        pair, leaf, per_pair = self._pair_leaves()
+        n_leaves = self.lower.shape[0]
+        can = np.bincount(leaf, minlength=n_leaves)
+        forced = per_pair[pair] == 1
+        held = np.bincount(leaf[forced], minlength=n_leaves)
+        short = np.flatnonzero((can < self.distinct) | (held > self.distinct))
+        if short.size:
+            v = short[0]
+            tree = self.leaf_tree[v]
+            raise RowLeavesInfeasible(
+                f"tree {tree}, leaf {v - np.searchsorted(self.leaf_tree, tree)}: it holds "
+                f"{self.distinct[v]} distinct rows, but {can[v]} can be there and {held[v]} "
+                "must")
+        full = can == self.distinct  # every pair that may be there is
+        keep_only = np.full(self.pair_row.size, -1)
+        keep_only[pair[full[leaf]]] = leaf[full[leaf]]
+        bound = keep_only[self.place_pair] >= 0
+        self.open &= ~bound | (self.place_leaf == keep_only[self.place_pair])
+        taken = held == self.distinct  # no room left but for the forced
+        pair_forced = per_pair[self.place_pair] == 1
+        self.open &= ~(taken[self.place_leaf] & ~pair_forced)
+
+    def _weights(self) -> None:
+        pure = (self.weight > 0).sum(axis=1) == 1
+        only = self.forced_pairs()
+        fixed = only[only >= 0]
+        n_leaves = self.lower.shape[0]
+        held_draws = np.zeros((n_leaves, self.n_classes), dtype=np.int64)
+        np.add.at(held_draws, (self.place_leaf[fixed], self.place_cls[fixed]),
+                  self.pair_draw[self.place_pair[fixed]])
+        _, _, per_pair = self._pair_leaves()
+        single_leaf = per_pair == 1
+        held_rows = np.bincount(_unique_leaf(self, single_leaf), minlength=n_leaves)
+        room = self.weight - held_draws
+        rows_left = self.distinct - held_rows
+        leaf, cls = self.place_leaf, self.place_cls
+        b = self.pair_draw[self.place_pair]
+        free = ~single_leaf[self.place_pair] & pure[leaf]
+        too_heavy = b > room[leaf, cls] - (rows_left[leaf] - 1)
+        last_misfit = (rows_left[leaf] == 1) & (b != room[leaf, cls])
+        self.open &= ~(free & (too_heavy | last_misfit))
+
+    def _check(self) -> None:
+        count = np.bincount(self.place_pair[self.open], minlength=self.pair_row.size)
+        empty = np.flatnonzero(count == 0)
+        if empty.size:
+            p = empty[0]
+            raise RowLeavesInfeasible(
+                f"tree {self.pair_tree[p]} drew row {self.pair_row[p]} "
+                f"{self.pair_draw[p]} time(s), and no leaf of it can hold that row together "
+                "with the rest of the counts")
+
+
+def _unique_leaf(leaves: RowLeaves, single_leaf: np.ndarray) -> np.ndarray:
+    """The leaf of each pair confined to one leaf (whatever its open classes)."""
+    j = np.flatnonzero(leaves.open & single_leaf[leaves.place_pair])
+    _, first = np.unique(leaves.place_pair[j], return_index=True)
+    return leaves.place_leaf[j[first]]
+
+
+def model_rows(model: ReleasedModel) -> int:
+    """N: the length of every tree's draws."""
+    return len(model.trees[0].draws)
