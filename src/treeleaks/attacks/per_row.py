@@ -43,18 +43,30 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
     clock.lap("placements")
     report(run.progress, "solve", 0, None, variables=int(leaves.open.size))
     try:
-        leaves.propagate(clock.share(PROPAGATION_SHARE, clock.search_deadline))
-        classes, _ = leaves.settle_classes(clock.share(CLASS_SHARE, clock.search_deadline))
-        leaves.propagate(clock.share(PROPAGATION_SHARE, clock.search_deadline))
+        # the classes first: until they are known, a row may lie in most leaves
+        classes, unique = leaves.settle_classes(
+            clock.share(CLASS_SHARE, clock.search_deadline))
+        leaves.propagate(clock.share(PROPAGATION_SHARE, clock.search_deadline),
+                         pairwise=unique)
     except RowLeavesInfeasible as exc:
         return _nothing(model, Status.INFEASIBLE, clock, f"{NOT_MET}: {exc}")
-    clock.lap("propagate")
-    decided = _decided_rows(leaves)
+    decided = _decided_rows(leaves)  # what holds in every dataset: the proofs
     clock.timings["rows_decided"] = int(decided.sum())
+    search, assumed = leaves, classes is not None and not unique
+    if assumed:  # classes that fit the totals, not proven the only ones: search under them
+        try:
+            search = leaves.with_classes(classes)
+            search.propagate(clock.share(PROPAGATION_SHARE, clock.search_deadline))
+        except RowLeavesInfeasible:
+            search, assumed = leaves, False
+    clock.lap("propagate")
     thresholds = [np.unique(cuts) for cuts in model.thresholds()]
     chosen, row_class, status = solve_placements(
-        leaves, thresholds, clock.left(clock.search_deadline), run.threads, run.seed,
-        hint=classes)
+        search, thresholds, clock.search_deadline, run.threads, run.seed, hint=classes)
+    if chosen is None and assumed and status == Status.INFEASIBLE:
+        search = leaves
+        chosen, row_class, status = solve_placements(
+            search, thresholds, clock.search_deadline, run.threads, run.seed, hint=classes)
     clock.lap("solve")
     if chosen is None:
         if status == Status.INFEASIBLE:
@@ -64,7 +76,7 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
             f"no dataset placing every row found within the time limit of "
             f"{run.time_limit:g} s; propagation decided {int(decided.sum())} of "
             f"{leaves.n_rows} rows. Raise the time limit"))
-    frames = _rows(model, schema, leaves, chosen, row_class, decided)
+    frames = _rows(model, schema, search, chosen, row_class, decided)
     certificate = verify(model, frames["rows"])
     clock.lap("verify")
     message = "" if certificate.verified else (
