@@ -38,7 +38,7 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
                         run: RunOptions) -> Reconstruction:
     """The training rows of a bootstrap forest with known draws, in training order, without
     listing cells (see the module doc); ``schema`` is bound to the model."""
-    clock = RunClock(run.time_limit, run.certainty_time_limit)
+    clock = RunClock(run.time_limit)  # the proofs come with propagation: no share kept
     leaves = RowLeaves.of(model)
     clock.lap("placements")
     report(run.progress, "solve", 0, None, variables=int(leaves.open.size))
@@ -46,8 +46,8 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
         # the classes first: until they are known, a row may lie in most leaves
         classes, unique = leaves.settle_classes(
             clock.share(CLASS_SHARE, clock.search_deadline))
-        leaves.propagate(clock.share(PROPAGATION_SHARE, clock.search_deadline),
-                         pairwise=unique)
+        if unique or classes is None:  # with unproven classes it decides next to nothing
+            leaves.propagate(clock.share(PROPAGATION_SHARE, clock.search_deadline))
     except RowLeavesInfeasible as exc:
         return _nothing(model, Status.INFEASIBLE, clock, f"{NOT_MET}: {exc}")
     decided = _decided_rows(leaves)  # what holds in every dataset: the proofs
