@@ -35,7 +35,7 @@ def _inside(rec, truth: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     return ((lower <= x) & (x <= upper)).all(axis=1)
 
 
-@settings(max_examples=12, deadline=None, derandomize=True,
+@settings(max_examples=30, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(n_rows=st.integers(12, 40), n_features=st.integers(2, 5), n_trees=st.integers(5, 25),
        seed=st.integers(0, 10_000), depth=st.sampled_from([None, 3]))

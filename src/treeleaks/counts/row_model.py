@@ -44,7 +44,9 @@ def solve_placements(leaves: RowLeaves, thresholds: list[np.ndarray], deadline: 
     from ortools.sat.python import cp_model
 
     cp = cp_model.CpModel()
-    j_open = np.flatnonzero(leaves.open)
+    allowed = leaves.row_classes()  # a placement of a class its row cannot have is out
+    j_open = np.flatnonzero(leaves.open & allowed[leaves.pair_row[leaves.place_pair],
+                                                  leaves.place_cls])
     per_pair = np.bincount(leaves.place_pair[j_open], minlength=leaves.pair_row.size)
     decided = per_pair[leaves.place_pair[j_open]] == 1
     fixed, free = j_open[decided], j_open[~decided]
