@@ -82,3 +82,30 @@ def test_per_row_needs_the_draws(case: str) -> None:
                                                     random_state=0).fit(X, y))
     with pytest.raises(TreeleaksError, match="strategy 'per-row' places each row by how often"):
         reconstruct(model, strategy="per-row", ignore_draws=case == "draws set aside")
+
+
+def test_the_command_line_writes_each_rows_box_and_says_how_tight_they_are(tmp_path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from treeleaks.cli import app
+
+    model, _ = numerical_forest(30, 3, 20, seed=7)
+    path = tmp_path / "forest.json"
+    path.write_text(model.to_json())
+    out, details, summary = (tmp_path / name for name in ("r.csv", "d.csv", "s.json"))
+    result = CliRunner().invoke(app, ["reconstruct", str(path), "--strategy", "per-row",
+                                      "--out", str(out), "--details", str(details),
+                                      "--json", str(summary)])
+    assert result.exit_code == 0, result.output
+    assert "per-row" in result.output and "within 5%" in result.output
+    rows, table = pd.read_csv(out), pd.read_csv(details)
+    for name in ("x0", "x1", "x2"):  # each filled value inside its box, and its width
+        assert ((table[f"{name}:lower"] <= rows[name]) & (rows[name] <= table[f"{name}:upper"])
+                ).all()
+        assert table[f"{name}:width"].between(0, 1).all()
+    s = json.loads(summary.read_text())
+    width = table[[f"{n}:width" for n in ("x0", "x1", "x2")]].to_numpy().ravel()
+    assert s["numerical_pinned_within"]["5%"] == pytest.approx((width <= 0.05).mean())
+    assert s["strategy"] == "per-row" and s["certificate"]["verified"]

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from treeleaks.model import ReleasedModel
 
 
+PINNED_SHARES = (0.01, 0.05, 0.10)  # of a column's range: how tightly values are pinned
+
+
 @runtime_checkable
 class AttackResult(Protocol):
     """The one shape every attack's result has, which the report, the sweep and the command
@@ -102,6 +105,18 @@ class Reconstruction:
     def proven_rows(self) -> int:
         return int(self.proven.sum())
 
+    def pinned_within(self) -> dict[str, float] | None:
+        """For numerical and ordinal values, the share whose interval is within 1%, 5% and
+        10% of the column's range: on raw measurements the box is the leak. None when the
+        result has no such values."""
+        if self.width is None:
+            return None
+        widths = self.width.to_numpy(dtype=float)
+        widths = widths[np.isfinite(widths)]
+        if not widths.size:
+            return None
+        return {f"{share:.0%}": float((widths <= share).mean()) for share in PINNED_SHARES}
+
     def summary(self) -> dict[str, Any]:
         """Plain-JSON summary for reports and the CLI's ``--json``."""
         summary = {
@@ -116,6 +131,7 @@ class Reconstruction:
             "n_cells": self.n_cells,
             "numerical_width_mean": None if self.width is None or self.width.isna().all().all()
             else float(np.nanmean(self.width.to_numpy(dtype=float))),
+            "numerical_pinned_within": self.pinned_within(),
             "formulation": self.formulation,
             "knowledge": self.knowledge,
             "strategy": self.strategy,

@@ -254,8 +254,11 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
     )
     table.add_row("Values the model leaves open", f"{s['free_values']} (filled in)")
     if s["numerical_width_mean"] is not None:
+        within = s["numerical_pinned_within"] or {}
         table.add_row("Numerical values pinned to",
-                      f"{s['numerical_width_mean']:.1%} of their range on average")
+                      f"{s['numerical_width_mean']:.1%} of their range on average"
+                      + "".join(f"; {share:.0%} within {limit}" for limit, share
+                                in within.items()))
     if s["proof"]:
         table.add_row("Proofs", escape(s["proof"]))
     if s["message"]:
@@ -278,7 +281,8 @@ def _noisy_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _details(recon: Reconstruction) -> pd.DataFrame:
-    """Per row: proven, proven_pattern, and each feature's free flag and bounds."""
+    """Per row: proven, proven_pattern, and each feature's free flag and bounds (and, for
+    numerical and ordinal columns, the bounds' width as a share of the column's range)."""
     import numpy as np
     import pandas as pd
 
@@ -288,6 +292,8 @@ def _details(recon: Reconstruction) -> pd.DataFrame:
         parts[f"{name}:free"] = recon.free[name].to_numpy()
         parts[f"{name}:lower"] = recon.lower[name].to_numpy()
         parts[f"{name}:upper"] = recon.upper[name].to_numpy()
+        if recon.width is not None and recon.width[name].notna().any():
+            parts[f"{name}:width"] = recon.width[name].to_numpy()  # a share of its range
     return pd.DataFrame(parts)
 
 
