@@ -139,6 +139,7 @@ def test_a_placement_problem_too_large_falls_back_and_says_why(monkeypatch):
     import treeleaks.attacks.bootstrap as bootstrap
 
     monkeypatch.setattr(bootstrap, "MAX_NONZEROS", 10)  # the covering problem keeps its own
+    monkeypatch.setattr(bootstrap, "WITHOUT_CELLS_SHARE", 0.0)  # no time to place row by row
     X, y = binary_frame(40, 5, seed=9)
     model = from_sklearn(RandomForestClassifier(n_estimators=6, random_state=4).fit(X, y))
     result = reconstruct(model, FeatureSchema.from_frame(X), time_limit=20)
@@ -231,3 +232,19 @@ def test_a_forest_with_a_smaller_bootstrap_size_is_refused_without_its_draws():
     forest = RandomForestClassifier(n_estimators=3, max_samples=0.5, random_state=0).fit(X, y)
     with pytest.raises(UnsupportedModelError, match=r"max_samples=0\.5"):
         reconstruct(from_sklearn(forest), ignore_draws=True)
+
+
+def test_too_many_cells_places_the_rows_one_by_one_under_auto(monkeypatch):
+    import treeleaks.attacks.bootstrap as bootstrap
+
+    monkeypatch.setattr(bootstrap, "MAX_NONZEROS", 10)  # the cells' problem is too large
+    X, y = binary_frame(40, 5, seed=9)
+    model = from_sklearn(RandomForestClassifier(n_estimators=6, random_state=4).fit(X, y))
+    result = reconstruct(model, FeatureSchema.from_frame(X), time_limit=20)
+    assert result.status == "OPTIMAL" and result.verified and result.n_rows == 40
+    assert result.strategy == "per-row" and result.formulation == "bootstrap-known"
+    assert result.message.startswith("the placement problem is too large")
+    assert "placed one by one instead" in result.message
+    # in training order: a proven row k carries training row k's label
+    proven = result.proven_pattern
+    assert (result.rows["label"].to_numpy()[proven] == y[proven]).all()

@@ -63,6 +63,10 @@ HIGHS_SHARE = 0.4
 # same forests in under a second; 100-tree forests are solved by the placements in
 # well under a second.
 FALLBACK_SHARE = 0.4
+# Of the time left when the cells are too many to list, the share the per-row strategy
+# gets before the fallback to inferred draws (wine: the listing gives up after 15 s of 60,
+# per-row then takes 6 s; digits takes 40 s).
+WITHOUT_CELLS_SHARE = 0.8
 # Of the solvers' time, at most this share goes to fixing the rows of one (cell, class) at a
 # time (`probe_subsystems`); it stops early once a round fixes nothing. COMPAS N=1,000 (no
 # solver finished in 120 s before): every row but two fixed, and proven, in 6.4 s.
@@ -135,6 +139,7 @@ def reconstruct_known_draws(
     row_boxes: RowBoxes | None = None,
     known_rows: tuple[np.ndarray, np.ndarray] | None = None,
     fallback: Callable[[float, str], Reconstruction] | None = None,
+    without_cells: Callable[[float, str], Reconstruction | None] | None = None,
 ) -> Reconstruction:
     """The training rows of a bootstrap forest, in training order (see the module doc).
 
@@ -151,6 +156,9 @@ def reconstruct_known_draws(
     draws, when the placement problem is too large or its solvers find nothing; it gets
     `FALLBACK_SHARE` of the search time when the placement solvers have found nothing, and
     its rows come back with status FEASIBLE and a message saying the draws were not met.
+    ``without_cells`` (given the seconds it may take and why) is tried first when there
+    are too many cells to list: another strategy's result, or None to go on to
+    ``fallback``; it gets `WITHOUT_CELLS_SHARE` of the time left.
     """
     if not has_draws(model):
         raise UnsupportedModelError(
@@ -165,6 +173,10 @@ def reconstruct_known_draws(
         problem = placements(model, schema, search_deadline, cell_budget=cell_budget,
                              progress=progress, row_boxes=row_boxes, known_rows=known_rows)
     except PlacementError as stop:
+        if stop.status == Status.UNKNOWN and without_cells is not None:  # too large
+            instead = without_cells(WITHOUT_CELLS_SHARE * clock.left(), str(stop))
+            if instead is not None:
+                return _instead(instead, clock, str(stop))
         if stop.status == Status.UNKNOWN and fallback is not None:  # too large, not impossible
             return _fell_back(fallback(clock.left(), str(stop)), clock, str(stop))
         return _nothing(model, stop.status, clock, stop.n_cells, str(stop))
@@ -220,6 +232,14 @@ def reconstruct_known_draws(
                           time_s=clock.elapsed(), message=message, solver=solver,
                           n_cells=len(cells), certainty_complete=complete, timings=clock.timings,
                           proof=PROOF, formulation=FORMULATION)
+
+
+def _instead(result: Reconstruction, clock: RunClock, why: str) -> Reconstruction:
+    """Another strategy's result, said to be one, for the reason ``why``."""
+    note = f"{why}; the rows were placed one by one instead (strategy {result.strategy})"
+    return replace(result, time_s=clock.elapsed(),
+                   timings={**clock.timings, **result.timings},
+                   message=f"{note}; {result.message}" if result.message else note)
 
 
 def _fell_back(result: Reconstruction, clock: RunClock, why: str) -> Reconstruction:

@@ -12,7 +12,7 @@ Side knowledge wraps the first two (`treeleaks.attacks.side_knowledge`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from treeleaks.attacks.bootstrap import has_draws, reconstruct_known_draws
 from treeleaks.attacks.bootstrap_unknown import reconstruct_unknown_draws
@@ -28,7 +28,7 @@ from treeleaks.model import ReleasedModel
 from treeleaks.progress import ProgressCallback
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Strategy
+from treeleaks.vocabulary import Status, Strategy
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ def reconstruct(
     if knows:
         return _with_knowledge(model, bound, knowledge, run, solver, strategy)
     if model.bootstrap:
-        return _draws_known(model, bound, run)
+        return _draws_known(model, bound, run, strategy)
     return reconstruct_exact(model, bound, run, solver=solver, strategy=strategy)
 
 
@@ -162,19 +162,26 @@ def _draws_unknown(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
                                      reason=reason)
 
 
-def _draws_known(model: ReleasedModel, bound: FeatureSchema,
-                 run: RunOptions) -> Reconstruction:
-    """A bootstrap forest with its draws, rebuilt in training order; when that fails for
-    size or time, the fallback sets the draws aside."""
+def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
+                 strategy: str) -> Reconstruction:
+    """A bootstrap forest with its draws, rebuilt in training order: over its cells, or
+    (``auto``, when they are too many to list) row by row; when that fails for size or
+    time, the fallback sets the draws aside."""
     def without_draws(seconds: float, why: str) -> Reconstruction:
         return reconstruct_unknown_draws(
             model, bound, time_limit=seconds, cell_budget=run.cell_budget,
             progress=run.progress, reason=f"{why}; with the draws set aside")
 
+    def by_rows(seconds: float, why: str) -> Reconstruction | None:
+        rec = reconstruct_per_row(model, bound, replace(run, time_limit=seconds))
+        return rec if rec.n_rows or rec.status == Status.INFEASIBLE else None
+
     # the covering problem needs N draws per tree (no max_samples)
     covering = model.facts.get("max_samples") is None
     return reconstruct_known_draws(model, bound, **run.keywords(),
-                                   fallback=without_draws if covering else None)
+                                   fallback=without_draws if covering else None,
+                                   without_cells=by_rows if strategy == Strategy.AUTO
+                                   else None)
 
 
 def _with_knowledge(model: ReleasedModel, bound: FeatureSchema, knowledge: Knowledge,
