@@ -67,6 +67,9 @@ FALLBACK_SHARE = 0.4
 # gets before the fallback to inferred draws (wine: the listing gives up after 15 s of 60,
 # per-row then takes 6 s; digits takes 40 s).
 WITHOUT_CELLS_SHARE = 0.8
+# With such a strategy, the share of the search time listing the cells may take: wine's
+# listing gave up after 23 s of 60 (3 million cells after 11 trees), time per-row lacked.
+LISTING_SHARE = 0.25
 # Of the solvers' time, at most this share goes to fixing the rows of one (cell, class) at a
 # time (`probe_subsystems`); it stops early once a round fixes nothing. COMPAS N=1,000 (no
 # solver finished in 120 s before): every row but two fixed, and proven, in 6.4 s.
@@ -169,8 +172,11 @@ def reconstruct_known_draws(
         )
     clock = RunClock(time_limit, certainty_time_limit)
     search_deadline = clock.search_deadline
+    # with a strategy for when the cells are too many, listing them gets only a share
+    listing = (search_deadline if without_cells is None
+               else clock.share(LISTING_SHARE, search_deadline))
     try:
-        problem = placements(model, schema, search_deadline, cell_budget=cell_budget,
+        problem = placements(model, schema, listing, cell_budget=cell_budget,
                              progress=progress, row_boxes=row_boxes, known_rows=known_rows)
     except PlacementError as stop:
         if stop.status == Status.UNKNOWN and without_cells is not None:  # too large
@@ -301,8 +307,9 @@ def placements(
         raise PlacementError(Status.UNKNOWN, (
             f"too many cells to list for a bootstrap forest: enumeration stopped at "
             f"{stop.n_cells:,} cells after {stop.trees_done} of {model.n_trees} trees "
-            f"({stop.reason}); raise the time limit or the memory budget, or give a schema "
-            "with the one-hot groups"), stop.n_cells) from None
+            f"({stop.reason}); raise the time limit or the memory budget"
+            + _groups_hint(schema, "; or give a schema with the one-hot groups", "")),
+            stop.n_cells) from None
     cell, occupant = np.nonzero(cells.allowed)
     row, cls = occupant // occupancy.n_classes, occupant % occupancy.n_classes
     homeless = np.setdiff1d(np.arange(occupancy.n_rows), row)
@@ -325,16 +332,23 @@ def placements(
         lo = np.concatenate([b, need])
         hi = np.concatenate([b, np.full(need.size, occupancy.n_rows)])
     if A.nnz > MAX_NONZEROS:
-        binary = int(np.sum(schema.kind_array() == "binary"))
-        hint = ("; declare the one-hot groups in the schema if the columns have any"
-                if binary > 1 and not (schema.one_hot_groups or schema.at_most_one_groups)
-                else "; known columns (--known-columns) narrow where each row may lie")
+        hint = _groups_hint(schema, "; declare the one-hot groups in the schema if the "
+                            "columns have any", "; known columns (--known-columns) narrow "
+                            "where each row may lie")
         raise PlacementError(Status.UNKNOWN, (
             f"the placement problem is too large for this version: {cell.size:,} placements "
             f"of {occupancy.n_rows:,} rows over {len(cells):,} cells ({A.nnz:,} nonzeros, "
             f"more than {MAX_NONZEROS:,}): each row fits {cell.size / occupancy.n_rows:,.0f} "
             f"cells on average{hint}"), len(cells))
     return Placements(cells, cell, row, cls, A, lo, hi, known_cell)
+
+
+def _groups_hint(schema: FeatureSchema, groups: str, otherwise: str) -> str:
+    """``groups`` when the schema has binary columns but declares no group among them (a
+    group would cut the cells), else ``otherwise``: raw numerical columns have none."""
+    binary = int(np.sum(schema.kind_array() == "binary"))
+    undeclared = binary > 1 and not (schema.one_hot_groups or schema.at_most_one_groups)
+    return groups if undeclared else otherwise
 
 
 def _cells_of(cells: Cells, X: np.ndarray) -> np.ndarray:
