@@ -291,3 +291,26 @@ def test_risk_rules_in_order_with_the_numbers_and_lower_bounds() -> None:
     assert exact["also"] == []  # the proven rows are the rows rebuilt exactly
     low = assess(nothing, partial=True)
     assert low["level"] == "LOW" and "lower bound" in low["why"]
+
+
+def test_a_bootstrap_forest_gives_its_class_balance_away_within_a_few_rows() -> None:
+    """Each tree drew N rows with replacement: the trees' class totals average to the
+    class balance, so the report states it (as an estimate), draws or no draws."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.ensemble import RandomForestClassifier
+
+    from treeleaks import from_sklearn
+    from treeleaks.report.collect import exposed_facts
+
+    X, y = load_breast_cancer(return_X_y=True)
+    model = from_sklearn(RandomForestClassifier(n_estimators=100, random_state=0).fit(X, y))
+    for kept in (True, False):
+        if not kept:
+            for tree in model.trees:
+                tree.draws = None
+        facts = exposed_facts(model)
+        assert facts["class_balance_estimated"] is True
+        balance = facts["class_balance"]
+        assert sum(balance.values()) == len(y)
+        truth = {"0": int((y == 0).sum()), "1": int((y == 1).sum())}
+        assert all(abs(balance[c] - truth[c]) <= 0.02 * len(y) for c in truth)

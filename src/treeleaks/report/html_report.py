@@ -169,8 +169,11 @@ def _verdict(audit: Audit) -> str:
                       + "reconstruction against the training rows vs population samples)"))
     lines.append(("Training-set size given away", _n_rows_text(v["n_rows_given_away"])))
     balance = v["class_balance_given_away"]
+    estimated = v.get("class_balance_estimated", False)
     lines.append(("Class balance given away", "not exposed" if balance is None else
-                  ", ".join(f"{k}: {c:,}" for k, c in balance.items())))
+                  ("about " if estimated else "")
+                  + ", ".join(f"{k}: {c:,}" for k, c in balance.items())
+                  + (" (the trees' class totals, averaged)" if estimated else "")))
     rows = "".join(f"<tr><td>{_e(a)}</td><td>{_e(b)}</td></tr>" for a, b in lines)
     bound = " (a lower bound: some attacks were cut short)" if risk["lower_bound"] else ""
     also = ("<p><strong>Also:</strong> " + "; ".join(map(_e, risk["also"])) + ".</p>"
