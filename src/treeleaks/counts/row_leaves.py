@@ -96,7 +96,7 @@ class RowLeaves:
             classes.append(c)
         place_pair = np.concatenate(pairs)
         order = np.argsort(place_pair, kind="stable")
-        return cls(model_rows(model), model.n_classes, leaf_tree, lower, upper, weight,
+        return cls(_n_rows(model), model.n_classes, leaf_tree, lower, upper, weight,
                    distinct, pair_row, pair_tree, pair_draw, place_pair[order],
                    np.concatenate(leaves)[order], np.concatenate(classes)[order],
                    np.ones(order.size, dtype=bool))
@@ -312,6 +312,6 @@ def _unique_leaf(leaves: RowLeaves, single_leaf: np.ndarray) -> np.ndarray:
     return leaves.place_leaf[j[first]]
 
 
-def model_rows(model: ReleasedModel) -> int:
+def _n_rows(model: ReleasedModel) -> int:
     """N: the length of every tree's draws."""
     return len(model.trees[0].draws)
