@@ -54,7 +54,7 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
             leaves.propagate(clock.share(PROPAGATION_SHARE, clock.search_deadline))
     except RowLeavesInfeasible as exc:
         return _nothing(model, Status.INFEASIBLE, clock, f"{NOT_MET}: {exc}")
-    decided = _decided_rows(leaves)  # what holds in every dataset: the proofs
+    decided = leaves.decided_rows()  # what holds in every dataset: the proofs
     clock.timings["rows_decided"] = int(decided.sum())
     search, assumed = leaves, classes is not None and not unique
     if assumed:  # classes that fit the totals, not proven the only ones: search under them
@@ -98,13 +98,6 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
                           n_cells=0, certainty_complete=True, timings=clock.timings,
                           strategy=Strategy.PER_ROW, proof=PROOF,
                           formulation=Formulation.BOOTSTRAP_KNOWN)
-
-
-def _decided_rows(leaves: RowLeaves) -> np.ndarray:
-    """Rows whose class and every leaf propagation left single."""
-    count = np.bincount(leaves.place_pair[leaves.open], minlength=leaves.pair_row.size)
-    undecided = np.bincount(leaves.pair_row, weights=count > 1, minlength=leaves.n_rows)
-    return (undecided == 0) & (leaves.row_classes().sum(axis=1) == 1)
 
 
 def _rows(model: ReleasedModel, schema: FeatureSchema, leaves: RowLeaves, chosen: np.ndarray,

@@ -97,7 +97,8 @@ def reconstruct(
         raise ValueError(f"unknown strategy {strategy!r}; choose one of "
                          f"{', '.join(tuple(Strategy))}")
     run.check(max_rows)
-    _refuse_too_many_rows(model, max_rows)
+    n_rows = len(model.trees[0].draws) if has_draws(model) else model.n_rows
+    _refuse_too_many_rows(n_rows, max_rows)
     bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
     knows = knowledge is not None and not knowledge.empty
     if strategy == Strategy.PER_ROW:
@@ -109,7 +110,7 @@ def reconstruct(
                                  "whose draws are unknown")
         return _draws_unknown(model, bound, run, ignore_draws)
     if knows:
-        return _with_knowledge(model, bound, knowledge, run, solver, strategy)
+        return _with_knowledge(model, bound, knowledge, n_rows, run, solver, strategy)
     if model.bootstrap:
         return _draws_known(model, bound, run, strategy)
     return reconstruct_exact(model, bound, run, solver=solver, strategy=strategy)
@@ -128,8 +129,7 @@ def _refuse_per_row(model: ReleasedModel, knows: bool, ignore_draws: bool) -> No
                              "use strategy 'auto'")
 
 
-def _refuse_too_many_rows(model: ReleasedModel, max_rows: int) -> None:
-    n_rows = len(model.trees[0].draws) if has_draws(model) else model.n_rows
+def _refuse_too_many_rows(n_rows: int | None, max_rows: int) -> None:
     if n_rows is not None and n_rows > max_rows:
         raise BudgetError(
             f"the counts imply {n_rows:,} training rows, more than the limit of "
@@ -185,9 +185,10 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
 
 
 def _with_knowledge(model: ReleasedModel, bound: FeatureSchema, knowledge: Knowledge,
-                    run: RunOptions, solver: str, strategy: str) -> Reconstruction:
-    """Side knowledge around the exact or bootstrap-known formulation."""
-    n_rows = len(model.trees[0].draws) if has_draws(model) else model.n_rows
+                    n_rows: int | None, run: RunOptions, solver: str,
+                    strategy: str) -> Reconstruction:
+    """Side knowledge around the exact or bootstrap-known formulation (``n_rows``: the
+    N the counts imply, when they do)."""
     knowledge.check(model, bound, n_rows)
     bound = knowledge.schema_for(bound, model)
     if model.bootstrap:

@@ -218,6 +218,13 @@ class RowLeaves:
         high[row[first]] = np.minimum.reduceat(hull_high, first, axis=0)
         return low, high
 
+    def decided_rows(self) -> np.ndarray:
+        """Rows whose class and every leaf are left single: after `propagate`, in every
+        consistent dataset."""
+        count = np.bincount(self.place_pair[self.open], minlength=self.pair_row.size)
+        undecided = np.bincount(self.pair_row, weights=count > 1, minlength=self.n_rows)
+        return (undecided == 0) & (self.row_classes().sum(axis=1) == 1)
+
     def forced_pairs(self) -> np.ndarray:
         """Per pair, the one placement left (-1 while several are open)."""
         j = np.flatnonzero(self.open)
