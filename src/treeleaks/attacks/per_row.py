@@ -53,7 +53,8 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
         if unique or classes is None:  # with unproven classes it decides next to nothing
             leaves.propagate(clock.share(PROPAGATION_SHARE, clock.search_deadline))
     except RowLeavesInfeasible as exc:
-        return _nothing(model, Status.INFEASIBLE, clock, f"{NOT_MET}: {exc}")
+        return _nothing(model, Status.INFEASIBLE, clock, f"{NOT_MET}: {exc} (the model or "
+                        "its draws were altered; check the file against the fitted forest)")
     decided = leaves.decided_rows()  # what holds in every dataset: the proofs
     clock.timings["rows_decided"] = int(decided.sum())
     search, assumed = leaves, classes is not None and not unique
@@ -71,7 +72,8 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
             f"more than the solver is given ({MAX_PLACEMENTS:,}): "
             + ("the rows' classes could not be read off the trees' class totals in time"
                if classes is None else "propagation narrowed too little")
-            + "; nothing narrows a row until its class is known"))
+            + "; nothing narrows a row until its class is known. A longer --time-limit "
+            "gives the classes more time (a quarter of it)"))
     thresholds = [np.unique(cuts) for cuts in model.thresholds()]
     chosen, row_class, status = solve_placements(
         search, thresholds, clock.search_deadline, run.threads, run.seed, hint=classes)
