@@ -109,3 +109,28 @@ def test_the_command_line_writes_each_rows_box_and_says_how_tight_they_are(tmp_p
     width = table[[f"{n}:width" for n in ("x0", "x1", "x2")]].to_numpy().ravel()
     assert s["numerical_pinned_within"]["5%"] == pytest.approx((width <= 0.05).mean())
     assert s["strategy"] == "per-row" and s["certificate"]["verified"]
+
+
+def test_auto_places_rows_of_raw_measurements_first_and_lists_no_cells() -> None:
+    from treeleaks.attacks.reconstruct import raw_measurements
+
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.normal(size=(60, 6)), columns=[f"x{j}" for j in range(6)])
+    y = (X["x0"] + X["x1"] + rng.normal(0, 0.5, 60) > 0).astype(int).to_numpy()
+    model = from_sklearn(RandomForestClassifier(n_estimators=20, random_state=3).fit(X, y))
+    assert raw_measurements(model)  # continuous columns, finely split
+    rec = reconstruct(model, time_limit=30)
+    assert rec.status == "OPTIMAL" and rec.verified and rec.n_rows == 60
+    assert rec.strategy == "per-row" and "cells" not in rec.timings
+    proven = np.flatnonzero(rec.proven_pattern)
+    assert (rec.rows["label"].to_numpy()[proven] == y[proven]).all()
+
+
+def test_binarized_data_is_not_raw_measurements() -> None:
+    from treeleaks.attacks.reconstruct import raw_measurements
+
+    rng = np.random.default_rng(4)
+    X = pd.DataFrame(rng.integers(0, 2, size=(80, 30)), columns=[f"b{j}" for j in range(30)])
+    y = (X["b0"] ^ X["b1"]).to_numpy()
+    model = from_sklearn(RandomForestClassifier(n_estimators=20, random_state=4).fit(X, y))
+    assert not raw_measurements(model)  # one threshold a column, however many columns

@@ -50,6 +50,10 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
         # the classes first: until they are known, a row may lie in most leaves
         classes, unique = leaves.settle_classes(
             clock.share(CLASS_SHARE, clock.search_deadline))
+        if classes is None and leaves.open.size > MAX_PLACEMENTS:
+            # without the classes propagation decides next to nothing (docs/engine.md),
+            # and the solver would not be given this many: stop here, time and memory kept
+            return _nothing(model, Status.UNKNOWN, clock, _too_many(leaves.open.size, None))
         if unique or classes is None:  # with unproven classes it decides next to nothing
             leaves.propagate(clock.share(PROPAGATION_SHARE, clock.search_deadline))
     except RowLeavesInfeasible as exc:
@@ -67,13 +71,7 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
     clock.lap("propagate")
     left_open = int(search.open.sum())
     if left_open > MAX_PLACEMENTS:
-        return _nothing(model, Status.UNKNOWN, clock, (
-            f"{left_open:,} placements of rows in leaves are left open after propagation, "
-            f"more than the solver is given ({MAX_PLACEMENTS:,}): "
-            + ("the rows' classes could not be read off the trees' class totals in time"
-               if classes is None else "propagation narrowed too little")
-            + "; nothing narrows a row until its class is known. A longer --time-limit "
-            "gives the classes more time (a quarter of it)"))
+        return _nothing(model, Status.UNKNOWN, clock, _too_many(left_open, classes))
     thresholds = [np.unique(cuts) for cuts in model.thresholds()]
     chosen, row_class, status = solve_placements(
         search, thresholds, clock.search_deadline, run.threads, run.seed, hint=classes)
@@ -117,6 +115,16 @@ def _rows(model: ReleasedModel, schema: FeatureSchema, leaves: RowLeaves, chosen
     return rows_from_counts(model, schema, cells, every, np.maximum(row_class, 0),
                             np.ones(leaves.n_rows, dtype=np.int64), decided.astype(np.int64),
                             with_width=True)
+
+
+def _too_many(left_open: int, classes: np.ndarray | None) -> str:
+    """Why the solver was not run: more open placements than it is given."""
+    return (f"{left_open:,} placements of rows in leaves are left open, more than the "
+            f"solver is given ({MAX_PLACEMENTS:,}): "
+            + ("the rows' classes could not be read off the trees' class totals in time"
+               if classes is None else "propagation narrowed too little")
+            + "; nothing narrows a row until its class is known. A longer --time-limit "
+            "gives the classes more time (a quarter of it)")
 
 
 def _nothing(model: ReleasedModel, status: Status, clock: RunClock,
