@@ -142,19 +142,22 @@ def test_counts_no_dataset_can_produce_exit_3_with_outputs_labelled_partial(
     assert "(partial: no complete reconstruction) to" in result.stdout
 
 
-def test_demo_of_a_bootstrap_forest_rebuilds_rows_in_training_order() -> None:
-    result = runner.invoke(app, ["demo", "--bootstrap"])
+def test_demo_rebuilds_the_default_forests_wines_in_training_order() -> None:
+    from treeleaks.demo_raw import raw_data, run_raw_demo
+
+    X, _ = raw_data()
+    summary = run_raw_demo(console=Console(file=io.StringIO()))
+    assert summary["verified"] and summary["strategy"] == "per-row"
+    assert summary["n_rows"] == len(X) and summary["labels_in_place"] == len(X)
+    assert summary["error"] < 0.5 * summary["baseline_error"]
+    assert summary["values_inside_intervals"] > 0.6
+
+
+def test_binarized_demo_proves_training_rows() -> None:
+    result = runner.invoke(app, ["demo", "--binarized"])
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
-    assert "bootstrap=True" in text and "verified" in text and "row k of the reconstruction" in text
-
-
-def test_bootstrap_demo_puts_every_patient_back_in_place() -> None:
-    from treeleaks.demo import BOOTSTRAP_ROWS, run_demo
-
-    summary = run_demo(console=Console(file=io.StringIO()), bootstrap=True)
-    assert summary["verified"] and summary["formulation"] == "bootstrap-known"
-    assert summary["rows_in_place"] >= 0.95 * BOOTSTRAP_ROWS
+    assert "bootstrap=False" in text and "verified" in text and "proven" in text
 
 
 def test_demo_runs_and_is_verified() -> None:

@@ -1,9 +1,10 @@
-"""A self-contained demonstration: reconstruct a random forest's training set from the model.
+"""`treeleaks demo --binarized`: which rows a forest proves were in its training set.
 
 Uses scikit-learn's breast-cancer data (it ships with scikit-learn, so nothing is
-downloaded). Fifteen of its thirty measurements are binarized at their medians: with all
-thirty, the cells of a 100-tree full-depth forest number in the millions after a few trees,
-far beyond a demo's few seconds.
+downloaded), fifteen of its measurements binarized at their medians, and a forest whose
+trees each see every patient once: the cells of the trees' common refinement are few, and
+the attack proves most patients were training rows. The default demo (`treeleaks.demo_raw`)
+attacks scikit-learn's default forest on raw measurements instead.
 """
 
 from __future__ import annotations
@@ -30,31 +31,23 @@ from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
 
 N_TREES = 100
-BOOTSTRAP_ROWS = 250  # the first patients: all 569 over 15 binary columns is still too slow
 SHOWN_PAIRS = 5
 
 
-def run_demo(seed: int = 0, console: Console | None = None,
-             bootstrap: bool = False) -> dict[str, Any]:
-    """Train a forest, attack it with only the model in hand, print and score it.
-
-    Without ``bootstrap`` every tree sees every patient once; with it, the forest is
-    scikit-learn's default (rows drawn with replacement) on the first `BOOTSTRAP_ROWS`
-    patients. Returns the reconstruction's `summary()` merged with its score against the
-    truth.
-    """
+def run_demo(seed: int = 0, console: Console | None = None) -> dict[str, Any]:
+    """Train a forest whose trees each see every patient once, attack it with only the
+    model in hand, print and score it. Returns the reconstruction's `summary()` merged with
+    its score against the truth."""
     console = console or Console()
     start = time.perf_counter()
     X, y = demo_data()
-    if bootstrap:
-        X, y = X.iloc[:BOOTSTRAP_ROWS], y.iloc[:BOOTSTRAP_ROWS]
     forest = RandomForestClassifier(
-        n_estimators=N_TREES, bootstrap=bootstrap, max_depth=None, random_state=seed
+        n_estimators=N_TREES, bootstrap=False, max_depth=None, random_state=seed
     ).fit(X, y)
     model = from_sklearn(forest, label_name=LABEL)
     console.rule("[bold]treeleaks demo[/bold]: what does a random forest reveal about its data?")
     console.print(
-        f"Trained RandomForestClassifier(n_estimators={N_TREES}, bootstrap={bootstrap}, "
+        f"Trained RandomForestClassifier(n_estimators={N_TREES}, bootstrap=False, "
         f"max_depth=None, random_state={seed}) on {len(X)} patients of scikit-learn's "
         f"breast-cancer data: {len(FEATURES)} measurements, each 1 when above its median, "
         f"and the {LABEL}. The attacker sees only the fitted model.",
@@ -74,16 +67,9 @@ def run_demo(seed: int = 0, console: Console | None = None,
         **score.to_dict(),
         "exact_rows": exact_rows,
     }
-    if bootstrap and recon.n_rows == len(truth):
-        summary["rows_in_place"] = int(sum(
-            _same(truth.iloc[i], recon.rows.iloc[i]) for i in range(len(truth))))
     console.print(_results_table(recon, summary))
-    pairs = [(i, i) for i in range(len(truth))] if bootstrap else _align(truth, recon.rows)
-    console.print(_rows_table(truth, recon, pairs, show_proofs=not bootstrap))
+    console.print(_rows_table(truth, recon, _align(truth, recon.rows)))
     console.print(
-        "With bootstrap, row k of the reconstruction stands for patient k: how often each tree "
-        "drew each patient, which the model keeps in its random states, tells them apart."
-        if bootstrap else
         "A proven row appears in every dataset that reproduces the released counts: the model "
         "alone proves that this patient, with exactly these values, was in the training set.",
         highlight=False,
@@ -101,10 +87,7 @@ def _results_table(recon: Reconstruction, s: dict[str, Any]) -> Table:
     table.add_row("Solver status", f"{s['status']} in {s['time_s']:.2f} s ({s['n_cells']} cells)")
     table.add_row("Certificate", certificate_text(s))
     table.add_row("Rows recovered exactly", f"{s['exact_rows']} of {n} ({s['exact_share']:.1%})")
-    if "rows_in_place" in s:
-        table.add_row("Rows recovered at their training position", f"{s['rows_in_place']} of {n}")
-    else:
-        table.add_row("Rows proven to be training rows", f"{s['proven_rows']} of {n}")
+    table.add_row("Rows proven to be training rows", f"{s['proven_rows']} of {n}")
     table.add_row(
         "Reconstruction error",
         f"{s['error']:.4f} (random guesses consistent with the schema: {s['baseline_error']:.3f})",
@@ -116,9 +99,9 @@ def _results_table(recon: Reconstruction, s: dict[str, Any]) -> Table:
 
 
 def _rows_table(truth: pd.DataFrame, recon: Reconstruction,
-               pairs: list[tuple[int, int]], show_proofs: bool = True) -> Table:
+               pairs: list[tuple[int, int]]) -> Table:
     """A few training rows beside their reconstructions (``pairs``: (true, rebuilt) row
-    indices), one column per row, and whether each is proven (``show_proofs``).
+    indices), one column per row, and whether each is proven.
 
     A value the reconstruction got wrong shows as ``true → reconstructed`` in red.
     """
@@ -141,10 +124,9 @@ def _rows_table(truth: pd.DataFrame, recon: Reconstruction,
             wrong_value = Text(f"{true} → {rebuilt}", "bold red")
             cells.append(Text(str(true)) if true == rebuilt else wrong_value)
         table.add_row(escape(name), *cells, end_section=name == FEATURES[-1])
-    if show_proofs:
-        proven = [Text("yes", "green") if recon.proven[j] else Text("no", "yellow")
-                  for _, j in shown]
-        table.add_row("proven", *proven)
+    proven = [Text("yes", "green") if recon.proven[j] else Text("no", "yellow")
+              for _, j in shown]
+    table.add_row("proven", *proven)
     return table
 
 

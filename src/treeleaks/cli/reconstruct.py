@@ -63,15 +63,22 @@ def demo(
     seed: Annotated[
         int, typer.Option(min=0, max=SEED_MAX, help="Random state of the forest.")
     ] = 0,
-    bootstrap: Annotated[
-        bool, typer.Option(help="Attack scikit-learn's default forest (bootstrap=True) "
-                           "instead: the rows come back in training order.")
+    binarized: Annotated[
+        bool, typer.Option(help="Attack a forest whose trees each see every row once, on "
+                           "binarized data, instead: which rows the model proves were "
+                           "training rows.")
     ] = False,
 ) -> None:
-    """Train a forest on built-in data, reconstruct its training set from the model, score it."""
-    from treeleaks.demo import run_demo
+    """Train scikit-learn's default forest on built-in raw data, reconstruct its training
+    set from the model alone, score it."""
+    if binarized:
+        from treeleaks.demo import run_demo
 
-    summary = run_demo(seed=seed, console=Console(), bootstrap=bootstrap)
+        summary = run_demo(seed=seed, console=Console())
+    else:
+        from treeleaks.demo_raw import run_raw_demo
+
+        summary = run_raw_demo(seed=seed, console=Console())
     check_outcome(summary["status"], summary["verified"], summary["message"])
 
 
