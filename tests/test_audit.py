@@ -314,3 +314,25 @@ def test_a_bootstrap_forest_gives_its_class_balance_away_within_a_few_rows() -> 
         assert sum(balance.values()) == len(y)
         truth = {"0": int((y == 0).sum()), "1": int((y == 1).sum())}
         assert all(abs(balance[c] - truth[c]) <= 0.02 * len(y) for c in truth)
+
+
+def test_default_forest_on_raw_measurements_reports_rows_in_place_and_their_intervals() -> None:
+    """Raw numerical columns: the rows come back in training order, row by row; the report
+    says how tightly their values are pinned, and checks row k against the data's row k."""
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.normal(size=(60, 6)), columns=[f"x{j}" for j in range(6)])
+    y = (X["x0"] + X["x1"] + rng.normal(0, 0.5, 60) > 0).astype(int).to_numpy()
+    forest = RandomForestClassifier(n_estimators=20, random_state=3).fit(X, y)
+    data = X.assign(label=y)
+    audit = audited(from_sklearn(forest), forest, data, "label", budget=30)
+    figures = audit.attack("reconstruct").figures
+    recon = reconstruct(from_sklearn(forest), time_limit=30)
+    assert figures["strategy"] == "per-row" and figures["verified"]
+    assert figures["labels_in_place"] == 60  # every row's label, at its own position
+    width = recon.width.to_numpy(dtype=float)
+    assert figures["pinned_within_5pct"] == pytest.approx((width <= 0.05).mean())
+    assert audit.verdict["values_pinned_within_5pct"] == figures["pinned_within_5pct"]
+    inside = ((recon.lower.to_numpy(dtype=float) <= X.to_numpy())
+              & (X.to_numpy() <= recon.upper.to_numpy(dtype=float)))
+    assert 0 < figures["values_inside_intervals"] <= 1
+    assert figures["values_inside_intervals"] == pytest.approx(inside.mean())

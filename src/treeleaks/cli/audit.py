@@ -244,6 +244,8 @@ def _verdict_table(path: Path, audit: Audit) -> Table:
             table.add_row(name, f"{v[key]:,}")
     if v["dist_g"] is not None:
         table.add_row("dist_g (1 = nothing revealed)", f"{v['dist_g']:.3f}")
+    if v.get("values_pinned_within_5pct") is not None:
+        table.add_row("Values pinned within 5% of range", f"{v['values_pinned_within_5pct']:.1%}")
     if v["error"] is not None:
         table.add_row("Error vs random", f"{v['error']:.4f} vs {v['baseline_error']:.4f}")
     if v.get("leak_test_p_value") is not None:

@@ -174,6 +174,7 @@ def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
         "dist_g": leak.get("dist_g"),
         "error": recon.get("error"),
         "baseline_error": recon.get("baseline_error"),
+        "values_pinned_within_5pct": recon.get("pinned_within_5pct"),
         "leak_test_p_value": leak_test.get("p_value"),
         "leak_test_leak": leak_test.get("leak"),
         "n_rows_given_away": audit.exposed["n_rows"],

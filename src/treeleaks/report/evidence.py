@@ -106,6 +106,7 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
     if recon.formulation == Formulation.DP:
         figures.update({k: s[k] for k in ("log_likelihood", "log_likelihood_bound",
                                           "likelihood_checked", "n_rows_interval")})
+    figures.update(_intervals(recon))
     if inp.data is not None and recon.n_rows:
         truth = inp.truth
         ev.score = evaluate(truth, recon.rows, inp.data_schema, label=model.label_name)
@@ -114,6 +115,8 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
                        exact_share=ev.score.exact_share,
                        exact_rows=round(ev.score.exact_share * ev.score.n_true),
                        label_agreement=ev.score.label_agreement)
+        if recon.formulation == Formulation.BOOTSTRAP_KNOWN and recon.n_rows == len(truth):
+            figures.update(_in_place(recon, truth, model.label_name))
     if s["status"] == Status.INFEASIBLE:
         return AttackRun("reconstruct", RECONSTRUCT_TITLE, FAILED, "no dataset reproduces the "
                          f"counts: {recon.message or 'the counts contradict each other'}",
@@ -121,6 +124,31 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
     why = shortfall(recon, inp.budget)
     return AttackRun("reconstruct", RECONSTRUCT_TITLE, PARTIAL if why else COMPLETE,
                      why or _note(recon), recon.time_s, figures)
+
+
+def _intervals(recon: Reconstruction) -> dict[str, float]:
+    """How tightly the rows' numerical values are pinned: the mean interval (a share of
+    the column's range) and the share of values within 1, 5 and 10% of it."""
+    pinned = recon.pinned_within()
+    if not pinned:
+        return {}
+    return {"mean_interval_width": recon.summary()["numerical_width_mean"],
+            **{f"pinned_within_{share[:-1]}pct": value for share, value in pinned.items()}}
+
+
+def _in_place(recon: Reconstruction, truth: pd.DataFrame, label: str) -> dict[str, Any]:
+    """Row k against the custodian's row k (rows rebuilt in training order): labels right,
+    and the share of true numerical values inside their intervals."""
+    columns = [c for c in recon.width.columns if recon.width[c].notna().all()] \
+        if recon.width is not None else []
+    figures: dict[str, Any] = {"labels_in_place": int(
+        (recon.rows[label].to_numpy() == truth[label].to_numpy()).sum())}
+    if columns:
+        values = truth[columns].to_numpy(dtype=float)
+        inside = ((recon.lower[columns].to_numpy(dtype=float) <= values)
+                  & (values <= recon.upper[columns].to_numpy(dtype=float)))
+        figures["values_inside_intervals"] = float(inside.mean())
+    return figures
 
 
 def shortfall(recon: Reconstruction, budget: float) -> str:

@@ -87,6 +87,12 @@ FIGURE_NAMES = {  # the figures' JSON names, in words; others show their JSON na
     "guaranteed_recovery": "every consistent dataset recovers at least",
     "log_likelihood": "log-likelihood of the counts",
     "log_likelihood_bound": "no dataset exceeds",
+    "mean_interval_width": "mean interval of a numerical value (share of its range)",
+    "pinned_within_1pct": "values pinned within 1% of their range",
+    "pinned_within_5pct": "values pinned within 5%", "pinned_within_10pct":
+    "values pinned within 10%",
+    "labels_in_place": "rows back at their training position with your label",
+    "values_inside_intervals": "your values inside the reconstructed intervals",
 }
 
 
@@ -160,6 +166,10 @@ def _verdict(audit: Audit) -> str:
         lines.append(("How far the rest is narrowed down", f"dist_g = {v['dist_g']:.3f} "
                       "(share of a row's entropy a tree leaves; 1 = nothing revealed, "
                       "0 = every row recovered)"))
+    if v.get("values_pinned_within_5pct") is not None:
+        lines.append(("Numerical values pinned within 5% of their range",
+                      f"{v['values_pinned_within_5pct']:.1%} (the interval of the leaves "
+                      "each reconstructed row falls in)"))
     if v["error"] is not None:
         lines.append(("Reconstruction error", f"{v['error']:.4f} (random guesses: "
                       f"{v['baseline_error']:.4f}; 0 = every value right)"))
