@@ -118,11 +118,12 @@ def open_ends(thresholds: np.ndarray) -> tuple[float, float]:
     """Where a box open below (above) a feature ends: half a threshold gap past the lowest
     (highest) threshold, the gap being that between the two outermost thresholds on that
     side. One threshold t gives no gap: then max(|t|, 1), the engine's data-free spacing
-    (`treeleaks.counts.materialize`), which puts a 0/1 column cut at 0.5 at 0 and 1. An
-    unsplit feature ends at -0.5 and 0.5 (filled with 0), as the engine fills such columns
-    when their range is unknown."""
+    (`treeleaks.counts.materialize`), which puts a 0/1 column cut at 0.5 at 0 and 1. A
+    feature no tree splits on has no ends (NaN): the model says nothing of it, and the
+    engine leaves such a column empty when the schema does not describe it (the scorer
+    counts an empty value as wrong, for the engine, the baseline and these boxes alike)."""
     if thresholds.size == 0:
-        return -0.5, 0.5
+        return np.nan, np.nan
     if thresholds.size == 1:
         gap = max(abs(float(thresholds[0])), 1.0)
         return float(thresholds[0]) - gap / 2, float(thresholds[0]) + gap / 2

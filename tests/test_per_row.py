@@ -71,6 +71,7 @@ def test_draws_that_contradict_the_counts_are_infeasible() -> None:
     rec = reconstruct(model, time_limit=20, strategy="per-row")
     assert rec.status == "INFEASIBLE" and rec.n_rows == 0
     assert "no dataset reproduces the released counts with these draws" in rec.message
+    assert "tree 3's draws add up to" in rec.message  # names the tree that disagrees
 
 
 @pytest.mark.parametrize("case", ["no bootstrap", "draws set aside"])
@@ -134,3 +135,26 @@ def test_binarized_data_is_not_raw_measurements() -> None:
     y = (X["b0"] ^ X["b1"]).to_numpy()
     model = from_sklearn(RandomForestClassifier(n_estimators=20, random_state=4).fit(X, y))
     assert not raw_measurements(model)  # one threshold a column, however many columns
+
+
+def test_a_smaller_bootstrap_size_is_placed_row_by_row_too() -> None:
+    rng = np.random.default_rng(6)
+    X = pd.DataFrame(rng.integers(0, 12, size=(40, 3)).astype(float), columns=["a", "b", "c"])
+    y = ((X["a"] + rng.normal(0, 3, 40)) > 6).astype(int).to_numpy()
+    forest = RandomForestClassifier(n_estimators=15, max_samples=0.6, random_state=6).fit(X, y)
+    model = from_sklearn(forest)
+    assert all(tree.draws.sum() == 24 for tree in model.trees)  # 60% of N draws a tree
+    rec = reconstruct(model, time_limit=30, strategy="per-row")
+    assert rec.status == "OPTIMAL" and rec.n_rows == 40
+    assert verify(model, rec.rows).verified
+
+
+def test_a_run_out_of_time_says_so_within_its_limit() -> None:
+    import time
+
+    model, _ = numerical_forest(40, 5, 25, seed=11)
+    start = time.perf_counter()
+    rec = reconstruct(model, time_limit=0.05, strategy="per-row")
+    assert time.perf_counter() - start < 2  # the limit plus building the placements
+    assert rec.status == "UNKNOWN" and rec.n_rows == 0
+    assert "within the time limit of 0.05 s" in rec.message and "Raise" in rec.message

@@ -43,10 +43,10 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
     """The training rows of a bootstrap forest with known draws, in training order, without
     listing cells (see the module doc); ``schema`` is bound to the model."""
     clock = RunClock(run.time_limit)  # the proofs come with propagation: no share kept
-    leaves = RowLeaves.of(model)
-    clock.lap("placements")
-    report(run.progress, "solve", 0, None, variables=int(leaves.open.size))
     try:
+        leaves = RowLeaves.of(model)
+        clock.lap("placements")
+        report(run.progress, "solve", 0, None, variables=int(leaves.open.size))
         # the classes first: until they are known, a row may lie in most leaves
         classes, unique = leaves.settle_classes(
             clock.share(CLASS_SHARE, clock.search_deadline))

@@ -77,6 +77,7 @@ class RowLeaves:
                                     enumerate(model.trees)])
         offset = np.concatenate([[0], np.cumsum([tree.n_leaves for tree in model.trees])])
         draws = np.vstack([tree.draws for tree in model.trees]).astype(np.int64)
+        _check_totals(draws, weight.sum(axis=1), distinct, leaf_tree)
         pair_tree, pair_row = np.nonzero(draws)
         order = np.lexsort((pair_tree, pair_row))
         pair_tree, pair_row = pair_tree[order], pair_row[order]
@@ -310,6 +311,23 @@ class RowLeaves:
                 f"tree {self.pair_tree[p]} drew row {self.pair_row[p]} "
                 f"{self.pair_draw[p]} time(s), and no leaf of it can hold that row together "
                 "with the rest of the counts")
+
+
+def _check_totals(draws: np.ndarray, leaf_weight: np.ndarray, distinct: np.ndarray,
+                  leaf_tree: np.ndarray) -> None:
+    """Each tree's draws add up to the draws its leaves hold, and it drew as many distinct
+    rows as its leaves hold; else `RowLeavesInfeasible` naming the first tree that does
+    not."""
+    n_trees = draws.shape[0]
+    held = np.bincount(leaf_tree, weights=leaf_weight, minlength=n_trees).round()
+    rows = np.bincount(leaf_tree, weights=distinct, minlength=n_trees).round()
+    drawn, drew = draws.sum(axis=1), (draws > 0).sum(axis=1)
+    bad = np.flatnonzero((drawn != held) | (drew != rows))
+    if bad.size:
+        t = bad[0]
+        raise RowLeavesInfeasible(
+            f"tree {t}'s draws add up to {drawn[t]} draws of {drew[t]} distinct rows, but "
+            f"its leaves hold {int(held[t])} draws of {int(rows[t])} distinct rows")
 
 
 def _unique_leaf(leaves: RowLeaves, single_leaf: np.ndarray) -> np.ndarray:
