@@ -212,6 +212,38 @@ def one_hot_dataset(
                    at_most_one_groups=[])
 
 
+def mixed_dataset(n_rows: int, seed: int = 0, label: str = "label") -> Dataset:
+    """Synthetic mixed table (issue 28's scaling series): 4 numerical columns and 3
+    categorical ones with 4, 5 and 6 levels, one-hot encoded (15 binary columns, one group
+    each), and a binary label. Every row draws 3 correlated Gaussian factors: the numerical
+    columns are noisy functions of them (one log-normal, one rounded to whole numbers like
+    an age), the levels a softmax of factor loadings, and the label a noisy threshold of a
+    fixed function of the factors. Deterministic in ``(n_rows, seed)``."""
+    rng = np.random.default_rng([seed, n_rows, 28])
+    corr = np.full((3, 3), 0.4) + 0.6 * np.eye(3)
+    f = rng.normal(size=(n_rows, 3)) @ np.linalg.cholesky(corr).T
+    noise = rng.normal(size=(n_rows, 4))
+    columns: dict[str, np.ndarray] = {
+        "age": np.clip(np.round(45 + 12 * f[:, 0] + 6 * noise[:, 0]), 18, 90),
+        "income": np.round(np.exp(10.3 + 0.5 * f[:, 1] + 0.3 * noise[:, 1]), 2),
+        "score": np.round(0.6 * f[:, 2] - 0.3 * f[:, 0] + 0.5 * noise[:, 2], 3),
+        "hours": np.round(np.clip(38 + 6 * f[:, 1] + 5 * noise[:, 3], 1, 80), 1),
+    }
+    groups: list[list[str]] = []
+    for a, k in enumerate((4, 5, 6)):
+        loading = rng.normal(scale=1.2, size=(3, k))
+        gumbel = -np.log(-np.log(rng.random((n_rows, k))))
+        level = np.argmax(f @ loading + rng.normal(size=k) + gumbel, axis=1)
+        names = [f"c{a}:{j}" for j in range(k)]
+        for j, column in enumerate(names):
+            columns[column] = (level == j).astype(np.int64)
+        groups.append(names)
+    score = f[:, 0] - 0.8 * f[:, 1] + 0.5 * f[:, 2] ** 2 + rng.normal(scale=0.7, size=n_rows)
+    frame = pd.DataFrame(columns).assign(**{label: (score > np.median(score)).astype(np.int64)})
+    return Dataset(name=f"mixed{n_rows}", frame=frame, label=label, one_hot_groups=groups,
+                   at_most_one_groups=[])
+
+
 def run_status(outcome: ChildOutcome) -> str:
     """The status of an isolated run: the reconstruction's status, or ``timeout`` (killed by
     the guard), ``ERROR`` (a Python exception in the child) or ``CRASH(rc=...)`` (no result,

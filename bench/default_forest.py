@@ -11,7 +11,9 @@ drew it (`truth_boxes`).
 
 Datasets: ``cancer`` (breast cancer, 569 x 30 raw), ``wine`` (178 x 13), ``digits`` (first
 500 rows x 64), whole; ``name:N`` takes N rows sampled by the seed instead, and is how the
-shared binarized datasets run (``compas:1000``; skipped with a line when the data is absent).
+shared binarized datasets run (``compas:1000``; skipped with a line when the data is absent);
+``mixed:N`` is the synthetic mixed table of ``common.mixed_dataset`` (4 numerical columns, 3
+one-hot categorical ones), N rows generated for each seed.
 
     python bench/default_forest.py --smoke         # wine, seed 0, 20 s; always exits 0
     python bench/default_forest.py --datasets wine,cancer --seeds 1 --time-limit 30
@@ -49,6 +51,7 @@ from common import (
     maxrss_mb,
     mean,
     median,
+    mixed_dataset,
     share,
     sklearn_dataset,
     write_json,
@@ -75,6 +78,8 @@ def missing_data(spec: str, data_dir: Path) -> str | None:
     name, n = parse_spec(spec)
     if name in SKLEARN_DATASETS:
         return None
+    if name == "mixed":
+        return None if n else f"{spec}: the synthetic mixed table needs a size, e.g. mixed:1000"
     if n is None:
         return f"{spec}: a shared dataset needs a size, e.g. {name}:1000"
     try:
@@ -90,10 +95,15 @@ def training_table(spec: str, seed: int, data_dir: Path) -> tuple[pd.DataFrame, 
     from treeleaks import FeatureSchema
 
     name, n = parse_spec(spec)
-    data = sklearn_dataset(name) if name in SKLEARN_DATASETS else load_dataset(name, data_dir)
-    if name in DEFAULT_ROWS:
-        data.frame = data.frame.iloc[:DEFAULT_ROWS[name]]
-    train = data.frame.reset_index(drop=True) if n is None else data.sample(n, seed)
+    if name == "mixed":  # generated at the size asked for, anew for each seed
+        data = mixed_dataset(n, seed)
+        train = data.frame
+    else:
+        data = (sklearn_dataset(name) if name in SKLEARN_DATASETS
+                else load_dataset(name, data_dir))
+        if name in DEFAULT_ROWS:
+            data.frame = data.frame.iloc[:DEFAULT_ROWS[name]]
+        train = data.frame.reset_index(drop=True) if n is None else data.sample(n, seed)
     schema = FeatureSchema.from_frame(data.features, data.one_hot_groups or None,
                                       data.at_most_one_groups or None)
     return train, data, schema

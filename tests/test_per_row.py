@@ -152,9 +152,19 @@ def test_a_smaller_bootstrap_size_is_placed_row_by_row_too() -> None:
 def test_a_run_out_of_time_says_so_within_its_limit() -> None:
     import time
 
-    model, _ = numerical_forest(40, 5, 25, seed=11)
+    model, _ = numerical_forest(150, 6, 60, seed=11)  # solved in about 2.5 s
     start = time.perf_counter()
-    rec = reconstruct(model, time_limit=0.05, strategy="per-row")
-    assert time.perf_counter() - start < 2  # the limit plus building the placements
+    rec = reconstruct(model, time_limit=0.2, strategy="per-row")
+    assert time.perf_counter() - start < 5  # the limit plus building the placements
     assert rec.status == "UNKNOWN" and rec.n_rows == 0
-    assert "within the time limit of 0.05 s" in rec.message and "Raise" in rec.message
+    assert "within the time limit of 0.2 s" in rec.message and "Raise" in rec.message
+
+
+def test_too_many_candidate_placements_stop_before_they_are_built(monkeypatch) -> None:
+    import treeleaks.attacks.per_row as per_row
+
+    monkeypatch.setattr(per_row, "MAX_CANDIDATES", 50)
+    model, _ = numerical_forest(30, 3, 10, seed=2)
+    rec = reconstruct(model, time_limit=20, strategy="per-row")
+    assert rec.status == "UNKNOWN" and rec.n_rows == 0
+    assert rec.message.startswith("more than 50 candidate placements of rows in leaves")

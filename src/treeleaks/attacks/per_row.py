@@ -18,7 +18,7 @@ from treeleaks.attacks.options import RunOptions
 from treeleaks.clock import RunClock
 from treeleaks.counts.cells import Cells
 from treeleaks.counts.materialize import rows_from_counts
-from treeleaks.counts.row_leaves import RowLeaves, RowLeavesInfeasible
+from treeleaks.counts.row_leaves import RowLeaves, RowLeavesInfeasible, RowLeavesTooLarge
 from treeleaks.counts.row_model import solve_placements
 from treeleaks.counts.verify import verify
 from treeleaks.model import ReleasedModel
@@ -33,6 +33,10 @@ PROPAGATION_SHARE = 0.5  # of what is left, at most, for propagation
 # order-encoded geometry (digits, 64 columns: 54,000 placements, 0.9 GB); breast cancer
 # without its classes leaves 593,000 and reached 5.8 GB without a solution in 120 s.
 MAX_PLACEMENTS = 200_000
+# Most candidate placements listed at all (about 25 bytes each, and propagation's boxes
+# take columns x 32 bytes each): COMPAS N=1,000 lists 7.3 million; the synthetic mixed
+# table 10.3 million at N=1,000 and 231 million at N=5,000 (79 s and over 5 GB to list).
+MAX_CANDIDATES = 16_000_000
 PROOF = ("a row whose every leaf and class propagation decides (the counts, the draws and "
          "the geometry of its leaves leave it no other), draws read from the model")
 NOT_MET = "no dataset reproduces the released counts with these draws"
@@ -44,7 +48,7 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
     listing cells (see the module doc); ``schema`` is bound to the model."""
     clock = RunClock(run.time_limit)  # the proofs come with propagation: no share kept
     try:
-        leaves = RowLeaves.of(model)
+        leaves = RowLeaves.of(model, MAX_CANDIDATES)
         clock.lap("placements")
         report(run.progress, "solve", 0, None, variables=int(leaves.open.size))
         # the classes first: until they are known, a row may lie in most leaves
@@ -59,6 +63,10 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
     except RowLeavesInfeasible as exc:
         return _nothing(model, Status.INFEASIBLE, clock, f"{NOT_MET}: {exc} (the model or "
                         "its draws were altered; check the file against the fitted forest)")
+    except RowLeavesTooLarge as exc:
+        return _nothing(model, Status.UNKNOWN, clock, (
+            f"{exc}: too many to place row by row; each row fits that many leaves when the "
+            "trees are large and most of their leaves hold one row"))
     decided = leaves.decided_rows()  # what holds in every dataset: the proofs
     clock.timings["rows_decided"] = int(decided.sum())
     search, assumed = leaves, classes is not None and not unique

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from treeleaks.attacks.bootstrap import WITHOUT_CELLS_SHARE, has_draws, reconstruct_known_draws
+from treeleaks.attacks.bootstrap import has_draws, reconstruct_known_draws
 from treeleaks.attacks.bootstrap_unknown import reconstruct_unknown_draws
 from treeleaks.attacks.exact import reconstruct_exact
 from treeleaks.attacks.options import RunOptions
@@ -38,6 +38,10 @@ from treeleaks.vocabulary import Status, Strategy
 # There the cells number millions after a few trees, so ``auto`` places the rows one by
 # one first (wine: 6 s instead of 21 s spent listing cells first).
 RAW_DOMAIN_BITS = 24
+# Per-row then has the whole time limit; the cells try what it leaves when it stops early
+# (too many placements), if that is at least this many seconds. With 80% of 60 s digits'
+# per-row ran out of time on one seed of three; the cells never list raw measurements.
+MIN_CELLS_TIME = 1.0
 
 
 @dataclass(frozen=True)
@@ -175,7 +179,7 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
                  strategy: str) -> Reconstruction:
     """A bootstrap forest with its draws, rebuilt in training order: over its cells, or
     (``auto``, when they are too many to list) row by row; on raw measurements ``auto``
-    tries rows first and the cells with the time left. When that fails for size or
+    places rows first and tries the cells with the time that leaves. When that fails for size or
     time, the fallback sets the draws aside."""
     def without_draws(seconds: float, why: str) -> Reconstruction:
         return reconstruct_unknown_draws(
@@ -190,11 +194,11 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
     covering = model.facts.get("max_samples") is None
     first = None
     if strategy == Strategy.AUTO and raw_measurements(model):  # rows first, cells after
-        first = reconstruct_per_row(
-            model, bound, replace(run, time_limit=WITHOUT_CELLS_SHARE * run.time_limit))
-        if first.n_rows or first.status == Status.INFEASIBLE:
+        first = reconstruct_per_row(model, bound, run)
+        left = run.time_limit - first.time_s
+        if first.n_rows or first.status == Status.INFEASIBLE or left < MIN_CELLS_TIME:
             return first
-        run = replace(run, time_limit=max(run.time_limit - first.time_s, 0.0))
+        run = replace(run, time_limit=left)
     rec = reconstruct_known_draws(model, bound, **run.keywords(),
                                   fallback=without_draws if covering else None,
                                   without_cells=by_rows if strategy == Strategy.AUTO

@@ -37,6 +37,10 @@ class RowLeavesInfeasible(Exception):
     """No dataset reproduces the counts with these draws; the message says where."""
 
 
+class RowLeavesTooLarge(Exception):
+    """More candidate placements than the caller allows; the message says how many."""
+
+
 @dataclass
 class RowLeaves:
     """Every candidate placement of every (row, drawing tree) pair.
@@ -64,9 +68,10 @@ class RowLeaves:
     last_boxes: tuple[np.ndarray, np.ndarray] | None = None  # the rows' boxes last checked
 
     @classmethod
-    def of(cls, model: ReleasedModel) -> RowLeaves:
+    def of(cls, model: ReleasedModel, max_placements: int | None = None) -> RowLeaves:
         """The placements the counts allow one pair at a time: the leaf holds at least the
-        pair's draws of the class, and room for its other distinct rows."""
+        pair's draws of the class, and room for its other distinct rows. More than
+        ``max_placements`` of them raise `RowLeavesTooLarge` before they are all built."""
         m = model.n_features
         boxes = [tree.leaf_boxes(m) for tree in model.trees]
         lower = np.vstack([b[0] for b in boxes])
@@ -83,6 +88,7 @@ class RowLeaves:
         pair_tree, pair_row = pair_tree[order], pair_row[order]
         pair_draw = draws[pair_tree, pair_row]
         pairs, leaves, classes = [], [], []
+        listed = 0
         total = weight.sum(axis=1)
         for t in range(model.n_trees):
             at = np.flatnonzero(pair_tree == t)
@@ -92,6 +98,12 @@ class RowLeaves:
             others = distinct[own][None, :, None] - 1
             fits = (weight[own][None] >= b) & (rest >= others) & ((others > 0) | (rest == 0))
             p, v, c = np.nonzero(fits)
+            listed += p.size
+            if max_placements is not None and listed > max_placements:
+                raise RowLeavesTooLarge(
+                    f"more than {max_placements:,} candidate placements of rows in leaves "
+                    f"({listed:,} after {t + 1} of {model.n_trees} trees, "
+                    f"{listed / max(int(np.sum(pair_tree <= t)), 1):.0f} a (row, tree) pair)")
             pairs.append(at[p])
             leaves.append(own[v])
             classes.append(c)
