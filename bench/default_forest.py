@@ -1,7 +1,8 @@
 """Benchmark: the engine on scikit-learn's default forest over raw numerical columns (issue 28).
 
 For every (dataset, seed): fit ``RandomForestClassifier(random_state=seed)`` with every other
-default (bootstrap, 100 full-depth trees) on the training table, convert it with
+default (bootstrap, 100 full-depth trees; ``--forest no-bootstrap`` or ``extra-trees`` fits
+those instead, issue 29) on the training table, convert it with
 ``from_sklearn`` (the model carries each tree's draws), and run ``treeleaks.reconstruct``
 with the schema the model alone gives (``FeatureSchema.for_model``) in a fresh process
 (``common.isolated_record``: own peak memory; a crash or hang ends that run only). The
@@ -124,6 +125,22 @@ def tree_draws(tree: Any) -> np.ndarray:
     return np.asarray(draws)
 
 
+FORESTS = {  # --forest: the estimator fitted, every parameter not named here its default
+    "default": "RandomForestClassifier(random_state=seed)",
+    "no-bootstrap": "RandomForestClassifier(bootstrap=False, random_state=seed)",
+    "extra-trees": "ExtraTreesClassifier(random_state=seed)",
+}
+
+
+def fit_forest(kind: str, X: pd.DataFrame, y: pd.Series, seed: int) -> Any:
+    """The forest `FORESTS` names, fitted."""
+    from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
+
+    if kind == "extra-trees":
+        return ExtraTreesClassifier(random_state=seed).fit(X, y)
+    return RandomForestClassifier(bootstrap=kind == "default", random_state=seed).fit(X, y)
+
+
 def open_ends(thresholds: np.ndarray) -> tuple[float, float]:
     """Where a box open below (above) a feature ends: half a threshold gap past the lowest
     (highest) threshold, the gap being that between the two outermost thresholds on that
@@ -153,8 +170,8 @@ def truth_boxes(model: Any, X: np.ndarray,
     n_features = model.n_features
     lower, upper = np.full(X.shape, -np.inf), np.full(X.shape, np.inf)
     leaves = model.apply(X)
-    for t, tree in enumerate(model.trees):
-        drew = tree_draws(tree) > 0
+    for t, tree in enumerate(model.trees):  # without bootstrap, every tree saw every row
+        drew = tree_draws(tree) > 0 if model.bootstrap else np.ones(len(X), dtype=bool)
         box_low, box_high = tree.leaf_boxes(n_features)
         lower[drew] = np.maximum(lower[drew], box_low[leaves[drew, t]])
         upper[drew] = np.minimum(upper[drew], box_high[leaves[drew, t]])
@@ -226,8 +243,6 @@ def worker(config_path: str) -> int:
         Path(cfg["result_path"]).write_text(json.dumps(jsonable(out)))
 
     try:
-        from sklearn.ensemble import RandomForestClassifier
-
         from treeleaks import FeatureSchema, from_sklearn, reconstruct
         from treeleaks.evaluation.metrics import evaluate
 
@@ -238,7 +253,7 @@ def worker(config_path: str) -> int:
         out.update(n=len(train), n_features=int(X.shape[1]),
                    kinds=dict(Counter(s.kind for s in data_schema.features.values())))
         tick = time.perf_counter()
-        forest = RandomForestClassifier(random_state=seed).fit(X, y)
+        forest = fit_forest(cfg.get("forest", "default"), X, y, seed)
         out["fit_s"] = time.perf_counter() - tick
         model = from_sklearn(forest, label_name=label)
         save("fit")
@@ -276,6 +291,10 @@ def worker(config_path: str) -> int:
         out.update(pinned_figures(width))
         save("evaluate")
 
+        out.update(partial=bool(rec.partial), rows_share=rec.n_rows / len(train))
+        if rec.partial and rec.n_rows:  # the placed rows, matched to the true rows they fit
+            score = evaluate(train, rec.rows, data_schema, label=label, n_baseline_draws=0)
+            out.update(partial_error=score.error)
         if rec.n_rows != len(train):  # a partial answer's matched error would flatter it
             out["not_scored"] = f"{rec.n_rows} of {len(train)} rows reconstructed"
         else:
@@ -322,6 +341,7 @@ def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             **{f"{k}_mean": avg(k) for k in (
                 "error", "aligned_error", "truth_box_error", "truth_box_aligned_error",
                 "baseline_error", "aligned_random_error", "exact_share", "proven_share",
+                "rows_share", "partial_error",
                 "width_mean", *(f"pinned_{round(p * 100)}" for p in PINNED),
                 "truth_width_mean", "truth_pinned_5", "truth_open_share")},
         })
@@ -331,7 +351,8 @@ def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def print_table(rows: list[dict[str, Any]], title: str) -> None:
     """One line per dataset (means over seeds, medians for time and memory)."""
     head = ("dataset", "N", "runs", "status", "rows", "verified", "time s", "MB", "error",
-            "truth-box err", "baseline", "exact", "proven", "width", "pinned<=5%")
+            "truth-box err", "baseline", "exact", "proven", "width", "pinned<=5%",
+            "partial rows", "partial error")
     print(title)
     print(" | ".join(head))
     for r in rows:
@@ -343,7 +364,8 @@ def print_table(rows: list[dict[str, Any]], title: str) -> None:
             fmt(r["peak_mem_mb_median"], 0), fmt(r["error_mean"]), fmt(r["truth_box_error_mean"]),
             fmt(r["baseline_error_mean"]), fmt(r["exact_share_mean"], 2),
             fmt(r["proven_share_mean"], 2), fmt(r["width_mean_mean"]),
-            fmt(r["pinned_5_mean"], 2))))
+            fmt(r["pinned_5_mean"], 2), fmt(r["rows_share_mean"], 2),
+            fmt(r["partial_error_mean"]))))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -357,6 +379,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--time-limit", type=float, default=60.0, help="reconstruct's, per run (s)")
     p.add_argument("--strategy", default="auto",
                    help="passed to reconstruct as is (auto, enumerate, generate, per-row, ...)")
+    p.add_argument("--forest", choices=tuple(FORESTS), default="default",
+                   help="the forest fitted: " + "; ".join(f"{k}: {v}" for k, v in
+                                                         FORESTS.items()))
     p.add_argument("--threads", type=int, default=2, help="solver threads per run")
     p.add_argument("--guard", type=float, default=None,
                    help="wall-clock limit per run in s (default 3 * time limit + 120)")
@@ -381,7 +406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "default_forest_smoke.json" if args.smoke else "default_forest.json")
     meta = {"benchmark": "default_forest", "issue": 28,
             "started": datetime.now(UTC).isoformat(timespec="seconds"), "argv": sys.argv,
-            "forest": "RandomForestClassifier(random_state=seed), other parameters default",
+            "forest": FORESTS[args.forest] + ", other parameters default",
             "adversary_schema": "FeatureSchema.for_model(model)", "strategy": args.strategy,
             "time_limit": time_limit, "threads": args.threads, "guard_s": guard,
             "smoke": args.smoke, "environment": environment()}
@@ -394,6 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for seed in range(seeds):
             config = {"dataset": spec, "seed": seed, "time_limit": time_limit,
                       "strategy_requested": args.strategy, "threads": args.threads,
+                      "forest": args.forest,
                       "data_dir": str(args.data_dir)}
             run = isolated_record(Path(__file__).resolve(), config, guard)
             runs.append(run)
@@ -407,7 +433,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
     rows = aggregate(runs)
     write_json(out, {"meta": meta, "aggregates": rows, "runs": runs})
-    print_table(rows, f"default forest (issue 28), strategy {args.strategy}, time limit "
+    print_table(rows, f"{FORESTS[args.forest]}, strategy {args.strategy}, time limit "
                       f"{time_limit:g} s  ->  {out}")
     if args.smoke and any(r.get("truth_box_error") is None for r in runs):
         print("smoke: the benchmark's own figures are missing", file=sys.stderr)

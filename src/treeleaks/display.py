@@ -44,6 +44,11 @@ def certificate_text(summary: dict[str, Any]) -> Text:
     if certificate is None:
         return Text("none: no rows to check", "red")
     checked = certificate["counts_checked"]
+    if summary.get("partial"):
+        return (Text(f"within every count: no leaf holds more of these rows than it released "
+                     f"({checked} leaf counts checked)", "green") if summary["verified"] else
+                Text(f"not within the counts: {certificate['counts_wrong']} of {checked} leaf "
+                     "counts exceeded", "red"))
     if summary["verified"]:
         drawn = (" with the draws inferred for them"
                  if summary.get("formulation") == "bootstrap-unknown" else "")

@@ -51,8 +51,13 @@ class Reconstruction:
     ``bootstrap-known`` (rows drawn with replacement, draws read from the model)
     or ``bootstrap-unknown`` (draws inferred).
     ``draws`` (``bootstrap-unknown``): per tree, the draws inferred for each row,
-    with which the rows reproduce every count. ``knowledge`` says what side knowledge the
-    reconstruction used (empty: none); proofs and the result then hold given it.
+    with which the rows reproduce every count. ``partial``: the rows are fewer than N
+    (no complete dataset found in time) and stay within every count, which the
+    certificate checks (no leaf holds more of them than it released); ``lp_rows`` is the
+    most rows the packing LP placed, fractionally, over the cells found (more cells may
+    place more: it bounds nothing but what those cells hold).
+    ``knowledge`` says what side knowledge the reconstruction used (empty: none); proofs
+    and the result then hold given it.
     """
 
     rows: pd.DataFrame
@@ -81,6 +86,8 @@ class Reconstruction:
     first_solution_s: float | None = None
     n_rows_interval: tuple[int, int] | None = None
     likelihood_checked: bool = False
+    partial: bool = False
+    lp_rows: float | None = None
 
     @classmethod
     def empty(cls, model: ReleasedModel, **fields: Any) -> Reconstruction:
@@ -147,6 +154,8 @@ class Reconstruction:
                 "first_mismatch": self.certificate.first_mismatch,
             },
         }
+        if self.partial:
+            summary.update({"partial": True, "lp_rows": self.lp_rows})
         if self.formulation == Formulation.DP:
             summary.update({
                 "log_likelihood": self.log_likelihood,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,12 +29,15 @@ from treeleaks.counts.system import (
     build_system,
     propagate,
 )
-from treeleaks.counts.verify import verify
+from treeleaks.counts.verify import verify, verify_within
 from treeleaks.model import ReleasedModel
 from treeleaks.progress import report
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
 from treeleaks.vocabulary import Status, Strategy
+
+if TYPE_CHECKING:
+    from treeleaks.counts.generate import Generated
 
 STRATEGIES = (Strategy.AUTO, Strategy.ENUMERATE, Strategy.GENERATE)
 ENUMERATION_SHARE = 0.25  # of the time limit, before `auto` switches to generating cells
@@ -48,6 +52,14 @@ PROOF_PINNED = (
     "(enumeration complete)"
 )
 PEEL_SHARE = 0.1  # of the search time, at most, for `peel_rows` before generation
+
+
+class _Partial(Exception):
+    """The search ended short of N with a partial dataset: the result to return."""
+
+    def __init__(self, result: Reconstruction) -> None:
+        super().__init__(result.message)
+        self.result = result
 
 
 class _Stopped(Exception):
@@ -93,6 +105,8 @@ def reconstruct_exact(model: ReleasedModel, schema: FeatureSchema, run: RunOptio
     try:
         found = pipeline.find_cells()
         system, solution = pipeline.solve_counts(found)
+    except _Partial as partial:
+        return partial.result
     except _Stopped as stop:
         return Reconstruction.empty(model, status=stop.status,
                                     time_s=pipeline.clock.elapsed(), message=stop.message,
@@ -183,12 +197,38 @@ class _ExactPipeline:
                 "STALLED": "pricing could neither find a better cell nor rule one out",
             }.get(generated.status, f"the time limit of {run.time_limit:g} s ran out")
             why += "; raise the time limit, or try strategy 'enumerate' if memory allows"
+            if generated.partial.any():
+                raise _Partial(self._partial(generated, why))
             raise _Stopped(Status.UNKNOWN, f"cell generation fixed {generated.placed:.0f} of "
                            f"{self.model.n_rows} rows (its LP placed at most "
                            f"{generated.lp_placed:.1f}): {why}", len(generated.cells),
                            Strategy.GENERATE)
         proof = (PINNED if len(pinned) else "") + PROOF_GENERATED
         return _Found(generated.cells, Strategy.GENERATE, pinned, proof)
+
+    def _partial(self, generated: Generated, why: str) -> Reconstruction:
+        """The largest partial dataset generation found, checked against every count: no
+        leaf may hold more of its rows than it released. The rows pinned before generation
+        are proven; the others are one way to place that many rows."""
+        n, rows = self.model.n_rows, int(generated.partial.sum())
+        recon = rows_from_counts(self.model, self.schema, generated.cells,
+                                 generated.column_cell, generated.column_cls,
+                                 generated.partial, generated.pinned, with_width=True)
+        certificate = verify_within(self.model, recon["rows"])
+        self.clock.lap("partial")
+        lp = (f"; the packing LP placed up to {generated.lp_placed:.1f} over them"
+              if generated.lp_placed > rows else "")
+        message = (f"a partial dataset: {rows} of {n} rows ({rows / n:.0%}), whole rows placed "
+                   f"in the cells generated{lp}; no complete dataset: {why}")
+        if not certificate.verified:
+            message = f"the partial rows exceed a count: {certificate.first_mismatch}"
+        return Reconstruction(
+            **recon, status=Status.FEASIBLE, certificate=certificate,
+            time_s=self.clock.elapsed(), message=message, solver=self.solver,
+            n_cells=len(generated.cells), certainty_complete=False,
+            timings=self.clock.timings, strategy=Strategy.GENERATE,
+            proof=PINNED + "the pinned rows are proven; the other partial rows are not",
+            partial=True, lp_rows=generated.lp_placed)
 
     def solve_counts(self, found: _Found) -> tuple[CountSystem, Solution]:
         """The count system over the found cells, propagated, and the solver's answer.

@@ -193,9 +193,10 @@ def one_line(message: str) -> str:
     return " ".join(message.split())
 
 
-def check_outcome(status: str, verified: bool, message: str) -> None:
-    """Exit non-zero when there is no complete reconstruction, or it fails its certificate."""
-    if status in (Status.INFEASIBLE, Status.UNKNOWN):
+def check_outcome(status: str, verified: bool, message: str, partial: bool = False) -> None:
+    """Exit non-zero when there is no complete reconstruction (a partial dataset is not
+    one), or it fails its certificate."""
+    if status in (Status.INFEASIBLE, Status.UNKNOWN) or (partial and verified):
         fail(message or f"no complete reconstruction (status {status})", EXIT_INCOMPLETE)
     if not verified:
         fail(message or "the reconstruction does not reproduce the model", EXIT_UNVERIFIED)

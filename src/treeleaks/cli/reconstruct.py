@@ -207,7 +207,7 @@ def reconstruct_command(
         fail(str(exc), EXIT_BAD_INPUT)
     out_console = Console()
     out_console.print(_summary_table(model_path, model, recon))
-    partial = recon.status in INCOMPLETE
+    partial = recon.status in INCOMPLETE or recon.partial
     place = partial_path if partial else Path
     files, notes = {}, []
     label = " (partial: no complete reconstruction)" if partial else ""
@@ -228,7 +228,7 @@ def reconstruct_command(
     for note in notes:
         out_console.print(Text(note), soft_wrap=True)
     checked = recon.likelihood_checked if recon.formulation == Formulation.DP else recon.verified
-    check_outcome(recon.status, checked, recon.message)
+    check_outcome(recon.status, checked, recon.message, recon.partial)
 
 
 def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> Table:
@@ -251,7 +251,14 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
         table.add_row("Certificate", certificate_text(s))
     if s["knowledge"]:
         table.add_row("Side knowledge", escape(s["knowledge"]))
-    table.add_row("Rows reconstructed", str(s["n_rows"]))
+    if s.get("partial"):
+        n = model.n_rows
+        table.add_row("Rows reconstructed", Text(
+            f"{s['n_rows']} of {n} ({s['n_rows'] / n:.0%}): a partial dataset within every "
+            "count" if n else f"{s['n_rows']}: a partial dataset within every count",
+            "yellow"))
+    else:
+        table.add_row("Rows reconstructed", str(s["n_rows"]))
     for name, value in _noisy_rows(s) if s["formulation"] == Formulation.DP else []:
         table.add_row(name, value)
     table.add_row("Rows proven to be training rows", f"{s['proven_rows']} of {s['n_rows']}")

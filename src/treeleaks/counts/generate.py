@@ -21,6 +21,7 @@ bounds what every other cell could add (a Lagrangian bound, sound for the whole 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
@@ -52,6 +53,10 @@ class Generated:
     ``DEAD_END`` (every rounding tried before the deadline led where no dataset fits),
     ``STALLED`` (pricing could neither find a better cell nor rule one out), ``TIMEOUT``.
     ``placed`` rows were fixed as whole rows; ``lp_placed`` is the most the LP placed.
+    Column j of the pool is a row of class ``column_cls[j]`` in cell ``column_cell[j]``;
+    ``partial`` is the largest set of whole rows found within every count (rows per
+    column: a partial dataset when generation ends short of N), ``pinned`` the rows proven
+    before generation (rows per column, part of ``partial``).
     """
 
     cells: Cells
@@ -60,6 +65,29 @@ class Generated:
     lp_placed: float
     iterations: int
     pricing_calls: int
+    column_cell: np.ndarray
+    column_cls: np.ndarray
+    partial: np.ndarray
+    pinned: np.ndarray
+
+
+class BestPartial:
+    """The largest set of whole rows seen so far that stays within every count, as rows
+    per pool column (columns added later hold none)."""
+
+    def __init__(self) -> None:
+        self.rows = np.zeros(0, dtype=np.int64)
+
+    def offer(self, rows: np.ndarray) -> None:
+        if rows.sum() > self.rows.sum():
+            self.rows = rows.astype(np.int64).copy()
+
+    def over(self, n_columns: int) -> np.ndarray:
+        return _padded(self.rows, n_columns)
+
+
+def _padded(rows: np.ndarray, n_columns: int) -> np.ndarray:
+    return np.concatenate([rows, np.zeros(n_columns - rows.size, dtype=np.int64)])
 
 
 class ColumnPool:
@@ -117,13 +145,15 @@ class ColumnPool:
             for t, tree in enumerate(self.model.trees)
         ]
 
-    def cells(self, schema: FeatureSchema) -> Cells:
-        """The distinct cells among the columns, as boxes with the classes generated there."""
+    def cells(self, schema: FeatureSchema) -> tuple[Cells, np.ndarray]:
+        """The distinct cells among the columns, as boxes with the classes generated there,
+        and each column's cell."""
         leaves = np.array(self.leaves, dtype=np.int64).reshape(len(self), self.model.n_trees)
         unique, cell_of = np.unique(leaves, axis=0, return_inverse=True)
         allowed = np.zeros((len(unique), self.n_classes), dtype=bool)
         allowed[cell_of.ravel(), np.array(self.cls, dtype=np.int64)] = True
-        return Cells(*cell_boxes(self.model, unique), allowed, unique.astype(np.int32))
+        return (Cells(*cell_boxes(self.model, unique), allowed, unique.astype(np.int32)),
+                cell_of.ravel())
 
 
 def generate_cells(
@@ -152,10 +182,14 @@ def generate_cells(
         pool.add(int(cls), leaves)
         columns.append(pool.index(int(cls), leaves))
     fixed = np.bincount(columns, minlength=len(pool)).astype(np.int64)
+    best = BestPartial()
+    best.offer(fixed)
     with PricingTeam(model, schema, workers) as pricers:
-        status, placed = _dive(pool, pricers, deadline, seed, progress, stats, fixed)
-    return Generated(pool.cells(schema), status, placed, stats["lp_placed"],
-                     int(stats["iterations"]), int(stats["calls"]))
+        status, placed = _dive(pool, pricers, deadline, seed, progress, stats, fixed, best)
+    cells, column_cell = pool.cells(schema)
+    return Generated(cells, status, placed, stats["lp_placed"], int(stats["iterations"]),
+                     int(stats["calls"]), column_cell, np.array(pool.cls, dtype=np.int64),
+                     best.over(len(pool)), _padded(fixed, len(pool)))
 
 
 def _dive(
@@ -166,9 +200,11 @@ def _dive(
     progress: ProgressCallback | None,
     stats: dict[str, float],
     fixed: np.ndarray,
+    best: BestPartial,
 ) -> tuple[str, float]:
     """Place every row by column generation and diving (see `generate_cells`), starting
-    from the ``fixed`` rows per column; the status and the most rows fixed."""
+    from the ``fixed`` rows per column; the status and the most rows fixed. Every LP
+    solution's whole part, with the rows fixed so far, is offered to ``best``."""
     n_rows = int(stats["rows"])
     start_capacity = pool.counts - (pool.matrix()[:, : fixed.size] @ fixed if fixed.size
                                     else 0)
@@ -177,9 +213,11 @@ def _dive(
     if left_rows <= 0:
         return "FEASIBLE", float(n_rows)
     status, placed, rounded_up = "TIMEOUT", 0.0, None
+    taken = fixed.astype(np.int64)
     while time.perf_counter() < deadline:
         outcome, x = _pack(pool, pricers, capacity, left_rows, deadline, seed, progress,
-                           stats)
+                           stats, lambda x, base=taken: best.offer(
+                               _padded(base, x.size) + np.floor(x + _TOL).astype(np.int64)))
         if outcome in ("INFEASIBLE", "STALLED") and (left_rows < start_rows or pool.banned):
             # A dead end of the rounding: ban the cell it last rounded up (or, before any
             # rounding, the last cell it kept) and start again from all the counts with
@@ -192,7 +230,7 @@ def _dive(
                 break
             pool.banned.add(rounded_up)
             capacity, left_rows = start_capacity.copy(), start_rows
-            status, rounded_up = "DEAD_END", None
+            status, rounded_up, taken = "DEAD_END", None, fixed.astype(np.int64)
             continue
         if outcome != "FEASIBLE":
             status = outcome
@@ -213,6 +251,8 @@ def _dive(
         A = pool.matrix()
         capacity = capacity - A[:, : take.size] @ take
         left_rows -= int(take.sum())
+        taken = _padded(taken, take.size) + take
+        best.offer(taken)
         placed = max(placed, n_rows - left_rows)
         if left_rows <= 0:
             status = "FEASIBLE"
@@ -250,16 +290,22 @@ def _integer_packing(
 def _fill_slack(
     pool: ColumnPool,
     pricers: PricingTeam,
-    slack: np.ndarray,
+    x: np.ndarray,
+    capacity: np.ndarray,
     deadline: float,
     seed: int,
     stats: dict[str, float],
+    offer: Callable[[np.ndarray], None],
 ) -> int:
-    """Greedy augmentation: add cells lying only in leaves the LP leaves room in, each
-    taking that room, until none fits. The LP's prices are degenerate (a full leaf often
-    has price 0), so pricing on them alone adds many cells that cannot raise the optimum;
-    a cell found here raises it at once. Returns how many cells were added."""
-    slack = slack.copy()
+    """Greedy augmentation: add cells lying only in leaves the LP solution ``x`` leaves
+    room in, each taking that room, until none fits. The LP's prices are degenerate (a
+    full leaf often has price 0), so pricing on them alone adds many cells that cannot
+    raise the optimum; a cell found here raises it at once. Beside it, the whole part of
+    ``x`` grows by each cell's whole room, and is ``offer``-ed after every round: a
+    partial dataset that grows while the LP waits. Returns how many cells were added."""
+    whole = np.floor(x + _TOL).astype(np.int64)
+    slack = capacity - (pool.matrix() @ x if len(pool) else 0)
+    room = capacity - (pool.matrix() @ whole if len(pool) else 0)
     added, settled = 0, set()  # settled: classes with no cell left to add (room only shrinks)
     while len(settled) < len(pricers) and time.perf_counter() < deadline:
         full = np.where(slack > _TOL, 0.0, 1.0)
@@ -272,13 +318,18 @@ def _fill_slack(
             fitted = 0
             for cell in result[0] if result else []:
                 rows = pool.rows_of(c, cell.leaves)
-                room = slack[rows].min()
-                if room > _TOL and pool.add(c, cell.leaves):
-                    slack[rows] -= room
+                left = slack[rows].min()
+                if left > _TOL and pool.add(c, cell.leaves):
+                    slack[rows] -= left
                     fitted += 1
+                    whole = _padded(whole, len(pool))
+                    if (fits := int(np.floor(room[rows].min() + _TOL))) >= 1:
+                        whole[-1] += fits
+                        room[rows] -= fits
             if not fitted:
                 settled.add(c)
             added += fitted
+        offer(_padded(whole, len(pool)).astype(np.float64))
     return added
 
 
@@ -291,8 +342,10 @@ def _pack(
     seed: int,
     progress: ProgressCallback | None,
     stats: dict[str, float],
+    offer: Callable[[np.ndarray], None],
 ) -> tuple[str, np.ndarray]:
-    """Column generation on the packing LP with ``capacity`` until it places ``n_rows``."""
+    """Column generation on the packing LP with ``capacity`` until it places ``n_rows``;
+    each LP solution is ``offer``-ed (its whole part is a partial dataset)."""
     from scipy.optimize import linprog
 
     live = np.flatnonzero(capacity > 0)
@@ -311,14 +364,15 @@ def _pack(
                 return "TIMEOUT", x
             x, placed = res.x, -float(res.fun)
             stats["lp_placed"] = max(stats["lp_placed"], stats["rows"] - n_rows + placed)
+            offer(x)
             prices[live] = np.maximum(-res.ineqlin.marginals, 0.0)
         prices[capacity <= 0] = 2.0  # a full leaf: no cell through it can help
         report(progress, "generate", int(placed), n_rows, columns=len(pool),
                iteration=stats["iterations"])
         if placed >= n_rows - 1e-6:
             return "FEASIBLE", x
-        slack = capacity - (pool.matrix() @ x if len(pool) else 0)
-        if _fill_slack(pool, pricers, slack, deadline, seed + stats["iterations"], stats):
+        if _fill_slack(pool, pricers, x, capacity, deadline, seed + stats["iterations"],
+                       stats, offer):
             continue
         results = pricers.best_each(partial(pool.weights, prices), deadline, pool.excluded,
                                     seed=seed + stats["iterations"], keep=20,

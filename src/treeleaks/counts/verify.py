@@ -55,3 +55,23 @@ def verify(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
                 first = (f"tree {t} leaf {off[0]}: released {tree.n_samples[off[0]]} distinct "
                          f"rows, reconstructed rows give {int(distinct[off[0]])}")
     return Certificate(wrong == 0, checked, wrong, first)
+
+
+def verify_within(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
+    """The certificate of a partial dataset of a forest whose trees each saw every row
+    once: routed through every tree, the rows fill no leaf beyond its released count of
+    their class (``verified``; ``n_counts_wrong`` counts the leaves they overfill)."""
+    X = rows[list(model.feature_names)].to_numpy(dtype=np.float64)
+    leaves, cls = model.apply(X), model.class_index(rows[model.label_name].to_numpy())
+    wrong, checked, first = 0, 0, ""
+    for t, tree in enumerate(model.trees):
+        counts = np.zeros(tree.counts.shape, dtype=np.int64)
+        np.add.at(counts, (leaves[:, t], tree.count_column(cls)), 1)
+        over = np.argwhere(counts > tree.counts)
+        checked += counts.size
+        wrong += len(over)
+        if len(over) and not first:
+            leaf, c = over[0]
+            first = (f"tree {t} leaf {leaf} class {model.classes[c]!r}: released "
+                     f"{tree.counts[leaf, c]}, the partial rows put {counts[leaf, c]} there")
+    return Certificate(wrong == 0, checked, wrong, first)

@@ -107,6 +107,8 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
         figures.update({k: s[k] for k in ("log_likelihood", "log_likelihood_bound",
                                           "likelihood_checked", "n_rows_interval")})
     figures.update(_intervals(recon))
+    if recon.partial:
+        figures["partial"] = True
     if inp.data is not None and recon.n_rows:
         truth = inp.truth
         ev.score = evaluate(truth, recon.rows, inp.data_schema, label=model.label_name)
@@ -154,6 +156,9 @@ def _in_place(recon: Reconstruction, truth: pd.DataFrame, label: str) -> dict[st
 def shortfall(recon: Reconstruction, budget: float) -> str:
     """Why a reconstruction's figures are only lower bounds ("" when they are not)."""
     lower = "the figures are lower bounds"
+    if recon.partial:
+        return (f"at least {recon.n_rows} rows reconstructed: a partial dataset within every "
+                f"count, no complete one within the budget of {budget:g} s; {lower}")
     if recon.status == Status.UNKNOWN:
         return f"no complete reconstruction within the budget of {budget:g} s; {lower}"
     if recon.status == Status.FEASIBLE and recon.time_s >= OUT_OF_TIME * budget:

@@ -1,0 +1,136 @@
+"""Partial datasets: when no complete dataset is found in time, the largest set of whole
+rows found that stays within every released count (issue 29)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.ensemble import RandomForestClassifier
+from typer.testing import CliRunner
+
+import treeleaks.counts.generate as generate
+from treeleaks import FeatureSchema, from_sklearn, reconstruct
+from treeleaks.cli import app
+from treeleaks.evaluation.metrics import evaluate
+from treeleaks.model import ReleasedModel
+
+# the originals, before any test patches them (hypothesis reuses one monkeypatch)
+GENERATE_CELLS = generate.generate_cells
+OFFER = generate.BestPartial.offer
+
+
+def numerical_forest(n_rows: int, n_features: int, n_trees: int, seed: int,
+                     bootstrap: bool = False) -> tuple[ReleasedModel, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(rng.normal(size=(n_rows, n_features)).round(2),
+                     columns=[f"x{j}" for j in range(n_features)])
+    y = ((X["x0"] + rng.normal(0, 0.7, n_rows)) > 0).astype(int).to_numpy()
+    forest = RandomForestClassifier(n_estimators=n_trees, bootstrap=bootstrap,
+                                    random_state=seed).fit(X, y)
+    return from_sklearn(forest, label_name="label"), X.assign(label=y)
+
+
+def leaf_excess(model: ReleasedModel, rows: pd.DataFrame) -> int:
+    """The most any leaf holds of one class beyond its released count (0: within)."""
+    X = rows[list(model.feature_names)].to_numpy(dtype=float)
+    leaves, cls = model.apply(X), model.class_index(rows["label"].to_numpy())
+    worst = 0
+    for t, tree in enumerate(model.trees):
+        counts = np.zeros(tree.counts.shape, dtype=np.int64)
+        np.add.at(counts, (leaves[:, t], tree.count_column(cls)), 1)
+        worst = max(worst, int((counts - tree.counts).max()))
+    return worst
+
+
+@settings(max_examples=15, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(n_rows=st.integers(15, 50), n_features=st.integers(2, 5), n_trees=st.integers(3, 12),
+       seed=st.integers(0, 10_000))
+def test_every_partial_dataset_offered_stays_within_every_count(
+        monkeypatch, n_rows: int, n_features: int, n_trees: int, seed: int) -> None:
+    """Whatever generation offers as a partial dataset (the whole part of each LP, the dive's
+    fixed rows, the greedy rows) fits every count, on runs that end complete too."""
+    model, _ = numerical_forest(n_rows, n_features, n_trees, seed)
+    offered: list[np.ndarray] = []
+
+    def recording(*args, **kwargs):
+        def offer(best, rows):
+            offered.append(np.asarray(rows, dtype=np.int64).copy())
+            OFFER(best, rows)
+
+        monkeypatch.setattr(generate.BestPartial, "offer", offer)
+        found = GENERATE_CELLS(*args, **kwargs)
+        counts = np.concatenate([t.counts.ravel() for t in model.trees])
+        pool = generate.ColumnPool(model)
+        for leaves in found.cells.leaf[found.column_cell]:
+            pool.leaves.append(leaves.astype(np.int64))
+        pool.cls = list(found.column_cls)
+        A = pool.matrix()
+        for rows in offered:
+            assert (A[:, :rows.size] @ rows <= counts).all()
+        assert found.partial.sum() == max(int(r.sum()) for r in offered)
+        return found
+
+    monkeypatch.setattr(generate, "generate_cells", recording)
+    rec = reconstruct(model, time_limit=30, strategy="generate")
+    assert offered  # generation ran and offered
+    assert rec.status in ("OPTIMAL", "FEASIBLE") and rec.verified
+
+
+def cut_short(monkeypatch) -> None:
+    """Generation ends as if its time ran out, with whatever partial dataset it had."""
+    def short(*args, **kwargs):
+        found = GENERATE_CELLS(*args, **kwargs)
+        found.status = "TIMEOUT"
+        return found
+
+    monkeypatch.setattr(generate, "generate_cells", short)
+
+
+def test_a_partial_dataset_is_returned_checked_and_scored_within_the_counts(monkeypatch):
+    model, truth = numerical_forest(60, 4, 10, seed=3)
+    cut_short(monkeypatch)
+    rec = reconstruct(model, time_limit=30, strategy="generate")
+    assert rec.status == "FEASIBLE" and rec.partial and 0 < rec.n_rows <= 60
+    assert rec.verified and rec.certificate.n_counts_wrong == 0  # within every count
+    assert leaf_excess(model, rec.rows) <= 0  # checked independently of the certificate
+    assert rec.message.startswith(f"a partial dataset: {rec.n_rows} of 60 rows")
+    summary = rec.summary()
+    assert summary["partial"] is True and summary["lp_rows"] >= rec.n_rows - 1e-6
+    features = truth.drop(columns=["label"])
+    score = evaluate(truth, rec.rows, FeatureSchema.from_frame(features), label="label")
+    assert score.error < 0.75 * score.baseline_error  # the placed rows are near true ones
+
+
+def test_the_command_line_writes_a_partial_dataset_only_to_partial_files(monkeypatch,
+                                                                        tmp_path):
+    model, _ = numerical_forest(60, 4, 10, seed=3)
+    path = tmp_path / "forest.json"
+    path.write_text(model.to_json())
+    cut_short(monkeypatch)
+    out, summary = tmp_path / "rows.csv", tmp_path / "s.json"
+    result = CliRunner().invoke(app, ["reconstruct", str(path), "--strategy", "generate",
+                                      "--out", str(out), "--json", str(summary)])
+    assert result.exit_code == 3, result.output  # not a complete reconstruction
+    assert not out.exists()  # --out stays complete-only
+    rows = pd.read_csv(tmp_path / "rows.partial.csv")
+    s = json.loads(summary.read_text())
+    assert s["partial"] is True and len(rows) == s["n_rows"] > 0
+    text = " ".join(result.output.replace("│", " ").split())
+    assert f"{len(rows)} of 60" in text and "within every count" in text
+    assert leaf_excess(model, rows) <= 0
+
+
+def test_the_audit_calls_a_partial_dataset_a_lower_bound(monkeypatch) -> None:
+    from treeleaks.report.evidence import shortfall
+
+    model, _ = numerical_forest(60, 4, 10, seed=3)
+    cut_short(monkeypatch)
+    rec = reconstruct(model, time_limit=30, strategy="generate")
+    why = shortfall(rec, 30)
+    assert why.startswith(f"at least {rec.n_rows} rows reconstructed: a partial dataset")
+    assert why.endswith("the figures are lower bounds")
