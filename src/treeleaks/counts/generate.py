@@ -287,6 +287,32 @@ def _integer_packing(
     return None if result.x is None else np.rint(result.x).astype(np.int64)
 
 
+def pack_whole_rows(model: ReleasedModel, generated: Generated, seconds: float) -> np.ndarray:
+    """The most whole rows the generated cells hold within every count, if a MIP beats
+    ``generated.partial`` within ``seconds`` (rows per column; the pinned rows kept): the
+    LP's whole part and the dive keep rows where they first fit, the MIP moves them."""
+    from scipy.optimize import Bounds, LinearConstraint
+
+    from treeleaks.counts.bounded_milp import bounded_milp
+
+    if seconds <= 0 or not generated.partial.size:
+        return generated.partial
+    pool = ColumnPool(model)
+    pool.leaves = [leaves.astype(np.int64) for leaves in
+                   generated.cells.leaf[generated.column_cell]]
+    pool.cls = [int(c) for c in generated.column_cls]
+    A = pool.matrix()
+    result = bounded_milp(-np.ones(A.shape[1]), integrality=np.ones(A.shape[1]),
+                          constraints=[LinearConstraint(A, -np.inf, pool.counts)],
+                          bounds=Bounds(generated.pinned, np.inf),
+                          options={"time_limit": seconds})
+    if result.x is None:
+        return generated.partial
+    rows = np.rint(result.x).astype(np.int64)
+    within = (A @ rows <= pool.counts).all()
+    return rows if within and rows.sum() > generated.partial.sum() else generated.partial
+
+
 def _fill_slack(
     pool: ColumnPool,
     pricers: PricingTeam,
