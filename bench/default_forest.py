@@ -14,7 +14,8 @@ Datasets: ``cancer`` (breast cancer, 569 x 30 raw), ``wine`` (178 x 13), ``digit
 500 rows x 64), whole; ``name:N`` takes N rows sampled by the seed instead, and is how the
 shared binarized datasets run (``compas:1000``; skipped with a line when the data is absent);
 ``mixed:N`` is the synthetic mixed table of ``common.mixed_dataset`` (4 numerical columns, 3
-one-hot categorical ones), N rows generated for each seed.
+one-hot categorical ones), N rows generated for each seed; ``onehotW:N`` samples N rows of
+``common.one_hot_dataset(W)`` (W binary columns in one-hot groups the adversary is not told).
 
     python bench/default_forest.py --smoke         # wine, seed 0, 20 s; always exits 0
     python bench/default_forest.py --datasets wine,cancer --seeds 1 --time-limit 30
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import resource
 import sys
 import time
@@ -53,12 +55,14 @@ from common import (
     mean,
     median,
     mixed_dataset,
+    one_hot_dataset,
     share,
     sklearn_dataset,
     write_json,
 )
 
 DATASETS = ("cancer", "wine", "digits")
+ONE_HOT = re.compile(r"onehot(\d+)")  # common.one_hot_dataset of that many columns
 DEFAULT_ROWS = {"digits": 500}  # the scikit-learn tables are used whole, digits its first 500
 PINNED = (0.01, 0.05, 0.10)  # a value is pinned within p when its box spans <= p of its range
 SOLVED = ("OPTIMAL", "FEASIBLE")
@@ -79,8 +83,8 @@ def missing_data(spec: str, data_dir: Path) -> str | None:
     name, n = parse_spec(spec)
     if name in SKLEARN_DATASETS:
         return None
-    if name == "mixed":
-        return None if n else f"{spec}: the synthetic mixed table needs a size, e.g. mixed:1000"
+    if name == "mixed" or ONE_HOT.fullmatch(name):
+        return None if n else f"{spec}: a synthetic table needs a size, e.g. {name}:100"
     if n is None:
         return f"{spec}: a shared dataset needs a size, e.g. {name}:1000"
     try:
@@ -99,6 +103,9 @@ def training_table(spec: str, seed: int, data_dir: Path) -> tuple[pd.DataFrame, 
     if name == "mixed":  # generated at the size asked for, anew for each seed
         data = mixed_dataset(n, seed)
         train = data.frame
+    elif match := ONE_HOT.fullmatch(name):  # N of 5,000 one-hot rows, sampled by the seed
+        data = one_hot_dataset(int(match.group(1)))
+        train = data.sample(n, seed)
     else:
         data = (sklearn_dataset(name) if name in SKLEARN_DATASETS
                 else load_dataset(name, data_dir))

@@ -62,7 +62,7 @@ def test_every_partial_dataset_offered_stays_within_every_count(
     def recording(*args, **kwargs):
         def offer(best, rows):
             offered.append(np.asarray(rows, dtype=np.int64).copy())
-            OFFER(best, rows)
+            return OFFER(best, rows)
 
         monkeypatch.setattr(generate.BestPartial, "offer", offer)
         found = GENERATE_CELLS(*args, **kwargs)

@@ -33,6 +33,7 @@ FIGURES = {
     "iteration": "round",
     "variables": "variables",
     "rows": "rows placed",
+    "whole_rows": "whole rows within the counts",
     "incumbent": "best",
     "bound": "bound",
 }

@@ -78,9 +78,11 @@ class BestPartial:
     def __init__(self) -> None:
         self.rows = np.zeros(0, dtype=np.int64)
 
-    def offer(self, rows: np.ndarray) -> None:
+    def offer(self, rows: np.ndarray) -> int:
+        """Keep ``rows`` if they are more; the most rows kept so far."""
         if rows.sum() > self.rows.sum():
             self.rows = rows.astype(np.int64).copy()
+        return int(self.rows.sum())
 
     def over(self, n_columns: int) -> np.ndarray:
         return _padded(self.rows, n_columns)
@@ -321,7 +323,7 @@ def _fill_slack(
     deadline: float,
     seed: int,
     stats: dict[str, float],
-    offer: Callable[[np.ndarray], None],
+    offer: Callable[[np.ndarray], int],
 ) -> int:
     """Greedy augmentation: add cells lying only in leaves the LP solution ``x`` leaves
     room in, each taking that room, until none fits. The LP's prices are degenerate (a
@@ -368,13 +370,14 @@ def _pack(
     seed: int,
     progress: ProgressCallback | None,
     stats: dict[str, float],
-    offer: Callable[[np.ndarray], None],
+    offer: Callable[[np.ndarray], int],
 ) -> tuple[str, np.ndarray]:
     """Column generation on the packing LP with ``capacity`` until it places ``n_rows``;
     each LP solution is ``offer``-ed (its whole part is a partial dataset)."""
     from scipy.optimize import linprog
 
     live = np.flatnonzero(capacity > 0)
+    whole_rows = offer(np.zeros(len(pool)))
     while time.perf_counter() < deadline:
         stats["iterations"] += 1
         prices = np.zeros(pool.counts.size)
@@ -390,11 +393,11 @@ def _pack(
                 return "TIMEOUT", x
             x, placed = res.x, -float(res.fun)
             stats["lp_placed"] = max(stats["lp_placed"], stats["rows"] - n_rows + placed)
-            offer(x)
+            whole_rows = offer(x)
             prices[live] = np.maximum(-res.ineqlin.marginals, 0.0)
         prices[capacity <= 0] = 2.0  # a full leaf: no cell through it can help
         report(progress, "generate", int(placed), n_rows, columns=len(pool),
-               iteration=stats["iterations"])
+               iteration=stats["iterations"], whole_rows=whole_rows)
         if placed >= n_rows - 1e-6:
             return "FEASIBLE", x
         if _fill_slack(pool, pricers, x, capacity, deadline, seed + stats["iterations"],
