@@ -138,3 +138,21 @@ def test_the_audit_calls_a_partial_dataset_a_lower_bound(monkeypatch) -> None:
     why = shortfall(rec, 30)
     assert why.startswith(f"at least {rec.n_rows} rows reconstructed: a partial dataset")
     assert why.endswith("the figures are lower bounds")
+
+
+def test_out_of_time_before_any_lp_the_partial_dataset_is_the_pinned_rows(monkeypatch):
+    model, truth = numerical_forest(60, 4, 10, seed=3)
+    cut_short(monkeypatch, calls=0)  # out of time before any LP
+    rec = reconstruct(model, time_limit=30, strategy="generate")
+    pinned = rec.timings["peeled_rows"]
+    assert rec.status == "FEASIBLE" and rec.partial and rec.n_rows == pinned > 0
+    assert rec.proven.all() and rec.verified  # single-row leaves prove them; within counts
+    assert "raise the time limit" in rec.message
+    features = [c for c in truth.columns if c != "label"]
+    x, labels = truth[features].to_numpy(), truth["label"].to_numpy()
+    for i in range(rec.n_rows):  # a proven row's box holds a training row of its label
+        low = rec.lower[features].to_numpy(dtype=float)[i]
+        high = rec.upper[features].to_numpy(dtype=float)[i]
+        inside = ((low < x) & (x <= high)).all(axis=1) & (labels == rec.rows["label"][i])
+        assert inside.any()
+    assert leaf_excess(model, rec.rows) <= 0
