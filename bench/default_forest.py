@@ -66,6 +66,7 @@ ONE_HOT = re.compile(r"onehot(\d+)")  # common.one_hot_dataset of that many colu
 DEFAULT_ROWS = {"digits": 500}  # the scikit-learn tables are used whole, digits its first 500
 PINNED = (0.01, 0.05, 0.10)  # a value is pinned within p when its box spans <= p of its range
 SOLVED = ("OPTIMAL", "FEASIBLE")
+CHECKPOINTS = (10, 30, 60, 120)  # s: whole rows within the counts held by then (issue 29)
 SMOKE = {"datasets": ("wine",), "seeds": 1, "time_limit": 20.0}
 
 
@@ -285,9 +286,21 @@ def worker(config_path: str) -> int:
         save("reconstruct")
 
         tick = time.perf_counter()
+        over_time: list[tuple[float, int]] = []  # (s, whole rows within the counts so far)
+
+        def watch(event: Any) -> None:
+            rows = event.detail.get("whole_rows")
+            if rows is not None and (not over_time or rows > over_time[-1][1]):
+                over_time.append((time.perf_counter() - tick, int(rows)))
+
         rec = reconstruct(model, schema, time_limit=cfg["time_limit"],
-                          strategy=cfg["strategy_requested"], threads=cfg["threads"], seed=seed)
+                          strategy=cfg["strategy_requested"], threads=cfg["threads"], seed=seed,
+                          progress=watch)
         out["wall_reconstruct_s"] = time.perf_counter() - tick
+        out["whole_rows_over_time"] = over_time
+        out.update({f"whole_rows_at_{t}s": max([r for s_, r in over_time if s_ <= t],
+                                               default=0) for t in CHECKPOINTS})
+        out["first_whole_rows_s"] = next((s_ for s_, r in over_time if r > 0), None)
         out["mem_reconstruct_mb"] = maxrss_mb(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
         out.update(status=str(rec.status), verified=bool(rec.verified), n_rows=rec.n_rows,
                    time_s=float(rec.time_s), proven_rows=rec.proven_rows,
@@ -348,7 +361,8 @@ def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             **{f"{k}_mean": avg(k) for k in (
                 "error", "aligned_error", "truth_box_error", "truth_box_aligned_error",
                 "baseline_error", "aligned_random_error", "exact_share", "proven_share",
-                "rows_share", "partial_error",
+                "rows_share", "partial_error", "first_whole_rows_s",
+                *(f"whole_rows_at_{t}s" for t in CHECKPOINTS),
                 "width_mean", *(f"pinned_{round(p * 100)}" for p in PINNED),
                 "truth_width_mean", "truth_pinned_5", "truth_open_share")},
         })
