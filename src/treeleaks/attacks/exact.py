@@ -239,7 +239,8 @@ class _ExactPipeline:
             time_s=self.clock.elapsed(), message=message, solver=self.solver,
             n_cells=len(generated.cells), certainty_complete=False,
             timings=self.clock.timings, strategy=Strategy.GENERATE,
-            proof=PINNED + "the pinned rows are proven; the others are not",
+            proof=(PINNED + "the pinned rows are proven; the others are not"
+                   if generated.pinned.any() else "none: no row is pinned before generation"),
             partial=not complete, lp_rows=None if complete else max(generated.lp_placed, rows))
 
     def solve_counts(self, found: _Found) -> tuple[CountSystem, Solution]:
