@@ -254,9 +254,9 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
     if s.get("partial"):
         n = model.n_rows
         table.add_row("Rows reconstructed", Text(
-            f"{s['n_rows']} of {n} ({s['n_rows'] / n:.0%}): a partial dataset within every "
-            "count" if n else f"{s['n_rows']}: a partial dataset within every count",
-            "yellow"))
+            (f"{s['n_rows']} of {n} ({s['n_rows'] / n:.0%})" if n else f"{s['n_rows']}")
+            + ": a partial dataset within every count (rows that fit the counts, training "
+            "rows only where proven)", "yellow"))
     else:
         table.add_row("Rows reconstructed", str(s["n_rows"]))
     for name, value in _noisy_rows(s) if s["formulation"] == Formulation.DP else []:

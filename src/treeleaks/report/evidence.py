@@ -156,9 +156,10 @@ def _in_place(recon: Reconstruction, truth: pd.DataFrame, label: str) -> dict[st
 def shortfall(recon: Reconstruction, budget: float) -> str:
     """Why a reconstruction's figures are only lower bounds ("" when they are not)."""
     lower = "the figures are lower bounds"
-    if recon.partial:
-        return (f"at least {recon.n_rows} rows reconstructed: a partial dataset within every "
-                f"count, no complete one within the budget of {budget:g} s; {lower}")
+    if recon.partial:  # rows that fit every count are not proven to be training rows
+        return (f"no complete reconstruction within the budget of {budget:g} s: a partial "
+                f"dataset of {recon.n_rows} rows fits every count, {recon.proven_rows} of them "
+                f"proven training rows; {lower}")
     if recon.status == Status.UNKNOWN:
         return f"no complete reconstruction within the budget of {budget:g} s; {lower}"
     if recon.status == Status.FEASIBLE and recon.time_s >= OUT_OF_TIME * budget:
