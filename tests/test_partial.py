@@ -67,11 +67,7 @@ def test_every_partial_dataset_offered_stays_within_every_count(
         monkeypatch.setattr(generate.BestPartial, "offer", offer)
         found = GENERATE_CELLS(*args, **kwargs)
         counts = np.concatenate([t.counts.ravel() for t in model.trees])
-        pool = generate.ColumnPool(model)
-        for leaves in found.cells.leaf[found.column_cell]:
-            pool.leaves.append(leaves.astype(np.int64))
-        pool.cls = list(found.column_cls)
-        A = pool.matrix()
+        A = generate.ColumnPool.of_columns(model, found).matrix()
         for rows in offered:
             assert (A[:, :rows.size] @ rows <= counts).all()
         assert found.partial.sum() == max(int(r.sum()) for r in offered)

@@ -26,6 +26,7 @@ from treeleaks.attacks.reconstruct import reconstruct
 from treeleaks.display import certificate_text, live_progress
 from treeleaks.evaluation.metrics import evaluate
 from treeleaks.frontends.sklearn import from_sklearn
+from treeleaks.report.evidence import rows_in_place
 from treeleaks.schema import FeatureSchema
 
 LABEL = "cultivar"
@@ -67,11 +68,7 @@ def run_raw_demo(seed: int = 0, console: Console | None = None) -> dict[str, Any
         **recon.summary(), **score.to_dict(),
     }
     if recon.n_rows == len(truth):  # training order: row k is wine k
-        summary["labels_in_place"] = int((recon.rows[LABEL].to_numpy() == y.to_numpy()).sum())
-        values = X.to_numpy(dtype=float)
-        inside = ((recon.lower[X.columns].to_numpy(dtype=float) <= values)
-                  & (values <= recon.upper[X.columns].to_numpy(dtype=float)))
-        summary["values_inside_intervals"] = float(inside.mean())
+        summary.update(rows_in_place(recon, truth, LABEL))
     console.print(_results_table(summary))
     if recon.n_rows == len(truth):
         console.print(_rows_table(truth, recon, _shown_rows(recon)))

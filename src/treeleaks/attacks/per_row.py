@@ -66,7 +66,8 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
     except RowLeavesTooLarge as exc:
         return _nothing(model, Status.UNKNOWN, clock, (
             f"{exc}: too many to place row by row; each row fits that many leaves when the "
-            "trees are large and most of their leaves hold one row"))
+            "trees are large and most of their leaves hold one row. Strategy 'auto' tries the "
+            "cells with the time left"))
     decided = leaves.decided_rows()  # what holds in every dataset: the proofs
     clock.timings["rows_decided"] = int(decided.sum())
     search, assumed = leaves, classes is not None and not unique

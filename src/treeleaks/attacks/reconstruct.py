@@ -179,8 +179,8 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
                  strategy: str) -> Reconstruction:
     """A bootstrap forest with its draws, rebuilt in training order: over its cells, or
     (``auto``, when they are too many to list) row by row; on raw measurements ``auto``
-    places rows first and tries the cells with the time that leaves. When that fails for size or
-    time, the fallback sets the draws aside."""
+    places rows first and tries the cells with the time that leaves. When that fails for
+    size or time, the fallback sets the draws aside."""
     def without_draws(seconds: float, why: str) -> Reconstruction:
         return reconstruct_unknown_draws(
             model, bound, time_limit=seconds, cell_budget=run.cell_budget,

@@ -106,6 +106,15 @@ class ColumnPool:
         self.banned: set[int] = set()
         self._index: dict[tuple[int, bytes], int] = {}
 
+    @classmethod
+    def of_columns(cls, model: ReleasedModel, generated: Generated) -> ColumnPool:
+        """The pool of ``generated``'s columns again, in their order (for their matrix)."""
+        pool = cls(model)
+        pool.leaves = [leaves.astype(np.int64) for leaves in
+                       generated.cells.leaf[generated.column_cell]]
+        pool.cls = [int(c) for c in generated.column_cls]
+        return pool
+
     def __len__(self) -> int:
         return len(self.cls)
 
@@ -299,10 +308,7 @@ def pack_whole_rows(model: ReleasedModel, generated: Generated, seconds: float) 
 
     if seconds <= 0 or not generated.partial.size:
         return generated.partial
-    pool = ColumnPool(model)
-    pool.leaves = [leaves.astype(np.int64) for leaves in
-                   generated.cells.leaf[generated.column_cell]]
-    pool.cls = [int(c) for c in generated.column_cls]
+    pool = ColumnPool.of_columns(model, generated)
     A = pool.matrix()
     result = bounded_milp(-np.ones(A.shape[1]), integrality=np.ones(A.shape[1]),
                           constraints=[LinearConstraint(A, -np.inf, pool.counts)],

@@ -118,7 +118,7 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
                        exact_rows=round(ev.score.exact_share * ev.score.n_true),
                        label_agreement=ev.score.label_agreement)
         if recon.formulation == Formulation.BOOTSTRAP_KNOWN and recon.n_rows == len(truth):
-            figures.update(_in_place(recon, truth, model.label_name))
+            figures.update(rows_in_place(recon, truth, model.label_name))
     if s["status"] == Status.INFEASIBLE:
         return AttackRun("reconstruct", RECONSTRUCT_TITLE, FAILED, "no dataset reproduces the "
                          f"counts: {recon.message or 'the counts contradict each other'}",
@@ -138,9 +138,10 @@ def _intervals(recon: Reconstruction) -> dict[str, float]:
             **{f"pinned_within_{share[:-1]}pct": value for share, value in pinned.items()}}
 
 
-def _in_place(recon: Reconstruction, truth: pd.DataFrame, label: str) -> dict[str, Any]:
-    """Row k against the custodian's row k (rows rebuilt in training order): labels right,
-    and the share of true numerical values inside their intervals."""
+def rows_in_place(recon: Reconstruction, truth: pd.DataFrame, label: str) -> dict[str, Any]:
+    """Row k against the custodian's row k (rows rebuilt in training order): labels right
+    (``labels_in_place``), and the share of true numerical values inside their intervals
+    (``values_inside_intervals``). The audit and the demo report both."""
     columns = [c for c in recon.width.columns if recon.width[c].notna().all()] \
         if recon.width is not None else []
     figures: dict[str, Any] = {"labels_in_place": int(
