@@ -153,3 +153,131 @@ def test_out_of_time_before_any_lp_the_partial_dataset_is_the_pinned_rows(monkey
         inside = ((low < x) & (x <= high)).all(axis=1) & (labels == rec.rows["label"][i])
         assert inside.any()
     assert leaf_excess(model, rec.rows) <= 0
+
+
+def interrupt_after(monkeypatch, calls: int) -> None:
+    """Ctrl-C during generation: its clock raises KeyboardInterrupt after ``calls`` readings,
+    as the interpreter does wherever the user presses it."""
+    readings = {"n": 0}
+
+    def clock() -> float:
+        readings["n"] += 1
+        if readings["n"] > calls:
+            raise KeyboardInterrupt
+        return time.perf_counter()
+
+    monkeypatch.setattr(generate, "time", SimpleNamespace(perf_counter=clock))
+
+
+def test_ctrl_c_during_generation_returns_the_rows_in_hand_checked(monkeypatch):
+    model, _ = numerical_forest(60, 4, 10, seed=3)
+    interrupt_after(monkeypatch, 12)
+    rec = reconstruct(model, time_limit=30, strategy="generate")
+    assert rec.interrupted and rec.partial and rec.status == "FEASIBLE"
+    assert 0 < rec.n_rows < 60 and rec.verified and leaf_excess(model, rec.rows) <= 0
+    assert "interrupted (Ctrl-C)" in rec.message and "run longer" in rec.message
+    assert rec.summary()["interrupted"] is True
+
+
+def unpinnable_forest() -> ReleasedModel:
+    """A forest whose leaves hold 5 rows or more: no single-row leaf pins a row."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(60, 3)).round(2), columns=["a", "b", "c"])
+    y = (X["a"] > 0).astype(int).to_numpy()
+    return from_sklearn(RandomForestClassifier(n_estimators=5, bootstrap=False,
+                                               min_samples_leaf=5, max_depth=2,
+                                               random_state=0).fit(X, y))
+
+
+def test_ctrl_c_with_no_row_in_hand_stops_the_command(monkeypatch, tmp_path):
+    """No single-row leaf pins a row (leaves of 5 rows or more) and Ctrl-C comes before any LP:
+    nothing to return, so the interrupt goes on to the command line (exit 130)."""
+    path = tmp_path / "forest.json"
+    path.write_text(unpinnable_forest().to_json())
+    interrupt_after(monkeypatch, 0)
+    out = tmp_path / "rows.csv"
+    result = CliRunner().invoke(app, ["reconstruct", str(path), "--strategy", "generate",
+                                      "--out", str(out)])
+    assert result.exit_code == 130 and "interrupted" in result.output
+    assert not out.exists() and not (tmp_path / "rows.partial.csv").exists()
+
+
+def test_an_audit_interrupted_in_the_reconstruction_keeps_its_rows_and_stops(monkeypatch):
+    import treeleaks.attacks.reconstruct as entry
+    from treeleaks.report.collect import run_audit
+    from treeleaks.report.evidence import AuditInput
+
+    model, truth = numerical_forest(60, 4, 10, seed=3)
+    generating = entry.reconstruct
+
+    def by_generation(*args, **kwargs):
+        return generating(*args, **{**kwargs, "strategy": "generate"})
+
+    monkeypatch.setattr(entry, "reconstruct", by_generation)
+    interrupt_after(monkeypatch, 12)
+    audit = run_audit(AuditInput(model, "model", None, None, truth, "label", None, 30.0))
+    run = audit.attack("reconstruct")
+    assert run.status == "partial" and run.figures["interrupted"] and run.figures["n_rows"] > 0
+    assert audit.interrupted and audit.partial
+    after = audit.attacks[[a.name for a in audit.attacks].index("reconstruct") + 1:]
+    assert after and all(a.status == "not run" and "interrupted" in a.why for a in after)
+
+
+def test_the_audit_shows_a_partial_datasets_rows_with_their_intervals(monkeypatch):
+    import treeleaks.attacks.reconstruct as entry
+    from treeleaks.report.collect import run_audit
+    from treeleaks.report.evidence import AuditInput
+    from treeleaks.report.html_report import render
+    from treeleaks.report.json_report import to_json
+
+    model, truth = numerical_forest(60, 4, 10, seed=3)
+    generating = entry.reconstruct
+    monkeypatch.setattr(entry, "reconstruct", lambda *args, **kwargs: generating(
+        *args, **{**kwargs, "strategy": "generate"}))
+    cut_short(monkeypatch)
+    audit = run_audit(AuditInput(model, "model", None, None, truth, "label", None, 30.0))
+    n = audit.attack("reconstruct").figures["n_rows"]
+    assert 0 < n < 60 and audit.verdict["rows_reconstructed"] == n
+    assert audit.verdict["rows_reconstructed_partial"]
+    report = json.loads(to_json(audit))  # validated against the schema
+    rebuilt = report["rebuilt"]
+    assert rebuilt["partial"] and rebuilt["n_rows"] == n and rebuilt["of"] == 60
+    features = [f"x{j}" for j in range(4)]
+    for row in rebuilt["rows"]:  # each value inside its interval, open ends as None
+        for name in features:
+            low, high = row["intervals"][name]
+            assert (low is None or low < row["values"][name]) and (
+                high is None or row["values"][name] <= high)
+    page = " ".join(render(audit).split())
+    assert f"at least {n} of 60 (a partial dataset that fits every count" in page
+    assert f"At least {n} of 60 rows reconstructed: a partial dataset" in page
+    assert page.count("<tr>", page.index('id="rebuilt-table"')) >= min(n, 50)
+
+
+def test_counts_no_dataset_meets_are_infeasible_with_where_not_a_partial_dataset():
+    """One class-1 row moved between two leaves of tree 0 (every total unchanged): generation
+    proves no dataset fits and names the leaf the best cells leave short."""
+    model, _ = numerical_forest(60, 4, 10, seed=3)
+    data = model.to_dict()
+    tree = data["trees"][0]
+    counts, rows = np.array(tree["counts"]), np.array(tree["n_samples"])
+    holding = np.flatnonzero(counts[:, 1] > 0)
+    source, target = holding[0], holding[-1]
+    counts[source, 1] -= 1
+    counts[target, 1] += 1
+    rows[source] -= 1
+    rows[target] += 1
+    tree["counts"], tree["n_samples"] = counts.tolist(), rows.tolist()
+    rec = reconstruct(ReleasedModel.from_dict(data), time_limit=30, strategy="generate")
+    assert rec.status == "INFEASIBLE" and rec.n_rows == 0 and not rec.partial
+    assert "no dataset reproduces the released counts" in rec.message
+    assert "at most 59.0 of 60 fit" in rec.message
+    assert f"tree 0 leaf {target} releases {counts[target, 1]} rows of class 1" in rec.message
+
+
+def test_a_time_limit_too_short_for_any_row_says_which_limit_to_try(monkeypatch):
+    cut_short(monkeypatch, calls=0)
+    rec = reconstruct(unpinnable_forest(), time_limit=0.5, strategy="generate")
+    assert rec.status == "UNKNOWN" and rec.n_rows == 0 and not rec.partial
+    assert "the time limit of 0.5 s ran out before a row was placed" in rec.message
+    assert "raise it to 10 s or more" in rec.message

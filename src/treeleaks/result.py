@@ -55,7 +55,8 @@ class Reconstruction:
     (no complete dataset found in time) and stay within every count, which the
     certificate checks (no leaf holds more of them than it released); ``lp_rows`` is the
     most rows the packing LP placed, fractionally, over the cells found (more cells may
-    place more: it bounds nothing but what those cells hold).
+    place more: it bounds nothing but what those cells hold). ``interrupted``: Ctrl-C
+    stopped the search, and these are the rows it had in hand.
     ``knowledge`` says what side knowledge the reconstruction used (empty: none); proofs
     and the result then hold given it.
     """
@@ -88,6 +89,7 @@ class Reconstruction:
     likelihood_checked: bool = False
     partial: bool = False
     lp_rows: float | None = None
+    interrupted: bool = False
 
     @classmethod
     def empty(cls, model: ReleasedModel, **fields: Any) -> Reconstruction:
@@ -156,6 +158,8 @@ class Reconstruction:
         }
         if self.partial:
             summary.update({"partial": True, "lp_rows": self.lp_rows})
+        if self.interrupted:
+            summary["interrupted"] = True
         if self.formulation == Formulation.DP:
             summary.update({
                 "log_likelihood": self.log_likelihood,

@@ -56,6 +56,9 @@ PEEL_SHARE = 0.1  # of the search time, at most, for `peel_rows` before generati
 # the time kept for proofs, up to this: on breast cancer without bootstrap (45 s of
 # generation, 984 cells) it placed 474 rows in 15 s where the LP's whole part gave 460.
 PACKING_MAX_S = 30.0
+# A run out of time before it placed a row suggests ten times its limit, and at least this:
+# breast cancer's default forest without bootstrap (569 rows) has its first rows after 1 s.
+MIN_SUGGESTED_S = 10.0
 
 
 class _Partial(Exception):
@@ -182,7 +185,7 @@ class _ExactPipeline:
     def _generated(self, pinned: Peeled) -> _Found:
         """The cells column generation finds before the search's deadline, the pinned
         rows fixed."""
-        from treeleaks.counts.generate import generate_cells  # OR-Tools, when needed
+        from treeleaks.counts.generate import INTERRUPTED, generate_cells  # OR-Tools
 
         run, clock = self.run, self.clock
         generated = generate_cells(self.model, self.schema, clock.search_deadline,
@@ -192,17 +195,29 @@ class _ExactPipeline:
         clock.timings["generate_iterations"] = generated.iterations
         clock.timings["pricing_calls"] = generated.pricing_calls
         if generated.status == Status.INFEASIBLE:
+            where = f"; {generated.shortfall}" if generated.shortfall else ""
             raise _Stopped(Status.INFEASIBLE, "no dataset reproduces the released counts: no set "
-                           "of cells can hold every leaf's rows (proven by pricing)",
+                           f"of cells can hold every leaf's rows (proven by pricing: at most "
+                           f"{generated.lp_placed:.1f} of {self.model.n_rows} fit){where}",
                            len(generated.cells), Strategy.GENERATE)
+        if generated.status == INTERRUPTED and not generated.partial.any():
+            raise KeyboardInterrupt  # nothing in hand: the interrupt is the caller's
         if generated.status != Status.FEASIBLE:
             why = {
                 "DEAD_END": "every rounding of its LP tried in time reached a dead end",
                 "STALLED": "pricing could neither find a better cell nor rule one out",
             }.get(generated.status, f"the time limit of {run.time_limit:g} s ran out")
             why += "; raise the time limit, or try strategy 'enumerate' if memory allows"
+            if generated.status == INTERRUPTED:
+                why = (f"interrupted (Ctrl-C) after {clock.elapsed():.0f} s; let it run longer "
+                       "for more rows")
             if generated.partial.any():
-                raise _Partial(self._partial(generated, why))
+                raise _Partial(self._partial(generated, why,
+                                             interrupted=generated.status == INTERRUPTED))
+            if generated.status == "TIMEOUT":  # no row in hand: say what limit to try
+                why = (f"the time limit of {run.time_limit:g} s ran out before a row was "
+                       f"placed; raise it to {max(10 * run.time_limit, MIN_SUGGESTED_S):g} s "
+                       "or more")
             raise _Stopped(Status.UNKNOWN, f"cell generation fixed {generated.placed:.0f} of "
                            f"{self.model.n_rows} rows (its LP placed at most "
                            f"{generated.lp_placed:.1f}): {why}", len(generated.cells),
@@ -210,14 +225,20 @@ class _ExactPipeline:
         proof = (PINNED if len(pinned) else "") + PROOF_GENERATED
         return _Found(generated.cells, Strategy.GENERATE, pinned, proof)
 
-    def _partial(self, generated: Generated, why: str) -> Reconstruction:
+    def _partial(self, generated: Generated, why: str, interrupted: bool = False
+                 ) -> Reconstruction:
         """The largest partial dataset generation found, checked against every count: no
         leaf may hold more of its rows than it released. The rows pinned before generation
-        are proven; the others are one way to place that many rows."""
+        are proven; the others are one way to place that many rows. Once interrupted, the
+        rows in hand are returned as they are."""
         from treeleaks.counts.generate import pack_whole_rows
 
-        seconds = min(self.clock.left(), PACKING_MAX_S)  # the proofs' share: none to prove
-        packed = pack_whole_rows(self.model, generated, seconds)
+        # the proofs' share, as there is nothing to prove; none after Ctrl-C
+        seconds = 0.0 if interrupted else min(self.clock.left(), PACKING_MAX_S)
+        try:
+            packed = pack_whole_rows(self.model, generated, seconds)
+        except KeyboardInterrupt:  # the rows in hand stand
+            packed, interrupted = generated.partial, True
         self.clock.lap("packing")
         n, rows = self.model.n_rows, int(packed.sum())
         recon = rows_from_counts(self.model, self.schema, generated.cells,
@@ -241,7 +262,8 @@ class _ExactPipeline:
             timings=self.clock.timings, strategy=Strategy.GENERATE,
             proof=(PINNED + "the pinned rows are proven; the others are not"
                    if generated.pinned.any() else "none: no row is pinned before generation"),
-            partial=not complete, lp_rows=None if complete else max(generated.lp_placed, rows))
+            partial=not complete, lp_rows=None if complete else max(generated.lp_placed, rows),
+            interrupted=interrupted)
 
     def solve_counts(self, found: _Found) -> tuple[CountSystem, Solution]:
         """The count system over the found cells, propagated, and the solver's answer.

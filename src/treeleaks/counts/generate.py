@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 _TOL = 1e-7
 INTEGER_PACKING_S = 5.0
+INTERRUPTED = "INTERRUPTED"  # Ctrl-C during generation
 
 
 @dataclass
@@ -51,12 +52,14 @@ class Generated:
     ``status``: ``FEASIBLE`` (these cells hold an integer dataset), ``INFEASIBLE``
     (pricing proved that no dataset, not even a fractional one, reproduces the counts),
     ``DEAD_END`` (every rounding tried before the deadline led where no dataset fits),
-    ``STALLED`` (pricing could neither find a better cell nor rule one out), ``TIMEOUT``.
+    ``STALLED`` (pricing could neither find a better cell nor rule one out), ``TIMEOUT``,
+    ``INTERRUPTED`` (Ctrl-C: what was found so far stands, like a time limit).
     ``placed`` rows were fixed as whole rows; ``lp_placed`` is the most the LP placed.
     Column j of the pool is a row of class ``column_cls[j]`` in cell ``column_cell[j]``;
     ``partial`` is the largest set of whole rows found within every count (rows per
     column: a partial dataset when generation ends short of N), ``pinned`` the rows proven
-    before generation (rows per column, part of ``partial``).
+    before generation (rows per column, part of ``partial``). ``shortfall`` says, when
+    pricing proved the counts infeasible, where the LP over every cell falls short.
     """
 
     cells: Cells
@@ -69,6 +72,7 @@ class Generated:
     column_cls: np.ndarray
     partial: np.ndarray
     pinned: np.ndarray
+    shortfall: str = ""
 
 
 class BestPartial:
@@ -122,10 +126,14 @@ class ColumnPool:
         key = (cls, leaves.astype(np.int64).tobytes())
         if key in self._index:
             return False
-        self._index[key] = len(self.cls)
         self.leaves.append(leaves.astype(np.int64))
         self.cls.append(cls)
+        self._index[key] = len(self.cls) - 1
         return True
+
+    def settle(self) -> None:
+        """Drop a cell whose `add` Ctrl-C cut between its leaves and its class."""
+        del self.leaves[len(self.cls):]
 
     def index(self, cls: int, leaves: np.ndarray) -> int:
         """The column of the cell of class ``cls`` lying in ``leaves`` (already added)."""
@@ -147,6 +155,14 @@ class ColumnPool:
         cols = np.repeat(np.arange(len(self)), leaves.shape[1])
         data = np.ones(rows.size)
         return sp.csc_matrix((data, (rows.ravel(), cols)), shape=(self.counts.size, len(self)))
+
+    def unfilled(self, count: int, by: float) -> str:
+        """Where a best LP leaves (tree, leaf, class) count ``count`` short by ``by`` rows."""
+        tree = int(np.searchsorted(self.offsets, count, side="right")) - 1
+        leaf, cls = divmod(count - int(self.offsets[tree]), self.n_classes)
+        of = f"class {cls}" if self.own_class[tree] else "all classes"
+        return (f"tree {tree} leaf {leaf} releases {self.counts[count]} rows of {of}, and "
+                f"the cells that fit the other trees best leave {by:.3g} of them unplaced")
 
     def weights(self, prices: np.ndarray, cls: int) -> list[np.ndarray]:
         """Per tree, the price of each leaf for class ``cls``."""
@@ -196,11 +212,17 @@ def generate_cells(
     best = BestPartial()
     best.offer(fixed)
     with PricingTeam(model, schema, workers) as pricers:
-        status, placed = _dive(pool, pricers, deadline, seed, progress, stats, fixed, best)
+        try:
+            status, placed = _dive(pool, pricers, deadline, seed, progress, stats, fixed, best)
+        except KeyboardInterrupt:  # anytime: the rows in hand are the answer, as at a limit
+            status, placed = INTERRUPTED, float(best.rows.sum())
+    pool.settle()
     cells, column_cell = pool.cells(schema)
     return Generated(cells, status, placed, stats["lp_placed"], int(stats["iterations"]),
                      int(stats["calls"]), column_cell, np.array(pool.cls, dtype=np.int64),
-                     best.over(len(pool)), _padded(fixed, len(pool)))
+                     best.over(len(pool)), _padded(fixed, len(pool)),
+                     pool.unfilled(int(stats["unfilled"]), stats["unfilled_by"])
+                     if "unfilled" in stats else "")
 
 
 def _dive(
@@ -423,6 +445,12 @@ def _pack(
             # No cell weighs under 1 - 2e-7, so the LP over all cells places at most
             # placed + 2e-7 N rows: a clear gap to N proves it.
             infeasible = proven_none and placed < n_rows - 1e-3
+            if infeasible:  # where this best LP leaves a count short, for the message
+                held = (pool.matrix() @ x if len(pool) else np.zeros(capacity.size))
+                short = np.flatnonzero(capacity - held > 1e-6)
+                if short.size:
+                    stats["unfilled"], stats["unfilled_by"] = short[0], float(
+                        capacity[short[0]] - held[short[0]])
             return ("INFEASIBLE" if infeasible else "STALLED"), x
     return "TIMEOUT", np.zeros(len(pool))
 

@@ -20,6 +20,7 @@ from treeleaks.report import evidence, remedies
 from treeleaks.report.custodian import row_table
 from treeleaks.report.evidence import AuditInput, Evidence
 from treeleaks.report.findings import FAILED, NOT_RUN, AttackRun, Audit, Defence
+from treeleaks.report.rebuilt import rebuilt_rows
 from treeleaks.report.risk import assess
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ def run_audit(inp: AuditInput, progress: ProgressCallback | None = None,
                 on_step(title, index, len(steps))
             try:
                 audit.attacks.append(attempt(name, title, step))
+                # an attack that keeps what it had at Ctrl-C returns it and says so
+                audit.interrupted = bool(audit.attacks[-1].figures.get("interrupted"))
             except Interrupted:
                 audit.interrupted = True
                 audit.attacks.append(AttackRun(name, title, NOT_RUN, "interrupted (Ctrl-C) "
@@ -137,6 +140,7 @@ def _conclude(audit: Audit, inp: AuditInput, ev: Evidence, defences: list[Defenc
         audit.rows = row_table(inp, ev) if inp.data is not None else None
     except KeyboardInterrupt:
         audit.interrupted = True
+    audit.rebuilt = rebuilt_rows(ev.recon, inp.model.n_rows)
     audit.verdict = verdict(inp, audit)
     audit.risk = assess(audit.verdict, audit.partial)
     singling = audit.attack("single-out")
@@ -163,6 +167,8 @@ def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
     singled = figures.get("single-out", {})
     leak_test = figures.get("leak-test", {})
     return {
+        "rows_reconstructed": recon.get("n_rows"),
+        "rows_reconstructed_partial": bool(recon.get("partial", False)),
         "rows_reconstructed_exactly": exact,
         "rows_proven": proven,
         "rows_singled_out": singled.get("rows_singled_out",

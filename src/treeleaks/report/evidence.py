@@ -109,6 +109,8 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
     figures.update(_intervals(recon))
     if recon.partial:
         figures["partial"] = True
+    if recon.interrupted:  # Ctrl-C: the audit stops after this attack (`collect`)
+        figures["interrupted"] = True
     if inp.data is not None and recon.n_rows:
         truth = inp.truth
         ev.score = evaluate(truth, recon.rows, inp.data_schema, label=model.label_name)

@@ -56,7 +56,8 @@ class Defence:
 class Audit:
     """Everything the report says. ``verdict`` holds the headline figures (None: not
     measured), ``risk`` the level and the rule that set it, ``rows`` the custodian's
-    per-row table (with their data), ``plots_data`` what the pictures draw.
+    per-row table (with their data), ``rebuilt`` the rows the reconstruction rebuilt
+    (`treeleaks.report.rebuilt`), ``plots_data`` what the pictures draw.
     ``estimator`` and ``vulnerable_nodes`` feed the tree drawing and stay out of the JSON."""
 
     model: dict[str, Any]
@@ -66,6 +67,7 @@ class Audit:
     verdict: dict[str, Any] = field(default_factory=dict)
     risk: dict[str, Any] = field(default_factory=dict)
     rows: list[dict[str, Any]] | None = None
+    rebuilt: dict[str, Any] | None = None
     defences: list[Defence] = field(default_factory=list)
     plots_data: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
@@ -96,6 +98,7 @@ class Audit:
             "exposed": plain(self.exposed),
             "attacks": [a.to_dict() for a in self.attacks],
             "rows": None if self.rows is None else plain(self.rows),
+            "rebuilt": plain(self.rebuilt),
             "defences": [d.to_dict() for d in self.defences],
             "assumptions": plain(self.assumptions),
         }

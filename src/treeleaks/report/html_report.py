@@ -15,6 +15,7 @@ from typing import Any
 from treeleaks import __version__
 from treeleaks.report import plots
 from treeleaks.report.findings import COMPLETE, NOT_RUN, Audit
+from treeleaks.report.rebuilt import rebuilt_headline
 from treeleaks.report.risk import p_value_text
 
 ROWS_SHOWN = 1000  # rows in the HTML table, most exposed first; report.json has all
@@ -36,7 +37,7 @@ font-size:1.3em}
 .muted{color:#666;font-size:.9em}figure{margin:1em 0}img{max-width:100%}
 figcaption{color:#555;font-size:.9em}
 .cards{display:flex;flex-wrap:wrap;gap:0 2em}.cards section{max-width:48%}
-.cards h3{font-size:1em}td.col-exposure{min-width:14em}
+.cards h3{font-size:1em}td.col-exposure{min-width:14em}.wide{overflow-x:auto}
 @media print{body{max-width:none;margin:0}.cards section{max-width:none}
 h2{break-after:avoid}tr,figure{break-inside:avoid}th.sortable{cursor:auto}}
 """
@@ -133,7 +134,7 @@ def render(audit: Audit) -> str:
                      + "Some attacks stopped at their budget or did not finish: the figures "
                      "are lower bounds on what an adversary can do.</div>")
     parts += [_verdict(audit), _exposed(audit), _pictures(audit), _defences(audit),
-              _rows(audit), _evidence(audit), _assumptions(audit), _rules(audit),
+              _rows(audit), _rebuilt(audit), _evidence(audit), _assumptions(audit), _rules(audit),
               f"<script>{SORT_SCRIPT}</script></body></html>"]
     return "\n".join(p for p in parts if p)
 
@@ -155,6 +156,11 @@ def _verdict(audit: Audit) -> str:
     elif v["rows_proven"]:
         lines.append(("Training rows reconstructed exactly", f"at least {v['rows_proven']:,} "
                       "(the proven ones; your rows, --data, measure the rest)"))
+    if v.get("rows_reconstructed"):
+        lines.append(("Rows rebuilt from the model alone", (
+            f"at least {v['rows_reconstructed']:,}{of_n} (a partial dataset that fits every "
+            "count; see the rebuilt rows)" if v.get("rows_reconstructed_partial")
+            else f"{v['rows_reconstructed']:,}{of_n}")))
     if v["rows_proven"] is not None:
         lines.append(("Rows proven to be in the training data", f"{v['rows_proven']:,}"
                       " (every dataset that reproduces the model's counts holds them)"))
@@ -299,6 +305,38 @@ def _rows(audit: Audit) -> str:
             f"file; nothing else identifies them. Showing {shown}, most exposed first; click "
             'a column to sort.</p><table class="sortable-table" id="row-table"><thead><tr>'
             f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
+def _rebuilt(audit: Audit) -> str:
+    """The rows the reconstruction rebuilt, each value with its interval."""
+    rebuilt = audit.rebuilt
+    if rebuilt is None:
+        return ""
+    head = "".join(f"<th>{_e(c)}</th>" for c in ["row", "proven", *rebuilt["columns"]])
+    body = []
+    for r in rebuilt["rows"]:
+        cells = [_e(r["row"]), _e(_number(r["proven"]))]
+        for name in rebuilt["columns"]:
+            value = "free" if name in r["free"] else _e(_number(r["values"].get(name)))
+            if name in r["intervals"]:
+                low, high = r["intervals"][name]
+                value += (f'<br><span class="muted">({_e(_bound(low, "-∞"))}, '
+                          f"{_e(_bound(high, '∞'))}]</span>")
+            cells.append(value)
+        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    shown = len(rebuilt["rows"])
+    more = (f" The first {shown:,} are shown; <code>treeleaks reconstruct --details</code> "
+            "writes every row with its intervals." if shown < rebuilt["n_rows"] else "")
+    return (f'<h2 id="rebuilt">Rows rebuilt from the model</h2><p>'
+            f"{_e(rebuilt_headline(rebuilt))} A value's interval (lower, upper] is where "
+            f"the model's leaves put it; free values are not constrained.{more}</p>"
+            f'<div class="wide"><table id="rebuilt-table"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>")
+
+
+def _bound(value: float | None, open_end: str) -> str:
+    """An interval's end; None is an open end (JSON has no infinity)."""
+    return open_end if value is None else f"{value:.4g}"
 
 
 def _severity(record: dict[str, Any]) -> tuple:
