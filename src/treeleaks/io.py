@@ -1,7 +1,9 @@
 """Load a released model from disk into the IR, refusing files that would run code.
 
-Supported files: the treeleaks JSON IR (``.json``), skops archives (``.skops``), and, only on
-explicit opt-in, pickles (``.pkl``, ``.pickle``, ``.joblib``). Auditing a model someone
+Supported files: the treeleaks JSON IR (``.json``), skops archives (``.skops``), LightGBM
+model text files (``.txt``, read as text), XGBoost JSON model files (``.json`` whose top
+level holds ``learner``), and, only on explicit opt-in, pickles (``.pkl``,
+``.pickle``, ``.joblib``). Auditing a model someone
 hands you must not let that model execute code on the auditor's machine, so skops files are
 loaded with only the scikit-learn tree types trusted and pickles are refused by default.
 
@@ -25,11 +27,14 @@ from typing import Any
 import numpy as np
 
 from treeleaks.errors import TreeleaksError, UnsupportedModelError, UntrustedPickleError
+from treeleaks.formats import read_json
 from treeleaks.frontends.sklearn import from_sklearn
+from treeleaks.frontends.xgboost import is_xgboost_json
 from treeleaks.model import ModelFormatError, ReleasedModel
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
-SUFFIXES = (".json", ".skops", *PICKLE_SUFFIXES)
+LIGHTGBM_SUFFIX = ".txt"  # booster.save_model's text format
+SUFFIXES = (".json", ".skops", LIGHTGBM_SUFFIX, *PICKLE_SUFFIXES)
 
 # Types a skops file of a scikit-learn tree classifier may hold beyond skops' defaults.
 # The regressors are listed so that loading succeeds and `from_sklearn` explains the refusal.
@@ -71,12 +76,21 @@ def load_model(
     """
     path = _checked_path(path, trust_pickle)
     if path.suffix.lower() == ".json":
-        model = ReleasedModel.from_json(path)
+        data = read_json(path, "model", ModelFormatError)
+        if is_xgboost_json(data):  # booster.save_model("m.json")
+            from treeleaks.frontends.xgboost import read_xgboost
+
+            return read_xgboost(data, feature_names)
+        model = ReleasedModel.from_dict(data)
         if model.is_regression and not allow_regression:
             raise UnsupportedModelError(
                 f"{path.name} holds a regression model; the reconstruction attacks audit "
                 "classifiers (treeleaks single-out reads regressors)")
         return model if feature_names is None else _renamed(model, feature_names)
+    if path.suffix.lower() == LIGHTGBM_SUFFIX:
+        from treeleaks.frontends.lightgbm import read_lightgbm
+
+        return read_lightgbm(path, feature_names)
     estimator = _load_skops(path) if path.suffix.lower() == ".skops" else _load_pickle(path)
     return _translated(estimator, path, feature_names, allow_regression)
 
@@ -85,10 +99,10 @@ def load_estimator(path: str | Path, trust_pickle: bool = False) -> Any:
     """The scikit-learn object a ``.skops`` file (or, with ``trust_pickle``, a pickle)
     holds, for tools that change the model itself (`treeleaks.defences.prune`)."""
     path = _checked_path(path, trust_pickle)
-    if path.suffix.lower() == ".json":
+    if path.suffix.lower() in (".json", LIGHTGBM_SUFFIX):
         raise TreeleaksError(
-            f"{path.name} is a treeleaks JSON model, which no longer holds the scikit-learn "
-            "object; give the .skops (or pickle) file of the model")
+            f"{path.name} holds no scikit-learn object; give the .skops (or pickle) file of "
+            "a scikit-learn model")
     return _load_skops(path, plain=False) if path.suffix.lower() == ".skops" else (
         _load_pickle(path))
 

@@ -1,0 +1,226 @@
+"""LightGBM frontend: a binary classifier's model text file, read without LightGBM.
+
+``booster.save_model("m.txt")`` (or ``model_to_string()``) writes every tree's splits and,
+per leaf, ``leaf_count`` (the rows it holds), ``leaf_weight`` (their hessian sum) and
+``leaf_value``. Without bagging every tree's counts add up to N: they constrain the rows
+like a forest's, pooled over the classes. The first tree also gives each leaf's class
+counts: every row starts at the same score s = logit(p0) (p0 the positive share; s = 0
+when boosting does not start from the average), so a leaf of n rows holding P positives has
+hessian sum H = n·p0(1-p0) and value v = s - η·(n·p0 - P)/(H + λ), with η the learning
+rate and λ the L2 penalty; hence P = n·p0 + (v - s)(H + λ)/η. (p0 here is the start's
+probability: the positive share, or 1/2 when boosting starts at 0.) p0(1-p0) = ΣH/N has two
+roots; the wrong one leaves the counts far from whole numbers. The derived counts must be
+whole: when they are not, a training option the formula leaves out was used (sample
+weights, ``scale_pos_weight``, an initial score, L1 or ``max_delta_step``), and the model is
+refused rather than rounded. Reading the file runs no code.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from treeleaks.errors import UnsupportedModelError
+from treeleaks.model import ModelFormatError, ReleasedModel, Tree
+
+WHOLE_TOLERANCE = 1e-4  # derived counts this close to whole numbers are whole (file: 17 digits)
+CATEGORICAL, MISSING_SHIFT = 1, 2  # decision_type: bit 0 categorical, bits 2-3 missing type
+MISSING = {1: "zero", 2: "NaN"}
+
+
+def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = None,
+                  label_name: str = "label") -> ReleasedModel:
+    """The `ReleasedModel` of a LightGBM binary classifier: a model text file's path, its
+    text, a ``Booster`` or a fitted ``LGBMClassifier`` (see the module doc)."""
+    classes: list[Any] = [0, 1]
+    if hasattr(source, "booster_"):  # LGBMClassifier: its labels, then its booster
+        classes = np.asarray(source.classes_).tolist()
+        source = source.booster_
+    if hasattr(source, "model_to_string"):
+        text = source.model_to_string()
+    elif isinstance(source, Path) or (isinstance(source, str) and "\n" not in source):
+        text = Path(source).read_text(encoding="utf-8", errors="replace")
+    else:
+        text = str(source)
+    head, trees, params = _sections(text)
+    objective = head.get("objective", "").split()
+    if not objective:
+        raise ModelFormatError("LightGBM model file: field 'objective' is missing")
+    if objective[0] != "binary":
+        raise UnsupportedModelError(
+            f"LightGBM objective {objective[0]!r}: treeleaks reads binary classifiers "
+            "(objective 'binary') so far")
+    if _option(objective, "sigmoid", 1.0) != 1.0:
+        raise UnsupportedModelError("LightGBM binary objective with sigmoid other than 1: its "
+                                    "first tree's class counts are not derived")
+    names = feature_names or head.get("feature_names", "").split()
+    if not trees:
+        raise ModelFormatError("LightGBM model file: it holds no tree ('Tree=' sections)")
+    converted = [_tree(block, index, names) for index, block in enumerate(trees)]
+    n_rows = int(converted[0][1].sum())
+    for index, (_, count, _, _) in enumerate(converted):
+        if int(count.sum()) != n_rows:
+            raise UnsupportedModelError(
+                f"LightGBM tree {index}'s leaves count {int(count.sum())} rows but tree 0's "
+                f"count {n_rows}: the trees were fit on subsamples (bagging or GOSS), whose "
+                "counts treeleaks does not model")
+    eta = _float(params, "learning_rate", 0.1)
+    l2 = _float(params, "lambda_l2", 0.0)
+    _, count, hessian, value = converted[0]
+    positives = first_tree_positives(count, hessian, value, eta, l2)
+    out = []
+    for index, (nodes, count, _, _) in enumerate(converted):
+        counts = np.zeros((count.size, 2), dtype=np.int64)
+        if index == 0:
+            counts[:, 0], counts[:, 1] = count - positives, positives
+        else:
+            counts[:, 0] = count  # pooled over the classes
+        out.append(Tree(*nodes, counts, n_samples=count.copy(), pooled=index > 0))
+    model = ReleasedModel(out, classes, list(names), label_name=label_name, source="LightGBM",
+                          facts={"framework": "lightgbm", "objective": "binary",
+                                 "learning_rate": eta, "lambda_l2": l2,
+                                 "leaf counts": "rows per leaf in every tree (leaf_count); "
+                                 "per class in tree 0, derived from its leaf values"})
+    model.validate()
+    return model
+
+
+def first_tree_positives(count: np.ndarray, hessian: np.ndarray, value: np.ndarray,
+                         eta: float, l2: float) -> np.ndarray:
+    """Each leaf's positives in the first tree of a binary booster (see the module doc),
+    refused unless they are whole and within the leaf."""
+    q = float(hessian.sum() / count.sum())  # p0 (1 - p0), the same for every row
+    disc = 1.0 - 4.0 * q
+    if disc < -1e-9:
+        raise UnsupportedModelError(_not_whole("its hessian sums exceed n/4"))
+    roots = {0.5 - math.sqrt(max(disc, 0.0)) / 2, 0.5 + math.sqrt(max(disc, 0.0)) / 2}
+    worst = math.inf
+    for p0 in sorted(roots):
+        if not 0.0 < p0 < 1.0:
+            continue
+        start = math.log(p0 / (1.0 - p0))
+        derived = count * p0 + (value - start) * (hessian + l2) / eta
+        whole = np.rint(derived)
+        off = float(np.abs(derived - whole).max())
+        # the other root's start, -s, leaves counts off whole numbers by about 2sH/eta
+        if off <= WHOLE_TOLERANCE and (whole >= 0).all() and (whole <= count).all():
+            return whole.astype(np.int64)
+        worst = min(worst, off)
+    raise UnsupportedModelError(_not_whole(f"they miss whole numbers by up to {worst:.3g}"))
+
+
+def _not_whole(why: str) -> str:
+    return ("the first LightGBM tree's leaf values give no whole class counts ("
+            f"{why}): the model was trained with an option the derivation leaves out (sample "
+            "weights, scale_pos_weight or is_unbalance, an initial score, lambda_l1, "
+            "max_delta_step or path_smooth); treeleaks refuses to guess its classes")
+
+
+def _sections(text: str) -> tuple[dict[str, str], list[dict[str, str]], dict[str, str]]:
+    """The header's fields, each tree's fields, and the training parameters."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "tree":
+        raise ModelFormatError("not a LightGBM model file: it does not start with the line "
+                               "'tree' (save it with booster.save_model)")
+    head: dict[str, str] = {}
+    trees: list[dict[str, str]] = []
+    params: dict[str, str] = {}
+    current: dict[str, str] | None = head
+    for raw in lines[1:]:
+        line = raw.strip()
+        if line.startswith("Tree="):
+            current = {}
+            trees.append(current)
+        elif line == "end of trees":
+            current = None
+        elif line.startswith("[") and line.endswith("]") and ": " in line:
+            key, value = line[1:-1].split(": ", 1)
+            params[key] = value
+        elif "=" in line and current is not None:
+            key, value = line.split("=", 1)
+            current[key] = value
+    return head, trees, params
+
+
+def _tree(block: dict[str, str], index: int, names: list[str]
+          ) -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray, np.ndarray]:
+    """One tree's IR nodes (internal nodes first, then leaves), leaf counts, hessian sums
+    and values."""
+    n_leaves = int(_numbers(block, "num_leaves", index, 1)[0])
+    if n_leaves < 1:
+        raise ModelFormatError(f"LightGBM tree {index}: field 'num_leaves' must be at least 1")
+    if int(block.get("num_cat", "0")) > 0:
+        raise UnsupportedModelError(f"LightGBM tree {index} has categorical splits; treeleaks "
+                                    "reads numerical splits only (encode categories as numbers)")
+    if block.get("is_linear", "0") != "0":
+        raise UnsupportedModelError(f"LightGBM tree {index} is a linear tree; treeleaks reads "
+                                    "constant leaves only")
+    count = _numbers(block, "leaf_count", index, n_leaves).astype(np.int64)
+    value = _numbers(block, "leaf_value", index, n_leaves)
+    hessian = _numbers(block, "leaf_weight", index, n_leaves)
+    n_internal = n_leaves - 1
+    if not n_internal:
+        nodes = (np.array([-1]), np.array([0.0]), np.array([-1]), np.array([-1]),
+                 np.array([0]))
+        return nodes, count, hessian, value
+    feature = _numbers(block, "split_feature", index, n_internal).astype(np.int64)
+    threshold = _numbers(block, "threshold", index, n_internal)
+    decision = _numbers(block, "decision_type", index, n_internal).astype(np.int64)
+    children = [_numbers(block, key, index, n_internal).astype(np.int64)
+                for key in ("left_child", "right_child")]
+    for node in range(n_internal):
+        name = names[feature[node]] if 0 <= feature[node] < len(names) else str(feature[node])
+        if decision[node] & CATEGORICAL:
+            raise UnsupportedModelError(f"LightGBM tree {index} splits feature {name!r} as a "
+                                        "category; treeleaks reads numerical splits only")
+        missing = (decision[node] >> MISSING_SHIFT) & 3
+        if missing in MISSING:
+            raise UnsupportedModelError(
+                f"LightGBM tree {index} sends feature {name!r}'s missing ({MISSING[missing]}) "
+                "values to one side: the training data had missing values, which treeleaks "
+                "does not model; fill them before training")
+    left, right = (np.where(c >= 0, c, n_internal + ~c) for c in children)
+    n_nodes = n_internal + n_leaves
+    leaf_of_node = np.concatenate([np.full(n_internal, -1), np.arange(n_leaves)])
+    nodes = (np.concatenate([feature, np.full(n_leaves, -1)]),
+             np.concatenate([threshold, np.zeros(n_leaves)]),
+             np.concatenate([left, np.full(n_leaves, -1)]),
+             np.concatenate([right, np.full(n_leaves, -1)]), leaf_of_node)
+    if not (min(left.min(), right.min()) > 0 and max(left.max(), right.max()) < n_nodes):
+        raise ModelFormatError(f"LightGBM tree {index}: a child index is out of range")
+    return nodes, count, hessian, value
+
+
+def _numbers(block: dict[str, str], key: str, index: int, length: int) -> np.ndarray:
+    """Field ``key`` of tree ``index`` as ``length`` numbers, or a one-line error naming it."""
+    if key not in block:
+        raise ModelFormatError(f"LightGBM tree {index}: field {key!r} is missing")
+    try:
+        values = np.array([float(v) for v in block[key].split()], dtype=np.float64)
+    except ValueError:
+        raise ModelFormatError(f"LightGBM tree {index}: field {key!r} holds something other "
+                               "than numbers") from None
+    if values.size != length:
+        raise ModelFormatError(f"LightGBM tree {index}: field {key!r} has {values.size} "
+                               f"entries, expected {length} (a truncated or edited file?)")
+    return values
+
+
+def _option(tokens: list[str], name: str, default: float) -> float:
+    """``name:value`` among the objective's tokens."""
+    for token in tokens[1:]:
+        key, _, value = token.partition(":")
+        if key == name:
+            return float(value)
+    return default
+
+
+def _float(params: dict[str, str], key: str, default: float) -> float:
+    try:
+        return float(params.get(key, default))
+    except ValueError:
+        raise ModelFormatError(f"LightGBM model file: parameter {key!r} is not a number"
+                               ) from None

@@ -1,0 +1,150 @@
+"""XGBoost frontend: a binary classifier's JSON model file, read without XGBoost.
+
+``booster.save_model("m.json")`` keeps, per node, the hessian sum of its rows
+(``sum_hessian``, XGBoost's *cover*) and, per leaf, its value. In the first tree every row
+has the same prediction, the stored ``base_score`` b, so a leaf's cover is n·b(1-b): its
+row count n. Its value is w = -η·G/(H + λ) with G = Σ(b - y) = n·b - P, so the positives
+are P = n·b + w(H + λ)/η. The file keeps neither the learning rate η nor the L2 penalty λ:
+with the base score estimated from the data (XGBoost's default) the positives add up to
+N·b, which gives λ = -Σ w·H / Σ w, and a pure leaf (P = 0 or n) gives η; the candidate that
+makes every leaf's count whole is kept, and without one the model is refused rather than
+rounded. Later trees' covers are sums of p(1-p) over rows whose p depends on the earlier
+trees, not counts: only the first tree enters the IR. XGBoost sends ``x < t`` left; the IR
+sends ``x <= t`` left, so each threshold becomes the float32 just below it (XGBoost compares
+in float32). Reading the file runs no code.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from treeleaks.errors import UnsupportedModelError
+from treeleaks.model import ModelFormatError, ReleasedModel, Tree
+
+WHOLE_TOLERANCE = 1e-3  # float32 values: derived counts this close to whole are whole
+COUNT_TOLERANCE = 1e-3  # of a row, for n = cover / (b(1-b))
+
+
+def is_xgboost_json(data: Any) -> bool:
+    """Whether parsed JSON is an XGBoost model file (its top level holds ``learner``)."""
+    return isinstance(data, dict) and "learner" in data and "format" not in data
+
+
+def read_xgboost(source: str | Path | dict[str, Any] | Any,
+                 feature_names: list[str] | None = None,
+                 label_name: str = "label") -> ReleasedModel:
+    """The `ReleasedModel` of an XGBoost binary classifier: its JSON file's path, the
+    parsed JSON, a ``Booster`` or a fitted ``XGBClassifier`` (see the module doc)."""
+    classes: list[Any] = [0, 1]
+    if hasattr(source, "get_booster"):  # XGBClassifier: its labels, then its booster
+        classes = np.asarray(getattr(source, "classes_", [0, 1])).tolist()
+        source = source.get_booster()
+    if hasattr(source, "save_raw"):
+        data = json.loads(bytes(source.save_raw(raw_format="json")))
+    elif isinstance(source, dict):
+        data = source
+    else:
+        try:
+            data = json.loads(Path(source).read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ModelFormatError(f"XGBoost model file: not JSON ({exc})") from None
+    learner = _field(data, "learner", "")
+    objective = _field(_field(learner, "objective", "learner"), "name", "learner.objective")
+    if objective != "binary:logistic":
+        raise UnsupportedModelError(f"XGBoost objective {objective!r}: treeleaks reads binary "
+                                    "classifiers (objective 'binary:logistic') so far")
+    params = _field(learner, "learner_model_param", "learner")
+    base = float(str(_field(params, "base_score", "learner.learner_model_param")).strip("[]"))
+    booster = _field(learner, "gradient_booster", "learner")
+    if booster.get("name") != "gbtree":
+        raise UnsupportedModelError(f"XGBoost booster {booster.get('name')!r}: treeleaks reads "
+                                    "tree boosters (gbtree)")
+    trees = _field(_field(booster, "model", "learner.gradient_booster"), "trees",
+                   "learner.gradient_booster.model")
+    if not trees:
+        raise ModelFormatError("XGBoost model file: it holds no tree")
+    n_features = int(_field(params, "num_feature", "learner.learner_model_param"))
+    names = feature_names or learner.get("feature_names") or [f"f{j}" for j in
+                                                               range(n_features)]
+    nodes, cover, value = _tree(trees[0], names)
+    count = cover / (base * (1.0 - base))
+    rows = np.rint(count)
+    if np.abs(count - rows).max() > COUNT_TOLERANCE or (rows < 1).any():
+        raise UnsupportedModelError(
+            "the first XGBoost tree's covers are not whole row counts times b(1-b) for its "
+            f"base score b = {base:g}: it was trained with sample weights or a base score "
+            "of its own; treeleaks refuses to guess its counts")
+    positives = first_tree_positives(rows, cover, value, base)
+    counts = np.column_stack([rows - positives, positives]).astype(np.int64)
+    tree = Tree(*nodes, counts, n_samples=rows.astype(np.int64))
+    model = ReleasedModel([tree], classes, list(names), label_name=label_name,
+                          source="XGBoost",
+                          facts={"framework": "xgboost", "objective": objective,
+                                 "trees in file": len(trees),
+                                 "leaf counts": "per class in tree 0 only (from its covers "
+                                 "and leaf values); later trees' covers are not counts"})
+    model.validate()
+    return model
+
+
+def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
+                         base: float) -> np.ndarray:
+    """Each leaf's positives in the first tree (see the module doc), or a refusal."""
+    total = float(value.sum())
+    l2 = -float((value * cover).sum()) / total if abs(total) > 1e-12 else 1.0
+    candidates = []
+    for leaf in range(rows.size):  # a pure leaf: G = n·b (no positive) or n(b - 1)
+        for gradient in (rows[leaf] * base, rows[leaf] * (base - 1.0)):
+            if abs(gradient) > 1e-12:
+                candidates.append(-float(value[leaf]) * (cover[leaf] + l2) / gradient)
+    for eta in sorted({round(c, 6) for c in candidates if 0.0 < c <= 1.0}):
+        derived = rows * base + value * (cover + l2) / eta
+        whole = np.rint(derived)
+        if (np.abs(derived - whole).max() <= WHOLE_TOLERANCE and (whole >= 0).all()
+                and (whole <= rows).all()):
+            return whole.astype(np.int64)
+    raise UnsupportedModelError(
+        "the first XGBoost tree's leaf values give no whole class counts for any learning "
+        "rate: the model was trained with an option the derivation leaves out (sample "
+        "weights, scale_pos_weight, a base score of its own, alpha or max_delta_step); "
+        "treeleaks refuses to guess its classes")
+
+
+def _tree(tree: dict[str, Any], names: list[str]
+          ) -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
+    """The first tree's IR nodes, and its leaves' covers and values."""
+    where = "learner.gradient_booster.model.trees[0]"
+    left = np.asarray(_field(tree, "left_children", where), dtype=np.int64)
+    right = np.asarray(_field(tree, "right_children", where), dtype=np.int64)
+    feature = np.asarray(_field(tree, "split_indices", where), dtype=np.int64)
+    condition = np.asarray(_field(tree, "split_conditions", where), dtype=np.float64)
+    hessian = np.asarray(_field(tree, "sum_hessian", where), dtype=np.float64)
+    kinds = np.asarray(tree.get("split_type", [0] * left.size), dtype=np.int64)
+    n = left.size
+    if not all(len(a) == n for a in (right, feature, condition, hessian, kinds)):
+        raise ModelFormatError(f"XGBoost model file: {where}: its node fields differ in length "
+                               "(a truncated or edited file?)")
+    leaf = left < 0
+    for node in np.flatnonzero(~leaf & (kinds != 0)):
+        name = names[feature[node]] if 0 <= feature[node] < len(names) else str(feature[node])
+        raise UnsupportedModelError(f"the XGBoost tree splits feature {name!r} as a category; "
+                                    "treeleaks reads numerical splits only")
+    leaf_of_node = np.full(n, -1, dtype=np.int64)
+    leaf_of_node[leaf] = np.arange(int(leaf.sum()))
+    below = np.nextafter(condition.astype(np.float32), np.float32(-np.inf)).astype(np.float64)
+    threshold = np.where(leaf, 0.0, below)  # x < t in float32 is x <= the float32 below t
+    nodes = (np.where(leaf, -1, feature), threshold, np.where(leaf, -1, left),
+             np.where(leaf, -1, right), leaf_of_node)
+    return nodes, hessian[leaf], condition[leaf]
+
+
+def _field(data: Any, key: str, where: str) -> Any:
+    """``data[key]``, or a one-line error naming the field."""
+    if not isinstance(data, dict) or key not in data:
+        path = f"{where}.{key}" if where else key
+        raise ModelFormatError(f"XGBoost model file: field {path!r} is missing")
+    return data[key]

@@ -1,0 +1,102 @@
+"""XGBoost binary classifiers: the JSON model file read into the IR (issue 30), the first
+tree's row and class counts derived from its covers and leaf values."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_breast_cancer
+from typer.testing import CliRunner
+
+from treeleaks import reconstruct
+from treeleaks.cli import app
+from treeleaks.errors import UnsupportedModelError
+from treeleaks.frontends.xgboost import read_xgboost
+from treeleaks.io import load_model
+from treeleaks.model import ModelFormatError
+
+xgb = pytest.importorskip("xgboost")
+
+
+@pytest.fixture(scope="module")
+def cancer() -> tuple[np.ndarray, np.ndarray]:
+    return load_breast_cancer(return_X_y=True)
+
+
+@pytest.mark.parametrize("options", [
+    {}, {"n_estimators": 3, "max_depth": 3}, {"reg_lambda": 5.0, "learning_rate": 0.1},
+    {"min_child_weight": 0, "max_depth": 8},
+])
+def test_the_first_trees_derived_counts_equal_the_true_counts(cancer, options) -> None:
+    X, y = cancer
+    fitted = xgb.XGBClassifier(**options).fit(X, y)
+    model = read_xgboost(fitted)
+    tree = model.trees[0]
+    nodes = fitted.get_booster().predict(xgb.DMatrix(X), pred_leaf=True)[:, 0].astype(int)
+    leaves = tree.leaf_of_node[nodes]
+    true = np.zeros((tree.n_leaves, 2), dtype=np.int64)
+    np.add.at(true, (leaves, y), 1)
+    assert (tree.counts == true).all() and model.n_rows == len(y)
+    assert (model.apply(X)[:, 0] == leaves).all()  # x < t routed as XGBoost routes it
+    assert model.n_trees == 1
+    assert model.facts["trees in file"] == fitted.get_booster().num_boosted_rounds()
+
+
+def test_a_saved_json_file_is_read_as_xgboost_and_reconstructed(cancer, tmp_path) -> None:
+    X, y = cancer
+    fitted = xgb.XGBClassifier(n_estimators=5, max_depth=3).fit(X, y)
+    path = tmp_path / "m.json"
+    fitted.save_model(path)
+    model = load_model(path)
+    assert model.source == "XGBoost" and (model.trees[0].counts
+                                          == read_xgboost(fitted).trees[0].counts).all()
+    result = CliRunner().invoke(app, ["inspect", str(path)])
+    assert result.exit_code == 0, result.output
+    rec = reconstruct(model, time_limit=30)
+    assert rec.verified and rec.n_rows == len(y)
+
+
+def test_weights_the_counts_do_not_explain_are_refused(cancer) -> None:
+    X, y = cancer
+    weighted = xgb.XGBClassifier(n_estimators=2).fit(X, y,
+                                                     sample_weight=np.where(y == 1, 1.5, 1.0))
+    with pytest.raises(UnsupportedModelError, match="sample weights"):
+        read_xgboost(weighted)
+    balanced = xgb.XGBClassifier(n_estimators=2, scale_pos_weight=3).fit(X, y)
+    with pytest.raises(UnsupportedModelError, match="no whole class counts"):
+        read_xgboost(balanced)
+
+
+def test_categorical_splits_and_other_objectives_are_refused(cancer) -> None:
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"colour": pd.Categorical(rng.integers(0, 5, 300)),
+                          "size": rng.normal(size=300)})
+    y = (frame["colour"].isin([1, 3])).astype(int)
+    categorical = xgb.XGBClassifier(n_estimators=2, enable_categorical=True,
+                                    tree_method="hist").fit(frame, y)
+    with pytest.raises(UnsupportedModelError, match="feature 'colour' as a category"):
+        read_xgboost(categorical)
+    X, labels = cancer
+    three = xgb.XGBClassifier(n_estimators=2).fit(X, np.arange(len(labels)) % 3)
+    with pytest.raises(UnsupportedModelError, match="objective 'multi:softprob'"):
+        read_xgboost(three)
+
+
+def test_a_truncated_or_edited_file_is_one_line_naming_the_field(cancer, tmp_path) -> None:
+    X, y = cancer
+    fitted = xgb.XGBClassifier(n_estimators=2, max_depth=2).fit(X, y)
+    data = json.loads(bytes(fitted.get_booster().save_raw(raw_format="json")))
+    del data["learner"]["gradient_booster"]["model"]["trees"][0]["sum_hessian"]
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(data))
+    result = CliRunner().invoke(app, ["reconstruct", str(path)])
+    assert result.exit_code == 2
+    assert "field 'learner.gradient_booster.model.trees[0].sum_hessian' is missing" in (
+        " ".join(result.output.split()))
+    data = json.loads(bytes(fitted.get_booster().save_raw(raw_format="json")))
+    data["learner"]["gradient_booster"]["model"]["trees"][0]["left_children"].pop()
+    with pytest.raises(ModelFormatError, match="node fields differ in length"):
+        read_xgboost(data)
