@@ -1,0 +1,298 @@
+"""Partial datasets by a local search over points (issue 29, step 3).
+
+A forest whose trees each saw every training row once releases, per tree, how many rows of
+each class every leaf holds. A *partial dataset* is a set of rows within every count. This
+module searches for a large one without cells: each row is a point on the grid the forest's
+thresholds cut (one bin per feature), so its leaves always meet (its box is never empty),
+and what the search repairs is the counts. The objective is the *overflow*, the rows a leaf
+holds beyond its released count of their class, summed over every leaf; the true dataset
+has none. A move takes one row in an overflowing leaf and pushes one of its coordinates just
+across a face of that leaf (or of another overflowing leaf of the row), which changes its
+leaf in every tree that splits there. Moves are chosen by the least weighted overflow; the
+weights of leaves that stay overfull grow (breakout), so the search leaves local minima.
+
+At any time the rows minus a few removed greedily from overfull leaves are a partial
+dataset: every leaf then holds at most its count.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import ReleasedModel
+
+__all__ = ["search_rows"]
+
+REPORT_EVERY_S = 0.5  # how often the current rows are pruned to a partial dataset
+RANDOM_CANDIDATES = 4  # random (feature, bin) jumps tried beside the face crossings
+TABU = 50  # steps during which a row brought inside cannot be swapped out
+
+
+@dataclass
+class _Grid:
+    """The forest flattened onto the grid of its thresholds, every leaf numbered globally.
+
+    A value in bin ``b`` of feature ``f`` satisfies ``x <= t`` for a threshold ``t`` of
+    rank ``r`` exactly when ``b <= r``; a leaf's box is ``lo <= bin <= hi`` per feature.
+    """
+
+    n_bins: np.ndarray  # (F,) bins of each feature (thresholds + 1)
+    values: list[np.ndarray]  # per feature, a value inside each bin
+    feature: np.ndarray  # (nodes,) split feature, -1 at a leaf
+    rank: np.ndarray  # (nodes,) rank of the split threshold
+    left: np.ndarray  # (nodes,) global child indices
+    right: np.ndarray
+    leaf: np.ndarray  # (nodes,) global leaf index, -1 at an internal node
+    roots: np.ndarray  # (T,) global root node of each tree
+    offset: np.ndarray  # (T,) first global leaf of each tree
+    lo: np.ndarray  # (G, F) leaf box in bins, inclusive
+    hi: np.ndarray  # (G, F)
+    counts: np.ndarray  # (G, C) released counts
+
+    @classmethod
+    def of(cls, model: ReleasedModel) -> _Grid:
+        thresholds = model.thresholds()
+        n_bins = np.array([len(t) + 1 for t in thresholds], dtype=np.int64)
+        values = [np.append(t, t[-1] + 1.0) if len(t) else np.zeros(1) for t in thresholds]
+        feature, rank, left, right, leaf, roots, offset, lo, hi, counts = ([] for _ in range(10))
+        nodes = leaves = 0
+        for tree in model.trees:
+            internal = tree.feature >= 0
+            f = np.where(internal, tree.feature, -1)
+            r = np.zeros(len(f), dtype=np.int64)
+            for j in np.flatnonzero(internal):
+                r[j] = np.searchsorted(thresholds[f[j]], tree.threshold[j])
+            feature.append(f)
+            rank.append(r)
+            left.append(np.where(internal, tree.left + nodes, -1))
+            right.append(np.where(internal, tree.right + nodes, -1))
+            leaf.append(np.where(internal, -1, tree.leaf_of_node + leaves))
+            roots.append(nodes)
+            offset.append(leaves)
+            box_lo, box_hi = tree.leaf_boxes(model.n_features)
+            lo.append(np.array([np.searchsorted(thresholds[j], box_lo[:, j]) + 1
+                                for j in range(model.n_features)]).T)
+            hi.append(np.array([np.searchsorted(thresholds[j], box_hi[:, j])
+                                for j in range(model.n_features)]).T)
+            counts.append(tree.counts)
+            nodes += len(f)
+            leaves += tree.n_leaves
+        lo_all = np.concatenate(lo).astype(np.int64)
+        lo_all[np.isneginf(np.concatenate([t.leaf_boxes(model.n_features)[0]
+                                           for t in model.trees]))] = 0
+        return cls(n_bins, values, np.concatenate(feature), np.concatenate(rank),
+                   np.concatenate(left), np.concatenate(right), np.concatenate(leaf),
+                   np.array(roots), np.array(offset), lo_all,
+                   np.concatenate(hi).astype(np.int64),
+                   np.concatenate(counts).astype(np.int64))
+
+    def route(self, points: np.ndarray, trees: np.ndarray) -> np.ndarray:
+        """Global leaf of each point (``(K, F)`` bins) in the matching tree."""
+        node = self.roots[trees]
+        rows = np.arange(len(node))
+        while True:
+            active = np.flatnonzero(self.feature[node] >= 0)
+            if not len(active):
+                return self.leaf[node]
+            n = node[active]
+            go_left = points[rows[active], self.feature[n]] <= self.rank[n]
+            node[active] = np.where(go_left, self.left[n], self.right[n])
+
+    def point_in(self, leaves: np.ndarray) -> np.ndarray:
+        """A grid point inside the common box of each row's global leaves ``(R, T)``."""
+        lo = self.lo[leaves].max(axis=1)
+        hi = self.hi[leaves].min(axis=1)
+        if (lo > hi).any():
+            raise ValueError("a start row's leaves have no common point")
+        return lo
+
+
+def search_rows(
+    model: ReleasedModel,
+    deadline: float,
+    *,
+    seed: int = 0,
+    start: tuple[np.ndarray, np.ndarray] | None = None,
+    on_better: Callable[[np.ndarray, np.ndarray], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The largest partial dataset found by ``deadline`` (a ``time.monotonic()`` value).
+
+    Returns ``(leaves, cls)``: ``leaves`` ``(R, n_trees)`` each row's leaf in every tree (in
+    the order of ``Tree.leaf_boxes``), ``cls`` ``(R,)`` its class index. The rows' leaves
+    always meet and, together, hold no leaf's class beyond its released count. ``start``
+    (rows in the same form, within the counts) seeds the search: those rows start where
+    they are, the rest of the training rows at random. ``on_better`` is called with every
+    larger partial dataset as it is found.
+
+    Needs a forest whose trees each saw every row once (every tree holds the same number of
+    rows of each class) and per-class counts (no pooled tree).
+    """
+    if any(tree.pooled for tree in model.trees):
+        raise ValueError("the row search needs per-class counts; a tree pools its classes")
+    totals = np.array([tree.counts.sum(axis=0) for tree in model.trees])
+    if (totals != totals[0]).any():
+        raise ValueError("the row search needs trees that each saw every row once; "
+                         "their class totals differ")
+    grid = _Grid.of(model)
+    rng = np.random.default_rng(seed)
+    search = _Search(grid, totals[0], rng)
+    search.place(start)
+    return search.run(deadline, on_better)
+
+
+class _Search:
+    """Rows within the counts (``inside``) and rows waiting outside, all as grid points.
+
+    ``occ`` counts the inside rows only, so the inside rows are always a partial dataset.
+    An outside row moves to fewer *full* leaves (no room left for its class); with none it
+    comes inside. Stuck, it may come in by ejecting one inside row that holds every leaf it
+    is blocked by (a swap: the inside set keeps its size and the search moves on).
+    """
+
+    def __init__(self, grid: _Grid, per_class: np.ndarray, rng: np.random.Generator):
+        self.grid, self.rng = grid, rng
+        self.cls = np.repeat(np.arange(len(per_class)), per_class)
+        self.n_trees = len(grid.roots)
+        self.n = len(self.cls)
+        self.weight = np.ones(grid.counts.shape)
+        self.inside = np.zeros(self.n, dtype=bool)
+        self.since = np.full(self.n, -TABU, dtype=np.int64)  # move when last brought inside
+        self.step = 0
+
+    def place(self, start: tuple[np.ndarray, np.ndarray] | None) -> None:
+        """The start rows inside at their points; the rest outside, at random points of
+        tree 0's leaves with room for their class; then every row that fits comes in."""
+        g, n_features = self.grid, len(self.grid.n_bins)
+        points = np.zeros((self.n, n_features), dtype=np.int64)
+        given = np.zeros(self.n, dtype=bool)
+        if start is not None and len(start[1]):
+            leaves, cls = start
+            at = self.grid.point_in(leaves + g.offset)
+            for c in np.unique(cls):
+                mine = np.flatnonzero(cls == c)
+                free = np.flatnonzero(self.cls == c)[:len(mine)]
+                points[free] = at[mine[:len(free)]]
+                given[free] = True
+        self.points = points
+        self.leaves = np.zeros((self.n, self.n_trees), dtype=np.int64)
+        self.occ = np.zeros(g.counts.shape, dtype=np.int64)
+        self._route_rows(np.flatnonzero(given))
+        for row in np.flatnonzero(given):
+            self._insert(row)
+        first = slice(g.offset[0], g.offset[1] if self.n_trees > 1 else len(g.counts))
+        for c in np.unique(self.cls):
+            rows = np.flatnonzero(~given & (self.cls == c))
+            room = np.maximum(g.counts[first, c] - self.occ[first, c], 0)
+            slots = self.rng.permutation(np.repeat(np.arange(len(room)), room))
+            if not len(slots):
+                slots = np.flatnonzero(g.counts[first, c] > 0)
+            slots = g.offset[0] + np.resize(slots, len(rows))
+            lo, hi = g.lo[slots], g.hi[slots]
+            points[rows] = lo + (self.rng.random(lo.shape) * (hi - lo + 1)).astype(np.int64)
+        self._route_rows(np.flatnonzero(~given))
+        for row in self.rng.permutation(np.flatnonzero(~given)):
+            if not len(self._full(row)):
+                self._insert(row)
+
+    def _route_rows(self, rows: np.ndarray) -> None:
+        trees = np.tile(np.arange(self.n_trees), len(rows))
+        self.leaves[rows] = self.grid.route(np.repeat(self.points[rows], self.n_trees, axis=0),
+                                            trees).reshape(len(rows), self.n_trees)
+
+    def _insert(self, row: int) -> None:
+        self.inside[row] = True
+        self.since[row] = self.step
+        self.occ[self.leaves[row], self.cls[row]] += 1
+
+    def _eject(self, row: int) -> None:
+        self.inside[row] = False
+        self.occ[self.leaves[row], self.cls[row]] -= 1
+
+    def _full(self, row: int) -> np.ndarray:
+        """Global leaves of ``row`` with no room left for its class."""
+        mine, c = self.leaves[row], self.cls[row]
+        return mine[self.occ[mine, c] >= self.grid.counts[mine, c]]
+
+    def move(self, row: int) -> None:
+        """One step for an outside row: across the face of a full leaf (or a random jump)
+        to the candidate of least weighted full leaves; in when none is full; else a swap."""
+        g, c = self.grid, self.cls[row]
+        self.step += 1
+        full = self._full(row)
+        if not len(full):
+            self._insert(row)
+            return
+        mine = self.leaves[row]
+        faces_lo, faces_hi = g.lo[full], g.hi[full]
+        fl = np.nonzero(faces_lo > 0)
+        fh = np.nonzero(faces_hi < g.n_bins - 1)
+        extra = self.rng.integers(0, len(g.n_bins), RANDOM_CANDIDATES)
+        feats = np.concatenate([fl[1], fh[1], extra])
+        bins = np.concatenate([faces_lo[fl] - 1, faces_hi[fh] + 1,
+                               (self.rng.random(RANDOM_CANDIDATES)
+                                * g.n_bins[extra]).astype(np.int64)])
+        pairs = np.unique(np.stack([feats, bins]), axis=1)
+        pairs = pairs[:, pairs[1] != self.points[row, pairs[0]]]
+        feats, bins = pairs[0], pairs[1]
+        k = len(feats)
+        inside = (g.lo[mine][:, feats] <= bins) & (bins <= g.hi[mine][:, feats])  # (T, K)
+        t_idx, k_idx = np.nonzero(~inside)
+        cand = np.repeat(self.points[row][None, :], len(k_idx), axis=0)
+        cand[np.arange(len(k_idx)), feats[k_idx]] = bins[k_idx]
+        new = g.route(cand, t_idx)
+        old = mine[t_idx]
+        w = self.weight
+        gain = np.where(self.occ[old, c] >= g.counts[old, c], w[old, c], 0.0)
+        cost = np.where(self.occ[new, c] >= g.counts[new, c], w[new, c], 0.0)
+        delta = np.bincount(k_idx, cost - gain, minlength=k) + self.rng.random(k) * 1e-3
+        best = int(np.argmin(delta)) if k else -1
+        if k and delta[best] < 0:
+            moved = k_idx == best
+            self.leaves[row, t_idx[moved]] = new[moved]
+            self.points[row, feats[best]] = bins[best]
+            if not len(self._full(row)):
+                self._insert(row)
+            return
+        self.weight[full, c] += 1.0
+        self._swap(row, full)
+
+    def _swap(self, row: int, full: np.ndarray) -> None:
+        """Bring ``row`` in for one inside row of its class that sits in every leaf in
+        ``full`` and was not brought in within the last ``TABU`` steps, if there is one."""
+        c = self.cls[row]
+        others = np.flatnonzero(self.inside & (self.cls == c)
+                                & (self.since < self.step - TABU))
+        if not len(others):
+            return
+        hits = np.isin(self.leaves[others], full).sum(axis=1)
+        holders = others[hits == len(full)]
+        if len(holders):
+            self._eject(int(holders[self.rng.integers(len(holders))]))
+            self._insert(row)
+
+    def run(self, deadline: float,
+            on_better: Callable[[np.ndarray, np.ndarray], None] | None,
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """Steps until ``deadline`` or every row is inside; the largest inside set seen."""
+        best = self._snapshot()
+        told = 0
+        report = time.monotonic() + REPORT_EVERY_S
+        while len(best[1]) < self.n and time.monotonic() < deadline:
+            outside = np.flatnonzero(~self.inside)
+            self.move(int(outside[self.rng.integers(len(outside))]))
+            if self.inside.sum() > len(best[1]):
+                best = self._snapshot()
+            if on_better is not None and len(best[1]) > told and time.monotonic() >= report:
+                on_better(*best)
+                told, report = len(best[1]), time.monotonic() + REPORT_EVERY_S
+        if on_better is not None and len(best[1]) > told:
+            on_better(*best)
+        return best
+
+    def _snapshot(self) -> tuple[np.ndarray, np.ndarray]:
+        rows = np.flatnonzero(self.inside)
+        return self.leaves[rows] - self.grid.offset, self.cls[rows]
