@@ -29,7 +29,10 @@ __all__ = ["search_rows"]
 
 REPORT_EVERY_S = 0.5  # how often the current rows are pruned to a partial dataset
 RANDOM_CANDIDATES = 4  # random (feature, bin) jumps tried beside the face crossings
-TABU = 50  # steps during which a row brought inside cannot be swapped out
+TABU = int(__import__('os').environ.get('RS_TABU', '50'))  # steps during which a row brought inside cannot be swapped out
+TEMP = float(__import__('os').environ.get('RS_TEMP', '0.5'))
+ROOM_LEAVES = int(__import__('os').environ.get('RS_ROOM', '3'))  # a stuck row blocked by at most this many full leaves asks for room
+ROOM_ROWS = 8  # rows of a full leaf tried when making room in it
 
 
 @dataclass
@@ -217,62 +220,124 @@ class _Search:
         mine, c = self.leaves[row], self.cls[row]
         return mine[self.occ[mine, c] >= self.grid.counts[mine, c]]
 
+    def _exits(self, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(feature, bin)`` just outside each face of the given global leaves."""
+        g = self.grid
+        lo, hi = g.lo[leaves], g.hi[leaves]
+        fl, fh = np.nonzero(lo > 0), np.nonzero(hi < g.n_bins - 1)
+        return np.concatenate([fl[1], fh[1]]), np.concatenate([lo[fl] - 1, hi[fh] + 1])
+
+    def _changes(self, rows: np.ndarray, feats: np.ndarray, bins: np.ndarray,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For candidate k (row ``rows[k]`` with ``feats[k]`` set to ``bins[k]``): the trees
+        whose leaf it changes and the new global leaf, as ``(k, tree, leaf)`` arrays."""
+        g = self.grid
+        mine = self.leaves[rows]  # (K, T)
+        f = feats[:, None]
+        stays = (g.lo[mine, f] <= bins[:, None]) & (bins[:, None] <= g.hi[mine, f])
+        k_idx, t_idx = np.nonzero(~stays)
+        cand = self.points[rows[k_idx]]
+        cand[np.arange(len(k_idx)), feats[k_idx]] = bins[k_idx]
+        return k_idx, t_idx, g.route(cand, t_idx)
+
+    def _apply(self, row: int, feat: int, value: int, trees: np.ndarray, to: np.ndarray,
+               ) -> None:
+        if self.inside[row]:
+            np.subtract.at(self.occ, (self.leaves[row, trees], self.cls[row]), 1)
+            np.add.at(self.occ, (to, self.cls[row]), 1)
+        self.leaves[row, trees] = to
+        self.points[row, feat] = value
+
     def move(self, row: int) -> None:
         """One step for an outside row: across the face of a full leaf (or a random jump)
-        to the candidate of least weighted full leaves; in when none is full; else a swap."""
+        to the candidate of least weighted full leaves; in when none is full. Stuck, it
+        asks the rows in its full leaves to make room, and failing that tries a swap."""
         g, c = self.grid, self.cls[row]
         self.step += 1
         full = self._full(row)
         if not len(full):
             self._insert(row)
             return
-        mine = self.leaves[row]
-        faces_lo, faces_hi = g.lo[full], g.hi[full]
-        fl = np.nonzero(faces_lo > 0)
-        fh = np.nonzero(faces_hi < g.n_bins - 1)
+        feats, bins = self._exits(full)
         extra = self.rng.integers(0, len(g.n_bins), RANDOM_CANDIDATES)
-        feats = np.concatenate([fl[1], fh[1], extra])
-        bins = np.concatenate([faces_lo[fl] - 1, faces_hi[fh] + 1,
-                               (self.rng.random(RANDOM_CANDIDATES)
-                                * g.n_bins[extra]).astype(np.int64)])
+        feats = np.concatenate([feats, extra])
+        bins = np.concatenate([bins, (self.rng.random(RANDOM_CANDIDATES)
+                                      * g.n_bins[extra]).astype(np.int64)])
         pairs = np.unique(np.stack([feats, bins]), axis=1)
-        pairs = pairs[:, pairs[1] != self.points[row, pairs[0]]]
-        feats, bins = pairs[0], pairs[1]
+        feats, bins = pairs[:, pairs[1] != self.points[row, pairs[0]]]
         k = len(feats)
-        inside = (g.lo[mine][:, feats] <= bins) & (bins <= g.hi[mine][:, feats])  # (T, K)
-        t_idx, k_idx = np.nonzero(~inside)
-        cand = np.repeat(self.points[row][None, :], len(k_idx), axis=0)
-        cand[np.arange(len(k_idx)), feats[k_idx]] = bins[k_idx]
-        new = g.route(cand, t_idx)
-        old = mine[t_idx]
-        w = self.weight
-        gain = np.where(self.occ[old, c] >= g.counts[old, c], w[old, c], 0.0)
-        cost = np.where(self.occ[new, c] >= g.counts[new, c], w[new, c], 0.0)
-        delta = np.bincount(k_idx, cost - gain, minlength=k) + self.rng.random(k) * 1e-3
-        best = int(np.argmin(delta)) if k else -1
-        if k and delta[best] < 0:
-            moved = k_idx == best
-            self.leaves[row, t_idx[moved]] = new[moved]
-            self.points[row, feats[best]] = bins[best]
+        if k:
+            k_idx, t_idx, new = self._changes(np.full(k, row), feats, bins)
+            old = self.leaves[row, t_idx]
+            w = self.weight
+            gain = np.where(self.occ[old, c] >= g.counts[old, c], w[old, c], 0.0)
+            cost = np.where(self.occ[new, c] >= g.counts[new, c], w[new, c], 0.0)
+            delta = np.bincount(k_idx, cost - gain, minlength=k) + self.rng.random(k) * 1e-3
+            best = int(np.argmin(delta))
+            if delta[best] < 0:
+                moved = k_idx == best
+                self._apply(row, feats[best], bins[best], t_idx[moved], new[moved])
+                if not len(self._full(row)):
+                    self._insert(row)
+                return
+        self.weight[full, c] += 1.0
+        if len(full) <= ROOM_LEAVES:
+            for leaf in full:
+                self._make_room(leaf, c)
             if not len(self._full(row)):
                 self._insert(row)
+                return
+        self._swap(row, self._full(row))
+
+    def _make_room(self, leaf: int, c: int) -> None:
+        """Move one inside row of class ``c`` out of ``leaf`` to leaves that all have room,
+        preferring to leave the leaves outside rows wait for (their weight)."""
+        g = self.grid
+        tree = int(np.searchsorted(g.offset, leaf, side="right") - 1)
+        holders = np.flatnonzero(self.inside & (self.cls == c) & (self.leaves[:, tree] == leaf))
+        if not len(holders):
             return
-        self.weight[full, c] += 1.0
-        self._swap(row, full)
+        holders = self.rng.permutation(holders)[:ROOM_ROWS]
+        feats, bins = self._exits(np.array([leaf]))
+        rows = np.repeat(holders, len(feats))
+        feats, bins = np.tile(feats, len(holders)), np.tile(bins, len(holders))
+        k = len(rows)
+        k_idx, t_idx, new = self._changes(rows, feats, bins)
+        old = self.leaves[rows[k_idx], t_idx]
+        blocked = np.bincount(k_idx, self.occ[new, c] >= g.counts[new, c], minlength=k)
+        w = self.weight
+        score = np.bincount(k_idx, w[old, c] - w[new, c], minlength=k) + self.rng.random(k)
+        score[blocked > 0] = -np.inf
+        best = int(np.argmax(score))
+        if np.isfinite(score[best]):
+            moved = k_idx == best
+            self._apply(int(rows[best]), feats[best], bins[best], t_idx[moved], new[moved])
 
     def _swap(self, row: int, full: np.ndarray) -> None:
-        """Bring ``row`` in for one inside row of its class that sits in every leaf in
-        ``full`` and was not brought in within the last ``TABU`` steps, if there is one."""
+        """Bring ``row`` in by ejecting inside rows of its class that hold ``full`` (chosen
+        greedily, those holding most first; none brought in within the last ``TABU``
+        steps): always when one is enough, else with probability ``exp(-(k - 1) / TEMP)``
+        for ``k`` ejected (a step back the ejected rows may repay)."""
         c = self.cls[row]
         others = np.flatnonzero(self.inside & (self.cls == c)
                                 & (self.since < self.step - TABU))
-        if not len(others):
+        held = np.isin(self.leaves[others], full)  # (rows, T)
+        ejected = []
+        left = np.ones(self.n_trees, dtype=bool)
+        need = np.isin(self.leaves[row], full)
+        while (need & left).any():
+            hits = (held & (need & left)).sum(axis=1)
+            best = int(np.argmax(hits + self.rng.random(len(hits)) * 0.5))
+            if hits[best] == 0:
+                return
+            ejected.append(others[best])
+            left &= ~held[best]
+        k = len(ejected)
+        if k > 1 and self.rng.random() >= np.exp(-(k - 1) / TEMP):
             return
-        hits = np.isin(self.leaves[others], full).sum(axis=1)
-        holders = others[hits == len(full)]
-        if len(holders):
-            self._eject(int(holders[self.rng.integers(len(holders))]))
-            self._insert(row)
+        for other in ejected:
+            self._eject(int(other))
+        self._insert(row)
 
     def run(self, deadline: float,
             on_better: Callable[[np.ndarray, np.ndarray], None] | None,
