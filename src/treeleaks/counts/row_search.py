@@ -25,13 +25,16 @@ import numpy as np
 
 from ..model import ReleasedModel
 
-__all__ = ["search_rows"]
+__all__ = ["row_points", "search_rows"]
 
 REPORT_EVERY_S = 0.5  # how often the current rows are pruned to a partial dataset
 RANDOM_CANDIDATES = 4  # random (feature, bin) jumps tried beside the face crossings
 TABU = int(__import__('os').environ.get('RS_TABU', '50'))  # steps during which a row brought inside cannot be swapped out
 TEMP = float(__import__('os').environ.get('RS_TEMP', '0.5'))
 ROOM_LEAVES = int(__import__('os').environ.get('RS_ROOM', '3'))  # a stuck row blocked by at most this many full leaves asks for room
+SWAP_AT = int(__import__('os').environ.get('RS_SWAPAT', '0'))
+FACE_LEAVES = int(__import__('os').environ.get('RS_FACE', '1000'))
+TOURNAMENT = int(__import__('os').environ.get('RS_TOUR', '1'))
 ROOM_ROWS = 8  # rows of a full leaf tried when making room in it
 
 
@@ -147,6 +150,17 @@ def search_rows(
     return search.run(deadline, on_better)
 
 
+def row_points(model: ReleasedModel, leaves: np.ndarray) -> np.ndarray:
+    """A point in each row's box (the common box of its leaves, ``(R, n_trees)``): the
+    box's upper bound where it has one, else just above its lower bound, else 0."""
+    boxes = [tree.leaf_boxes(model.n_features) for tree in model.trees]
+    lower = np.max([lo[leaves[:, t]] for t, (lo, _) in enumerate(boxes)], axis=0)
+    upper = np.min([up[leaves[:, t]] for t, (_, up) in enumerate(boxes)], axis=0)
+    if (lower >= upper).any():
+        raise ValueError("a row's leaves have no common point")
+    return np.where(np.isfinite(upper), upper, np.where(np.isfinite(lower), lower + 1.0, 0.0))
+
+
 class _Search:
     """Rows within the counts (``inside``) and rows waiting outside, all as grid points.
 
@@ -258,7 +272,7 @@ class _Search:
         if not len(full):
             self._insert(row)
             return
-        feats, bins = self._exits(full)
+        feats, bins = self._exits(self.rng.permutation(full)[:FACE_LEAVES])
         extra = self.rng.integers(0, len(g.n_bins), RANDOM_CANDIDATES)
         feats = np.concatenate([feats, extra])
         bins = np.concatenate([bins, (self.rng.random(RANDOM_CANDIDATES)
@@ -266,7 +280,7 @@ class _Search:
         pairs = np.unique(np.stack([feats, bins]), axis=1)
         feats, bins = pairs[:, pairs[1] != self.points[row, pairs[0]]]
         k = len(feats)
-        if k:
+        if k and len(full) > SWAP_AT:
             k_idx, t_idx, new = self._changes(np.full(k, row), feats, bins)
             old = self.leaves[row, t_idx]
             w = self.weight
@@ -321,6 +335,8 @@ class _Search:
         c = self.cls[row]
         others = np.flatnonzero(self.inside & (self.cls == c)
                                 & (self.since < self.step - TABU))
+        if not len(others):
+            return
         held = np.isin(self.leaves[others], full)  # (rows, T)
         ejected = []
         left = np.ones(self.n_trees, dtype=bool)
@@ -348,7 +364,8 @@ class _Search:
         report = time.monotonic() + REPORT_EVERY_S
         while len(best[1]) < self.n and time.monotonic() < deadline:
             outside = np.flatnonzero(~self.inside)
-            self.move(int(outside[self.rng.integers(len(outside))]))
+            picks = outside[self.rng.integers(len(outside), size=TOURNAMENT)]
+            self.move(int(min(picks, key=lambda r: len(self._full(r)))))
             if self.inside.sum() > len(best[1]):
                 best = self._snapshot()
             if on_better is not None and len(best[1]) > told and time.monotonic() >= report:
