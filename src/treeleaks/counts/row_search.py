@@ -1,18 +1,21 @@
-"""Partial datasets by a local search over points (issue 29, step 3).
+"""Partial datasets by a search over rows as points (issue 29, step 3).
 
 A forest whose trees each saw every training row once releases, per tree, how many rows of
 each class every leaf holds. A *partial dataset* is a set of rows within every count. This
-module searches for a large one without cells: each row is a point on the grid the forest's
-thresholds cut (one bin per feature), so its leaves always meet (its box is never empty),
-and what the search repairs is the counts. The objective is the *overflow*, the rows a leaf
-holds beyond its released count of their class, summed over every leaf; the true dataset
-has none. A move takes one row in an overflowing leaf and pushes one of its coordinates just
-across a face of that leaf (or of another overflowing leaf of the row), which changes its
-leaf in every tree that splits there. Moves are chosen by the least weighted overflow; the
-weights of leaves that stay overfull grow (breakout), so the search leaves local minima.
+module looks for a large one without cells. Every training row is a point on the grid the
+forest's thresholds cut (a bin per feature), so its leaves always meet (its box is never
+empty); the counts are what the search must respect.
 
-At any time the rows minus a few removed greedily from overfull leaves are a partial
-dataset: every leaf then holds at most its count.
+Rows are *inside* (counted, and together always within every count: a partial dataset at
+any moment) or *outside* (waiting, at a point of their own). An outside row steps across a
+face of one of its *full* leaves (no room left for its class) to the point of fewest full
+leaves, weighted: a full leaf's weight grows each time a row is stuck in it (breakout), so
+outside rows leave local minima. With no full leaf left it comes inside. Stuck, it first
+asks a row inside each of its few full leaves to step out of it into leaves with room,
+then comes in anyway, ejecting the inside rows of its class that hold its full leaves
+(greedy cover; rows brought in within the last ``TABU`` steps stay). Ejected rows keep
+their points and search from there: the inside set shrinks for a while and reshapes, which
+is what gets past the sets that admit no further row (measured in docs/engine.md).
 """
 
 from __future__ import annotations
@@ -23,19 +26,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import ReleasedModel
+from treeleaks.model import ReleasedModel
 
 __all__ = ["row_points", "search_rows"]
 
-REPORT_EVERY_S = 0.5  # how often the current rows are pruned to a partial dataset
+REPORT_EVERY_S = 0.5  # on_better is called at most this often (and at the end)
 RANDOM_CANDIDATES = 4  # random (feature, bin) jumps tried beside the face crossings
-TABU = int(__import__('os').environ.get('RS_TABU', '50'))  # steps during which a row brought inside cannot be swapped out
-TEMP = float(__import__('os').environ.get('RS_TEMP', '0.5'))
-ROOM_LEAVES = int(__import__('os').environ.get('RS_ROOM', '3'))  # a stuck row blocked by at most this many full leaves asks for room
-SWAP_AT = int(__import__('os').environ.get('RS_SWAPAT', '0'))
-FACE_LEAVES = int(__import__('os').environ.get('RS_FACE', '1000'))
-TOURNAMENT = int(__import__('os').environ.get('RS_TOUR', '1'))
-ROOM_ROWS = 8  # rows of a full leaf tried when making room in it
+FACE_LEAVES = 3  # an outside row tries the faces of at most this many of its full leaves
+ROOM_LEAVES = 3  # a stuck row blocked by at most this many full leaves asks for room
+ROOM_ROWS = 8  # inside rows of a full leaf tried when making room in it
+TABU = 50  # steps during which a row brought inside is not ejected
 
 
 @dataclass
@@ -130,9 +130,11 @@ def search_rows(
     Returns ``(leaves, cls)``: ``leaves`` ``(R, n_trees)`` each row's leaf in every tree (in
     the order of ``Tree.leaf_boxes``), ``cls`` ``(R,)`` its class index. The rows' leaves
     always meet and, together, hold no leaf's class beyond its released count. ``start``
-    (rows in the same form, within the counts) seeds the search: those rows start where
-    they are, the rest of the training rows at random. ``on_better`` is called with every
-    larger partial dataset as it is found.
+    (rows in the same form, within the counts: the cells' partial dataset, say) seeds the
+    search: those rows start inside, the rest of the training rows outside at random.
+    ``on_better`` is called with larger partial datasets as they are found (at most every
+    ``REPORT_EVERY_S``, and with the final one). ``seed`` makes a run repeatable up to the
+    clock (how many steps fit before the deadline).
 
     Needs a forest whose trees each saw every row once (every tree holds the same number of
     rows of each class) and per-class counts (no pooled tree).
@@ -162,13 +164,8 @@ def row_points(model: ReleasedModel, leaves: np.ndarray) -> np.ndarray:
 
 
 class _Search:
-    """Rows within the counts (``inside``) and rows waiting outside, all as grid points.
-
-    ``occ`` counts the inside rows only, so the inside rows are always a partial dataset.
-    An outside row moves to fewer *full* leaves (no room left for its class); with none it
-    comes inside. Stuck, it may come in by ejecting one inside row that holds every leaf it
-    is blocked by (a swap: the inside set keeps its size and the search moves on).
-    """
+    """Rows inside (counted in ``occ``: always within every count) and outside, all as
+    grid points with their global leaves."""
 
     def __init__(self, grid: _Grid, per_class: np.ndarray, rng: np.random.Generator):
         self.grid, self.rng = grid, rng
@@ -200,6 +197,8 @@ class _Search:
         self._route_rows(np.flatnonzero(given))
         for row in np.flatnonzero(given):
             self._insert(row)
+        if (self.occ > g.counts).any():
+            raise ValueError("the start rows hold a leaf's class beyond its count")
         first = slice(g.offset[0], g.offset[1] if self.n_trees > 1 else len(g.counts))
         for c in np.unique(self.cls):
             rows = np.flatnonzero(~given & (self.cls == c))
@@ -263,9 +262,9 @@ class _Search:
         self.points[row, feat] = value
 
     def move(self, row: int) -> None:
-        """One step for an outside row: across the face of a full leaf (or a random jump)
+        """One step for an outside row: across a face of a full leaf (or a random jump)
         to the candidate of least weighted full leaves; in when none is full. Stuck, it
-        asks the rows in its full leaves to make room, and failing that tries a swap."""
+        asks the rows in its full leaves to make room, and failing that ejects them."""
         g, c = self.grid, self.cls[row]
         self.step += 1
         full = self._full(row)
@@ -280,7 +279,7 @@ class _Search:
         pairs = np.unique(np.stack([feats, bins]), axis=1)
         feats, bins = pairs[:, pairs[1] != self.points[row, pairs[0]]]
         k = len(feats)
-        if k and len(full) > SWAP_AT:
+        if k:
             k_idx, t_idx, new = self._changes(np.full(k, row), feats, bins)
             old = self.leaves[row, t_idx]
             w = self.weight
@@ -301,7 +300,7 @@ class _Search:
             if not len(self._full(row)):
                 self._insert(row)
                 return
-        self._swap(row, self._full(row))
+        self._eject_for(row, self._full(row))
 
     def _make_room(self, leaf: int, c: int) -> None:
         """Move one inside row of class ``c`` out of ``leaf`` to leaves that all have room,
@@ -327,11 +326,10 @@ class _Search:
             moved = k_idx == best
             self._apply(int(rows[best]), feats[best], bins[best], t_idx[moved], new[moved])
 
-    def _swap(self, row: int, full: np.ndarray) -> None:
-        """Bring ``row`` in by ejecting inside rows of its class that hold ``full`` (chosen
-        greedily, those holding most first; none brought in within the last ``TABU``
-        steps): always when one is enough, else with probability ``exp(-(k - 1) / TEMP)``
-        for ``k`` ejected (a step back the ejected rows may repay)."""
+    def _eject_for(self, row: int, full: np.ndarray) -> None:
+        """Bring ``row`` in, ejecting inside rows of its class that hold its leaves in
+        ``full``, those holding most first; rows brought in within ``TABU`` steps stay (and
+        when they alone hold a leaf, ``row`` stays out)."""
         c = self.cls[row]
         others = np.flatnonzero(self.inside & (self.cls == c)
                                 & (self.since < self.step - TABU))
@@ -348,9 +346,6 @@ class _Search:
                 return
             ejected.append(others[best])
             left &= ~held[best]
-        k = len(ejected)
-        if k > 1 and self.rng.random() >= np.exp(-(k - 1) / TEMP):
-            return
         for other in ejected:
             self._eject(int(other))
         self._insert(row)
@@ -364,8 +359,7 @@ class _Search:
         report = time.monotonic() + REPORT_EVERY_S
         while len(best[1]) < self.n and time.monotonic() < deadline:
             outside = np.flatnonzero(~self.inside)
-            picks = outside[self.rng.integers(len(outside), size=TOURNAMENT)]
-            self.move(int(min(picks, key=lambda r: len(self._full(r)))))
+            self.move(int(outside[self.rng.integers(len(outside))]))
             if self.inside.sum() > len(best[1]):
                 best = self._snapshot()
             if on_better is not None and len(best[1]) > told and time.monotonic() >= report:
