@@ -73,6 +73,26 @@ def test_start_rows_are_kept_or_bettered() -> None:
     check_within(model, leaves, cls)
 
 
+def test_pinned_start_rows_stay() -> None:
+    model, X, y = forest(120, 5, 20, seed=6, extra=True)
+    true_leaves = model.apply(X.to_numpy())
+    leaves, cls = search_rows(model, time.monotonic() + 2, start=(true_leaves[:60], y[:60]),
+                              pinned=30)
+    check_within(model, leaves, cls)
+    returned = {(tuple(row), c) for row, c in zip(leaves.tolist(), cls.tolist())}
+    assert all((tuple(row), c) in returned
+               for row, c in zip(true_leaves[:30].tolist(), y[:30].tolist()))
+
+
+def test_refuses_start_rows_beyond_a_count() -> None:
+    model, X, y = forest(60, 3, 5, seed=7)
+    true_leaves = model.apply(X.to_numpy())
+    copies = int(model.trees[0].counts[true_leaves[0, 0], y[0]]) + 1
+    over = (np.repeat(true_leaves[:1], copies, axis=0), np.full(copies, y[0]))
+    with pytest.raises(ValueError, match="beyond its count"):
+        search_rows(model, time.monotonic() + 1, start=over)
+
+
 def test_refuses_a_bootstrap_forest() -> None:
     model, _, _ = forest(60, 3, 5, seed=5, bootstrap=True)
     with pytest.raises(ValueError, match="saw every row once"):

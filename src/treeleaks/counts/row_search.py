@@ -34,7 +34,7 @@ REPORT_EVERY_S = 0.5  # on_better is called at most this often (and at the end)
 RANDOM_CANDIDATES = 4  # random (feature, bin) jumps tried beside the face crossings
 FACE_LEAVES = 3  # an outside row tries the faces of at most this many of its full leaves
 ROOM_LEAVES = 3  # a stuck row blocked by at most this many full leaves asks for room
-ROOM_ROWS = 8  # inside rows of a full leaf tried when making room in it
+ROOM_ROWS = 8  # inside rows of a full leaf tried when making room in it (pinned ones stay)
 TABU = 50  # steps during which a row brought inside is not ejected
 
 
@@ -123,6 +123,7 @@ def search_rows(
     *,
     seed: int = 0,
     start: tuple[np.ndarray, np.ndarray] | None = None,
+    pinned: int = 0,
     on_better: Callable[[np.ndarray, np.ndarray], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The largest partial dataset found by ``deadline`` (a ``time.monotonic()`` value).
@@ -131,7 +132,8 @@ def search_rows(
     the order of ``Tree.leaf_boxes``), ``cls`` ``(R,)`` its class index. The rows' leaves
     always meet and, together, hold no leaf's class beyond its released count. ``start``
     (rows in the same form, within the counts: the cells' partial dataset, say) seeds the
-    search: those rows start inside, the rest of the training rows outside at random.
+    search: those rows start inside, the rest of the training rows outside at random; the
+    first ``pinned`` of them (rows proven elsewhere) stay where they are.
     ``on_better`` is called with larger partial datasets as they are found (at most every
     ``REPORT_EVERY_S``, and with the final one). ``seed`` makes a run repeatable up to the
     clock (how many steps fit before the deadline).
@@ -148,7 +150,7 @@ def search_rows(
     grid = _Grid.of(model)
     rng = np.random.default_rng(seed)
     search = _Search(grid, totals[0], rng)
-    search.place(start)
+    search.place(start, pinned)
     return search.run(deadline, on_better)
 
 
@@ -174,12 +176,14 @@ class _Search:
         self.n = len(self.cls)
         self.weight = np.ones(grid.counts.shape)
         self.inside = np.zeros(self.n, dtype=bool)
+        self.fixed = np.zeros(self.n, dtype=bool)  # pinned rows: never moved nor ejected
         self.since = np.full(self.n, -TABU, dtype=np.int64)  # move when last brought inside
         self.step = 0
 
-    def place(self, start: tuple[np.ndarray, np.ndarray] | None) -> None:
-        """The start rows inside at their points; the rest outside, at random points of
-        tree 0's leaves with room for their class; then every row that fits comes in."""
+    def place(self, start: tuple[np.ndarray, np.ndarray] | None, pinned: int) -> None:
+        """The start rows inside at their points (the first ``pinned`` for good); the rest
+        outside, at random points of tree 0's leaves with room for their class; then every
+        row that fits comes in."""
         g, n_features = self.grid, len(self.grid.n_bins)
         points = np.zeros((self.n, n_features), dtype=np.int64)
         given = np.zeros(self.n, dtype=bool)
@@ -191,6 +195,7 @@ class _Search:
                 free = np.flatnonzero(self.cls == c)[:len(mine)]
                 points[free] = at[mine[:len(free)]]
                 given[free] = True
+                self.fixed[free] = mine[:len(free)] < pinned
         self.points = points
         self.leaves = np.zeros((self.n, self.n_trees), dtype=np.int64)
         self.occ = np.zeros(g.counts.shape, dtype=np.int64)
@@ -307,7 +312,8 @@ class _Search:
         preferring to leave the leaves outside rows wait for (their weight)."""
         g = self.grid
         tree = int(np.searchsorted(g.offset, leaf, side="right") - 1)
-        holders = np.flatnonzero(self.inside & (self.cls == c) & (self.leaves[:, tree] == leaf))
+        holders = np.flatnonzero(self.inside & ~self.fixed & (self.cls == c)
+                                 & (self.leaves[:, tree] == leaf))
         if not len(holders):
             return
         holders = self.rng.permutation(holders)[:ROOM_ROWS]
@@ -331,7 +337,7 @@ class _Search:
         ``full``, those holding most first; rows brought in within ``TABU`` steps stay (and
         when they alone hold a leaf, ``row`` stays out)."""
         c = self.cls[row]
-        others = np.flatnonzero(self.inside & (self.cls == c)
+        others = np.flatnonzero(self.inside & ~self.fixed & (self.cls == c)
                                 & (self.since < self.step - TABU))
         if not len(others):
             return
