@@ -1,0 +1,380 @@
+"""Partial datasets by a search over rows as points (issue 29, step 3).
+
+A forest whose trees each saw every training row once releases, per tree, how many rows of
+each class every leaf holds. A *partial dataset* is a set of rows within every count. This
+module looks for a large one without cells. Every training row is a point on the grid the
+forest's thresholds cut (a bin per feature), so its leaves always meet (its box is never
+empty); the counts are what the search must respect.
+
+Rows are *inside* (counted, and together always within every count: a partial dataset at
+any moment) or *outside* (waiting, at a point of their own). An outside row steps across a
+face of one of its *full* leaves (no room left for its class) to the point of fewest full
+leaves, weighted: a full leaf's weight grows each time a row is stuck in it (breakout), so
+outside rows leave local minima. With no full leaf left it comes inside. Stuck, it first
+asks a row inside each of its few full leaves to step out of it into leaves with room,
+then comes in anyway, ejecting the inside rows of its class that hold its full leaves
+(greedy cover; rows brought in within the last ``TABU`` steps stay). Ejected rows keep
+their points and search from there: the inside set shrinks for a while and reshapes, which
+is what gets past the sets that admit no further row (measured in docs/engine.md).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from treeleaks.model import ReleasedModel
+
+__all__ = ["row_points", "search_rows"]
+
+REPORT_EVERY_S = 0.5  # on_better is called at most this often (and at the end)
+RANDOM_CANDIDATES = 4  # random (feature, bin) jumps tried beside the face crossings
+FACE_LEAVES = 3  # an outside row tries the faces of at most this many of its full leaves
+ROOM_LEAVES = 3  # a stuck row blocked by at most this many full leaves asks for room
+ROOM_ROWS = 8  # inside rows of a full leaf tried when making room in it (pinned ones stay)
+TABU = 50  # steps during which a row brought inside is not ejected
+
+
+@dataclass
+class _Grid:
+    """The forest flattened onto the grid of its thresholds, every leaf numbered globally.
+
+    A value in bin ``b`` of feature ``f`` satisfies ``x <= t`` for a threshold ``t`` of
+    rank ``r`` exactly when ``b <= r``; a leaf's box is ``lo <= bin <= hi`` per feature.
+    """
+
+    n_bins: np.ndarray  # (F,) bins of each feature (thresholds + 1)
+    values: list[np.ndarray]  # per feature, a value inside each bin
+    feature: np.ndarray  # (nodes,) split feature, -1 at a leaf
+    rank: np.ndarray  # (nodes,) rank of the split threshold
+    left: np.ndarray  # (nodes,) global child indices
+    right: np.ndarray
+    leaf: np.ndarray  # (nodes,) global leaf index, -1 at an internal node
+    roots: np.ndarray  # (T,) global root node of each tree
+    offset: np.ndarray  # (T,) first global leaf of each tree
+    lo: np.ndarray  # (G, F) leaf box in bins, inclusive
+    hi: np.ndarray  # (G, F)
+    counts: np.ndarray  # (G, C) released counts
+
+    @classmethod
+    def of(cls, model: ReleasedModel) -> _Grid:
+        thresholds = model.thresholds()
+        n_bins = np.array([len(t) + 1 for t in thresholds], dtype=np.int64)
+        values = [np.append(t, t[-1] + 1.0) if len(t) else np.zeros(1) for t in thresholds]
+        feature, rank, left, right, leaf, roots, offset, lo, hi, counts = ([] for _ in range(10))
+        nodes = leaves = 0
+        for tree in model.trees:
+            internal = tree.feature >= 0
+            f = np.where(internal, tree.feature, -1)
+            r = np.zeros(len(f), dtype=np.int64)
+            for j in np.flatnonzero(internal):
+                r[j] = np.searchsorted(thresholds[f[j]], tree.threshold[j])
+            feature.append(f)
+            rank.append(r)
+            left.append(np.where(internal, tree.left + nodes, -1))
+            right.append(np.where(internal, tree.right + nodes, -1))
+            leaf.append(np.where(internal, -1, tree.leaf_of_node + leaves))
+            roots.append(nodes)
+            offset.append(leaves)
+            box_lo, box_hi = tree.leaf_boxes(model.n_features)
+            lo.append(np.array([np.searchsorted(thresholds[j], box_lo[:, j]) + 1
+                                for j in range(model.n_features)]).T)
+            hi.append(np.array([np.searchsorted(thresholds[j], box_hi[:, j])
+                                for j in range(model.n_features)]).T)
+            counts.append(tree.counts)
+            nodes += len(f)
+            leaves += tree.n_leaves
+        lo_all = np.concatenate(lo).astype(np.int64)
+        lo_all[np.isneginf(np.concatenate([t.leaf_boxes(model.n_features)[0]
+                                           for t in model.trees]))] = 0
+        return cls(n_bins, values, np.concatenate(feature), np.concatenate(rank),
+                   np.concatenate(left), np.concatenate(right), np.concatenate(leaf),
+                   np.array(roots), np.array(offset), lo_all,
+                   np.concatenate(hi).astype(np.int64),
+                   np.concatenate(counts).astype(np.int64))
+
+    def route(self, points: np.ndarray, trees: np.ndarray) -> np.ndarray:
+        """Global leaf of each point (``(K, F)`` bins) in the matching tree."""
+        node = self.roots[trees]
+        rows = np.arange(len(node))
+        while True:
+            active = np.flatnonzero(self.feature[node] >= 0)
+            if not len(active):
+                return self.leaf[node]
+            n = node[active]
+            go_left = points[rows[active], self.feature[n]] <= self.rank[n]
+            node[active] = np.where(go_left, self.left[n], self.right[n])
+
+    def point_in(self, leaves: np.ndarray) -> np.ndarray:
+        """A grid point inside the common box of each row's global leaves ``(R, T)``."""
+        lo = self.lo[leaves].max(axis=1)
+        hi = self.hi[leaves].min(axis=1)
+        if (lo > hi).any():
+            raise ValueError("a start row's leaves have no common point")
+        return lo
+
+
+def search_rows(
+    model: ReleasedModel,
+    deadline: float,
+    *,
+    seed: int = 0,
+    start: tuple[np.ndarray, np.ndarray] | None = None,
+    pinned: int = 0,
+    on_better: Callable[[np.ndarray, np.ndarray], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The largest partial dataset found by ``deadline`` (a ``time.monotonic()`` value).
+
+    Returns ``(leaves, cls)``: ``leaves`` ``(R, n_trees)`` each row's leaf in every tree (in
+    the order of ``Tree.leaf_boxes``), ``cls`` ``(R,)`` its class index. The rows' leaves
+    always meet and, together, hold no leaf's class beyond its released count. ``start``
+    (rows in the same form, within the counts: the cells' partial dataset, say) seeds the
+    search: those rows start inside, the rest of the training rows outside at random; the
+    first ``pinned`` of them (rows proven elsewhere) stay where they are.
+    ``on_better`` is called with larger partial datasets as they are found (at most every
+    ``REPORT_EVERY_S``, and with the final one). ``seed`` makes a run repeatable up to the
+    clock (how many steps fit before the deadline).
+
+    Needs a forest whose trees each saw every row once (every tree holds the same number of
+    rows of each class) and per-class counts (no pooled tree).
+    """
+    if any(tree.pooled for tree in model.trees):
+        raise ValueError("the row search needs per-class counts; a tree pools its classes")
+    totals = np.array([tree.counts.sum(axis=0) for tree in model.trees])
+    if (totals != totals[0]).any():
+        raise ValueError("the row search needs trees that each saw every row once; "
+                         "their class totals differ")
+    grid = _Grid.of(model)
+    rng = np.random.default_rng(seed)
+    search = _Search(grid, totals[0], rng)
+    search.place(start, pinned)
+    return search.run(deadline, on_better)
+
+
+def row_points(model: ReleasedModel, leaves: np.ndarray) -> np.ndarray:
+    """A point in each row's box (the common box of its leaves, ``(R, n_trees)``): the
+    box's upper bound where it has one, else just above its lower bound, else 0."""
+    boxes = [tree.leaf_boxes(model.n_features) for tree in model.trees]
+    lower = np.max([lo[leaves[:, t]] for t, (lo, _) in enumerate(boxes)], axis=0)
+    upper = np.min([up[leaves[:, t]] for t, (_, up) in enumerate(boxes)], axis=0)
+    if (lower >= upper).any():
+        raise ValueError("a row's leaves have no common point")
+    return np.where(np.isfinite(upper), upper, np.where(np.isfinite(lower), lower + 1.0, 0.0))
+
+
+class _Search:
+    """Rows inside (counted in ``occ``: always within every count) and outside, all as
+    grid points with their global leaves."""
+
+    def __init__(self, grid: _Grid, per_class: np.ndarray, rng: np.random.Generator):
+        self.grid, self.rng = grid, rng
+        self.cls = np.repeat(np.arange(len(per_class)), per_class)
+        self.n_trees = len(grid.roots)
+        self.n = len(self.cls)
+        self.weight = np.ones(grid.counts.shape)
+        self.inside = np.zeros(self.n, dtype=bool)
+        self.fixed = np.zeros(self.n, dtype=bool)  # pinned rows: never moved nor ejected
+        self.since = np.full(self.n, -TABU, dtype=np.int64)  # move when last brought inside
+        self.step = 0
+
+    def place(self, start: tuple[np.ndarray, np.ndarray] | None, pinned: int) -> None:
+        """The start rows inside at their points (the first ``pinned`` for good); the rest
+        outside, at random points of tree 0's leaves with room for their class; then every
+        row that fits comes in."""
+        g, n_features = self.grid, len(self.grid.n_bins)
+        points = np.zeros((self.n, n_features), dtype=np.int64)
+        given = np.zeros(self.n, dtype=bool)
+        if start is not None and len(start[1]):
+            leaves, cls = start
+            at = self.grid.point_in(leaves + g.offset)
+            for c in np.unique(cls):
+                mine = np.flatnonzero(cls == c)
+                free = np.flatnonzero(self.cls == c)[:len(mine)]
+                points[free] = at[mine[:len(free)]]
+                given[free] = True
+                self.fixed[free] = mine[:len(free)] < pinned
+        self.points = points
+        self.leaves = np.zeros((self.n, self.n_trees), dtype=np.int64)
+        self.occ = np.zeros(g.counts.shape, dtype=np.int64)
+        self._route_rows(np.flatnonzero(given))
+        for row in np.flatnonzero(given):
+            self._insert(row)
+        if (self.occ > g.counts).any():
+            raise ValueError("the start rows hold a leaf's class beyond its count")
+        first = slice(g.offset[0], g.offset[1] if self.n_trees > 1 else len(g.counts))
+        for c in np.unique(self.cls):
+            rows = np.flatnonzero(~given & (self.cls == c))
+            room = np.maximum(g.counts[first, c] - self.occ[first, c], 0)
+            slots = self.rng.permutation(np.repeat(np.arange(len(room)), room))
+            if not len(slots):
+                slots = np.flatnonzero(g.counts[first, c] > 0)
+            slots = g.offset[0] + np.resize(slots, len(rows))
+            lo, hi = g.lo[slots], g.hi[slots]
+            points[rows] = lo + (self.rng.random(lo.shape) * (hi - lo + 1)).astype(np.int64)
+        self._route_rows(np.flatnonzero(~given))
+        for row in self.rng.permutation(np.flatnonzero(~given)):
+            if not len(self._full(row)):
+                self._insert(row)
+
+    def _route_rows(self, rows: np.ndarray) -> None:
+        trees = np.tile(np.arange(self.n_trees), len(rows))
+        self.leaves[rows] = self.grid.route(np.repeat(self.points[rows], self.n_trees, axis=0),
+                                            trees).reshape(len(rows), self.n_trees)
+
+    def _insert(self, row: int) -> None:
+        self.inside[row] = True
+        self.since[row] = self.step
+        self.occ[self.leaves[row], self.cls[row]] += 1
+
+    def _eject(self, row: int) -> None:
+        self.inside[row] = False
+        self.occ[self.leaves[row], self.cls[row]] -= 1
+
+    def _full(self, row: int) -> np.ndarray:
+        """Global leaves of ``row`` with no room left for its class."""
+        mine, c = self.leaves[row], self.cls[row]
+        return mine[self.occ[mine, c] >= self.grid.counts[mine, c]]
+
+    def _exits(self, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(feature, bin)`` just outside each face of the given global leaves."""
+        g = self.grid
+        lo, hi = g.lo[leaves], g.hi[leaves]
+        fl, fh = np.nonzero(lo > 0), np.nonzero(hi < g.n_bins - 1)
+        return np.concatenate([fl[1], fh[1]]), np.concatenate([lo[fl] - 1, hi[fh] + 1])
+
+    def _changes(self, rows: np.ndarray, feats: np.ndarray, bins: np.ndarray,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For candidate k (row ``rows[k]`` with ``feats[k]`` set to ``bins[k]``): the trees
+        whose leaf it changes and the new global leaf, as ``(k, tree, leaf)`` arrays."""
+        g = self.grid
+        mine = self.leaves[rows]  # (K, T)
+        f = feats[:, None]
+        stays = (g.lo[mine, f] <= bins[:, None]) & (bins[:, None] <= g.hi[mine, f])
+        k_idx, t_idx = np.nonzero(~stays)
+        cand = self.points[rows[k_idx]]
+        cand[np.arange(len(k_idx)), feats[k_idx]] = bins[k_idx]
+        return k_idx, t_idx, g.route(cand, t_idx)
+
+    def _apply(self, row: int, feat: int, value: int, trees: np.ndarray, to: np.ndarray,
+               ) -> None:
+        if self.inside[row]:
+            np.subtract.at(self.occ, (self.leaves[row, trees], self.cls[row]), 1)
+            np.add.at(self.occ, (to, self.cls[row]), 1)
+        self.leaves[row, trees] = to
+        self.points[row, feat] = value
+
+    def move(self, row: int) -> None:
+        """One step for an outside row: across a face of a full leaf (or a random jump)
+        to the candidate of least weighted full leaves; in when none is full. Stuck, it
+        asks the rows in its full leaves to make room, and failing that ejects them."""
+        g, c = self.grid, self.cls[row]
+        self.step += 1
+        full = self._full(row)
+        if not len(full):
+            self._insert(row)
+            return
+        feats, bins = self._exits(self.rng.permutation(full)[:FACE_LEAVES])
+        extra = self.rng.integers(0, len(g.n_bins), RANDOM_CANDIDATES)
+        feats = np.concatenate([feats, extra])
+        bins = np.concatenate([bins, (self.rng.random(RANDOM_CANDIDATES)
+                                      * g.n_bins[extra]).astype(np.int64)])
+        pairs = np.unique(np.stack([feats, bins]), axis=1)
+        feats, bins = pairs[:, pairs[1] != self.points[row, pairs[0]]]
+        k = len(feats)
+        if k:
+            k_idx, t_idx, new = self._changes(np.full(k, row), feats, bins)
+            old = self.leaves[row, t_idx]
+            w = self.weight
+            gain = np.where(self.occ[old, c] >= g.counts[old, c], w[old, c], 0.0)
+            cost = np.where(self.occ[new, c] >= g.counts[new, c], w[new, c], 0.0)
+            delta = np.bincount(k_idx, cost - gain, minlength=k) + self.rng.random(k) * 1e-3
+            best = int(np.argmin(delta))
+            if delta[best] < 0:
+                moved = k_idx == best
+                self._apply(row, feats[best], bins[best], t_idx[moved], new[moved])
+                if not len(self._full(row)):
+                    self._insert(row)
+                return
+        self.weight[full, c] += 1.0
+        if len(full) <= ROOM_LEAVES:
+            for leaf in full:
+                self._make_room(leaf, c)
+            if not len(self._full(row)):
+                self._insert(row)
+                return
+        self._eject_for(row, self._full(row))
+
+    def _make_room(self, leaf: int, c: int) -> None:
+        """Move one inside row of class ``c`` out of ``leaf`` to leaves that all have room,
+        preferring to leave the leaves outside rows wait for (their weight)."""
+        g = self.grid
+        tree = int(np.searchsorted(g.offset, leaf, side="right") - 1)
+        holders = np.flatnonzero(self.inside & ~self.fixed & (self.cls == c)
+                                 & (self.leaves[:, tree] == leaf))
+        if not len(holders):
+            return
+        holders = self.rng.permutation(holders)[:ROOM_ROWS]
+        feats, bins = self._exits(np.array([leaf]))
+        rows = np.repeat(holders, len(feats))
+        feats, bins = np.tile(feats, len(holders)), np.tile(bins, len(holders))
+        k = len(rows)
+        k_idx, t_idx, new = self._changes(rows, feats, bins)
+        old = self.leaves[rows[k_idx], t_idx]
+        blocked = np.bincount(k_idx, self.occ[new, c] >= g.counts[new, c], minlength=k)
+        w = self.weight
+        score = np.bincount(k_idx, w[old, c] - w[new, c], minlength=k) + self.rng.random(k)
+        score[blocked > 0] = -np.inf
+        best = int(np.argmax(score))
+        if np.isfinite(score[best]):
+            moved = k_idx == best
+            self._apply(int(rows[best]), feats[best], bins[best], t_idx[moved], new[moved])
+
+    def _eject_for(self, row: int, full: np.ndarray) -> None:
+        """Bring ``row`` in, ejecting inside rows of its class that hold its leaves in
+        ``full``, those holding most first; rows brought in within ``TABU`` steps stay (and
+        when they alone hold a leaf, ``row`` stays out)."""
+        c = self.cls[row]
+        others = np.flatnonzero(self.inside & ~self.fixed & (self.cls == c)
+                                & (self.since < self.step - TABU))
+        if not len(others):
+            return
+        held = np.isin(self.leaves[others], full)  # (rows, T)
+        ejected = []
+        left = np.ones(self.n_trees, dtype=bool)
+        need = np.isin(self.leaves[row], full)
+        while (need & left).any():
+            hits = (held & (need & left)).sum(axis=1)
+            best = int(np.argmax(hits + self.rng.random(len(hits)) * 0.5))
+            if hits[best] == 0:
+                return
+            ejected.append(others[best])
+            left &= ~held[best]
+        for other in ejected:
+            self._eject(int(other))
+        self._insert(row)
+
+    def run(self, deadline: float,
+            on_better: Callable[[np.ndarray, np.ndarray], None] | None,
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """Steps until ``deadline`` or every row is inside; the largest inside set seen."""
+        best = self._snapshot()
+        told = 0
+        report = time.monotonic() + REPORT_EVERY_S
+        while len(best[1]) < self.n and time.monotonic() < deadline:
+            outside = np.flatnonzero(~self.inside)
+            self.move(int(outside[self.rng.integers(len(outside))]))
+            if self.inside.sum() > len(best[1]):
+                best = self._snapshot()
+            if on_better is not None and len(best[1]) > told and time.monotonic() >= report:
+                on_better(*best)
+                told, report = len(best[1]), time.monotonic() + REPORT_EVERY_S
+        if on_better is not None and len(best[1]) > told:
+            on_better(*best)
+        return best
+
+    def _snapshot(self) -> tuple[np.ndarray, np.ndarray]:
+        rows = np.flatnonzero(self.inside)
+        return self.leaves[rows] - self.grid.offset, self.cls[rows]
