@@ -281,3 +281,24 @@ def test_a_time_limit_too_short_for_any_row_says_which_limit_to_try(monkeypatch)
     assert rec.status == "UNKNOWN" and rec.n_rows == 0 and not rec.partial
     assert "the time limit of 0.5 s ran out before a row was placed" in rec.message
     assert "raise it to 10 s or more" in rec.message
+
+
+def test_raw_measurements_hand_generations_rows_to_the_row_search(monkeypatch):
+    """On raw measurements `auto` gives cell generation a share of the time and the row
+    search the rest, starting from generation's rows: never fewer, always within every
+    count, and N rows make a complete dataset checked as one."""
+    from treeleaks.attacks.reconstruct import raw_measurements
+    from treeleaks.counts.cells import CellBudget
+
+    model, _ = numerical_forest(80, 8, 15, seed=4)
+    assert raw_measurements(model)
+    cut_short(monkeypatch, calls=12)  # generation ends early with a few rows
+    rec = reconstruct(model, time_limit=6, cell_budget=CellBudget(max_cells=100))
+    generated, searched = rec.timings["generated_rows"], rec.timings["searched_rows"]
+    assert rec.n_rows == searched >= generated > 0
+    assert rec.verified and leaf_excess(model, rec.rows) <= 0
+    assert "row search" in rec.message
+    if rec.n_rows == 80:  # complete: every count met exactly
+        assert not rec.partial and rec.certificate.n_counts_wrong == 0
+    else:
+        assert rec.partial and rec.message.startswith(f"a partial dataset: {rec.n_rows} of 80")

@@ -126,7 +126,8 @@ def reconstruct(
         return _with_knowledge(model, bound, knowledge, n_rows, run, solver, strategy)
     if model.bootstrap:
         return _draws_known(model, bound, run, strategy)
-    return reconstruct_exact(model, bound, run, solver=solver, strategy=strategy)
+    return reconstruct_exact(model, bound, run, solver=solver, strategy=strategy,
+                             row_search=strategy == Strategy.AUTO and raw_measurements(model))
 
 
 def _refuse_per_row(model: ReleasedModel, knows: bool, ignore_draws: bool) -> None:
