@@ -126,8 +126,11 @@ def reconstruct(
         return _with_knowledge(model, bound, knowledge, n_rows, run, solver, strategy)
     if model.bootstrap:
         return _draws_known(model, bound, run, strategy)
+    # the row search reads per-class counts in every tree (a booster's later trees pool them)
+    searchable = not any(tree.pooled for tree in model.trees)
     return reconstruct_exact(model, bound, run, solver=solver, strategy=strategy,
-                             row_search=strategy == Strategy.AUTO and raw_measurements(model))
+                             row_search=strategy == Strategy.AUTO and raw_measurements(model)
+                             and searchable)
 
 
 def _refuse_per_row(model: ReleasedModel, knows: bool, ignore_draws: bool) -> None:
