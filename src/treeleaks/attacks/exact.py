@@ -258,26 +258,16 @@ class _ExactPipeline:
         recon = rows_from_counts(self.model, self.schema, generated.cells,
                                  generated.column_cell, generated.column_cls,
                                  packed, generated.pinned, with_width=True)
-        complete = rows == n  # N rows within every count: every count met exactly
-        certificate = (verify if complete else verify_within)(self.model, recon["rows"])
-        self.clock.lap("partial")
         lp = (f"; the packing LP placed up to {generated.lp_placed:.1f} over them"
               if generated.lp_placed > rows else "")
         message = (f"a complete dataset, packed in the cells generated once the search's time "
-                   f"was up, without proofs ({why})" if complete else
+                   f"was up, without proofs ({why})" if rows == n else
                    f"a partial dataset: {rows} of {n} rows ({rows / n:.0%}), whole rows placed "
                    f"in the cells generated{lp}; no complete dataset: {why}")
-        if not certificate.verified:
-            message = f"the rows exceed a count: {certificate.first_mismatch}"
-        return Reconstruction(
-            **recon, status=Status.FEASIBLE, certificate=certificate,
-            time_s=self.clock.elapsed(), message=message, solver=self.solver,
-            n_cells=len(generated.cells), certainty_complete=False,
-            timings=self.clock.timings, strategy=Strategy.GENERATE,
-            proof=(PINNED + "the pinned rows are proven; the others are not"
-                   if generated.pinned.any() else "none: no row is pinned before generation"),
-            partial=not complete, lp_rows=None if complete else max(generated.lp_placed, rows),
-            interrupted=interrupted)
+        result = self._checked_rows(recon, generated, message, bool(generated.pinned.any()),
+                                    interrupted)
+        self.clock.lap("partial")
+        return result
 
     def _searched(self, generated: Generated) -> Reconstruction:
         """Generation's rows handed to the row search until the search's deadline, the
@@ -291,15 +281,23 @@ class _ExactPipeline:
         self.clock.lap("row_search")
         n, rows = self.model.n_rows, len(recon["rows"])
         self.clock.timings.update(generated_rows=len(cls), searched_rows=rows)
-        complete = rows == n
-        certificate = (verify if complete else verify_within)(self.model, recon["rows"])
         dropped = (f"; {found - rows} rows whose values the schema keeps out of their leaves "
                    "were dropped" if found > rows else "")
         message = (f"a complete dataset found by the row search from the {len(cls)} rows cell "
-                   f"generation placed, without proofs{dropped}" if complete else
+                   f"generation placed, without proofs{dropped}" if rows == n else
                    f"a partial dataset: {rows} of {n} rows ({rows / n:.0%}); cell generation "
                    f"placed {len(cls)}, the row search moved rows as points from there until "
                    f"the time limit of {self.run.time_limit:g} s{dropped}")
+        return self._checked_rows(recon, generated, message, pinned > 0)
+
+    def _checked_rows(self, recon: dict, generated: Generated, message: str, pinned: bool,
+                      interrupted: bool = False) -> Reconstruction:
+        """Rows found after generation (packed or searched), checked against every count:
+        N rows must reproduce them all, fewer must stay within them (a partial dataset).
+        Only the rows pinned before generation are proven."""
+        n, rows = self.model.n_rows, len(recon["rows"])
+        complete = rows == n
+        certificate = (verify if complete else verify_within)(self.model, recon["rows"])
         if not certificate.verified:
             message = f"the rows exceed a count: {certificate.first_mismatch}"
         return Reconstruction(
@@ -310,7 +308,8 @@ class _ExactPipeline:
             proof=(PINNED + "the pinned rows are proven; the others are not" if pinned
                    else "none: rows that fit the counts are not proven training rows"),
             partial=not complete and rows > 0,
-            lp_rows=None if complete else max(generated.lp_placed, rows))
+            lp_rows=None if complete else max(generated.lp_placed, rows),
+            interrupted=interrupted)
 
     def solve_counts(self, found: _Found) -> tuple[CountSystem, Solution]:
         """The count system over the found cells, propagated, and the solver's answer.
