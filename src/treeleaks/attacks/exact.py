@@ -210,7 +210,9 @@ class _ExactPipeline:
             where = f"; {generated.shortfall}" if generated.shortfall else ""
             raise _Stopped(Status.INFEASIBLE, "no dataset reproduces the released counts: no set "
                            f"of cells can hold every leaf's rows (proven by pricing: at most "
-                           f"{generated.lp_placed:.1f} of {self.model.n_rows} fit){where}",
+                           f"{generated.lp_placed:.1f} of {self.model.n_rows} fit){where}; "
+                           "the model or its counts were altered: check the file against the "
+                           "fitted model",
                            len(generated.cells), Strategy.GENERATE)
         if generated.status == INTERRUPTED and not generated.partial.any():
             raise KeyboardInterrupt  # nothing in hand: the interrupt is the caller's

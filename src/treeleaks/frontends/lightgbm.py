@@ -66,7 +66,8 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
             raise UnsupportedModelError(
                 f"LightGBM tree {index}'s leaves count {int(count.sum())} rows but tree 0's "
                 f"count {n_rows}: the trees were fit on subsamples (bagging or GOSS), whose "
-                "counts treeleaks does not model")
+                "counts treeleaks does not model; it audits boosters trained on every row "
+                "(bagging_fraction=1, no GOSS)")
     eta = _float(params, "learning_rate", 0.1)
     l2 = _float(params, "lambda_l2", 0.0)
     _, count, hessian, value = converted[0]
