@@ -1,18 +1,19 @@
-"""Benchmark: gradient-boosted models read and reconstructed (issue 30). LightGBM so far.
+"""Benchmark: gradient-boosted models read and reconstructed (issue 30).
 
-For every (dataset, model, trees, seed): fit the booster on the training table, read it
-back from its model text file with `treeleaks.frontends.lightgbm.read_lightgbm` (the load
-time is measured), check every count it derives against the training rows (the first
-tree's class counts, every tree's row counts), reconstruct with the data's schema and
+For every (dataset, framework, model, trees, seed): fit the booster on the training table,
+save it as its users do (LightGBM's model text file, XGBoost's JSON, a skops archive of
+scikit-learn's GradientBoostingClassifier ``gb`` or HistGradientBoostingClassifier
+``hgb``), read it back with `treeleaks.io.load_model` (the load time is measured), check
+every count it gives against the training rows, reconstruct with the data's schema and
 score the rows against the truth beside random guessing.
 
-Models: ``fine`` (``min_child_samples=1, min_child_weight=0``: leaves as fine as a
-forest's) and ``default`` (LightGBM's defaults: leaves of 20 rows or more).
+Models: ``fine`` (leaves as fine as a forest's, see MODELS) and ``default`` (each
+framework's defaults).
 Datasets: the shared binarized ``compas``, ``adult``, ``default_credit`` (``name:N``
 samples N rows by the seed; skipped with a line when the data is absent) and ``cancer``
 (scikit-learn's breast cancer, 569 x 30 raw).
 
-    python bench/boosted.py --smoke      # cancer, 10 trees, one seed; always exits 0
+    python bench/boosted.py --smoke      # cancer, 10 trees, one seed, every framework
     python bench/boosted.py --datasets compas:100,adult:100,default_credit:100 --seeds 3
 """
 
@@ -39,7 +40,14 @@ from common import (
     write_json,
 )
 
-MODELS = {"fine": {"min_child_samples": 1, "min_child_weight": 0}, "default": {}}
+# "fine": leaves as fine as a forest's; "default": each framework's defaults.
+MODELS = {
+    "lightgbm": {"fine": {"min_child_samples": 1, "min_child_weight": 0}, "default": {}},
+    "xgboost": {"fine": {"min_child_weight": 0}, "default": {}},
+    "gb": {"fine": {"max_depth": None, "max_leaf_nodes": 31}, "default": {}},
+    "hgb": {"fine": {"min_samples_leaf": 1}, "default": {}},
+}
+FRAMEWORKS = tuple(MODELS)
 DATASETS = ("compas:100", "adult:100", "default_credit:100", "cancer")
 
 
@@ -63,42 +71,70 @@ def training_table(spec: str, seed: int, data_dir: Path
     return X, frame[data.label].to_numpy(), schema
 
 
-def run_one(spec: str, model_kind: str, n_trees: int, seed: int, time_limit: float,
-            data_dir: Path) -> dict[str, Any] | None:
-    import lightgbm as lgb
+def fitted_file(framework: str, model_kind: str, n_trees: int, seed: int, X: np.ndarray,
+                y: np.ndarray, folder: Path) -> Path:
+    """Fit ``framework``'s booster and save it as that framework's users do."""
+    options = MODELS[framework][model_kind]
+    if framework == "lightgbm":
+        import lightgbm as lgb
 
+        fitted = lgb.LGBMClassifier(n_estimators=n_trees, random_state=seed, verbose=-1,
+                                    **options).fit(X, y)
+        fitted.booster_.save_model(folder / "m.txt")
+        return folder / "m.txt"
+    if framework == "xgboost":
+        import xgboost as xgb
+
+        xgb.XGBClassifier(n_estimators=n_trees, random_state=seed, **options).fit(
+            X, y).save_model(folder / "m.json")
+        return folder / "m.json"
+    from sklearn.ensemble import GradientBoostingClassifier, HistGradientBoostingClassifier
+
+    from treeleaks.io import save_model
+
+    estimator = (GradientBoostingClassifier(n_estimators=n_trees, random_state=seed,
+                                            **options) if framework == "gb" else
+                 HistGradientBoostingClassifier(max_iter=n_trees, random_state=seed,
+                                                **options))
+    return save_model(estimator.fit(X, y), folder / "m.skops")
+
+
+def counts_match(model: Any, X: np.ndarray, y_index: np.ndarray) -> bool:
+    """Every count the file gave equals the training rows' (pooled trees: summed over the
+    classes), the rows routed through the model."""
+    truth = model.leaf_counts_of(X, np.asarray(model.classes)[y_index])
+    return all((tree.counts[:, 0] == held.sum(axis=1)).all() if tree.pooled else
+               (tree.counts == held).all() for tree, held in zip(model.trees, truth))
+
+
+def run_one(spec: str, framework: str, model_kind: str, n_trees: int, seed: int,
+            time_limit: float, data_dir: Path) -> dict[str, Any] | None:
     from treeleaks import reconstruct
     from treeleaks.evaluation.metrics import evaluate
-    from treeleaks.frontends.lightgbm import read_lightgbm
+    from treeleaks.io import load_model
 
     table = training_table(spec, seed, data_dir)
     if table is None:
         return None
     X, y, schema = table
     y_index = np.unique(y, return_inverse=True)[1]
-    booster = lgb.LGBMClassifier(n_estimators=n_trees, random_state=seed, verbose=-1,
-                                 **MODELS[model_kind]).fit(X.to_numpy(dtype=float), y_index)
+    matrix = X.to_numpy(dtype=float)
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "m.txt"
-        booster.booster_.save_model(path)
+        path = fitted_file(framework, model_kind, n_trees, seed, matrix, y_index, Path(folder))
         start = time.perf_counter()
-        model = read_lightgbm(path, list(X.columns), label_name="label")
+        model = load_model(path, feature_names=list(X.columns))
         load_s = time.perf_counter() - start
-    leaves = booster.booster_.predict(X.to_numpy(dtype=float), pred_leaf=True)
-    counts_right = all(
-        (tree.counts == (model.leaf_counts_at(leaves, y_index)[t] if not tree.pooled else
-                         np.column_stack([np.bincount(leaves[:, t], minlength=tree.n_leaves),
-                                          np.zeros(tree.n_leaves, dtype=np.int64)]))).all()
-        for t, tree in enumerate(model.trees))
+    counts_right = counts_match(model, matrix, y_index)
     rec = reconstruct(model, schema, time_limit=time_limit, threads=1, seed=seed)
-    record = {"dataset": spec, "model": model_kind, "trees": n_trees, "seed": seed,
-              "n_rows": len(y), "load_s": load_s, "derived_counts_right": counts_right,
-              "status": rec.status, "verified": rec.verified, "time_s": rec.time_s,
-              "rows": rec.n_rows, "proven_rows": rec.proven_rows, "error": None,
-              "baseline_error": None, "message": rec.message}
+    record = {"dataset": spec, "framework": framework, "model": model_kind, "trees": n_trees,
+              "seed": seed, "n_rows": len(y), "trees_read": model.n_trees, "load_s": load_s,
+              "derived_counts_right": counts_right, "status": rec.status,
+              "verified": rec.verified, "time_s": rec.time_s, "rows": rec.n_rows,
+              "proven_rows": rec.proven_rows, "error": None, "baseline_error": None,
+              "message": rec.message}
     if rec.n_rows:
-        truth = X.assign(label=y_index)
-        score = evaluate(truth, rec.rows, schema, label="label")
+        truth = X.assign(**{model.label_name: np.asarray(model.classes)[y_index]})
+        score = evaluate(truth, rec.rows, schema, label=model.label_name)
         record.update(error=score.error, baseline_error=score.baseline_error)
     return record
 
@@ -106,8 +142,9 @@ def run_one(spec: str, model_kind: str, n_trees: int, seed: int, time_limit: flo
 def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for run in runs:
-        groups.setdefault((run["dataset"], run["model"], run["trees"]), []).append(run)
-    return [{"dataset": d, "model": m, "trees": t, "seeds": len(rs),
+        key = (run["dataset"], run["framework"], run["model"], run["trees"])
+        groups.setdefault(key, []).append(run)
+    return [{"dataset": d, "framework": f, "model": m, "trees": t, "seeds": len(rs),
              "verified": sum(bool(r["verified"]) for r in rs),
              "counts_right": sum(bool(r["derived_counts_right"]) for r in rs),
              "time_s": median(r["time_s"] for r in rs),
@@ -115,12 +152,27 @@ def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
              "error": median(r["error"] for r in rs),
              "baseline_error": median(r["baseline_error"] for r in rs),
              "proven_rows": median(r["proven_rows"] for r in rs)}
-            for (d, m, t), rs in groups.items()]
+            for (d, f, m, t), rs in groups.items()]
+
+
+def installed(frameworks: list[str]) -> list[str]:
+    """The frameworks whose package imports (scikit-learn's always does)."""
+    kept = []
+    for framework in frameworks:
+        try:
+            if framework in ("lightgbm", "xgboost"):
+                __import__(framework)
+            kept.append(framework)
+        except ImportError:
+            print(f"{framework} is not installed: pip install {framework} (or the dev "
+                  "extras); skipped")
+    return kept
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--datasets", default=",".join(DATASETS))
+    p.add_argument("--frameworks", default=",".join(FRAMEWORKS))
     p.add_argument("--models", default="fine,default")
     p.add_argument("--trees", default="10,100")
     p.add_argument("--seeds", type=int, default=3)
@@ -129,36 +181,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=BENCH_DIR / "results" / "boosted.json")
     p.add_argument("--smoke", action="store_true")
     args = p.parse_args(argv)
-    try:
-        import lightgbm  # noqa: F401
-    except ImportError:
-        print("lightgbm is not installed: pip install lightgbm (or the dev extras)")
-        return 0
     if args.smoke:
         args.datasets, args.models, args.trees, args.seeds = "cancer", "default", "10", 1
-        args.time_limit, args.out = 20.0, Path(tempfile.gettempdir()) / "boosted_smoke.json"
+        args.time_limit, args.out = 10.0, Path(tempfile.gettempdir()) / "boosted_smoke.json"
     runs = []
     for spec in args.datasets.split(","):
-        for kind in args.models.split(","):
-            for n_trees in map(int, args.trees.split(",")):
-                for seed in range(args.seeds):
-                    record = run_one(spec, kind, n_trees, seed, args.time_limit, args.data_dir)
-                    if record is None:
-                        print(f"{spec}: data not found under {args.data_dir}; skipped")
-                        break
-                    runs.append(record)
-                    print(f"{spec} {kind} {n_trees} trees seed={seed}: {record['status']} "
-                          f"verified={record['verified']} {record['time_s']:.2f} s "
-                          f"error={fmt(record['error'])} random={fmt(record['baseline_error'])}"
-                          f" counts right={record['derived_counts_right']}", flush=True)
+        for framework in installed(args.frameworks.split(",")):
+            for kind in args.models.split(","):
+                for n_trees in map(int, args.trees.split(",")):
+                    for seed in range(args.seeds):
+                        record = run_one(spec, framework, kind, n_trees, seed,
+                                         args.time_limit, args.data_dir)
+                        if record is None:
+                            print(f"{spec}: data not found under {args.data_dir}; skipped")
+                            break
+                        runs.append(record)
+                        print(f"{spec} {framework} {kind} {n_trees} trees seed={seed}: "
+                              f"{record['status']} verified={record['verified']} "
+                              f"{record['time_s']:.2f} s error={fmt(record['error'])} "
+                              f"random={fmt(record['baseline_error'])} "
+                              f"counts right={record['derived_counts_right']}", flush=True)
     rows = aggregate(runs)
-    print("\n| dataset | model | trees | verified | derived counts right | median time s "
-          "| load s | error | random | proven rows |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| dataset | framework | model | trees | verified | derived counts right "
+          "| median time s | load s | error | random | proven rows |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['dataset']} | {r['model']} | {r['trees']} | {r['verified']}/{r['seeds']} "
-              f"| {r['counts_right']}/{r['seeds']} | {fmt(r['time_s'])} | {fmt(r['load_s'])} "
-              f"| {fmt(r['error'])} | {fmt(r['baseline_error'])} | {fmt(r['proven_rows'])} |")
+        print(f"| {r['dataset']} | {r['framework']} | {r['model']} | {r['trees']} "
+              f"| {r['verified']}/{r['seeds']} | {r['counts_right']}/{r['seeds']} "
+              f"| {fmt(r['time_s'])} | {fmt(r['load_s'])} | {fmt(r['error'])} "
+              f"| {fmt(r['baseline_error'])} | {fmt(r['proven_rows'])} |")
     write_json(args.out, {"environment": environment(), "args": {
         k: str(v) for k, v in vars(args).items()}, "summary": rows, "runs": runs})
     print(f"wrote {args.out}")

@@ -54,11 +54,33 @@ TRUSTED_SKOPS_TYPES = frozenset(
         "numpy.random.mtrand.RandomState",
     }
 )
-SKOPS_PROTOCOL = 2  # the archive layout `_read_plain_skops` understands
 _SKOPS_TREE = "sklearn.tree._tree.Tree"
 _SKOPS_ESTIMATORS = frozenset(
     t for t in TRUSTED_SKOPS_TYPES if t.startswith("sklearn.") and t != _SKOPS_TREE
 )
+# scikit-learn's gradient boosting, its parts (losses, links, the initial estimator, the
+# binner) and its regressors and other losses, listed so that `from_sklearn` explains the
+# refusal. Read through skops itself, never by `_read_plain_skops`.
+_BOOSTING = "sklearn.ensemble._hist_gradient_boosting"
+TRUSTED_SKOPS_TYPES |= {
+    "sklearn.ensemble._gb.GradientBoostingClassifier",
+    "sklearn.ensemble._gb.GradientBoostingRegressor",
+    f"{_BOOSTING}.gradient_boosting.HistGradientBoostingClassifier",
+    f"{_BOOSTING}.gradient_boosting.HistGradientBoostingRegressor",
+    f"{_BOOSTING}.predictor.TreePredictor",
+    f"{_BOOSTING}.binning._BinMapper",
+    "sklearn.dummy.DummyClassifier",
+    "sklearn.dummy.DummyRegressor",
+    "sklearn.preprocessing._label.LabelEncoder",
+    "numpy.random._generator.Generator",
+    "sklearn._loss.link.Interval",
+    *(f"sklearn._loss.link.{link}" for link in (
+        "LogitLink", "HalfLogitLink", "IdentityLink", "LogLink", "MultinomialLogit")),
+    *(f"sklearn._loss.{module}{loss}" for module in ("loss.", "_loss.Cy") for loss in (
+        "HalfBinomialLoss", "HalfMultinomialLoss", "ExponentialLoss", "HalfSquaredError",
+        "AbsoluteError", "PinballLoss", "HuberLoss", "HalfPoissonLoss")),
+}
+SKOPS_PROTOCOL = 2  # the archive layout `_read_plain_skops` understands
 
 
 def load_model(

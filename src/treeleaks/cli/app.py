@@ -99,7 +99,8 @@ ModelArg = Annotated[
     Path,
     typer.Argument(
         metavar="MODEL",
-        help="The model: treeleaks .json, scikit-learn .skops, or a pickle (with --trust-pickle).",
+        help="The model: treeleaks .json, scikit-learn .skops, LightGBM .txt, XGBoost .json, "
+        "or a pickle (with --trust-pickle).",
         show_default=False,
     ),
 ]

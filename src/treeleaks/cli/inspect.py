@@ -94,6 +94,8 @@ def _inspect_table(path: Path, model: ReleasedModel) -> Table:
     else:
         table.add_row("Per-tree draws", "exposed" if exposed else "not exposed")
     table.add_row("Training rows N", _rows_known(model, exposed))
+    if model.noise is None and model.counts_released:
+        table.add_row("Smallest leaf", _smallest_leaf(model))
     noise = model.noise
     table.add_row("Noise", "none (exact counts)" if noise is None else
                   f"{noise.kind}, epsilon={noise.epsilon:g}, scale={noise.scale:g}")
@@ -126,6 +128,19 @@ def _cost_estimate(model: ReleasedModel, schema: FeatureSchema) -> str:
     return (f"stopped after {probe.trees_done} of {probe.n_trees} trees at {probe.n_cells:,} "
             "cells → rows pinned by single-row leaves first, then the other rows' cells "
             "listed if they fit, else generated on demand (see docs/engine.md)")
+
+
+def _smallest_leaf(model: ReleasedModel) -> str:
+    """The fewest distinct rows a leaf holds, and how many leaves hold a single row (each
+    one singles a training row out)."""
+    import numpy as np
+
+    sizes = np.concatenate([t.n_samples if t.n_samples is not None else t.counts.sum(axis=1)
+                            for t in model.trees])
+    single = int((sizes == 1).sum())
+    return (f"{int(sizes.min()):,} row{'s' if sizes.min() != 1 else ''}; "
+            + (f"{single:,} leaves hold a single row (treeleaks single-out lists what they "
+               "reveal)" if single else "no leaf holds a single row"))
 
 
 def _rows_known(model: ReleasedModel, draws_exposed: bool) -> str:

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
-from treeleaks.model import ModelFormatError, ReleasedModel, Tree
+from treeleaks.frontends.boosting import booster_trees, whole_positives
+from treeleaks.model import ModelFormatError, ReleasedModel
 
 WHOLE_TOLERANCE = 1e-4  # derived counts this close to whole numbers are whole (file: 17 digits)
 CATEGORICAL, MISSING_SHIFT = 1, 2  # decision_type: bit 0 categorical, bits 2-3 missing type
@@ -72,16 +73,9 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     l2 = _float(params, "lambda_l2", 0.0)
     _, count, hessian, value = converted[0]
     positives = first_tree_positives(count, hessian, value, eta, l2)
-    out = []
-    for index, (nodes, count, _, _) in enumerate(converted):
-        counts = np.zeros((count.size, 2), dtype=np.int64)
-        if index == 0:
-            counts[:, 0], counts[:, 1] = count - positives, positives
-        else:
-            counts[:, 0] = count  # pooled over the classes
-        out.append(Tree(*nodes, counts, n_samples=count.copy(), pooled=index > 0))
+    out = booster_trees([c[0] for c in converted], [c[1] for c in converted], positives)
     model = ReleasedModel(out, classes, list(names), label_name=label_name, source="LightGBM",
-                          facts={"framework": "lightgbm", "objective": "binary",
+                          facts={"model kind": "gradient-boosted (LightGBM)", "objective": "binary",
                                  "learning_rate": eta, "lambda_l2": l2,
                                  "leaf counts": "rows per leaf in every tree (leaf_count); "
                                  "per class in tree 0, derived from its leaf values"})
@@ -104,11 +98,11 @@ def first_tree_positives(count: np.ndarray, hessian: np.ndarray, value: np.ndarr
             continue
         start = math.log(p0 / (1.0 - p0))
         derived = count * p0 + (value - start) * (hessian + l2) / eta
-        whole = np.rint(derived)
-        off = float(np.abs(derived - whole).max())
         # the other root's start, -s, leaves counts off whole numbers by about 2sH/eta
-        if off <= WHOLE_TOLERANCE and (whole >= 0).all() and (whole <= count).all():
-            return whole.astype(np.int64)
+        whole = whole_positives(derived, count, WHOLE_TOLERANCE)
+        if whole is not None:
+            return whole
+        off = float(np.abs(derived - np.rint(derived)).max())
         worst = min(worst, off)
     raise UnsupportedModelError(_not_whole(f"they miss whole numbers by up to {worst:.3g}"))
 

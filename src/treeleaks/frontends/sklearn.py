@@ -1,5 +1,6 @@
 """scikit-learn frontend: DecisionTreeClassifier, RandomForestClassifier, ExtraTreesClassifier,
-and on request their regressor counterparts.
+and on request their regressor counterparts; the gradient-boosted classifiers are read by
+`treeleaks.frontends.sklearn_boosting`.
 
 Reads each fitted tree's nodes and turns its stored class frequencies into integer counts (a
 regression tree: its leaves' row counts and predicted values). The reading that differs
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
+from treeleaks.frontends.sklearn_boosting import BOOSTERS, booster_model, tree_nodes
 from treeleaks.model import ReleasedModel, Tree
 from treeleaks.sklearn_compat import node_class_counts
 
@@ -37,9 +39,9 @@ def from_sklearn(
             f"{kind} is a regressor; the reconstruction attacks audit classifiers "
             f"(supported: {', '.join(SUPPORTED)}); treeleaks single-out reads regressors"
         )
-    if kind not in SUPPORTED and not regression:
+    if kind not in SUPPORTED + BOOSTERS and not regression:
         raise UnsupportedModelError(
-            f"unsupported estimator {kind}; treeleaks reads {', '.join(SUPPORTED)}, "
+            f"unsupported estimator {kind}; treeleaks reads {', '.join(SUPPORTED + BOOSTERS)}, "
             "or a treeleaks JSON model"
         )
     if not hasattr(estimator, "n_features_in_" if regression else "classes_"):
@@ -51,6 +53,8 @@ def from_sklearn(
             f"this {kind} predicts several outputs; treeleaks audits single-output models"
         )
     names = _feature_names(estimator, feature_names)
+    if kind in BOOSTERS:
+        return booster_model(estimator, names, _free_name(label_name, names))
     if kind.startswith("DecisionTree"):
         estimators, bootstrap, samples = [estimator], False, None
     else:
@@ -116,11 +120,7 @@ def _tree(
     counts: np.ndarray | None = None,
 ) -> Tree:
     """A tree's nodes with its leaves' class counts (or the ``counts`` given)."""
-    feature = np.asarray(sk_tree.feature, dtype=np.int64)
     is_leaf = np.asarray(sk_tree.children_left) < 0
-    feature[is_leaf] = -1
-    leaf_of_node = np.full(len(feature), -1, dtype=np.int64)
-    leaf_of_node[is_leaf] = np.arange(int(is_leaf.sum()))
     if counts is None:
         leaf_raw = node_class_counts(sk_tree)[is_leaf]
         counts = np.round(leaf_raw)
@@ -130,18 +130,8 @@ def _tree(
                 "it was trained with sample_weight or class_weight; treeleaks needs "
                 "unweighted training (refit without weights to audit it)"
             )
-    threshold = np.asarray(sk_tree.threshold, dtype=np.float64).copy()
-    threshold[is_leaf] = np.nan
-    left = np.asarray(sk_tree.children_left, dtype=np.int64).copy()
-    right = np.asarray(sk_tree.children_right, dtype=np.int64).copy()
-    left[is_leaf] = -1
-    right[is_leaf] = -1
     return Tree(
-        feature=feature,
-        threshold=threshold,
-        left=left,
-        right=right,
-        leaf_of_node=leaf_of_node,
+        *tree_nodes(sk_tree),
         counts=counts.astype(np.int64),
         n_samples=np.asarray(sk_tree.n_node_samples, dtype=np.int64)[is_leaf],
         draws=draws,

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
+from treeleaks.frontends.boosting import whole_positives
 from treeleaks.model import ModelFormatError, ReleasedModel, Tree
 
 WHOLE_TOLERANCE = 1e-3  # float32 values: derived counts this close to whole are whole
@@ -83,7 +84,7 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
     tree = Tree(*nodes, counts, n_samples=rows.astype(np.int64))
     model = ReleasedModel([tree], classes, list(names), label_name=label_name,
                           source="XGBoost",
-                          facts={"framework": "xgboost", "objective": objective,
+                          facts={"model kind": "gradient-boosted (XGBoost)", "objective": objective,
                                  "trees in file": len(trees),
                                  "leaf counts": "per class in tree 0 only (from its covers "
                                  "and leaf values); later trees' covers are not counts"})
@@ -102,11 +103,10 @@ def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
             if abs(gradient) > 1e-12:
                 candidates.append(-float(value[leaf]) * (cover[leaf] + l2) / gradient)
     for eta in sorted({round(c, 6) for c in candidates if 0.0 < c <= 1.0}):
-        derived = rows * base + value * (cover + l2) / eta
-        whole = np.rint(derived)
-        if (np.abs(derived - whole).max() <= WHOLE_TOLERANCE and (whole >= 0).all()
-                and (whole <= rows).all()):
-            return whole.astype(np.int64)
+        whole = whole_positives(rows * base + value * (cover + l2) / eta, rows,
+                                WHOLE_TOLERANCE)
+        if whole is not None:
+            return whole
     raise UnsupportedModelError(
         "the first XGBoost tree's leaf values give no whole class counts for any learning "
         "rate: the model was trained with an option the derivation leaves out (sample "

@@ -214,7 +214,9 @@ def plot_data(inp: AuditInput, ev: Evidence, audit: Audit) -> dict[str, Any]:
 def model_facts(inp: AuditInput) -> dict[str, Any]:
     """What the model is, for the report's header."""
     model = inp.model
+    boosted = str(model.facts.get("model kind", "")).startswith("gradient-boosted")
     kind = ("DP forest" if model.noise is not None else "bootstrap forest" if model.bootstrap
+            else "gradient-boosted model" if boosted
             else "single tree" if model.n_trees == 1 else "forest (no bootstrap)")
     return {"path": inp.path, "source": model.source or "treeleaks JSON", "kind": kind,
             "task": model.task,
@@ -256,6 +258,7 @@ def exposed_facts(model: ReleasedModel) -> dict[str, Any]:
             "kind": model.noise.kind, "epsilon": model.noise.epsilon,
             "scale": model.noise.scale},
         "counts_released": model.counts_released,
+        "leaf_counts_read": model.facts.get("leaf counts"),
     }
 
 

@@ -1,0 +1,41 @@
+"""What every binary booster's frontend shares: the IR's trees and the wholeness check.
+
+A booster trained on every row without weights keeps each tree's row counts (pooled over
+the classes) and, in its first tree, enough to derive each leaf's positives: every row
+starts at the same score, so a leaf's value is a known function of its positive count. The
+frontends derive that count as a real number; it must be whole, or the model was trained
+with an option the derivation leaves out, and it is refused rather than rounded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from treeleaks.model import Tree
+
+Nodes = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def whole_positives(derived: np.ndarray, rows: np.ndarray, tolerance: float
+                    ) -> np.ndarray | None:
+    """``derived`` as whole counts within each leaf's rows, or None when they are not."""
+    whole = np.rint(derived)
+    if (np.abs(derived - whole).max(initial=0.0) <= tolerance and (whole >= 0).all()
+            and (whole <= rows).all()):
+        return whole.astype(np.int64)
+    return None
+
+
+def booster_trees(nodes: list[Nodes], rows: list[np.ndarray], positives: np.ndarray
+                  ) -> list[Tree]:
+    """The IR's trees: the first with its class counts, the rest pooled over the classes."""
+    trees = []
+    for index, (shape, count) in enumerate(zip(nodes, rows, strict=True)):
+        count = np.asarray(count, dtype=np.int64)
+        counts = np.zeros((count.size, 2), dtype=np.int64)
+        if index == 0:
+            counts[:, 0], counts[:, 1] = count - positives, positives
+        else:
+            counts[:, 0] = count
+        trees.append(Tree(*shape, counts, n_samples=count.copy(), pooled=index > 0))
+    return trees

@@ -1,0 +1,197 @@
+"""scikit-learn's gradient-boosted classifiers: binary ``GradientBoostingClassifier`` and
+``HistGradientBoostingClassifier``.
+
+Both keep each node's training rows (``n_node_samples``; a predictor node's ``count``):
+without subsampling every tree's leaves hold all N rows, pooled over the classes. The first
+tree also gives each leaf's positives, since every row starts at the same probability p0
+(the positive share of the rows it was fitted on; 1/2 with ``init="zero"``):
+
+- ``GradientBoostingClassifier`` stores a leaf's Newton step v = Σ(y - p0) / Σ p0(1-p0)
+  (the learning rate is applied when predicting), so P = n·p0 + v·n·p0(1-p0).
+- ``HistGradientBoostingClassifier`` stores v = -η·G/(H + λ) with G and H summed over the
+  rows' float32 gradients g = p0 - y and hessians h = p0(1-p0); with a = float32(p0) and
+  b = float32(p0 - 1), G = (n - P)·a + P·b, so P = (n·a - G)/(a - b).
+
+A derived count that is not whole means an option the derivation leaves out (sample or
+class weights, monotonic constraints): the model is refused rather than rounded. Early
+stopping on a held-out share (``HistGradientBoostingClassifier``'s default above 10,000
+rows) leaves the counts of the rows the booster trained on, which the facts say.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from treeleaks.errors import UnsupportedModelError
+from treeleaks.frontends.boosting import Nodes, booster_trees, whole_positives
+from treeleaks.model import ReleasedModel
+
+BOOSTERS = ("GradientBoostingClassifier", "HistGradientBoostingClassifier")
+WHOLE_TOLERANCE = 1e-4  # float32 gradients: derived counts this close to whole are whole
+
+
+def booster_model(estimator: Any, names: list[str], label_name: str) -> ReleasedModel:
+    """The `ReleasedModel` of a fitted binary scikit-learn booster (see the module doc)."""
+    kind = type(estimator).__name__
+    classes = [c.item() if isinstance(c, np.generic) else c for c in estimator.classes_]
+    if len(classes) != 2:
+        raise UnsupportedModelError(
+            f"this {kind} has {len(classes)} classes: its first round's trees each give one "
+            "class's count per leaf against the rest, and treeleaks reconstructs binary "
+            "boosters so far")
+    if getattr(estimator, "loss", "log_loss") != "log_loss":
+        raise UnsupportedModelError(
+            f"this {kind} was trained with loss={estimator.loss!r}; treeleaks derives class "
+            "counts for loss='log_loss' (the default)")
+    if getattr(estimator, "class_weight", None) is not None:
+        raise UnsupportedModelError(
+            f"this {kind} was trained with class_weight, which its leaf values mix into the "
+            "class counts; treeleaks needs unweighted training")
+    if kind == "GradientBoostingClassifier":
+        nodes, rows, positives, facts = _gradient_boosting(estimator, names)
+    else:
+        nodes, rows, positives, facts = _hist_gradient_boosting(estimator, names)
+    _same_rows(rows, kind)
+    model = ReleasedModel(booster_trees(nodes, rows, positives), classes, names,
+                          label_name=label_name, source=f"sklearn.{kind}",
+                          facts={"model kind": f"gradient-boosted (scikit-learn {kind})",
+                                 "objective": "log_loss",
+                                 "learning_rate": float(estimator.learning_rate), **facts})
+    model.validate()
+    return model
+
+
+def tree_nodes(sk_tree: Any) -> Nodes:
+    """A fitted scikit-learn tree's nodes in the IR: features, thresholds, children and
+    each node's leaf index (leaves: feature -1, no children)."""
+    is_leaf = np.asarray(sk_tree.children_left) < 0
+    feature = np.asarray(sk_tree.feature, dtype=np.int64).copy()
+    feature[is_leaf] = -1
+    leaf_of_node = np.full(len(feature), -1, dtype=np.int64)
+    leaf_of_node[is_leaf] = np.arange(int(is_leaf.sum()))
+    threshold = np.asarray(sk_tree.threshold, dtype=np.float64).copy()
+    threshold[is_leaf] = np.nan
+    left = np.asarray(sk_tree.children_left, dtype=np.int64).copy()
+    right = np.asarray(sk_tree.children_right, dtype=np.int64).copy()
+    left[is_leaf] = -1
+    right[is_leaf] = -1
+    return feature, threshold, left, right, leaf_of_node
+
+
+def _gradient_boosting(estimator: Any, names: list[str]
+                       ) -> tuple[list[Nodes], list[np.ndarray], np.ndarray, dict[str, Any]]:
+    if float(estimator.subsample) < 1.0:
+        raise UnsupportedModelError(
+            f"this GradientBoostingClassifier fit each tree on a subsample "
+            f"(subsample={estimator.subsample}), whose rows it does not keep; treeleaks "
+            "audits boosters trained on every row (subsample=1.0)")
+    p0 = _start_probability(estimator)
+    nodes, rows = [], []
+    for member in np.asarray(estimator.estimators_).ravel():
+        sk_tree = member.tree_
+        is_leaf = np.asarray(sk_tree.children_left) < 0
+        count = np.asarray(sk_tree.n_node_samples, dtype=np.int64)[is_leaf]
+        weighted = np.asarray(sk_tree.weighted_n_node_samples, dtype=np.float64)[is_leaf]
+        if np.abs(weighted - count).max(initial=0.0) > 1e-6:
+            raise UnsupportedModelError(
+                "this GradientBoostingClassifier was trained with sample_weight, which its "
+                "leaf values mix into the class counts; treeleaks needs unweighted training")
+        nodes.append(tree_nodes(sk_tree))
+        rows.append(count)
+    first = estimator.estimators_[0][0].tree_
+    step = np.asarray(first.value, dtype=np.float64)[np.asarray(first.children_left) < 0, 0, 0]
+    derived = rows[0] * p0 + step * rows[0] * p0 * (1.0 - p0)
+    positives = _whole(derived, rows[0], "GradientBoostingClassifier")
+    facts = {"leaf counts": "rows per leaf in every tree (n_node_samples); per class in "
+             "tree 0, derived from its leaf values"}
+    if getattr(estimator, "n_iter_no_change", None) is not None:
+        facts["early stopping"] = (f"validation_fraction={estimator.validation_fraction} of "
+                                   "the rows held out: the counts are of the rest")
+    return nodes, rows, positives, facts
+
+
+def _start_probability(estimator: Any) -> float:
+    """The probability every row starts at: the prior of the default initial estimator,
+    or 1/2 for ``init="zero"``."""
+    init = getattr(estimator, "init_", None)
+    if isinstance(init, str) and init == "zero":
+        return 0.5
+    prior = getattr(init, "class_prior_", None)
+    if type(init).__name__ != "DummyClassifier" or prior is None or (
+            getattr(init, "strategy", "prior") != "prior"):
+        raise UnsupportedModelError(
+            "this GradientBoostingClassifier starts from an initial estimator of its own "
+            "(init=...), so its rows start at different scores; treeleaks derives class counts "
+            "for the default start (init=None) or init='zero'")
+    return float(prior[1])
+
+
+def _hist_gradient_boosting(estimator: Any, names: list[str]
+                            ) -> tuple[list[Nodes], list[np.ndarray], np.ndarray,
+                                       dict[str, Any]]:
+    if int(estimator.n_trees_per_iteration_) != 1:
+        raise UnsupportedModelError("this HistGradientBoostingClassifier fits several trees "
+                                    "per round; treeleaks reads binary boosters so far")
+    nodes, rows, values = [], [], []
+    for index, (predictor,) in enumerate(estimator._predictors):
+        shape, count, value = _predictor_tree(predictor.nodes, index, names)
+        nodes.append(shape)
+        rows.append(count)
+        values.append(value)
+    p0 = float(1.0 / (1.0 + np.exp(-float(np.ravel(estimator._baseline_prediction)[0]))))
+    eta, l2 = float(estimator.learning_rate), float(estimator.l2_regularization)
+    a, b = float(np.float32(p0)), float(np.float32(p0 - 1.0))
+    hessian = rows[0] * float(np.float32(p0 * (1.0 - p0)))
+    gradient = -values[0] * (hessian + l2) / eta
+    positives = _whole((rows[0] * a - gradient) / (a - b), rows[0],
+                       "HistGradientBoostingClassifier")
+    facts: dict[str, Any] = {"l2_regularization": l2, "leaf counts": "rows per leaf in every "
+                             "tree (count); per class in tree 0, derived from its leaf values"}
+    if getattr(estimator, "do_early_stopping_", False) and getattr(
+            estimator, "_use_validation_data", False):
+        facts["early stopping"] = (f"validation_fraction={estimator.validation_fraction} of "
+                                   "the rows held out: the counts are of the rest")
+    return nodes, rows, positives, facts
+
+
+def _predictor_tree(table: np.ndarray, index: int, names: list[str]
+                    ) -> tuple[Nodes, np.ndarray, np.ndarray]:
+    """One histogram-boosting predictor's IR nodes, leaf row counts and leaf values."""
+    is_leaf = table["is_leaf"].astype(bool)
+    feature = np.where(is_leaf, -1, table["feature_idx"].astype(np.int64))
+    for node in np.flatnonzero(~is_leaf & table["is_categorical"].astype(bool)):
+        name = names[feature[node]] if 0 <= feature[node] < len(names) else str(feature[node])
+        raise UnsupportedModelError(
+            f"tree {index} of this HistGradientBoostingClassifier splits feature {name!r} as a "
+            "category; treeleaks reads numerical splits only (encode categories as numbers)")
+    leaf_of_node = np.full(len(table), -1, dtype=np.int64)
+    leaf_of_node[is_leaf] = np.arange(int(is_leaf.sum()))
+    nodes = (feature, np.where(is_leaf, np.nan, table["num_threshold"].astype(np.float64)),
+             np.where(is_leaf, -1, table["left"].astype(np.int64)),
+             np.where(is_leaf, -1, table["right"].astype(np.int64)), leaf_of_node)
+    return nodes, table["count"][is_leaf].astype(np.int64), table["value"][is_leaf]
+
+
+def _same_rows(rows: list[np.ndarray], kind: str) -> None:
+    """Every tree holds the first tree's rows, or the counts are not the model's rows."""
+    total = int(rows[0].sum())
+    for index, count in enumerate(rows):
+        if int(count.sum()) != total:
+            raise UnsupportedModelError(
+                f"tree {index} of this {kind} counts {int(count.sum())} rows but tree 0 counts "
+                f"{total}: its trees were fit on different rows, which treeleaks does not model")
+
+
+def _whole(derived: np.ndarray, rows: np.ndarray, kind: str) -> np.ndarray:
+    """The first tree's positives, or a refusal naming the options that break them."""
+    whole = whole_positives(derived, rows, WHOLE_TOLERANCE)
+    if whole is None:
+        off = float(np.abs(derived - np.rint(derived)).max(initial=0.0))
+        raise UnsupportedModelError(
+            f"the first tree of this {kind} gives no whole class counts (they miss whole "
+            f"numbers by up to {off:.3g}): it was trained with an option the derivation leaves "
+            "out (sample_weight, monotonic_cst, a custom init); treeleaks refuses to guess "
+            "its classes")
+    return whole
