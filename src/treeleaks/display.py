@@ -53,8 +53,12 @@ def certificate_text(summary: dict[str, Any]) -> Text:
     if summary["verified"]:
         drawn = (" with the draws inferred for them"
                  if summary.get("formulation") == "bootstrap-unknown" else "")
-        return Text(f"verified: the rows reproduce all {checked} released leaf counts{drawn}",
+        text = Text(f"verified: the rows reproduce all {checked} released leaf counts{drawn}",
                     "green")
+        match = certificate.get("leaf_values_match")
+        if match is not None:  # a booster's leaf values, checked beside the counts
+            text.append(f"; {certificate['leaf_values']}", "green" if match else "yellow")
+        return text
     wrong = certificate["counts_wrong"]
     return Text(f"not verified: {wrong} of {checked} leaf counts differ", "red")
 

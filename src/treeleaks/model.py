@@ -208,6 +208,34 @@ def _optional_int_array(values: Any) -> np.ndarray | None:
 
 
 @dataclass(eq=False)
+class LeafGradients:
+    """What a binary booster's leaf values say beyond its counts.
+
+    Each row's raw score starts at ``start`` and adds ``values[t][leaf]`` for its leaf in
+    every tree t. Before tree t the row's probability of the positive class (``classes[1]``)
+    is p = sigmoid(score), its gradient g = p - y and its hessian h = p(1 - p). Each row
+    ``(leaf, a, b, low, high)`` of ``sums[t]`` says ``low <= a·Σg + b·Σh <= high`` over the
+    leaf's training rows: the frontends turn each framework's stored leaf values and hessian
+    sums into these, the interval covering the file's floating-point precision.
+    """
+
+    start: float
+    values: list[np.ndarray]
+    sums: list[np.ndarray]
+
+    def validate(self, trees: list[Tree]) -> None:
+        if len(self.values) != len(trees) or len(self.sums) != len(trees):
+            raise ModelFormatError("the booster's leaf values do not cover every tree")
+        for index, (tree, value, rows) in enumerate(zip(trees, self.values, self.sums)):
+            if value.shape != (tree.n_leaves,) or not np.isfinite(value).all():
+                raise ModelFormatError(f"tree {index}: one finite leaf value per leaf needed")
+            if rows.size and (rows.ndim != 2 or rows.shape[1] != 5
+                              or not np.isin(rows[:, 0], np.arange(tree.n_leaves)).all()
+                              or (rows[:, 3] > rows[:, 4]).any()):
+                raise ModelFormatError(f"tree {index}: malformed gradient sums")
+
+
+@dataclass(eq=False)
 class ReleasedModel:
     """What a released tree model exposes: its trees, classes, features and training facts."""
 
@@ -220,6 +248,7 @@ class ReleasedModel:
     source: str = ""
     facts: dict[str, Any] = field(default_factory=dict)
     task: str = "classification"
+    gradients: LeafGradients | None = None  # a booster's; not kept in the treeleaks JSON
 
     @property
     def is_regression(self) -> bool:
@@ -374,6 +403,10 @@ class ReleasedModel:
             self._check_unweighted()
         else:
             self._check_noise()
+        if self.gradients is not None:
+            if self.n_classes != 2:
+                raise ModelFormatError("gradient sums are those of a binary booster")
+            self.gradients.validate(self.trees)
 
     def require_classifier(self, attack: str) -> None:
         """Refuse a regression model for an attack that reads class counts."""

@@ -154,6 +154,8 @@ class Reconstruction:
                 "counts_checked": self.certificate.n_counts_checked,
                 "counts_wrong": self.certificate.n_counts_wrong,
                 "first_mismatch": self.certificate.first_mismatch,
+                "leaf_values_match": self.certificate.leaf_values_match,
+                "leaf_values": self.certificate.leaf_values,
             },
         }
         if self.partial:

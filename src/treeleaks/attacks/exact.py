@@ -319,7 +319,9 @@ class _ExactPipeline:
         UNKNOWN."""
         cells, used, clock = found.cells, found.strategy, self.clock
         try:
-            system = propagate(build_system(self.model, cells))
+            # gradient sums only over every cell: generated cells may not meet them
+            system = propagate(build_system(self.model, cells,
+                                            gradients=used == Strategy.ENUMERATE))
         except InconsistentCountsError as exc:
             clock.lap("propagation")
             if used == Strategy.GENERATE:
@@ -367,7 +369,7 @@ class _ExactPipeline:
                 seed=run.seed, progress=run.progress, workers=run.threads,
                 known=_pinned_lower(found.pinned, found.cells, system))
         self.clock.lap("certainty")
-        notes = []
+        notes = [solution.note] if solution.note else []
         if solution.status == Status.FEASIBLE:
             notes.append(f"the solver stopped at its time limit of {run.time_limit:g} s with "
                          "a complete reconstruction that may not be the most likely one")

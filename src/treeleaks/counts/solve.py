@@ -9,6 +9,10 @@ That cost is convex and separable, hence exact as unit segments with increasing 
 Measured on COMPAS/Adult/Default Credit forests of depth 2-3 it roughly halves the error
 of an arbitrary feasible histogram, while a sparsity prior made it worse.
 
+A booster's gradient sums (the system's ``side`` rows, `counts.gradient_rows`) join the
+MIP as ranged rows; HiGHS only, and when HiGHS finds them infeasible (which the true rows
+never are) the counts alone are solved and the solution says so.
+
 Backends: HiGHS MIP through scipy (default; its LP-based search finds feasible histograms
 in seconds where CP-SAT needs minutes on shallow forests) and OR-Tools CP-SAT (the same
 model, costs scaled to integers).
@@ -16,6 +20,7 @@ model, costs scaled to integers).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +30,9 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from scipy.special import gammaln
 
+from treeleaks.counts.gradient_rows import SideRows
 from treeleaks.counts.system import CountSystem
+from treeleaks.errors import TreeleaksError
 from treeleaks.vocabulary import Status
 
 SOLVERS = ("highs", "cp-sat")
@@ -54,17 +61,20 @@ class Solution:
     status: str
     objective: float | None
     time_s: float
+    note: str = ""
 
 
 @dataclass
 class _Residual:
-    """The open part: ``A @ x == rest`` with ``0 <= x <= span`` (x counts rows above ``lb``)."""
+    """The open part: ``A @ x == rest`` with ``0 <= x <= span`` (x counts rows above ``lb``),
+    and the ``side`` rows over x."""
 
     free: np.ndarray
     A: sp.csr_matrix
     rest: np.ndarray
     lb: np.ndarray
     span: np.ndarray
+    side: SideRows | None = None
 
 
 _Backend = Callable[[_Residual, float, int, int], tuple[str, "np.ndarray | None"]]
@@ -83,6 +93,7 @@ class _Mip:
     matrix: sp.csr_matrix
     rhs: np.ndarray
     upper: np.ndarray
+    side: SideRows | None = None  # over every column (zero on the steps and tails)
 
 
 def solve(
@@ -95,6 +106,24 @@ def solve(
     """Complete the propagated bounds to the most likely integer solution (see module doc)."""
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
+    if system.side is not None and solver != "highs":
+        raise TreeleaksError("this booster's gradient sums have real coefficients, which "
+                             "CP-SAT does not take; use the solver 'highs'")
+    solution = _solve(system, time_limit, threads, seed, solver)
+    if solution.counts is None and solution.status == Status.INFEASIBLE and (
+            system.side is not None):  # the true rows meet them: the solver's numerics did not
+        left = max(float(time_limit) - solution.time_s, 0.0)
+        retry = _solve(dataclasses.replace(system, side=None), left, threads, seed, solver)
+        retry.time_s += solution.time_s
+        retry.note = ("the solver found the booster's gradient sums infeasible, which the "
+                      "true rows never are (its numerical tolerance); solved over the counts "
+                      "alone")
+        return retry
+    return solution
+
+
+def _solve(system: CountSystem, time_limit: float, threads: int, seed: int,
+           solver: str) -> Solution:
     start = time.perf_counter()
     counts = system.lb.copy()
     residual = _residual(system)
@@ -124,6 +153,7 @@ def _residual(system: CountSystem) -> _Residual:
         rest=part.rest - part.A @ lb,
         lb=lb,
         span=system.ub[part.vars] - lb,
+        side=None if system.side is None else system.side.restricted(part.vars, system.lb),
     )
 
 
@@ -131,20 +161,28 @@ def _blocks(residual: _Residual) -> list[_Residual]:
     """Split the residual into independent blocks (no equation links two of them), smallest
     first so that quick blocks do not wait behind a hard one; equations never mix classes,
     so there is at least one block per class."""
-    n_rows = residual.A.shape[0]
-    graph = sp.bmat([[None, residual.A], [residual.A.T, None]]).tocsr()
+    n_rows, side = residual.A.shape[0], residual.side
+    links = residual.A if side is None else sp.vstack([residual.A, side.matrix]).tocsr()
+    graph = sp.bmat([[None, links], [links.T, None]]).tocsr()
     _, label = connected_components(graph, directed=False)
-    var_label, row_label = label[n_rows:], label[:n_rows]
+    n_links = links.shape[0]
+    var_label, row_label = label[n_links:], label[:n_rows]
     blocks = []
     for name in np.unique(var_label):
         vars_ = np.flatnonzero(var_label == name)
         rows = np.flatnonzero(row_label == name)
+        block_side = None
+        if side is not None:
+            sides = np.flatnonzero(label[n_rows:n_links] == name)
+            block_side = SideRows(side.matrix[sides][:, vars_].tocsr(), side.lower[sides],
+                                  side.upper[sides]) if sides.size else None
         blocks.append(_Residual(
             free=residual.free[vars_],
             A=residual.A[rows][:, vars_],
             rest=residual.rest[rows],
             lb=residual.lb[vars_],
             span=residual.span[vars_],
+            side=block_side,
         ))
     return sorted(blocks, key=lambda block: block.free.size)
 
@@ -183,8 +221,11 @@ def _solve_block(block: _Residual, time_limit: float, threads: int, seed: int,
 
 
 def _restrict(block: _Residual, used: np.ndarray) -> _Residual:
+    side = block.side
     return _Residual(free=block.free[used], A=block.A[:, used], rest=block.rest,
-                     lb=block.lb[used], span=block.span[used])
+                     lb=block.lb[used], span=block.span[used],
+                     side=None if side is None else side.restricted(
+                         np.flatnonzero(used), np.zeros(used.size)))
 
 
 def _added_log_factorials(lb: np.ndarray, extra: np.ndarray) -> float:
@@ -210,7 +251,12 @@ def _mip(residual: _Residual) -> _Mip:
     ])
     equations = sp.hstack([residual.A, sp.csr_matrix((residual.A.shape[0], n_steps + n_links))])
     single_cost = np.where(span == 1, np.log(lb + 1.0), 0.0)
+    side = residual.side
+    if side is not None:  # the steps and tails add nothing to the side rows
+        side = SideRows(sp.hstack([side.matrix, sp.csr_matrix(
+            (side.matrix.shape[0], n_steps + n_links))]).tocsr(), side.lower, side.upper)
     return _Mip(
+        side=side,
         cost=np.concatenate([
             single_cost,
             np.log(lb[stepped][step_owner] + step_index),
@@ -230,9 +276,12 @@ def _solve_highs(
     from treeleaks.counts.bounded_milp import bounded_milp
 
     mip = _mip(residual)
+    constraints = [LinearConstraint(mip.matrix, mip.rhs, mip.rhs)]
+    if mip.side is not None:
+        constraints.append(LinearConstraint(mip.side.matrix, mip.side.lower, mip.side.upper))
     result = bounded_milp(
         mip.cost,
-        constraints=LinearConstraint(mip.matrix, mip.rhs, mip.rhs),
+        constraints=constraints,
         bounds=Bounds(0, mip.upper),
         integrality=np.ones(mip.cost.size),
         options={"time_limit": time_limit},

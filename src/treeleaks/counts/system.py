@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from treeleaks.counts.cells import Cells
+from treeleaks.counts.gradient_rows import SideRows, gradient_rows
 from treeleaks.model import ReleasedModel
 
 
@@ -24,7 +25,8 @@ class InconsistentCountsError(Exception):
 
 @dataclass
 class CountSystem:
-    """``A @ n == b`` with ``lb <= n <= ub``; variable ``j`` is (``cell[j]``, ``cls[j]``)."""
+    """``A @ n == b`` with ``lb <= n <= ub``; variable ``j`` is (``cell[j]``, ``cls[j]``).
+    ``side`` rows, when a booster gives them, bind the solver but not propagation."""
 
     A: sp.csr_matrix
     b: np.ndarray
@@ -32,6 +34,7 @@ class CountSystem:
     ub: np.ndarray
     cell: np.ndarray
     cls: np.ndarray
+    side: SideRows | None = None  # a booster's gradient sums (`counts.gradient_rows`)
 
     @property
     def n_vars(self) -> int:
@@ -71,8 +74,9 @@ def count_incidence(model: ReleasedModel, leaves: np.ndarray, cls: np.ndarray) -
                          shape=(offsets[-1], cls.size))
 
 
-def build_system(model: ReleasedModel, cells: Cells) -> CountSystem:
-    """One equation per (tree, leaf, class) with a positive count; identical ones merged."""
+def build_system(model: ReleasedModel, cells: Cells, gradients: bool = False) -> CountSystem:
+    """One equation per (tree, leaf, class) with a positive count; identical ones merged.
+    With ``gradients``, a booster's gradient sums become the system's side rows."""
     cell, cls = np.nonzero(cells.allowed)
     n_classes = model.n_classes
     offsets = np.cumsum([0] + [t.n_leaves * n_classes for t in model.trees])
@@ -89,7 +93,8 @@ def build_system(model: ReleasedModel, cells: Cells) -> CountSystem:
     ub = np.full(n_vars, np.iinfo(np.int64).max, dtype=np.int64)
     entries = A.tocoo()
     np.minimum.at(ub, entries.col, b[entries.row])
-    return CountSystem(A.tocsr(), b, np.zeros(n_vars, dtype=np.int64), ub, cell, cls)
+    side = gradient_rows(model, cells.leaf[cell], cls) if gradients else None
+    return CountSystem(A.tocsr(), b, np.zeros(n_vars, dtype=np.int64), ub, cell, cls, side)
 
 
 def _merge_identical_rows(
@@ -150,4 +155,4 @@ def propagate(system: CountSystem, max_rounds: int = 1000) -> CountSystem:
         if np.array_equal(new_lb, lb) and np.array_equal(new_ub, ub):
             break
         lb, ub = new_lb, new_ub
-    return CountSystem(A, b, lb, ub, system.cell, system.cls)
+    return CountSystem(A, b, lb, ub, system.cell, system.cls, system.side)

@@ -7,17 +7,23 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from treeleaks.counts.gradient_rows import largest_gradient_miss
 from treeleaks.model import ReleasedModel
 
 
 @dataclass
 class Certificate:
-    """``verified`` when the rows, passed through the released trees, reproduce every count."""
+    """``verified`` when the rows, passed through the released trees, reproduce every count
+    (a booster's leaf values are checked beside, in ``leaf_values_match``)."""
 
     verified: bool
     n_counts_checked: int
     n_counts_wrong: int
     first_mismatch: str = ""
+    # a booster's: whether the rows also reproduce its later trees' leaf values (gradient
+    # sums, within the file's precision), and how far the worst one is off
+    leaf_values_match: bool | None = None
+    leaf_values: str = ""
 
 
 def verify(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
@@ -54,7 +60,14 @@ def verify(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
             if off.size and not first:
                 first = (f"tree {t} leaf {off[0]}: released {tree.n_samples[off[0]]} distinct "
                          f"rows, reconstructed rows give {int(distinct[off[0]])}")
-    return Certificate(wrong == 0, checked, wrong, first)
+    certificate = Certificate(wrong == 0, checked, wrong, first)
+    if model.gradients is not None:
+        miss, where = largest_gradient_miss(model, leaves, cls)
+        certificate.leaf_values_match = miss <= 1.0
+        certificate.leaf_values = (
+            f"every leaf value reproduced (the largest miss is {miss:.2g} of its tolerance)"
+            if miss <= 1.0 else f"leaf values not reproduced: {where}")
+    return certificate
 
 
 def verify_within(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:

@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
-from treeleaks.frontends.boosting import booster_trees, whole_positives
-from treeleaks.model import ModelFormatError, ReleasedModel
+from treeleaks.frontends.boosting import booster_trees, no_sums, sum_rows, whole_positives
+from treeleaks.model import LeafGradients, ModelFormatError, ReleasedModel
 
 WHOLE_TOLERANCE = 1e-4  # derived counts this close to whole numbers are whole (file: 17 digits)
+ROW_PRECISION = 1e-6  # of a gradient or hessian sum, per row (float32 per row, 17 digits kept)
 CATEGORICAL, MISSING_SHIFT = 1, 2  # decision_type: bit 0 categorical, bits 2-3 missing type
 MISSING = {1: "zero", 2: "NaN"}
 
@@ -74,13 +75,27 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     _, count, hessian, value = converted[0]
     positives = first_tree_positives(count, hessian, value, eta, l2)
     out = booster_trees([c[0] for c in converted], [c[1] for c in converted], positives)
+    gradients = LeafGradients(0.0, [c[3] for c in converted], [no_sums()] + [
+        _sums(count, hessian, value, eta, l2) for _, count, hessian, value in converted[1:]])
     model = ReleasedModel(out, classes, list(names), label_name=label_name, source="LightGBM",
+                          gradients=gradients,
                           facts={"model kind": "gradient-boosted (LightGBM)", "objective": "binary",
                                  "learning_rate": eta, "lambda_l2": l2,
                                  "leaf counts": "rows per leaf in every tree (leaf_count); "
                                  "per class in tree 0, derived from its leaf values"})
     model.validate()
     return model
+
+
+def _sums(count: np.ndarray, hessian: np.ndarray, value: np.ndarray, eta: float,
+          l2: float) -> np.ndarray:
+    """A later tree's gradient and hessian sums per leaf: H as stored, G from the value
+    v = -η·G/(H + λ). LightGBM keeps each row's gradient in float32: the sums are trusted to
+    `ROW_PRECISION` per row."""
+    gradient = -value * (hessian + l2) / eta
+    tolerance = count * ROW_PRECISION
+    return np.vstack([sum_rows(1.0, 0.0, gradient, tolerance),
+                      sum_rows(0.0, 1.0, hessian, tolerance)])
 
 
 def first_tree_positives(count: np.ndarray, hessian: np.ndarray, value: np.ndarray,

@@ -25,11 +25,14 @@ from typing import Any
 import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
-from treeleaks.frontends.boosting import Nodes, booster_trees, whole_positives
-from treeleaks.model import ReleasedModel
+from treeleaks.frontends.boosting import Nodes, booster_trees, no_sums, sum_rows, whole_positives
+from treeleaks.model import LeafGradients, ReleasedModel
 
 BOOSTERS = ("GradientBoostingClassifier", "HistGradientBoostingClassifier")
+# nodes, row counts, the first tree's positives, the later trees' gradient sums, the facts
+_Read = tuple[list[Nodes], list[np.ndarray], np.ndarray, LeafGradients, dict[str, Any]]
 WHOLE_TOLERANCE = 1e-4  # float32 gradients: derived counts this close to whole are whole
+FLOAT32_ROW, FLOAT64_ROW = 1e-6, 1e-9  # precision of a gradient sum per row and unit of |b|
 
 
 def booster_model(estimator: Any, names: list[str], label_name: str) -> ReleasedModel:
@@ -49,13 +52,12 @@ def booster_model(estimator: Any, names: list[str], label_name: str) -> Released
         raise UnsupportedModelError(
             f"this {kind} was trained with class_weight, which its leaf values mix into the "
             "class counts; treeleaks needs unweighted training")
-    if kind == "GradientBoostingClassifier":
-        nodes, rows, positives, facts = _gradient_boosting(estimator, names)
-    else:
-        nodes, rows, positives, facts = _hist_gradient_boosting(estimator, names)
+    read = _gradient_boosting if kind == "GradientBoostingClassifier" else (
+        _hist_gradient_boosting)
+    nodes, rows, positives, gradients, facts = read(estimator, names)
     _same_rows(rows, kind)
     model = ReleasedModel(booster_trees(nodes, rows, positives), classes, names,
-                          label_name=label_name, source=f"sklearn.{kind}",
+                          label_name=label_name, source=f"sklearn.{kind}", gradients=gradients,
                           facts={"model kind": f"gradient-boosted (scikit-learn {kind})",
                                  "objective": "log_loss",
                                  "learning_rate": float(estimator.learning_rate), **facts})
@@ -80,8 +82,7 @@ def tree_nodes(sk_tree: Any) -> Nodes:
     return feature, threshold, left, right, leaf_of_node
 
 
-def _gradient_boosting(estimator: Any, names: list[str]
-                       ) -> tuple[list[Nodes], list[np.ndarray], np.ndarray, dict[str, Any]]:
+def _gradient_boosting(estimator: Any, names: list[str]) -> _Read:
     if float(estimator.subsample) < 1.0:
         raise UnsupportedModelError(
             f"this GradientBoostingClassifier fit each tree on a subsample "
@@ -100,16 +101,23 @@ def _gradient_boosting(estimator: Any, names: list[str]
                 "leaf values mix into the class counts; treeleaks needs unweighted training")
         nodes.append(tree_nodes(sk_tree))
         rows.append(count)
-    first = estimator.estimators_[0][0].tree_
-    step = np.asarray(first.value, dtype=np.float64)[np.asarray(first.children_left) < 0, 0, 0]
-    derived = rows[0] * p0 + step * rows[0] * p0 * (1.0 - p0)
+    steps = [np.asarray(m.tree_.value, dtype=np.float64)[np.asarray(m.tree_.children_left) < 0,
+                                                          0, 0]
+             for m in np.asarray(estimator.estimators_).ravel()]
+    derived = rows[0] * p0 + steps[0] * rows[0] * p0 * (1.0 - p0)
     positives = _whole(derived, rows[0], "GradientBoostingClassifier")
+    eta = float(estimator.learning_rate)
+    # a later leaf's step v = Σ(y - p) / Σp(1 - p), so Σg + v·Σh = 0 (float64 throughout)
+    gradients = LeafGradients(float(np.log(p0 / (1.0 - p0))), [eta * v for v in steps],
+                              [no_sums()] + [sum_rows(1.0, v, np.zeros(v.size),
+                                                      n * (1.0 + np.abs(v)) * FLOAT64_ROW)
+                                             for v, n in zip(steps[1:], rows[1:])])
     facts = {"leaf counts": "rows per leaf in every tree (n_node_samples); per class in "
              "tree 0, derived from its leaf values"}
     if getattr(estimator, "n_iter_no_change", None) is not None:
         facts["early stopping"] = (f"validation_fraction={estimator.validation_fraction} of "
                                    "the rows held out: the counts are of the rest")
-    return nodes, rows, positives, facts
+    return nodes, rows, positives, gradients, facts
 
 
 def _start_probability(estimator: Any) -> float:
@@ -128,9 +136,7 @@ def _start_probability(estimator: Any) -> float:
     return float(prior[1])
 
 
-def _hist_gradient_boosting(estimator: Any, names: list[str]
-                            ) -> tuple[list[Nodes], list[np.ndarray], np.ndarray,
-                                       dict[str, Any]]:
+def _hist_gradient_boosting(estimator: Any, names: list[str]) -> _Read:
     if int(estimator.n_trees_per_iteration_) != 1:
         raise UnsupportedModelError("this HistGradientBoostingClassifier fits several trees "
                                     "per round; treeleaks reads binary boosters so far")
@@ -147,13 +153,18 @@ def _hist_gradient_boosting(estimator: Any, names: list[str]
     gradient = -values[0] * (hessian + l2) / eta
     positives = _whole((rows[0] * a - gradient) / (a - b), rows[0],
                        "HistGradientBoostingClassifier")
+    # a later leaf's value v = -η·G/(H + λ), so Σg + (v/η)·Σh = -v·λ/η; float32 per row
+    gradients = LeafGradients(float(np.ravel(estimator._baseline_prediction)[0]), values,
+                              [no_sums()] + [sum_rows(1.0, v / eta, -v * l2 / eta,
+                                                      n * (1.0 + np.abs(v / eta)) * FLOAT32_ROW)
+                                             for v, n in zip(values[1:], rows[1:])])
     facts: dict[str, Any] = {"l2_regularization": l2, "leaf counts": "rows per leaf in every "
                              "tree (count); per class in tree 0, derived from its leaf values"}
     if getattr(estimator, "do_early_stopping_", False) and getattr(
             estimator, "_use_validation_data", False):
         facts["early stopping"] = (f"validation_fraction={estimator.validation_fraction} of "
                                    "the rows held out: the counts are of the rest")
-    return nodes, rows, positives, facts
+    return nodes, rows, positives, gradients, facts
 
 
 def _predictor_tree(table: np.ndarray, index: int, names: list[str]
