@@ -155,3 +155,19 @@ def test_a_custom_start_is_refused(cancer, tmp_path) -> None:
                   path)
     result = CliRunner().invoke(app, ["reconstruct", str(path)])
     assert result.exit_code == 2 and "loss='exponential'" in result.output
+
+
+def test_single_out_on_a_booster_names_no_label_for_pooled_trees() -> None:
+    from treeleaks.attacks.singling_out import check_against_data, single_out
+
+    X, y = demo_data()
+    X, y = X.iloc[:200].reset_index(drop=True), np.asarray(y)[:200]
+    fitted = GradientBoostingClassifier(n_estimators=10, max_depth=5).fit(X, y)
+    model = from_sklearn(fitted, label_name=LABEL)
+    result = single_out(model, cells=False)
+    pooled = [p for p in result.predicates if p.tree > 0]
+    assert pooled and all(p.label is None for p in pooled)
+    assert all(p.label is not None for p in result.predicates if p.tree == 0)
+    assert f"{LABEL} =" not in pooled[0].text(LABEL, set())
+    exposure = check_against_data(result, model, X.assign(**{LABEL: y}), LABEL)
+    assert exposure.n_valid == len(result.predicates)  # each selects exactly one row

@@ -171,19 +171,18 @@ def _load_skops(path: Path, plain: bool = True) -> Any:
     import skops.io
 
     try:
-        untrusted = skops.io.get_untrusted_types(file=path)
         held = _archive_types(path)
     except Exception as exc:
         raise ModelFormatError(f"{path.name} is not a readable skops file: {exc}") from exc
-    unknown = sorted((held | set(untrusted)) - TRUSTED_SKOPS_TYPES - _PLAIN_SKOPS_TYPES)
+    unknown = sorted(held - TRUSTED_SKOPS_TYPES - _PLAIN_SKOPS_TYPES)
     if unknown:
         raise UntrustedPickleError(
             f"refusing to load {path.name}: it holds types treeleaks does not read "
             f"({', '.join(unknown[:5])}); save the tree classifier itself (for a pipeline, "
             "its last step) with skops"
         )
-    try:
-        return skops.io.load(path, trusted=list(untrusted))
+    try:  # skops refuses any type the archive holds beyond these (its own check)
+        return skops.io.load(path, trusted=sorted(held & TRUSTED_SKOPS_TYPES))
     except Exception as exc:
         raise ModelFormatError(f"could not load the skops file {path.name}: {exc}") from exc
 

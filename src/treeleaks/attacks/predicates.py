@@ -35,7 +35,8 @@ class Condition(NamedTuple):
 
 @dataclass(slots=True)
 class Predicate:
-    """A conjunction of ``conditions`` and ``label`` (a class, or a regression leaf's value)
+    """A conjunction of ``conditions`` and ``label`` (a class, a regression leaf's value, or
+    None when the tree's counts pool the classes)
     that the model says matches one training row. ``node`` is the node of tree ``tree`` (or
     the cell index, for a forest cell); ``proven`` and ``how`` say on what grounds.
     ``matches`` (after `singling_out.check_against_data`) are the data rows it selects."""
@@ -58,7 +59,9 @@ class Predicate:
 
     def text(self, label_name: str, binary: set[str]) -> str:
         parts = [c.text(c.feature in binary) for c in self.conditions]
-        return " AND ".join([*parts, f"{label_name} = {self.label}"])
+        if self.label is not None:  # None: a tree that pools the classes (a booster's)
+            parts.append(f"{label_name} = {self.label}")
+        return " AND ".join(parts)
 
     def to_dict(self, label_name: str, binary: set[str]) -> dict[str, Any]:
         out = {"conditions": [c.to_dict() for c in self.conditions], "label": self.label,

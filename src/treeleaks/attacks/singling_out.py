@@ -133,7 +133,7 @@ def tree_predicates(model: ReleasedModel, index: int) -> list[Predicate]:
     out: list[Predicate] = []
     for node, cls in hits:
         label = (float(tree.values[tree.leaf_of_node[node]]) if model.is_regression
-                 else model.classes[cls])
+                 else None if tree.pooled else model.classes[cls])
         same_node = out and out[-1].node == node  # another class of the node just listed
         conditions = out[-1].conditions if same_node else box_conditions(
             lower[node], upper[node], model.feature_names)
@@ -216,7 +216,9 @@ def check_against_data(result: SinglingOut, model: ReleasedModel, frame: pd.Data
     singled: set[int] = set()
     valid = 0
     for p in result.predicates:
-        if model.is_regression:
+        if p.label is None:  # a pooled tree's predicate selects rows of any class
+            of_label = np.ones(len(y), dtype=bool)
+        elif model.is_regression:
             of_label = np.isclose(y, p.label, rtol=1e-9, atol=1e-12)
         else:
             of_label = y == model.classes.index(p.label)
