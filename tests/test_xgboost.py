@@ -1,5 +1,6 @@
 """XGBoost binary classifiers: the JSON model file read into the IR (issue 30), the first
-tree's row and class counts derived from its covers and leaf values."""
+tree's row and class counts derived from its covers and leaf values, the later trees'
+gradient sums."""
 
 from __future__ import annotations
 
@@ -11,9 +12,13 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from typer.testing import CliRunner
 
-from treeleaks import reconstruct
+from treeleaks import FeatureSchema, reconstruct
+from treeleaks.attacks.uncounted_trees import counted_only
 from treeleaks.cli import app
+from treeleaks.counts.gradient_rows import largest_gradient_miss
+from treeleaks.demo_data import LABEL, demo_data
 from treeleaks.errors import UnsupportedModelError
+from treeleaks.evaluation.metrics import evaluate
 from treeleaks.frontends.xgboost import read_xgboost
 from treeleaks.io import load_model
 from treeleaks.model import ModelFormatError
@@ -41,8 +46,19 @@ def test_the_first_trees_derived_counts_equal_the_true_counts(cancer, options) -
     np.add.at(true, (leaves, y), 1)
     assert (tree.counts == true).all() and model.n_rows == len(y)
     assert (model.apply(X)[:, 0] == leaves).all()  # x < t routed as XGBoost routes it
-    assert model.n_trees == 1
-    assert model.facts["trees in file"] == fitted.get_booster().num_boosted_rounds()
+    rounds = fitted.get_booster().num_boosted_rounds()
+    assert model.n_trees == rounds == model.facts["trees in file"]
+    assert not any(t.counted for t in model.trees[1:])  # later covers are no counts
+    every = fitted.get_booster().predict(xgb.DMatrix(X), pred_leaf=True).astype(int)
+    routed = model.apply(X)
+    for t, later in enumerate(model.trees):
+        assert (later.leaf_of_node[every[:, t]] == routed[:, t]).all()
+    gradients = model.gradients
+    added = np.column_stack([gradients.values[t][routed[:, t]] for t in range(rounds)])
+    assert np.allclose(gradients.start + added.sum(axis=1),
+                       fitted.predict(X, output_margin=True), atol=1e-5)
+    miss, _ = largest_gradient_miss(model, routed, y)  # the training rows meet every sum
+    assert miss <= 1.0
 
 
 def test_a_saved_json_file_is_read_as_xgboost_and_reconstructed(cancer, tmp_path) -> None:
@@ -55,8 +71,27 @@ def test_a_saved_json_file_is_read_as_xgboost_and_reconstructed(cancer, tmp_path
                                           == read_xgboost(fitted).trees[0].counts).all()
     result = CliRunner().invoke(app, ["inspect", str(path)])
     assert result.exit_code == 0, result.output
-    rec = reconstruct(model, time_limit=30)
+    rec = reconstruct(model, time_limit=10)  # raw measurements: too many cells to list
     assert rec.verified and rec.n_rows == len(y)
+    assert "tree(s) with counts were reconstructed alone" in rec.message
+    assert rec.certificate.leaf_values_match is not None  # the later trees were checked
+
+
+def test_later_trees_sums_reconstruct_a_fine_booster() -> None:
+    X, y = demo_data()
+    X, y = X.iloc[:100].reset_index(drop=True), np.unique(y[:100], return_inverse=True)[1]
+    schema = FeatureSchema.from_frame(X)
+    fitted = xgb.XGBClassifier(n_estimators=30, min_child_weight=0, random_state=0).fit(
+        X.to_numpy(dtype=float), y)
+    model = read_xgboost(fitted, list(X.columns), label_name=LABEL)
+    rec = reconstruct(model, schema, time_limit=60)
+    assert rec.status == "OPTIMAL" and rec.strategy == "enumerate" and rec.n_rows == 100
+    assert rec.verified and rec.certificate.leaf_values_match
+    truth = X.assign(**{LABEL: y})
+    with_sums = evaluate(truth, rec.rows, schema, label=LABEL)
+    first = reconstruct(counted_only(model), schema, time_limit=60)  # tree 0 alone
+    alone = evaluate(truth, first.rows, schema, label=LABEL)
+    assert with_sums.error < alone.error and with_sums.label_agreement >= 0.95
 
 
 def test_weights_the_counts_do_not_explain_are_refused(cancer) -> None:

@@ -49,7 +49,9 @@ class Tree:
     A ``pooled`` tree holds every class's rows in the first column of ``counts`` (the rest
     are 0): side knowledge that says nothing of the label (`treeleaks.knowledge`).
     A regression tree has one column of ``counts`` (the rows in each leaf) and ``values``,
-    each leaf's predicted target value.
+    each leaf's predicted target value. A tree that is not ``counted`` has no counts at all
+    (they are 0): an XGBoost tree after the first, known by its splits and its gradient sums
+    (`LeafGradients`) alone.
     """
 
     feature: np.ndarray
@@ -62,6 +64,7 @@ class Tree:
     draws: np.ndarray | None = None
     pooled: bool = False
     values: np.ndarray | None = None
+    counted: bool = True
 
     @property
     def n_leaves(self) -> int:
@@ -99,7 +102,10 @@ class Tree:
         return cls * 0 if self.pooled else cls
 
     def holds(self) -> np.ndarray:
-        """``(n_leaves, n_classes)``: whether each leaf holds training rows of each class."""
+        """``(n_leaves, n_classes)``: whether each leaf holds training rows of each class
+        (each may, in a tree without counts)."""
+        if not self.counted:
+            return np.ones(self.counts.shape, dtype=bool)
         if self.pooled:
             occupied = self.counts.sum(axis=1, keepdims=True) > 0
             return np.repeat(occupied, self.counts.shape[1], axis=1)
@@ -259,7 +265,7 @@ class ReleasedModel:
     def counts_released(self) -> bool:
         """Whether the counts say anything: a fitted tree has rows in every leaf, so a tree
         whose counts are all zero had them stripped by its publisher."""
-        return all(bool(tree.counts.any()) for tree in self.trees)
+        return all(bool(tree.counts.any()) for tree in self.trees if tree.counted)
 
     @property
     def n_trees(self) -> int:
@@ -327,6 +333,10 @@ class ReleasedModel:
     # --- serialization -------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
+        if self.gradients is not None or any(t.pooled or not t.counted for t in self.trees):
+            raise UnsupportedModelError(
+                "this booster's treeleaks JSON would lose which trees pool their classes or "
+                "have no counts, and its leaf values; keep the framework's own model file")
         return {
             "format": "treeleaks.ReleasedModel",
             "version": FORMAT_VERSION,
@@ -403,6 +413,8 @@ class ReleasedModel:
             self._check_unweighted()
         else:
             self._check_noise()
+        if not self.trees[0].counted:
+            raise ModelFormatError("the first tree must have counts")
         if self.gradients is not None:
             if self.n_classes != 2:
                 raise ModelFormatError("gradient sums are those of a binary booster")

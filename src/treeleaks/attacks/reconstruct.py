@@ -22,6 +22,11 @@ from treeleaks.attacks.exact import reconstruct_exact
 from treeleaks.attacks.options import RunOptions
 from treeleaks.attacks.per_row import reconstruct_per_row
 from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
+from treeleaks.attacks.uncounted_trees import (
+    counted_only,
+    has_uncounted,
+    reconstruct_with_uncounted,
+)
 from treeleaks.counts.cells import CellBudget
 from treeleaks.errors import BudgetError, TreeleaksError
 from treeleaks.knowledge import Knowledge, KnowledgeError
@@ -123,9 +128,13 @@ def reconstruct(
                                  "whose draws are unknown")
         return _draws_unknown(model, bound, run, ignore_draws)
     if knows:
+        if has_uncounted(model):  # side knowledge joins the trees with counts
+            model = counted_only(model)
         return _with_knowledge(model, bound, knowledge, n_rows, run, solver, strategy)
     if model.bootstrap:
         return _draws_known(model, bound, run, strategy)
+    if has_uncounted(model):
+        return reconstruct_with_uncounted(model, bound, run, solver, strategy)
     # the row search reads per-class counts in every tree (a booster's later trees pool them)
     searchable = not any(tree.pooled for tree in model.trees)
     return reconstruct_exact(model, bound, run, solver=solver, strategy=strategy,

@@ -136,7 +136,7 @@ def _smallest_leaf(model: ReleasedModel) -> str:
     import numpy as np
 
     sizes = np.concatenate([t.n_samples if t.n_samples is not None else t.counts.sum(axis=1)
-                            for t in model.trees])
+                            for t in model.trees if t.counted])
     single = int((sizes == 1).sum())
     return (f"{int(sizes.min()):,} row{'s' if sizes.min() != 1 else ''}; "
             + (f"{single:,} leaves hold a single row (treeleaks single-out lists what they "

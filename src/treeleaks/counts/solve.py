@@ -10,8 +10,9 @@ Measured on COMPAS/Adult/Default Credit forests of depth 2-3 it roughly halves t
 of an arbitrary feasible histogram, while a sparsity prior made it worse.
 
 A booster's gradient sums (the system's ``side`` rows, `counts.gradient_rows`) join the
-MIP as ranged rows; HiGHS only, and when HiGHS finds them infeasible (which the true rows
-never are) the counts alone are solved and the solution says so.
+MIP as ranged rows (HiGHS only) for `SIDE_SHARE` of the time; when HiGHS finds them
+infeasible (which the true rows never are) or runs out of that time, the counts alone are
+solved in what is left and the solution says so.
 
 Backends: HiGHS MIP through scipy (default; its LP-based search finds feasible histograms
 in seconds where CP-SAT needs minutes on shallow forests) and OR-Tools CP-SAT (the same
@@ -44,6 +45,9 @@ _CPSAT_SCALE = 1000
 # their MIP over every cell takes minutes; depth-3 blocks have 14-30, and there the MIP over
 # every cell is faster than over the vertices' cells.
 RESTRICT_MIN_CELLS = 10_000
+# Of the solver's time, what the MIP with a booster's gradient sums may take before the
+# counts alone get the rest.
+SIDE_SHARE = 0.6
 RESTRICT_CELLS_PER_EQUATION = 50
 RESTRICT_ROUNDS = 2
 VERTICES_PER_ROUND = 5
@@ -109,17 +113,21 @@ def solve(
     if system.side is not None and solver != "highs":
         raise TreeleaksError("this booster's gradient sums have real coefficients, which "
                              "CP-SAT does not take; use the solver 'highs'")
-    solution = _solve(system, time_limit, threads, seed, solver)
-    if solution.counts is None and solution.status == Status.INFEASIBLE and (
-            system.side is not None):  # the true rows meet them: the solver's numerics did not
-        left = max(float(time_limit) - solution.time_s, 0.0)
-        retry = _solve(dataclasses.replace(system, side=None), left, threads, seed, solver)
-        retry.time_s += solution.time_s
-        retry.note = ("the solver found the booster's gradient sums infeasible, which the "
-                      "true rows never are (its numerical tolerance); solved over the counts "
-                      "alone")
-        return retry
-    return solution
+    if system.side is None:
+        return _solve(system, time_limit, threads, seed, solver)
+    solution = _solve(system, time_limit * SIDE_SHARE, threads, seed, solver)
+    if solution.counts is not None:
+        return solution
+    # the true rows meet the sums: infeasible is the solver's numerics, else its time
+    why = ("found the booster's gradient sums infeasible, which the true rows never are (its "
+           "numerical tolerance)" if solution.status == Status.INFEASIBLE else
+           f"found no dataset that meets the booster's gradient sums in {solution.time_s:.0f} "
+           "s")
+    left = max(float(time_limit) - solution.time_s, 0.0)
+    retry = _solve(dataclasses.replace(system, side=None), left, threads, seed, solver)
+    retry.time_s += solution.time_s
+    retry.note = f"the solver {why}; solved over the counts alone"
+    return retry
 
 
 def _solve(system: CountSystem, time_limit: float, threads: int, seed: int,

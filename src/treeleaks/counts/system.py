@@ -87,7 +87,8 @@ def build_system(model: ReleasedModel, cells: Cells, gradients: bool = False) ->
     orphan = np.flatnonzero(~covered & (counts > 0))
     if orphan.size:
         raise InconsistentCountsError(_describe_row(model, offsets, orphan[0], counts))
-    used = np.flatnonzero(covered)
+    counted = np.repeat([t.counted for t in model.trees], np.diff(offsets))
+    used = np.flatnonzero(covered & counted)  # a tree without counts gives no equation
     A, b = A[used], counts[used]
     A, b = _merge_identical_rows(A, b, model, offsets, used)
     ub = np.full(n_vars, np.iinfo(np.int64).max, dtype=np.int64)

@@ -9,7 +9,8 @@ with the base score estimated from the data (XGBoost's default) the positives ad
 N·b, which gives λ = -Σ w·H / Σ w, and a pure leaf (P = 0 or n) gives η; the candidate that
 makes every leaf's count whole is kept, and without one the model is refused rather than
 rounded. Later trees' covers are sums of p(1-p) over rows whose p depends on the earlier
-trees, not counts: only the first tree enters the IR. XGBoost sends ``x < t`` left; the IR
+trees, not counts: they enter the IR as trees without counts, with their hessian sums and
+the gradient sums their values give (`LeafGradients`). XGBoost sends ``x < t`` left; the IR
 sends ``x <= t`` left, so each threshold becomes the float32 just below it (XGBoost compares
 in float32). Reading the file runs no code.
 """
@@ -23,11 +24,12 @@ from typing import Any
 import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
-from treeleaks.frontends.boosting import whole_positives
-from treeleaks.model import ModelFormatError, ReleasedModel, Tree
+from treeleaks.frontends.boosting import no_sums, sum_rows, whole_positives
+from treeleaks.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
 
 WHOLE_TOLERANCE = 1e-3  # float32 values: derived counts this close to whole are whole
 COUNT_TOLERANCE = 1e-3  # of a row, for n = cover / (b(1-b))
+FLOAT32 = 1e-5  # precision of a later tree's sums: per row, and relative to the stored value
 
 
 def is_xgboost_json(data: Any) -> bool:
@@ -71,7 +73,12 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
     n_features = int(_field(params, "num_feature", "learner.learner_model_param"))
     names = feature_names or learner.get("feature_names") or [f"f{j}" for j in
                                                                range(n_features)]
-    nodes, cover, value = _tree(trees[0], names)
+    model_param = booster["model"].get("gbtree_model_param", {})
+    if int(model_param.get("num_parallel_tree", 1)) != 1:
+        raise UnsupportedModelError("this XGBoost model grows several trees per round "
+                                    "(num_parallel_tree > 1); treeleaks reads one per round")
+    parsed = [_tree(tree, names, t) for t, tree in enumerate(trees)]
+    nodes, cover, value = parsed[0]
     count = cover / (base * (1.0 - base))
     rows = np.rint(count)
     if np.abs(count - rows).max() > COUNT_TOLERANCE or (rows < 1).any():
@@ -79,22 +86,41 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
             "the first XGBoost tree's covers are not whole row counts times b(1-b) for its "
             f"base score b = {base:g}: it was trained with sample weights or a base score "
             "of its own; treeleaks refuses to guess its counts")
-    positives = first_tree_positives(rows, cover, value, base)
+    positives, eta, l2 = first_tree_positives(rows, cover, value, base)
     counts = np.column_stack([rows - positives, positives]).astype(np.int64)
-    tree = Tree(*nodes, counts, n_samples=rows.astype(np.int64))
-    model = ReleasedModel([tree], classes, list(names), label_name=label_name,
-                          source="XGBoost",
-                          facts={"model kind": "gradient-boosted (XGBoost)", "objective": objective,
-                                 "trees in file": len(trees),
-                                 "leaf counts": "per class in tree 0 only (from its covers "
-                                 "and leaf values); later trees' covers are not counts"})
+    n_rows = int(rows.sum())
+    out = [Tree(*nodes, counts, n_samples=rows.astype(np.int64))] + [
+        Tree(*shape, np.zeros((leaf_value.size, 2), dtype=np.int64), counted=False)
+        for shape, _, leaf_value in parsed[1:]]
+    gradients = LeafGradients(float(np.log(base / (1.0 - base))), [p[2] for p in parsed],
+                              [no_sums()] + [_sums(h, w, eta, l2, n_rows)
+                                             for _, h, w in parsed[1:]])
+    model = ReleasedModel(out, classes, list(names), label_name=label_name,
+                          source="XGBoost", gradients=gradients,
+                          facts={"model kind": "gradient-boosted (XGBoost)",
+                                 "objective": objective, "trees in file": len(trees),
+                                 "learning rate (recovered)": float(f"{eta:.6g}"),
+                                 "L2 penalty (recovered)": float(f"{l2:.6g}"),
+                                 "leaf counts": "per class in tree 0 (from its covers and leaf "
+                                 "values); later trees give gradient and hessian sums, no "
+                                 "counts"})
     model.validate()
     return model
 
 
+def _sums(cover: np.ndarray, value: np.ndarray, eta: float, l2: float, n_rows: int
+          ) -> np.ndarray:
+    """A later tree's hessian sums (its covers) and gradient sums G = -w(H + λ)/η per leaf,
+    trusted to XGBoost's float32 per row and in the stored value."""
+    gradient = -value * (cover + l2) / eta
+    return np.vstack([sum_rows(1.0, 0.0, gradient, FLOAT32 * (n_rows + np.abs(gradient))),
+                      sum_rows(0.0, 1.0, cover, FLOAT32 * (n_rows + cover))])
+
+
 def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
-                         base: float) -> np.ndarray:
-    """Each leaf's positives in the first tree (see the module doc), or a refusal."""
+                         base: float) -> tuple[np.ndarray, float, float]:
+    """Each leaf's positives in the first tree (see the module doc), with the learning
+    rate and L2 penalty that make them whole, or a refusal."""
     total = float(value.sum())
     l2 = -float((value * cover).sum()) / total if abs(total) > 1e-12 else 1.0
     candidates = []
@@ -106,7 +132,7 @@ def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
         whole = whole_positives(rows * base + value * (cover + l2) / eta, rows,
                                 WHOLE_TOLERANCE)
         if whole is not None:
-            return whole
+            return whole, eta, l2
     raise UnsupportedModelError(
         "the first XGBoost tree's leaf values give no whole class counts for any learning "
         "rate: the model was trained with an option the derivation leaves out (sample "
@@ -114,10 +140,10 @@ def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
         "treeleaks refuses to guess its classes")
 
 
-def _tree(tree: dict[str, Any], names: list[str]
+def _tree(tree: dict[str, Any], names: list[str], index: int
           ) -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
-    """The first tree's IR nodes, and its leaves' covers and values."""
-    where = "learner.gradient_booster.model.trees[0]"
+    """A tree's IR nodes, and its leaves' covers and values."""
+    where = f"learner.gradient_booster.model.trees[{index}]"
     left = np.asarray(_field(tree, "left_children", where), dtype=np.int64)
     right = np.asarray(_field(tree, "right_children", where), dtype=np.int64)
     feature = np.asarray(_field(tree, "split_indices", where), dtype=np.int64)
@@ -131,8 +157,8 @@ def _tree(tree: dict[str, Any], names: list[str]
     leaf = left < 0
     for node in np.flatnonzero(~leaf & (kinds != 0)):
         name = names[feature[node]] if 0 <= feature[node] < len(names) else str(feature[node])
-        raise UnsupportedModelError(f"the XGBoost tree splits feature {name!r} as a category; "
-                                    "treeleaks reads numerical splits only")
+        raise UnsupportedModelError(f"XGBoost tree {index} splits feature {name!r} as a "
+                                    "category; treeleaks reads numerical splits only")
     leaf_of_node = np.full(n, -1, dtype=np.int64)
     leaf_of_node[leaf] = np.arange(int(leaf.sum()))
     below = np.nextafter(condition.astype(np.float32), np.float32(-np.inf)).astype(np.float64)
