@@ -25,7 +25,7 @@ from typing import Any
 from common import BENCH_DIR, DEFAULT_DATA_DIR, environment, fmt, median, run_grids, write_json
 
 from treeleaks.sweep import Grid
-from treeleaks.sweep.audit_points import KINDS
+from treeleaks.sweep.audit_points import FOREST_KINDS
 
 DATASETS = ("compas", "adult", "default_credit")
 FULL = {"n": 100, "population": 500, "seeds": 3, "budget": 60.0, "forest_trees": 100,
@@ -38,7 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="tiny grid for CI")
     parser.add_argument("--datasets", default=",".join(DATASETS))
-    parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--kinds", default=",".join(FOREST_KINDS),
+                        help="model kinds; the boosters: lightgbm,xgboost,gb,hgb")
     parser.add_argument("--seeds", type=int, default=FULL["seeds"])
     parser.add_argument("--budget", type=float, default=FULL["budget"],
                         help="seconds per attack (the audit's --budget)")

@@ -4,8 +4,8 @@ For every (dataset, framework, model, trees, seed): fit the booster on the train
 save it as its users do (LightGBM's model text file, XGBoost's JSON, a skops archive of
 scikit-learn's GradientBoostingClassifier ``gb`` or HistGradientBoostingClassifier
 ``hgb``), read it back with `treeleaks.io.load_model` (the load time is measured), check
-every count it gives against the training rows, reconstruct with the data's schema and
-score the rows against the truth beside random guessing.
+every count and gradient sum it gives against the training rows, reconstruct with the
+data's schema and score the rows against the truth beside random guessing.
 
 Models: ``fine`` (leaves as fine as a forest's, see MODELS) and ``default`` (each
 framework's defaults).
@@ -101,10 +101,15 @@ def fitted_file(framework: str, model_kind: str, n_trees: int, seed: int, X: np.
 
 def counts_match(model: Any, X: np.ndarray, y_index: np.ndarray) -> bool:
     """Every count the file gave equals the training rows' (pooled trees: summed over the
-    classes), the rows routed through the model."""
+    classes; trees without counts have none), the rows routed through the model, and the
+    rows meet every gradient sum the file gave."""
+    from treeleaks.counts.gradient_rows import largest_gradient_miss
+
     truth = model.leaf_counts_of(X, np.asarray(model.classes)[y_index])
-    return all((tree.counts[:, 0] == held.sum(axis=1)).all() if tree.pooled else
-               (tree.counts == held).all() for tree, held in zip(model.trees, truth))
+    counts = all(True if not tree.counted else
+                 (tree.counts[:, 0] == held.sum(axis=1)).all() if tree.pooled else
+                 (tree.counts == held).all() for tree, held in zip(model.trees, truth))
+    return counts and largest_gradient_miss(model, model.apply(X), y_index)[0] <= 1.0
 
 
 def run_one(spec: str, framework: str, model_kind: str, n_trees: int, seed: int,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.datasets import load_breast_cancer
+from sklearn.datasets import load_breast_cancer, load_diabetes
 from typer.testing import CliRunner
 
 from treeleaks import FeatureSchema, reconstruct
@@ -147,3 +147,20 @@ def test_a_booster_on_raw_measurements_is_reconstructed_without_the_row_search(c
     assert rec.status in ("OPTIMAL", "FEASIBLE", "UNKNOWN")
     assert "row search" not in rec.message and rec.timings.get("searched_rows") is None
     assert rec.verified or not rec.n_rows  # rows, when there are any, fit every count
+
+
+@pytest.mark.parametrize("options", [{}, {"reg_lambda": 2.0, "min_child_samples": 1},
+                                     {"boost_from_average": False}])
+def test_a_regressor_gives_the_first_trees_target_means(options, tmp_path) -> None:
+    X, y = load_diabetes(return_X_y=True)
+    fitted = lgb.LGBMRegressor(n_estimators=5, verbose=-1, **options).fit(X, y)
+    model = read_lightgbm(fitted)
+    assert model.is_regression and model.trees[1].values is None
+    leaves = model.apply(X)[:, 0]
+    means = [y[leaves == leaf].mean() for leaf in range(model.trees[0].n_leaves)]
+    assert np.allclose(model.trees[0].values, means, rtol=1e-6)
+    path = tmp_path / "r.txt"
+    fitted.booster_.save_model(path)
+    with pytest.raises(UnsupportedModelError, match="holds a LightGBM regressor"):
+        load_model(path)
+    assert load_model(path, allow_regression=True).n_trees == 5

@@ -8,8 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import skops.io
-from sklearn.datasets import load_breast_cancer, load_iris
-from sklearn.ensemble import GradientBoostingClassifier, HistGradientBoostingClassifier
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
+from sklearn.ensemble import (
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
+    HistGradientBoostingClassifier,
+    HistGradientBoostingRegressor,
+)
 from typer.testing import CliRunner
 
 from treeleaks import FeatureSchema, from_sklearn, reconstruct
@@ -171,3 +176,30 @@ def test_single_out_on_a_booster_names_no_label_for_pooled_trees() -> None:
     assert f"{LABEL} =" not in pooled[0].text(LABEL, set())
     exposure = check_against_data(result, model, X.assign(**{LABEL: y}), LABEL)
     assert exposure.n_valid == len(result.predicates)  # each selects exactly one row
+
+
+@pytest.mark.parametrize("make", [
+    lambda: GradientBoostingRegressor(n_estimators=10),
+    lambda: HistGradientBoostingRegressor(max_iter=10, l2_regularization=2.0,
+                                          min_samples_leaf=1, early_stopping=False),
+])
+def test_regression_boosters_give_every_leafs_rows_and_the_first_trees_target_means(
+        make, tmp_path) -> None:
+    X, y = load_diabetes(return_X_y=True)
+    fitted = make().fit(X, y)
+    with pytest.raises(UnsupportedModelError, match="single-out reads regressors"):
+        from_sklearn(fitted)
+    model = from_sklearn(fitted, allow_regression=True)
+    leaves = model.apply(X)
+    for t, tree in enumerate(model.trees):
+        assert (tree.counts[:, 0] == np.bincount(leaves[:, t], minlength=tree.n_leaves)).all()
+        assert (tree.values is None) == (t > 0)  # later trees hold steps, not targets
+    means = np.array([y[leaves[:, 0] == leaf].mean() for leaf in range(model.trees[0].n_leaves)])
+    assert np.allclose(model.trees[0].values, means, rtol=1e-6)
+    path = tmp_path / "r.skops"
+    skops.io.dump(fitted, path)
+    result = CliRunner().invoke(app, ["single-out", str(path)])
+    assert result.exit_code == 0, result.output
+    with pytest.raises(UnsupportedModelError, match="loss='absolute_error'"):
+        from_sklearn(GradientBoostingRegressor(n_estimators=2, loss="absolute_error").fit(X, y),
+                     allow_regression=True)

@@ -112,7 +112,12 @@ def load_model(
     if path.suffix.lower() == LIGHTGBM_SUFFIX:
         from treeleaks.frontends.lightgbm import read_lightgbm
 
-        return read_lightgbm(path, feature_names)
+        model = read_lightgbm(path, feature_names)
+        if model.is_regression and not allow_regression:
+            raise UnsupportedModelError(
+                f"{path.name} holds a LightGBM regressor; the reconstruction attacks audit "
+                "classifiers (treeleaks single-out reads regressors)")
+        return model
     estimator = _load_skops(path) if path.suffix.lower() == ".skops" else _load_pickle(path)
     return _translated(estimator, path, feature_names, allow_regression)
 

@@ -49,7 +49,8 @@ class Tree:
     A ``pooled`` tree holds every class's rows in the first column of ``counts`` (the rest
     are 0): side knowledge that says nothing of the label (`treeleaks.knowledge`).
     A regression tree has one column of ``counts`` (the rows in each leaf) and ``values``,
-    each leaf's predicted target value. A tree that is not ``counted`` has no counts at all
+    each leaf's predicted target value (a booster's later trees have none: their leaves
+    hold steps towards the target, not targets). A tree that is not ``counted`` has no counts at all
     (they are 0): an XGBoost tree after the first, known by its splits and its gradient sums
     (`LeafGradients`) alone.
     """
@@ -441,8 +442,9 @@ class ReleasedModel:
             raise ModelFormatError("a regression model has no classes; leave 'classes' empty")
         if self.noise is not None:
             raise UnsupportedModelError("noisy counts are supported for classifiers only")
-        if any(tree.values is None for tree in self.trees):
-            raise ModelFormatError("every tree of a regression model needs its leaf 'values'")
+        if self.trees[0].values is None:  # a booster's later trees give residual steps
+            raise ModelFormatError("the first tree of a regression model needs its leaf "
+                                   "'values'")
 
     def _check_noise(self) -> None:
         """A Laplace mechanism over T trees spends ε/T per tree: scale T/ε. A file whose ε

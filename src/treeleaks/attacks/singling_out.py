@@ -132,8 +132,9 @@ def tree_predicates(model: ReleasedModel, index: int) -> list[Predicate]:
         hits = [(int(n), int(c)) for n, c in zip(*np.nonzero(node_counts(tree) == 1))]
     out: list[Predicate] = []
     for node, cls in hits:
-        label = (float(tree.values[tree.leaf_of_node[node]]) if model.is_regression
-                 else None if tree.pooled else model.classes[cls])
+        label = (None if tree.pooled or (model.is_regression and tree.values is None)
+                 else float(tree.values[tree.leaf_of_node[node]]) if model.is_regression
+                 else model.classes[cls])
         same_node = out and out[-1].node == node  # another class of the node just listed
         conditions = out[-1].conditions if same_node else box_conditions(
             lower[node], upper[node], model.feature_names)

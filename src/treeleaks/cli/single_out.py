@@ -159,8 +159,8 @@ def _guesses(model: ReleasedModel) -> SinglingOut:
     for t, tree in enumerate(model.trees):
         lower, upper = tree.node_boxes(model.n_features)
         for rank, (node, c, _) in enumerate(no_counts_ranking(model, t), start=1):
-            value = (float(tree.values[tree.leaf_of_node[node]]) if model.is_regression
-                     else model.classes[c])
+            value = (model.classes[c] if not model.is_regression else None
+                     if tree.values is None else float(tree.values[tree.leaf_of_node[node]]))
             guesses.append(Predicate(t, node, box_conditions(lower[node], upper[node],
                                                              model.feature_names),
                                      value, False, f"no-counts guess {rank} of tree {t}"))

@@ -1,4 +1,5 @@
-"""LightGBM frontend: a binary classifier's model text file, read without LightGBM.
+"""LightGBM frontend: a binary classifier's (or squared-error regressor's) model text file,
+read without LightGBM.
 
 ``booster.save_model("m.txt")`` (or ``model_to_string()``) writes every tree's splits and,
 per leaf, ``leaf_count`` (the rows it holds), ``leaf_weight`` (their hessian sum) and
@@ -25,12 +26,14 @@ import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.boosting import booster_trees, no_sums, sum_rows, whole_positives
-from treeleaks.model import LeafGradients, ModelFormatError, ReleasedModel
+from treeleaks.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
 
 WHOLE_TOLERANCE = 1e-4  # derived counts this close to whole numbers are whole (file: 17 digits)
 ROW_PRECISION = 1e-6  # of a gradient or hessian sum, per row (float32 per row, 17 digits kept)
 CATEGORICAL, MISSING_SHIFT = 1, 2  # decision_type: bit 0 categorical, bits 2-3 missing type
 MISSING = {1: "zero", 2: "NaN"}
+# a tree's IR nodes, and its leaves' row counts, hessian sums and values
+_Converted = tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray, np.ndarray]
 
 
 def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = None,
@@ -39,7 +42,7 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     text, a ``Booster`` or a fitted ``LGBMClassifier`` (see the module doc)."""
     classes: list[Any] = [0, 1]
     if hasattr(source, "booster_"):  # LGBMClassifier: its labels, then its booster
-        classes = np.asarray(source.classes_).tolist()
+        classes = np.asarray(getattr(source, "classes_", classes)).tolist()
         source = source.booster_
     if hasattr(source, "model_to_string"):
         text = source.model_to_string()
@@ -51,10 +54,10 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     objective = head.get("objective", "").split()
     if not objective:
         raise ModelFormatError("LightGBM model file: field 'objective' is missing")
-    if objective[0] != "binary":
+    if objective[0] not in ("binary", "regression"):
         raise UnsupportedModelError(
             f"LightGBM objective {objective[0]!r}: treeleaks reads binary classifiers "
-            "(objective 'binary') so far")
+            "(objective 'binary') and squared-error regressors ('regression') so far")
     if _option(objective, "sigmoid", 1.0) != 1.0:
         raise UnsupportedModelError("LightGBM binary objective with sigmoid other than 1: its "
                                     "first tree's class counts are not derived")
@@ -62,16 +65,11 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     if not trees:
         raise ModelFormatError("LightGBM model file: it holds no tree ('Tree=' sections)")
     converted = [_tree(block, index, names) for index, block in enumerate(trees)]
-    n_rows = int(converted[0][1].sum())
-    for index, (_, count, _, _) in enumerate(converted):
-        if int(count.sum()) != n_rows:
-            raise UnsupportedModelError(
-                f"LightGBM tree {index}'s leaves count {int(count.sum())} rows but tree 0's "
-                f"count {n_rows}: the trees were fit on subsamples (bagging or GOSS), whose "
-                "counts treeleaks does not model; it audits boosters trained on every row "
-                "(bagging_fraction=1, no GOSS)")
+    _same_rows([count for _, count, _, _ in converted])
     eta = _float(params, "learning_rate", 0.1)
     l2 = _float(params, "lambda_l2", 0.0)
+    if objective[0] == "regression":
+        return _regression(converted, params, names, eta, l2, label_name)
     _, count, hessian, value = converted[0]
     positives = first_tree_positives(count, hessian, value, eta, l2)
     out = booster_trees([c[0] for c in converted], [c[1] for c in converted], positives)
@@ -85,6 +83,43 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
                                  "per class in tree 0, derived from its leaf values"})
     model.validate()
     return model
+
+
+def _regression(converted: list[_Converted], params: dict[str, str], names: list[str],
+                eta: float, l2: float, label_name: str) -> ReleasedModel:
+    """A squared-error regressor: every tree's row counts, and the first tree's values as
+    each leaf's target mean. Every row starts at s (the mean target, with boost_from_average)
+    and has hessian 1, so a leaf's value is v = s + η·Σ(y - s)/(n + λ): its mean target is
+    s + (v - s)(n + λ)/(η·n). Without s in the file, the means adding up to N·s give it."""
+    _, count, hessian, value = converted[0]
+    start = 0.0
+    if params.get("boost_from_average", "1").strip() not in ("0", "false"):
+        start = float((value * (hessian + l2)).sum() / (hessian + l2).sum())
+    means = start + (value - start) * (hessian + l2) / (eta * count)
+    out = [Tree(*shape, rows[:, None].copy(), n_samples=rows.copy(),
+                values=means if t == 0 else None)
+           for t, (shape, rows, _, _) in enumerate(converted)]
+    model = ReleasedModel(out, [], list(names), label_name=label_name, source="LightGBM",
+                          task="regression",
+                          facts={"model kind": "gradient-boosted regressor (LightGBM)",
+                                 "learning_rate": eta, "lambda_l2": l2,
+                                 "leaf values": "tree 0: each leaf's target mean (a leaf of "
+                                 "one row gives that row's target); later trees: steps, "
+                                 "not targets"})
+    model.validate()
+    return model
+
+
+def _same_rows(counts: list[np.ndarray]) -> None:
+    """Every tree's leaves hold the first tree's rows, or the trees saw subsamples."""
+    n_rows = int(counts[0].sum())
+    for index, count in enumerate(counts):
+        if int(count.sum()) != n_rows:
+            raise UnsupportedModelError(
+                f"LightGBM tree {index}'s leaves count {int(count.sum())} rows but tree 0's "
+                f"count {n_rows}: the trees were fit on subsamples (bagging or GOSS), whose "
+                "counts treeleaks does not model; it audits boosters trained on every row "
+                "(bagging_fraction=1, no GOSS)")
 
 
 def _sums(count: np.ndarray, hessian: np.ndarray, value: np.ndarray, eta: float,
@@ -155,8 +190,7 @@ def _sections(text: str) -> tuple[dict[str, str], list[dict[str, str]], dict[str
     return head, trees, params
 
 
-def _tree(block: dict[str, str], index: int, names: list[str]
-          ) -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray, np.ndarray]:
+def _tree(block: dict[str, str], index: int, names: list[str]) -> _Converted:
     """One tree's IR nodes (internal nodes first, then leaves), leaf counts, hessian sums
     and values."""
     n_leaves = int(_numbers(block, "num_leaves", index, 1)[0])

@@ -15,7 +15,13 @@ from typing import Any
 import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
-from treeleaks.frontends.sklearn_boosting import BOOSTERS, booster_model, tree_nodes
+from treeleaks.frontends.sklearn_boosting import (
+    BOOSTERS,
+    REGRESSION_BOOSTERS,
+    booster_model,
+    booster_regression_model,
+    tree_nodes,
+)
 from treeleaks.model import ReleasedModel, Tree
 from treeleaks.sklearn_compat import node_class_counts
 
@@ -33,7 +39,7 @@ def from_sklearn(
     """Translate a fitted scikit-learn tree classifier (or, with ``allow_regression``, a tree
     regressor, for the attacks that read one) into a `ReleasedModel`."""
     kind = type(estimator).__name__
-    regression = kind in REGRESSORS
+    regression = kind in REGRESSORS + REGRESSION_BOOSTERS
     if regression and not allow_regression:
         raise UnsupportedModelError(
             f"{kind} is a regressor; the reconstruction attacks audit classifiers "
@@ -55,6 +61,8 @@ def from_sklearn(
     names = _feature_names(estimator, feature_names)
     if kind in BOOSTERS:
         return booster_model(estimator, names, _free_name(label_name, names))
+    if kind in REGRESSION_BOOSTERS:
+        return booster_regression_model(estimator, names, _free_name(label_name, names))
     if kind.startswith("DecisionTree"):
         estimators, bootstrap, samples = [estimator], False, None
     else:

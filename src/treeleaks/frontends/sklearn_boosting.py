@@ -26,9 +26,10 @@ import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.boosting import Nodes, booster_trees, no_sums, sum_rows, whole_positives
-from treeleaks.model import LeafGradients, ReleasedModel
+from treeleaks.model import LeafGradients, ReleasedModel, Tree
 
 BOOSTERS = ("GradientBoostingClassifier", "HistGradientBoostingClassifier")
+REGRESSION_BOOSTERS = ("GradientBoostingRegressor", "HistGradientBoostingRegressor")
 # nodes, row counts, the first tree's positives, the later trees' gradient sums, the facts
 _Read = tuple[list[Nodes], list[np.ndarray], np.ndarray, LeafGradients, dict[str, Any]]
 WHOLE_TOLERANCE = 1e-4  # float32 gradients: derived counts this close to whole are whole
@@ -61,6 +62,60 @@ def booster_model(estimator: Any, names: list[str], label_name: str) -> Released
                           facts={"model kind": f"gradient-boosted (scikit-learn {kind})",
                                  "objective": "log_loss",
                                  "learning_rate": float(estimator.learning_rate), **facts})
+    model.validate()
+    return model
+
+
+def booster_regression_model(estimator: Any, names: list[str], label_name: str
+                             ) -> ReleasedModel:
+    """A fitted squared-error ``GradientBoostingRegressor`` or
+    ``HistGradientBoostingRegressor``: every tree's row counts, and the first tree's leaf
+    values turned into each leaf's target mean (every row starts at the same prediction
+    b): b + v for GradientBoosting's mean residual v, b + v(n + λ)/(η·n) for
+    HistGradientBoosting's v = -η·G/(n + λ). Later trees' values are steps, not targets."""
+    kind = type(estimator).__name__
+    if getattr(estimator, "loss", "squared_error") != "squared_error":
+        raise UnsupportedModelError(
+            f"this {kind} was trained with loss={estimator.loss!r}; treeleaks reads "
+            "loss='squared_error' (the default)")
+    eta = float(estimator.learning_rate)
+    if kind == "GradientBoostingRegressor":
+        if float(estimator.subsample) < 1.0:
+            raise UnsupportedModelError(
+                f"this {kind} fit each tree on a subsample (subsample={estimator.subsample}); "
+                "treeleaks reads boosters trained on every row (subsample=1.0)")
+        init = getattr(estimator, "init_", None)
+        start = 0.0 if isinstance(init, str) and init == "zero" else float(
+            np.ravel(getattr(init, "constant_", [np.nan]))[0])
+        members = [m.tree_ for m in np.asarray(estimator.estimators_).ravel()]
+        nodes = [tree_nodes(t) for t in members]
+        rows = [np.asarray(t.n_node_samples, dtype=np.int64)[np.asarray(t.children_left) < 0]
+                for t in members]
+        first = members[0]
+        step = np.asarray(first.value, dtype=np.float64)[np.asarray(first.children_left) < 0,
+                                                         0, 0]
+        means = start + step
+    else:
+        l2 = float(estimator.l2_regularization)
+        start = float(np.ravel(estimator._baseline_prediction)[0])
+        read = [_predictor_tree(p.nodes, t, names)
+                for t, (p,) in enumerate(estimator._predictors)]
+        nodes, rows = [r[0] for r in read], [r[1] for r in read]
+        means = start + read[0][2] * (rows[0] + l2) / (eta * rows[0])
+    if not np.isfinite(start):
+        raise UnsupportedModelError(f"this {kind} starts from an initial estimator of its "
+                                    "own (init=...); treeleaks reads the default start")
+    _same_rows(rows, kind)
+    trees = [Tree(*shape, count[:, None].copy(), n_samples=count.copy(),
+                  values=means if t == 0 else None)
+             for t, (shape, count) in enumerate(zip(nodes, rows))]
+    model = ReleasedModel(trees, [], names, label_name=label_name, source=f"sklearn.{kind}",
+                          task="regression",
+                          facts={"model kind": f"gradient-boosted regressor (scikit-learn "
+                                 f"{kind})", "learning_rate": eta,
+                                 "leaf values": "tree 0: each leaf's target mean (a leaf of "
+                                 "one row gives that row's target); later trees: steps, "
+                                 "not targets"})
     model.validate()
     return model
 

@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-KINDS = ("forest", "bootstrap", "dp", "tree")  # see `fitted`
+FOREST_KINDS = ("forest", "bootstrap", "dp", "tree")  # see `fitted`
+BOOSTER_KINDS = ("lightgbm", "xgboost", "gb", "hgb")  # each framework's defaults, 100 trees
+KINDS = FOREST_KINDS + BOOSTER_KINDS
 
 
 def fitted(kind: str, X: Any, y: Any, schema: Any, label: str, point: dict[str, Any]
@@ -26,6 +28,8 @@ def fitted(kind: str, X: Any, y: Any, schema: Any, label: str, point: dict[str, 
     from treeleaks.frontends.sklearn import from_sklearn
 
     seed = point["seed"]
+    if kind in BOOSTER_KINDS:
+        return fitted_booster(kind, X, y, label, seed)
     if kind == "dp":
         forest = DPRandomForestClassifier(n_estimators=10, max_depth=5, epsilon=5.0,
                                           schema=schema, random_state=seed).fit(X, y)
@@ -38,6 +42,40 @@ def fitted(kind: str, X: Any, y: Any, schema: Any, label: str, point: dict[str, 
         "tree": DecisionTreeClassifier(max_depth=10, random_state=seed),
     }[kind].fit(X, y)
     return estimator, from_sklearn(estimator, label_name=label)
+
+
+def fitted_booster(kind: str, X: Any, y: Any, label: str, seed: int) -> tuple[Any, Any]:
+    """A booster with its framework's defaults and 100 trees, and the model its users
+    release (LightGBM's and XGBoost's read from the booster, as from their files; the
+    scikit-learn boosters are the estimators a .skops file holds)."""
+    import numpy as np
+    from sklearn.ensemble import GradientBoostingClassifier, HistGradientBoostingClassifier
+
+    from treeleaks.frontends.sklearn import from_sklearn
+
+    names = [str(c) for c in X.columns]
+    classes, y_index = np.unique(np.asarray(y), return_inverse=True)
+    matrix = X.to_numpy(dtype=float)
+    if kind == "lightgbm":
+        import lightgbm as lgb
+
+        from treeleaks.frontends.lightgbm import read_lightgbm
+
+        booster = lgb.LGBMClassifier(n_estimators=100, random_state=seed, verbose=-1)
+        model = read_lightgbm(booster.fit(matrix, y_index), names, label_name=label)
+    elif kind == "xgboost":
+        import xgboost as xgb
+
+        from treeleaks.frontends.xgboost import read_xgboost
+
+        booster = xgb.XGBClassifier(n_estimators=100, random_state=seed)
+        model = read_xgboost(booster.fit(matrix, y_index), names, label_name=label)
+    else:
+        estimator = (GradientBoostingClassifier(random_state=seed) if kind == "gb" else
+                     HistGradientBoostingClassifier(random_state=seed)).fit(X, y)
+        return estimator, from_sklearn(estimator, label_name=label)
+    model.classes = classes.tolist()  # the frameworks were given class indices
+    return None, model
 
 
 def run_audit_point(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
