@@ -83,3 +83,15 @@ class Encoding:
                     "no population row has; the population must contain every private row")
             out[:, j] = pos
         return out
+
+    def decode(self, codes: np.ndarray) -> dict[str, str]:
+        """One row's codes as readable values; a bin reads as its population interval."""
+        out = {}
+        for col, code in zip(self.columns, codes):
+            if col not in self.edges:
+                out[col] = str(self.values[col][code])
+                continue
+            edges = self.edges[col]
+            low = f"[{edges[code - 1]:g}" if code > 0 else "(-inf"
+            out[col] = f"{low}, {edges[code]:g})" if code < len(edges) else f"{low}, inf)"
+        return out

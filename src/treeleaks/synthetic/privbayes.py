@@ -5,7 +5,7 @@ Why our own: DataSynthesizer 0.1.13 (correlated-attribute mode is PrivBayes) ins
 Python 3.11 with numpy 2.4 and scikit-learn 1.9, but one fit and sample of 1,000 rows x 10
 categorical attributes (k = 2) took 2.8 s on this machine, through files on disk and with
 prints; shadow modelling needs hundreds of fits. dpart 0.1.2 does not build. This one fits
-and samples the same table in about 0.03 s (docs/synthetic.md).
+and samples the same table in 0.011 s (docs/synthetic.md).
 
 The algorithm, with the privacy budget ε split as published:
 

@@ -58,7 +58,6 @@ class Setup:
 class TargetModel:
     """One target's membership classifier."""
 
-    index: int
     record: np.ndarray
     classifier: RandomForestClassifier
     pairs: int
@@ -140,30 +139,32 @@ def _classifiers(population: np.ndarray, targets: np.ndarray, features: list[lis
             continue
         labels = np.tile([0, 1], len(rows) // 2)
         forest = RandomForestClassifier(TREES, random_state=int(rng.integers(2**31)))
-        models.append(TargetModel(int(t), population[t], forest.fit(np.array(rows), labels),
+        models.append(TargetModel(population[t], forest.fit(np.array(rows), labels),
                                   len(rows) // 2))
     return models
 
 
 def attack_releases(setup: Setup, models: list[TargetModel], private: np.ndarray | None,
                     n_attacks: int, seed: np.random.SeedSequence, deadline: float,
-                    progress: ProgressCallback | None = None) -> tuple[int, int, bool]:
-    """Release n_attacks synthetic tables and attack each: (successes, attacks made, whether
-    all were made). Each release comes from ``private`` (the custodian's table, refitted) or,
-    when it is None, from a fresh sample of the population (the study's protocol)."""
+                    progress: ProgressCallback | None = None) -> tuple[int, list[int], bool]:
+    """Release up to n_attacks synthetic tables and attack each: the successes, how often
+    each target was picked, and whether every attack was made. Each release comes from
+    ``private`` (the custodian's table, refitted) or, when it is None, from a fresh sample of
+    the population (the study's protocol)."""
     sets = query_sets(setup.population.shape[1])
     rng = np.random.default_rng(seed)
-    successes = 0
+    successes, picked = 0, [0] * len(models)
     for a in range(n_attacks):
         if a and time.monotonic() >= deadline:  # one attack at least, so a rate exists
-            return successes, a, False
+            return successes, picked, False
         rows = private if private is not None else setup.population[
             rng.choice(len(setup.population), setup.n_private, replace=False)]
         synthetic = setup.synthesize(rows, int(rng.integers(2**63)))
-        best = max(models, key=lambda m: m.score(synthetic, sets))
-        successes += int((rows == best.record).all(axis=1).sum() == 1)
+        best = int(np.argmax([m.score(synthetic, sets) for m in models]))
+        picked[best] += 1
+        successes += int((rows == models[best].record).all(axis=1).sum() == 1)
         report(progress, "attacks", a + 1, n_attacks)
-    return successes, n_attacks, True
+    return successes, picked, True
 
 
 def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
@@ -209,8 +210,9 @@ def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
         raise BudgetError("the time budget ran out before one shadow pair was fitted; give "
                           "a larger --budget or smaller tables")
     lap = time.monotonic()
-    successes, made, attacked = attack_releases(setup, models, private_codes, n_attacks,
-                                                attack_seed, deadline, progress)
+    successes, picked, attacked = attack_releases(setup, models, private_codes, n_attacks,
+                                                  attack_seed, deadline, progress)
+    made = sum(picked)
     if not trained:
         notes.append(f"time ran out during shadow training: {min(m.pairs for m in models)} "
                      f"to {max(m.pairs for m in models)} pairs per target of {n_shadows}")
@@ -220,7 +222,7 @@ def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
     return SyntheticSinglingOut(
         successes, made, n_private / len(unique), epsilon, n_private, len(unique),
         Status.DONE if trained and attacked else Status.PARTIAL,
-        [{"population_row": m.index, "shadow_pairs": m.pairs} for m in models],
+        [_describe(m, encoding, p, private_codes) for m, p in zip(models, picked)],
         {"training": lap - start, "attacks": end - lap}, notes)
 
 
@@ -232,3 +234,12 @@ def _check_inside(private: np.ndarray, population: np.ndarray) -> None:
         raise TableMismatchError(
             f"{len(outside)} private rows are not in the population (first: row "
             f"{outside[0]}); the population must contain every private row")
+
+
+def _describe(model: TargetModel, encoding: Encoding, picked: int,
+              private: np.ndarray | None) -> dict[str, Any]:
+    """A target as the report shows it: its values, its shadow pairs, how often the attack
+    picked it, and (the custodian knows) whether it is a private row."""
+    inside = None if private is None else bool((private == model.record).all(axis=1).any())
+    return {"record": encoding.decode(model.record), "shadow_pairs": model.pairs,
+            "picked": picked, "in_private": inside}
