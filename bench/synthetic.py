@@ -4,7 +4,8 @@ on a binarized dataset with its one-hot groups turned back into categorical attr
 For each ε: a population D of 5·n distinct rows (|X|/|D| = 0.2, as in the study), the
 attack trained on shadow pairs drawn from D, then attacked on releases of fresh private
 samples X of n rows; the success rate with its 95% Wilson interval beside the baseline 0.2.
-Also the PrivBayes fit-and-sample time on 1,000 rows of the dataset.
+Also the PrivBayes fit-and-sample time on 1,000 rows of the dataset, and the utility of one
+release (Jensen-Shannon distances, AUC trained on it and tested on the other rows of D).
 
     python bench/synthetic.py --smoke     # < 1 min
     python bench/synthetic.py             # n = 100, ε ∈ {0.1, 1000}, a few minutes
@@ -28,6 +29,7 @@ from treeleaks.sweep.datasets import Dataset, load_dataset
 from treeleaks.synthetic.encoding import Encoding
 from treeleaks.synthetic.privbayes import PrivBayes
 from treeleaks.synthetic.singling_out import single_out_synthetic
+from treeleaks.synthetic.utility import release_utility
 
 FULL = {"n": 100, "epsilons": "0.1,1000", "targets": 10, "shadows": 50, "attacks": 200}
 SMOKE = {"n": 50, "epsilons": "1000", "targets": 3, "shadows": 5, "attacks": 20}
@@ -65,7 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     sizes = SMOKE if args.smoke else FULL
-    table = categorical(load_dataset(args.dataset, args.data_dir)).drop_duplicates()
+    data = load_dataset(args.dataset, args.data_dir)
+    table = categorical(data).drop_duplicates()
     rng = np.random.default_rng(args.seed)
     population = table.iloc[rng.choice(len(table), 5 * sizes["n"], replace=False)]
     seconds = fit_seconds(table.sample(frac=1.0, random_state=args.seed))
@@ -76,10 +79,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = single_out_synthetic(None, population, epsilon, n_private=sizes["n"],
                                       n_targets=sizes["targets"], n_shadows=sizes["shadows"],
                                       n_attacks=sizes["attacks"], seed=args.seed)
+        private = population.sample(sizes["n"], random_state=args.seed)
+        utility = release_utility(private, population, epsilon, data.label, args.seed)
         low, high = result.ci
         print(f"ε = {epsilon:g}: success {result.success_rate:.3f} [{low:.3f}, {high:.3f}] "
-              f"baseline {result.baseline:.3f} ({sum(result.seconds.values()):.0f} s)")
-        points.append(result.summary())
+              f"baseline {result.baseline:.3f} ({sum(result.seconds.values()):.0f} s); one "
+              f"release: mean JS {utility['js_distance_mean']:.3f}, AUC synthetic "
+              f"{utility['auc_synthetic']}, private {utility['auc_private']}")
+        points.append({**result.summary(), "utility": utility})
     out = args.out or BENCH_DIR / "results" / ("synthetic_smoke.json" if args.smoke
                                                 else f"synthetic_{args.dataset}.json")
     write_json(out, {"environment": environment(), "sizes": sizes, "dataset": args.dataset,

@@ -21,6 +21,7 @@ SMALL = ["--targets", "3", "--shadows", "4", "--attacks", "6", "--seed", "1"]
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("synthetic")
     pop = outlier_population(n=100, outliers=4)
+    pop["flag"] = (pop["a0"] < 2).astype(int)
     pop.to_csv(folder / "population.csv", index=False)
     pop.sample(20, random_state=0).to_csv(folder / "private.csv", index=False)
     pop.iloc[:20].drop(columns="rare").to_csv(folder / "narrow.csv", index=False)
@@ -35,7 +36,8 @@ def invoke(files: dict[str, Path], *extra: str, data: str = "private") -> Result
 
 def test_the_json_and_the_plot_are_written(files: dict[str, Path]) -> None:
     out, png = files["folder"] / "out.json", files["folder"] / "out.png"
-    result = invoke(files, "--epsilon", "10", "--json", str(out), "--plot", str(png))
+    result = invoke(files, "--epsilon", "10", "--json", str(out), "--plot", str(png),
+                    "--label", "flag")
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
     low, high = report["ci"]
@@ -45,6 +47,10 @@ def test_the_json_and_the_plot_are_written(files: dict[str, Path]) -> None:
     assert report["attacks"] == 6 and len(report["targets"]) == 3
     assert sum(t["picked"] for t in report["targets"]) == 6
     assert "pip install anonymeter" in report["anonymeter"]["skipped"]
+    utility = report["utility"]
+    assert set(utility["js_distance"]) == {*(f"a{j}" for j in range(6)), "rare", "flag"}
+    assert 0 <= utility["js_distance_mean"] <= 1
+    assert utility["auc_test_rows"] == report["n_population"] - 20
     assert png.read_bytes().startswith(b"\x89PNG")
     assert "Success rate" in result.stdout
 
@@ -55,6 +61,7 @@ def test_the_json_and_the_plot_are_written(files: dict[str, Path]) -> None:
     (["--epsilon", "1", "--white-box"], "private", "--white-box is not implemented yet"),
     (["--epsilon", "1"], "narrow", "must have the same columns"),
     (["--epsilon", "1", "--budget", "0"], "private", "positive number of seconds"),
+    (["--epsilon", "1", "--label", "a0"], "private", "'a0' must be a column with two values"),
 ])
 def test_bad_input_is_one_line(files: dict[str, Path], extra: list[str], data: str,
                                says: str) -> None:

@@ -62,11 +62,16 @@ def synthetic_command(
                       ] = 600.0,
     plot: Annotated[Path | None, typer.Option(help="Write the success rate, its interval "
                                               "and the baseline as a PNG here.")] = None,
+    label: Annotated[str | None, typer.Option(help="A two-valued column: also score one "
+                                              "release by the AUC of a random forest trained "
+                                              "on it and tested on the non-private "
+                                              "population rows.")] = None,
 ) -> None:
     """Fit PrivBayes at --epsilon on the private table, release synthetic tables, and
     measure how often the black-box shadow-model attack singles out a private row, beside
     the baseline |X|/|D| (Sedlmeyr 2024)."""
     from treeleaks.synthetic.singling_out import single_out_synthetic
+    from treeleaks.synthetic.utility import release_utility
 
     if white_box:
         fail("--white-box is not implemented yet (the fitted model's tables as features); "
@@ -81,14 +86,16 @@ def synthetic_command(
     console = Console()
     deadline = time.monotonic() + budget
     try:
+        utility = release_utility(private, public, epsilon, label, seed)
         with live_progress(console) as progress:
             result = single_out_synthetic(private, public, epsilon, n_targets=targets,
                                           n_shadows=shadows, n_attacks=attacks, seed=seed,
                                           deadline=deadline, progress=progress)
     except TreeleaksError as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
-    console.print(_table(data, result))
-    files: dict[Path, str | bytes] = {json_path: json.dumps(_report(result), indent=2) + "\n"}
+    console.print(_table(data, result, utility))
+    report = {**_report(result), "utility": utility}
+    files: dict[Path, str | bytes] = {json_path: json.dumps(report, indent=2) + "\n"}
     if plot is not None:
         from treeleaks.synthetic.plot import success_png
 
@@ -102,7 +109,7 @@ def _report(result: SyntheticSinglingOut) -> dict[str, Any]:
     return {**result.summary(), "attack": "black-box", "anonymeter": anonymeter}
 
 
-def _table(data: Path, result: SyntheticSinglingOut) -> Table:
+def _table(data: Path, result: SyntheticSinglingOut, utility: dict[str, Any]) -> Table:
     table = Table(title=escape(f"Singling out from PrivBayes releases of {data.name}"),
                   show_header=False, title_justify="left")
     table.add_column(style="bold")
@@ -120,7 +127,18 @@ def _table(data: Path, result: SyntheticSinglingOut) -> Table:
     table.add_row("Verdict", verdict)
     table.add_row("Targets", f"{len(result.targets)} (shadow pairs each: "
                   f"{min(t['shadow_pairs'] for t in result.targets)})")
+    table.add_row("Utility of one release", _utility_text(utility))
     table.add_row("Status", str(result.status))
     for note in result.notes:
         table.add_row("Note", escape(note))
     return table
+
+
+def _utility_text(utility: dict[str, Any]) -> str:
+    """Mean Jensen-Shannon distance and, with --label, the two AUCs."""
+    text = f"mean Jensen-Shannon distance {utility['js_distance_mean']:.3f} (0 = same marginals)"
+    if "auc_synthetic" in utility:
+        aucs = [("-" if utility[k] is None else f"{utility[k]:.3f}")
+                for k in ("auc_synthetic", "auc_private")]
+        text += f"; AUC trained on synthetic {aucs[0]}, on the private rows {aucs[1]}"
+    return text

@@ -23,6 +23,12 @@ class TableMismatchError(TreeleaksError):
     """The private table and the population do not describe the same attributes."""
 
 
+def found_in(rows: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """For each row of ``rows`` (codes), whether ``table`` holds it."""
+    known = {row.tobytes() for row in np.ascontiguousarray(table)}
+    return np.array([row.tobytes() in known for row in np.ascontiguousarray(rows)], dtype=bool)
+
+
 @dataclass
 class Encoding:
     """Per column, the population's values (or bin edges) and the code of each."""

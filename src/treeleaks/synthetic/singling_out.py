@@ -27,7 +27,7 @@ from sklearn.ensemble import RandomForestClassifier
 
 from treeleaks.errors import BudgetError, TreeleaksError
 from treeleaks.progress import ProgressCallback, report
-from treeleaks.synthetic.encoding import Encoding, TableMismatchError
+from treeleaks.synthetic.encoding import Encoding, TableMismatchError, found_in
 from treeleaks.synthetic.privbayes import PrivBayes, check_epsilon
 from treeleaks.synthetic.queries import answers, query_sets
 from treeleaks.synthetic.targets import most_vulnerable
@@ -107,7 +107,7 @@ def train_targets(setup: Setup, n_targets: int, n_shadows: int, seed: np.random.
                   ) -> tuple[list[TargetModel], bool]:
     """A membership classifier for each of the n most vulnerable records, from up to
     n_shadows shadow pairs each (round robin, so a deadline leaves every target with as many
-    pairs as the others); whether every pair was fitted."""
+    pairs as the others, give or take one); whether every pair was fitted."""
     population, n = setup.population, setup.n_private
     targets = most_vulnerable(population, setup.sizes, n_targets)
     sets = query_sets(population.shape[1])
@@ -228,9 +228,8 @@ def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
 
 def _check_inside(private: np.ndarray, population: np.ndarray) -> None:
     """Every private row must be a population row: the attack and the baseline need X ⊂ D."""
-    known = {row.tobytes() for row in population}
-    outside = [i for i, row in enumerate(private) if row.tobytes() not in known]
-    if outside:
+    outside = np.flatnonzero(~found_in(private, population))
+    if len(outside):
         raise TableMismatchError(
             f"{len(outside)} private rows are not in the population (first: row "
             f"{outside[0]}); the population must contain every private row")
