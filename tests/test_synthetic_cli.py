@@ -45,6 +45,7 @@ def test_the_json_and_the_plot_are_written(files: dict[str, Path]) -> None:
     assert report["baseline"] == pytest.approx(20 / report["n_population"])
     assert (report["epsilon"], report["n_private"], report["status"]) == (10.0, 20, "done")
     assert report["attacks"] == 6 and len(report["targets"]) == 3
+    assert report["attack"] == "black-box"
     assert sum(t["picked"] for t in report["targets"]) == 6
     assert "pip install anonymeter" in report["anonymeter"]["skipped"]
     utility = report["utility"]
@@ -55,10 +56,18 @@ def test_the_json_and_the_plot_are_written(files: dict[str, Path]) -> None:
     assert "Success rate" in result.stdout
 
 
+def test_the_white_box_attack_runs(files: dict[str, Path]) -> None:
+    out = files["folder"] / "white.json"
+    result = invoke(files, "--epsilon", "10", "--white-box", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["attack"] == "white-box" and report["attacks"] == 6
+    assert "white box" in result.stdout
+
+
 @pytest.mark.parametrize(("extra", "data", "says"), [
     (["--epsilon", "0"], "private", "--epsilon must be a positive finite number"),
     (["--epsilon", "nan"], "private", "--epsilon must be a positive finite number"),
-    (["--epsilon", "1", "--white-box"], "private", "--white-box is not implemented yet"),
     (["--epsilon", "1"], "narrow", "must have the same columns"),
     (["--epsilon", "1", "--budget", "0"], "private", "positive number of seconds"),
     (["--epsilon", "1", "--label", "a0"], "private", "'a0' must be a column with two values"),

@@ -12,8 +12,10 @@ import pytest
 
 from treeleaks.errors import BudgetError
 from treeleaks.synthetic.encoding import TableMismatchError
+from treeleaks.synthetic.privbayes import PrivBayes
 from treeleaks.synthetic.singling_out import SyntheticSinglingOut, single_out_synthetic
 from treeleaks.synthetic.targets import most_vulnerable
+from treeleaks.synthetic.white_box import model_features
 
 from conftest import outlier_population
 
@@ -43,6 +45,25 @@ def test_a_large_epsilon_beats_the_baseline(pop: pd.DataFrame) -> None:
     assert low <= result.success_rate <= high
     assert low > result.baseline
     assert result.status == "done" and result.attacks == SIZES["n_attacks"]
+
+
+def test_the_white_box_attack_beats_the_baseline_at_a_large_epsilon(pop: pd.DataFrame) -> None:
+    result = run(pop, 1e4, white_box=True)
+    assert result.summary()["attack"] == "white-box"
+    assert result.ci[0] > result.baseline
+
+
+def test_the_white_box_view_reads_the_network_and_the_tables(pop: pd.DataFrame) -> None:
+    codes = pop.to_numpy()
+    sizes = [4] * 6 + [9]
+    model = PrivBayes(1.0, random_state=0).fit(codes[:50], sizes)
+    features = model_features(model, codes[0])
+    adjacency = features[:49].reshape(7, 7)
+    for cond in model.conditionals:
+        assert set(np.flatnonzero(adjacency[:, cond.attribute])) == set(cond.parents)
+    probabilities = features[49:56]
+    assert ((probabilities >= 0) & (probabilities <= 1)).all()
+    assert features[56] == pytest.approx(np.log(np.maximum(probabilities, 1e-12)).sum())
 
 
 def test_a_tiny_epsilon_stays_near_the_baseline(pop: pd.DataFrame) -> None:

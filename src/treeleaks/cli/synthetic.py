@@ -50,7 +50,8 @@ def synthetic_command(
                                             "interval, the baseline and the settings here.",
                                             show_default=False)],
     white_box: Annotated[bool, typer.Option("--white-box", help="Attack the fitted model "
-                                            "instead of its synthetic rows (not yet).")] = False,
+                                            "(its network and tables) instead of its "
+                                            "synthetic rows.")] = False,
     targets: Annotated[int, typer.Option(min=1, help="The most vulnerable population "
                                          "records attacked.")] = 10,
     shadows: Annotated[int, typer.Option(min=1, help="Shadow pairs per target.")] = 50,
@@ -67,15 +68,12 @@ def synthetic_command(
                                               "on it and tested on the non-private "
                                               "population rows.")] = None,
 ) -> None:
-    """Fit PrivBayes at --epsilon on the private table, release synthetic tables, and
-    measure how often the black-box shadow-model attack singles out a private row, beside
-    the baseline |X|/|D| (Sedlmeyr 2024)."""
+    """Fit PrivBayes at --epsilon on the private table, release synthetic tables (or, with
+    --white-box, the fitted models), and measure how often the shadow-model attack singles
+    out a private row, beside the baseline |X|/|D| (Sedlmeyr 2024)."""
     from treeleaks.synthetic.singling_out import single_out_synthetic
     from treeleaks.synthetic.utility import release_utility
 
-    if white_box:
-        fail("--white-box is not implemented yet (the fitted model's tables as features); "
-             "run without it for the black-box attack", EXIT_BAD_INPUT)
     if not math.isfinite(epsilon) or epsilon <= 0:
         fail(f"--epsilon must be a positive finite number (e.g. 1.0), not {epsilon:g}",
              EXIT_BAD_INPUT)
@@ -90,7 +88,8 @@ def synthetic_command(
         with live_progress(console) as progress:
             result = single_out_synthetic(private, public, epsilon, n_targets=targets,
                                           n_shadows=shadows, n_attacks=attacks, seed=seed,
-                                          deadline=deadline, progress=progress)
+                                          white_box=white_box, deadline=deadline,
+                                          progress=progress)
     except TreeleaksError as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
     console.print(_table(data, result, utility))
@@ -106,11 +105,12 @@ def synthetic_command(
 def _report(result: SyntheticSinglingOut) -> dict[str, Any]:
     anonymeter = (ANONYMETER_NOT_RUN if importlib.util.find_spec("anonymeter")
                   else ANONYMETER_MISSING)
-    return {**result.summary(), "attack": "black-box", "anonymeter": anonymeter}
+    return {**result.summary(), "anonymeter": anonymeter}
 
 
 def _table(data: Path, result: SyntheticSinglingOut, utility: dict[str, Any]) -> Table:
-    table = Table(title=escape(f"Singling out from PrivBayes releases of {data.name}"),
+    table = Table(title=escape(f"Singling out from PrivBayes releases of {data.name} "
+                               f"({'white' if result.white_box else 'black'} box)"),
                   show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()

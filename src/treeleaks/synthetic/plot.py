@@ -26,7 +26,8 @@ def success_png(result: SyntheticSinglingOut) -> bytes:
     ax.set_ylim(0, 1)
     ax.set_xlabel("privacy budget ε")
     ax.set_ylabel("singling-out success rate")
-    ax.set_title(f"PrivBayes, |X| = {result.n_private}, |D| = {result.n_population}")
+    kind = "white box" if result.white_box else "black box"
+    ax.set_title(f"PrivBayes ({kind}), |X| = {result.n_private}, |D| = {result.n_population}")
     ax.legend(loc="upper left", fontsize="small")
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110)

@@ -1,4 +1,4 @@
-"""Singling out from PrivBayes synthetic data, black box (Sedlmeyr 2024, part 1).
+"""Singling out from PrivBayes synthetic data (Sedlmeyr 2024, part 1).
 
 Setting: a public population D without duplicates; the private table X is a sample of D;
 the publisher releases synthetic rows Y from PrivBayes fitted on X at budget ε.
@@ -6,8 +6,9 @@ the publisher releases synthetic rows Y from PrivBayes fitted on X at budget ε.
 Attack: rank D's records by isolation (``targets``) and keep the most vulnerable; for each
 target, fit PrivBayes on shadow pairs (|X| rows drawn from D without the target, and the
 same rows with one swapped for the target) and train a random forest to tell, from counting
-queries about the target on the synthetic rows (``queries``), whether it was in. On a
-release Y, the target whose classifier is surest it was in gives the predicate "every
+queries about the target on the synthetic rows (``queries``; black box) or from the fitted
+model's network and tables read at the target (``white_box``), whether it was in. On a
+release, the target whose classifier is surest it was in gives the predicate "every
 attribute equals this record's"; it succeeds when it matches exactly one row of X.
 
 Baseline: the same predicate for a random record of D succeeds with probability |X|/|D|.
@@ -31,6 +32,7 @@ from treeleaks.synthetic.encoding import Encoding, TableMismatchError, found_in
 from treeleaks.synthetic.privbayes import PrivBayes, check_epsilon
 from treeleaks.synthetic.queries import answers, query_sets
 from treeleaks.synthetic.targets import most_vulnerable
+from treeleaks.synthetic.white_box import model_features
 from treeleaks.vocabulary import Status
 
 TRAINING_SHARE = 0.8  # of the time left, what shadow training may use before the attacks
@@ -39,19 +41,31 @@ TREES = 100  # the meta-classifier's
 
 @dataclass
 class Setup:
-    """What the attacker and the evaluator share: the encoded population and PrivBayes's
-    settings."""
+    """What the attacker and the evaluator share: the encoded population, PrivBayes's
+    settings, and what is released: synthetic rows (black box) or the fitted model (white
+    box)."""
 
     population: np.ndarray
     sizes: list[int]
     n_private: int
     epsilon: float
+    white_box: bool = False
     degree: int = 2
+    sets: list[tuple[int, ...]] = field(init=False)
 
-    def synthesize(self, rows: np.ndarray, seed: int) -> np.ndarray:
-        """A PrivBayes release of |rows| synthetic rows fitted on ``rows``."""
-        model = PrivBayes(self.epsilon, self.degree, random_state=seed)
-        return model.fit(rows, self.sizes).sample(len(rows))
+    def __post_init__(self) -> None:
+        self.sets = query_sets(self.population.shape[1])
+
+    def release(self, rows: np.ndarray, seed: int) -> PrivBayes | np.ndarray:
+        """PrivBayes fitted on ``rows``: the model, or |rows| synthetic rows from it."""
+        model = PrivBayes(self.epsilon, self.degree, random_state=seed).fit(rows, self.sizes)
+        return model if self.white_box else model.sample(len(rows))
+
+    def features(self, release: PrivBayes | np.ndarray, target: np.ndarray) -> np.ndarray:
+        """What the meta-classifier reads of a release about one target."""
+        if isinstance(release, PrivBayes):
+            return model_features(release, target)
+        return answers(release, target, self.sets)
 
 
 @dataclass
@@ -62,10 +76,9 @@ class TargetModel:
     classifier: RandomForestClassifier
     pairs: int
 
-    def score(self, synthetic: np.ndarray, sets: list[tuple[int, ...]]) -> float:
-        """How sure the classifier is that the target was in the table behind ``synthetic``."""
-        features = answers(synthetic, self.record, sets)[None, :]
-        return float(self.classifier.predict_proba(features)[0, 1])
+    def score(self, features: np.ndarray) -> float:
+        """How sure the classifier is that the target was in the table behind a release."""
+        return float(self.classifier.predict_proba(features[None, :])[0, 1])
 
 
 @dataclass
@@ -81,6 +94,7 @@ class SyntheticSinglingOut:
     status: Status
     targets: list[dict[str, Any]]
     seconds: dict[str, float]
+    white_box: bool = False
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -94,7 +108,8 @@ class SyntheticSinglingOut:
         return float(interval.low), float(interval.high)
 
     def summary(self) -> dict[str, Any]:
-        return {"success_rate": self.success_rate, "ci": list(self.ci),
+        return {"attack": "white-box" if self.white_box else "black-box",
+                "success_rate": self.success_rate, "ci": list(self.ci),
                 "baseline": self.baseline, "epsilon": self.epsilon,
                 "n_private": self.n_private, "n_population": self.n_population,
                 "status": str(self.status), "successes": self.successes,
@@ -110,7 +125,6 @@ def train_targets(setup: Setup, n_targets: int, n_shadows: int, seed: np.random.
     pairs as the others, give or take one); whether every pair was fitted."""
     population, n = setup.population, setup.n_private
     targets = most_vulnerable(population, setup.sizes, n_targets)
-    sets = query_sets(population.shape[1])
     rng = np.random.default_rng(seed)
     features: list[list[np.ndarray]] = [[] for _ in targets]
     done, total = 0, len(targets) * n_shadows
@@ -123,8 +137,8 @@ def train_targets(setup: Setup, n_targets: int, n_shadows: int, seed: np.random.
             in_rows = out_rows.copy()
             in_rows[rng.integers(n)] = population[t]
             for rows in (out_rows, in_rows):
-                synthetic = setup.synthesize(rows, int(rng.integers(2**63)))
-                features[j].append(answers(synthetic, population[t], sets))
+                release = setup.release(rows, int(rng.integers(2**63)))
+                features[j].append(setup.features(release, population[t]))
             done += 1
             report(progress, "shadows", done, total)
     return _classifiers(population, targets, features, rng), True
@@ -151,7 +165,6 @@ def attack_releases(setup: Setup, models: list[TargetModel], private: np.ndarray
     each target was picked, and whether every attack was made. Each release comes from
     ``private`` (the custodian's table, refitted) or, when it is None, from a fresh sample of
     the population (the study's protocol)."""
-    sets = query_sets(setup.population.shape[1])
     rng = np.random.default_rng(seed)
     successes, picked = 0, [0] * len(models)
     for a in range(n_attacks):
@@ -159,8 +172,8 @@ def attack_releases(setup: Setup, models: list[TargetModel], private: np.ndarray
             return successes, picked, False
         rows = private if private is not None else setup.population[
             rng.choice(len(setup.population), setup.n_private, replace=False)]
-        synthetic = setup.synthesize(rows, int(rng.integers(2**63)))
-        best = int(np.argmax([m.score(synthetic, sets) for m in models]))
+        release = setup.release(rows, int(rng.integers(2**63)))
+        best = int(np.argmax([m.score(setup.features(release, m.record)) for m in models]))
         picked[best] += 1
         successes += int((rows == models[best].record).all(axis=1).sum() == 1)
         report(progress, "attacks", a + 1, n_attacks)
@@ -170,10 +183,11 @@ def attack_releases(setup: Setup, models: list[TargetModel], private: np.ndarray
 def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
                          epsilon: float, *, n_private: int | None = None, n_targets: int = 10,
                          n_shadows: int = 50, n_attacks: int = 100, seed: int = 0,
-                         deadline: float | None = None,
+                         white_box: bool = False, deadline: float | None = None,
                          progress: ProgressCallback | None = None) -> SyntheticSinglingOut:
-    """Run the black-box attack on PrivBayes releases of ``private`` (or, when it is None, of
-    fresh samples of n_private population rows) and measure how often it singles out a row.
+    """Run the attack on PrivBayes releases of ``private`` (or, when it is None, of fresh
+    samples of n_private population rows) and measure how often it singles out a row: black
+    box on the synthetic rows, or with ``white_box`` on the fitted models.
 
     ``deadline`` (``time.monotonic()`` seconds) stops shadow training at 80% of the time
     left and the attacks at the deadline (after one attack at least); the result then has
@@ -201,7 +215,7 @@ def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
     for name, value in (("targets", n_targets), ("shadows", n_shadows), ("attacks", n_attacks)):
         if value < 1:
             raise TreeleaksError(f"the number of {name} must be at least 1, not {value}")
-    setup = Setup(unique, encoding.sizes, n_private, epsilon)
+    setup = Setup(unique, encoding.sizes, n_private, epsilon, white_box)
     train_seed, attack_seed = np.random.SeedSequence(seed).spawn(2)
     train_until = start + TRAINING_SHARE * (deadline - start)
     models, trained = train_targets(setup, n_targets, n_shadows, train_seed, train_until,
@@ -223,7 +237,7 @@ def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
         successes, made, n_private / len(unique), epsilon, n_private, len(unique),
         Status.DONE if trained and attacked else Status.PARTIAL,
         [_describe(m, encoding, p, private_codes) for m, p in zip(models, picked)],
-        {"training": lap - start, "attacks": end - lap}, notes)
+        {"training": lap - start, "attacks": end - lap}, white_box, notes)
 
 
 def _check_inside(private: np.ndarray, population: np.ndarray) -> None:
