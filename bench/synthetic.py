@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from common import BENCH_DIR, DEFAULT_DATA_DIR, environment, write_json
 
-from treeleaks.sweep.datasets import Dataset, load_dataset
+from treeleaks.sweep.datasets import load_dataset
 from treeleaks.synthetic.encoding import Encoding
 from treeleaks.synthetic.privbayes import PrivBayes
 from treeleaks.synthetic.singling_out import single_out_synthetic
@@ -33,19 +33,6 @@ from treeleaks.synthetic.utility import release_utility
 
 FULL = {"n": 100, "epsilons": "0.1,1000", "targets": 10, "shadows": 50, "attacks": 200}
 SMOKE = {"n": 50, "epsilons": "1000", "targets": 3, "shadows": 5, "attacks": 20}
-NONE = "none"  # the category of an at-most-one group whose columns are all 0
-
-
-def categorical(data: Dataset) -> pd.DataFrame:
-    """The dataset with each one-hot or at-most-one group as one categorical column."""
-    frame = data.frame.copy()
-    for group in data.one_hot_groups + data.at_most_one_groups:
-        name = group[0].split("_")[0].split(":")[0]
-        values = frame[group].to_numpy()
-        labels = np.array([c[len(name) + 1:] for c in group] + [NONE])
-        frame = frame.drop(columns=group)
-        frame[name] = labels[np.where(values.any(axis=1), values.argmax(axis=1), len(group))]
-    return frame
 
 
 def fit_seconds(table: pd.DataFrame, repeats: int = 10) -> float:
@@ -69,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = SMOKE if args.smoke else FULL
     data = load_dataset(args.dataset, args.data_dir)
-    table = categorical(data).drop_duplicates()
+    table = data.categorical().drop_duplicates()
     rng = np.random.default_rng(args.seed)
     population = table.iloc[rng.choice(len(table), 5 * sizes["n"], replace=False)]
     seconds = fit_seconds(table.sample(frac=1.0, random_state=args.seed))

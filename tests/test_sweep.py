@@ -251,3 +251,15 @@ def test_the_summary_says_how_many_points_of_each_combination_were_solved() -> N
     assert "points" not in summary
     assert summary.set_index("depth")["solved"].to_dict() == {"none": "1/2 (50%)",
                                                               3: "2/2 (100%)"}
+
+
+def test_a_synthetic_point_reports_the_success_rate_beside_the_baseline() -> None:
+    point = {**{k: a.default for k, a in ATTACKS["synthetic"].axes.items()},
+             "dataset": "breast-cancer", "n": 20, "epsilon": 100.0, "targets": 2,
+             "shadows": 3, "attacks": 5}
+    out = ATTACKS["synthetic"].run(point, None)
+    assert out["ci_low"] <= out["success_rate"] <= out["ci_high"]
+    assert out["baseline"] == 0.2 and out["attacks_made"] == 5 and out["status"] == "done"
+    assert 0 <= out["js_distance_mean"] <= 1
+    grid = load_grid(Path(__file__).parents[1] / "bench" / "grids" / "synthetic_adult.toml")
+    assert len(grid.points()) == 10
