@@ -263,3 +263,4 @@ def test_a_synthetic_point_reports_the_success_rate_beside_the_baseline() -> Non
     assert 0 <= out["js_distance_mean"] <= 1
     grid = load_grid(Path(__file__).parents[1] / "bench" / "grids" / "synthetic_adult.toml")
     assert len(grid.points()) == 10
+    assert all(grid.time_limit_for(p) > p["time_limit"] == 900 for p in grid.points())

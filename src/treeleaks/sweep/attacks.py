@@ -246,7 +246,7 @@ ATTACKS = {
         "targets": Axis(10, _int_at_least(1), "a number of targets >= 1"),
         "shadows": Axis(100, _int_at_least(1), "a number of shadow pairs >= 1"),
         "attacks": Axis(200, _int_at_least(1), "a number of releases >= 1"),
-        "budget": Axis(900.0, _positive, "seconds > 0"),
+        "time_limit": Axis(900.0, _positive, "seconds for the whole point > 0"),
     }, run_synthetic_point, ("success_rate", "ci_low", "ci_high", "baseline",
                              "js_distance_mean", "time_s")),
 }

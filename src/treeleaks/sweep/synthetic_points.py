@@ -33,7 +33,7 @@ def run_synthetic_point(point: dict[str, Any], data_dir: Path | None) -> dict[st
     result = single_out_synthetic(
         None, population, point["epsilon"], n_private=point["n"], n_targets=point["targets"],
         n_shadows=point["shadows"], n_attacks=point["attacks"], seed=point["seed"],
-        white_box=point["white_box"], deadline=time.monotonic() + point["budget"])
+        white_box=point["white_box"], deadline=time.monotonic() + point["time_limit"])
     elapsed = time.perf_counter() - start
     private = population.sample(point["n"], random_state=point["seed"])
     utility = release_utility(private, population, point["epsilon"], data.label,
