@@ -21,6 +21,17 @@ def binary_frame(n_rows: int, n_features: int, seed: int) -> tuple[pd.DataFrame,
     return pd.DataFrame(X, columns=[f"f{j}" for j in range(n_features)]), y
 
 
+def outlier_population(n: int = 240, outliers: int = 8, seed: int = 0) -> pd.DataFrame:
+    """Distinct random rows over six 4-valued attributes, and outliers each with its own
+    value of a seventh attribute that every other row has at 0."""
+    rng = np.random.default_rng(seed)
+    columns = [f"a{j}" for j in range(6)]
+    common = pd.DataFrame(rng.integers(0, 4, (n, 6)), columns=columns).drop_duplicates()
+    odd = pd.DataFrame(rng.integers(0, 4, (outliers, 6)), columns=columns)
+    return pd.concat([common.assign(rare=0), odd.assign(rare=np.arange(1, outliers + 1))],
+                     ignore_index=True)
+
+
 @pytest.fixture(scope="session")
 def compas() -> tuple[pd.DataFrame, pd.Series, dict]:
     """Binarized COMPAS from ../shared/data (skipped when the data is not beside the repo)."""

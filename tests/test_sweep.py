@@ -251,3 +251,30 @@ def test_the_summary_says_how_many_points_of_each_combination_were_solved() -> N
     assert "points" not in summary
     assert summary.set_index("depth")["solved"].to_dict() == {"none": "1/2 (50%)",
                                                               3: "2/2 (100%)"}
+
+
+def test_a_synthetic_point_reports_the_success_rate_beside_the_baseline() -> None:
+    point = {**{k: a.default for k, a in ATTACKS["synthetic"].axes.items()},
+             "dataset": "breast-cancer", "n": 20, "epsilon": 100.0, "targets": 2,
+             "shadows": 3, "attacks": 5}
+    out = ATTACKS["synthetic"].run(point, None)
+    assert out["ci_low"] <= out["success_rate"] <= out["ci_high"]
+    assert out["baseline"] == 0.2 and out["attacks_made"] == 5 and out["status"] == "done"
+    assert 0 <= out["js_distance_mean"] <= 1
+    grids = Path(__file__).parents[1] / "bench" / "grids"
+    for name, size in (("synthetic_adult", 10), ("synthetic_default_credit", 4)):
+        grid = load_grid(grids / f"{name}.toml")
+        assert len(grid.points()) == size
+        assert all(grid.time_limit_for(p) > p["time_limit"] == 900 for p in grid.points())
+
+
+def test_groups_turn_back_into_categorical_attributes() -> None:
+    from treeleaks.sweep.datasets import Dataset
+
+    frame = pd.DataFrame({"edu_low": [1, 0, 0], "edu_high": [0, 1, 0], "edu_mid": [0, 0, 1],
+                          "job:a": [1, 0, 0], "job:b": [0, 0, 1], "y": [0, 1, 1]})
+    data = Dataset("toy", frame, "y", [["edu_low", "edu_high", "edu_mid"]], [["job:a", "job:b"]])
+    table = data.categorical()
+    assert list(table.columns) == ["y", "edu", "job"]
+    assert list(table["edu"]) == ["low", "high", "mid"]
+    assert list(table["job"]) == ["a", "none", "b"]

@@ -25,6 +25,8 @@ STAGES = {
     "solve": ("Solving for the most likely dataset", ""),
     "certainty": ("Proving rows", "candidates"),
     "verify": ("Checking every leaf count", ""),
+    "shadows": ("Fitting PrivBayes on shadow pairs", "pairs"),
+    "attacks": ("Attacking synthetic releases", "releases"),
 }
 # detail key -> how the figure reads; other keys are shown under their own name
 FIGURES = {

@@ -52,8 +52,8 @@ def check_outputs(inputs: Iterable[Path], outputs: Iterable[Path]) -> None:
         seen.append(target)
 
 
-def write_outputs(files: Mapping[Path, str]) -> None:
-    """Write each text to its path, all or nothing.
+def write_outputs(files: Mapping[Path, str | bytes]) -> None:
+    """Write each text (or bytes, e.g. a PNG) to its path, all or nothing.
 
     Every text first goes to a temporary file beside its target; only when all are written
     are they renamed over their targets (atomic per file). On any failure the temporary
@@ -104,14 +104,15 @@ def _check_writable(target: Path) -> None:
                           f"files ({exc.strerror or exc})") from exc
 
 
-def _stage(target: Path, text: str) -> Path:
-    """``text`` in a new temporary file beside ``target``, flushed to disk, with the
-    target's permissions when it exists (else the usual ones for a new file)."""
+def _stage(target: Path, text: str | bytes) -> Path:
+    """``text`` (UTF-8 when a string) in a new temporary file beside ``target``, flushed to
+    disk, with the target's permissions when it exists (else the usual ones for a new
+    file)."""
     temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
     descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with open(descriptor, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with open(descriptor, "wb") as handle:
+            handle.write(text.encode("utf-8") if isinstance(text, str) else text)
             handle.flush()
             os.fsync(handle.fileno())
         with contextlib.suppress(FileNotFoundError):

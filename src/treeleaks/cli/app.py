@@ -161,7 +161,7 @@ def guard_outputs(model: Path, schema: Path | None, outputs: list[Path]) -> None
         fail(str(exc), EXIT_BAD_INPUT)
 
 
-def write_all(files: dict[Path, str]) -> None:
+def write_all(files: dict[Path, str | bytes]) -> None:
     """Write the output files all or nothing; a failure is one line naming the path."""
     try:
         write_outputs(files)

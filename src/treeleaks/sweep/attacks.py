@@ -11,6 +11,7 @@ result against the sample. Each attack names its axes and their defaults.
 - ``interpretable`` and ``single-out``: a single tree or rule list
   (`treeleaks.sweep.single_models`).
 - ``audit``: the whole release audit of one model (`treeleaks.sweep.audit_points`).
+- ``synthetic``: singling out from PrivBayes releases (`treeleaks.sweep.synthetic_points`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import pandas as pd
 
 from treeleaks.sweep.audit_points import KINDS, run_audit_point
 from treeleaks.sweep.single_models import run_interpretable, run_single_out
+from treeleaks.sweep.synthetic_points import run_synthetic_point
 from treeleaks.vocabulary import Formulation, Status
 
 SOLVED = (Status.OPTIMAL, Status.FEASIBLE)
@@ -237,4 +239,14 @@ ATTACKS = {
         "forest_trees": Axis(100, _int_at_least(1), "an integer >= 1"),
         "bootstrap_trees": Axis(10, _int_at_least(1), "an integer >= 1"),
     }, run_audit_point, ("audit_s", "rows_proven", "rows_singled_out", "dist_g", "error")),
+    "synthetic": Attack({
+        "dataset": COMMON["dataset"], "seed": COMMON["seed"], "n": COMMON["n"],
+        "epsilon": Axis(1.0, _positive, "a privacy budget > 0"),
+        "white_box": Axis(False, _flag, "true or false"),
+        "targets": Axis(10, _int_at_least(1), "a number of targets >= 1"),
+        "shadows": Axis(100, _int_at_least(1), "a number of shadow pairs >= 1"),
+        "attacks": Axis(200, _int_at_least(1), "a number of releases >= 1"),
+        "time_limit": Axis(900.0, _positive, "seconds for the whole point > 0"),
+    }, run_synthetic_point, ("success_rate", "ci_low", "ci_high", "baseline",
+                             "js_distance_mean", "time_s")),
 }

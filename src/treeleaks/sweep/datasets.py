@@ -8,6 +8,7 @@ CSVs with their label and one-hot / at-most-one groups), or the built-in example
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,19 @@ class Dataset:
     @property
     def features(self) -> pd.DataFrame:
         return self.frame.drop(columns=[self.label])
+
+    def categorical(self) -> pd.DataFrame:
+        """The frame with each one-hot or at-most-one group as one categorical column, named
+        by the group's common prefix (``education_Assoc``, ... -> ``education``); a row with
+        no column of an at-most-one group set gets the value ``none``."""
+        frame = self.frame.copy()
+        for group in self.one_hot_groups + self.at_most_one_groups:
+            name = os.path.commonprefix(group).rstrip("_:")  # noqa: RUF071 (names, not paths)
+            values = frame[group].to_numpy()
+            labels = np.array([c[len(name):].lstrip("_:") for c in group] + ["none"])
+            chosen = np.where(values.any(axis=1), values.argmax(axis=1), len(group))
+            frame = frame.drop(columns=group).assign(**{name: labels[chosen]})
+        return frame
 
     def sample(self, n: int, seed: int) -> pd.DataFrame:
         """``n`` distinct rows drawn uniformly without replacement (seeded), index reset."""

@@ -1,0 +1,144 @@
+"""``treeleaks synthetic``: before releasing PrivBayes synthetic data of a private table,
+how often does the study's shadow-model attack single out one of its rows?"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from treeleaks.cli.app import (
+    EXIT_BAD_INPUT,
+    app,
+    describe,
+    fail,
+    guard_outputs,
+    positive_seconds,
+    read_csv,
+    write_all,
+)
+from treeleaks.display import live_progress
+from treeleaks.errors import TreeleaksError
+
+if TYPE_CHECKING:
+    from treeleaks.synthetic.singling_out import SyntheticSinglingOut
+
+ANONYMETER_MISSING = {"skipped": "not installed: pip install anonymeter (needs numpy<1.27, "
+                      "so install it in its own environment)"}
+ANONYMETER_NOT_RUN = {"skipped": "anonymeter is installed, but this version of treeleaks "
+                      "does not run its SinglingOutEvaluator yet"}
+
+
+@app.command("synthetic")
+def synthetic_command(
+    data: Annotated[Path, typer.Option(help="CSV of the private table X that PrivBayes "
+                                       "would be fitted on.", show_default=False)],
+    population: Annotated[Path, typer.Option(help="CSV of the public population D that "
+                                             "contains X (same columns).",
+                                             show_default=False)],
+    epsilon: Annotated[float, typer.Option(help="PrivBayes's privacy budget.",
+                                           show_default=False)],
+    json_path: Annotated[Path, typer.Option("--json", help="Write the success rate, its "
+                                            "interval, the baseline and the settings here.",
+                                            show_default=False)],
+    white_box: Annotated[bool, typer.Option("--white-box", help="Attack the fitted model "
+                                            "(its network and tables) instead of its "
+                                            "synthetic rows.")] = False,
+    targets: Annotated[int, typer.Option(min=1, help="The most vulnerable population "
+                                         "records attacked.")] = 10,
+    shadows: Annotated[int, typer.Option(min=1, help="Shadow pairs per target.")] = 50,
+    attacks: Annotated[int, typer.Option(min=1, help="Synthetic tables released from the "
+                                         "private table and attacked.")] = 100,
+    seed: Annotated[int, typer.Option(help="Seed of every random draw.")] = 0,
+    budget: Annotated[float, typer.Option(callback=positive_seconds, help="Seconds for the "
+                                          "whole run; shadow training stops at 80% of it.")
+                      ] = 600.0,
+    plot: Annotated[Path | None, typer.Option(help="Write the success rate, its interval "
+                                              "and the baseline as a PNG here.")] = None,
+    label: Annotated[str | None, typer.Option(help="A two-valued column: also score one "
+                                              "release by the AUC of a random forest trained "
+                                              "on it and tested on the non-private "
+                                              "population rows.")] = None,
+) -> None:
+    """Fit PrivBayes at --epsilon on the private table, release synthetic tables (or, with
+    --white-box, the fitted models), and measure how often the shadow-model attack singles
+    out a private row, beside the baseline |X|/|D| (Sedlmeyr 2024)."""
+    from treeleaks.synthetic.singling_out import single_out_synthetic
+    from treeleaks.synthetic.utility import release_utility
+
+    if not math.isfinite(epsilon) or epsilon <= 0:
+        fail(f"--epsilon must be a positive finite number (e.g. 1.0), not {epsilon:g}",
+             EXIT_BAD_INPUT)
+    outputs = [json_path] + ([plot] if plot is not None else [])
+    guard_outputs(data, population, outputs)
+    private = read_csv(data, "private table")
+    public = read_csv(population, "population")
+    console = Console()
+    deadline = time.monotonic() + budget
+    try:
+        utility = release_utility(private, public, epsilon, label, seed)
+        with live_progress(console) as progress:
+            result = single_out_synthetic(private, public, epsilon, n_targets=targets,
+                                          n_shadows=shadows, n_attacks=attacks, seed=seed,
+                                          white_box=white_box, deadline=deadline,
+                                          progress=progress)
+    except TreeleaksError as exc:
+        fail(describe(exc), EXIT_BAD_INPUT)
+    console.print(_table(data, result, utility))
+    report = {**_report(result), "utility": utility}
+    files: dict[Path, str | bytes] = {json_path: json.dumps(report, indent=2) + "\n"}
+    if plot is not None:
+        from treeleaks.synthetic.plot import success_png
+
+        files[plot] = success_png(result)
+    write_all(files)
+
+
+def _report(result: SyntheticSinglingOut) -> dict[str, Any]:
+    anonymeter = (ANONYMETER_NOT_RUN if importlib.util.find_spec("anonymeter")
+                  else ANONYMETER_MISSING)
+    return {**result.summary(), "anonymeter": anonymeter}
+
+
+def _table(data: Path, result: SyntheticSinglingOut, utility: dict[str, Any]) -> Table:
+    table = Table(title=escape(f"Singling out from PrivBayes releases of {data.name} "
+                               f"({'white' if result.white_box else 'black'} box)"),
+                  show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    low, high = result.ci
+    table.add_row("Privacy budget ε", f"{result.epsilon:g}")
+    table.add_row("Success rate", f"{result.success_rate:.1%} (95% interval {low:.1%} to "
+                  f"{high:.1%}; {result.successes} of {result.attacks} releases)")
+    table.add_row("Baseline |X|/|D|", f"{result.baseline:.1%} ({result.n_private} of "
+                  f"{result.n_population} rows)")
+    verdict = ("above the baseline: the releases let the attack single out private rows"
+               if low > result.baseline else "below the baseline: the attack's targets are "
+               "rarely private rows" if high < result.baseline else
+               "not distinguishable from the baseline")
+    table.add_row("Verdict", verdict)
+    table.add_row("Targets", f"{len(result.targets)} (shadow pairs each: "
+                  f"{min(t['shadow_pairs'] for t in result.targets)})")
+    table.add_row("Utility of one release", _utility_text(utility))
+    table.add_row("Status", str(result.status))
+    for note in result.notes:
+        table.add_row("Note", escape(note))
+    return table
+
+
+def _utility_text(utility: dict[str, Any]) -> str:
+    """Mean Jensen-Shannon distance and, with --label, the two AUCs."""
+    text = f"mean Jensen-Shannon distance {utility['js_distance_mean']:.3f} (0 = same marginals)"
+    if "auc_synthetic" in utility:
+        aucs = [("-" if utility[k] is None else f"{utility[k]:.3f}")
+                for k in ("auc_synthetic", "auc_private")]
+        text += f"; AUC trained on synthetic {aucs[0]}, on the private rows {aucs[1]}"
+    return text

@@ -1,0 +1,70 @@
+"""What a PrivBayes release keeps of the private table, the other side of the trade-off the
+study plots: the Jensen-Shannon distance between each attribute's private and synthetic
+marginals, and the AUC of a random forest trained on the synthetic rows and tested on real
+rows outside the private table (beside the same forest trained on the private rows)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.spatial.distance import jensenshannon
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.metrics import roc_auc_score
+from sklearn.preprocessing import OneHotEncoder
+
+from treeleaks.errors import TreeleaksError
+from treeleaks.synthetic.encoding import Encoding, found_in
+from treeleaks.synthetic.privbayes import PrivBayes
+
+TREES = 100
+
+
+def js_distances(real: np.ndarray, synthetic: np.ndarray, sizes: list[int]) -> list[float]:
+    """Per attribute, the Jensen-Shannon distance (base 2: 0 same, 1 disjoint) between the
+    two tables' marginals."""
+    return [float(jensenshannon(np.bincount(real[:, j], minlength=s),
+                                np.bincount(synthetic[:, j], minlength=s), base=2))
+            for j, s in enumerate(sizes)]
+
+
+def auc(train: np.ndarray, test: np.ndarray, label: int, sizes: list[int],
+        seed: int) -> float | None:
+    """AUC on ``test`` of a random forest fitted on ``train`` to predict code 1 of the
+    two-valued ``label`` attribute from the others (one-hot); None when either table holds
+    one class only."""
+    if len(np.unique(train[:, label])) < 2 or len(np.unique(test[:, label])) < 2:
+        return None
+    features = [j for j in range(len(sizes)) if j != label]
+    onehot = OneHotEncoder(categories=[np.arange(sizes[j]) for j in features])
+    forest = RandomForestClassifier(TREES, random_state=seed)
+    forest.fit(onehot.fit_transform(train[:, features]), train[:, label])
+    scores = forest.predict_proba(onehot.transform(test[:, features]))[:, 1]
+    return float(roc_auc_score(test[:, label], scores))
+
+
+def release_utility(private: pd.DataFrame, population: pd.DataFrame, epsilon: float,
+                    label: str | None = None, seed: int = 0) -> dict[str, Any]:
+    """One PrivBayes release of ``private`` at ε, scored against it (and, with a two-valued
+    ``label`` column, by train-on-synthetic test-on-real AUC on the population rows that
+    are not private)."""
+    encoding = Encoding.fit(population)
+    real = encoding.codes(private, "private table")
+    synthetic = PrivBayes(epsilon, random_state=seed).fit(real, encoding.sizes) \
+        .sample(len(real))
+    distances = js_distances(real, synthetic, encoding.sizes)
+    out: dict[str, Any] = {"js_distance": dict(zip(encoding.columns, distances)),
+                           "js_distance_mean": float(np.mean(distances))}
+    if label is None:
+        return out
+    if label not in encoding.columns or encoding.sizes[encoding.columns.index(label)] != 2:
+        raise TreeleaksError(f"the label {label!r} must be a column with two values in the "
+                             "population, to score the synthetic rows by AUC")
+    j = encoding.columns.index(label)
+    everyone = encoding.codes(population, "population")
+    test = everyone[~found_in(everyone, real)]
+    out["auc_synthetic"] = auc(synthetic, test, j, encoding.sizes, seed)
+    out["auc_private"] = auc(real, test, j, encoding.sizes, seed)
+    out["auc_test_rows"] = len(test)
+    return out

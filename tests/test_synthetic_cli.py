@@ -1,0 +1,80 @@
+"""``treeleaks synthetic`` on the command line: the JSON and the plot, and bad input as one
+line on stderr with exit code 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from treeleaks.cli import app
+
+from conftest import one_line_error, outlier_population
+
+runner = CliRunner()
+SMALL = ["--targets", "3", "--shadows", "4", "--attacks", "6", "--seed", "1"]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("synthetic")
+    pop = outlier_population(n=100, outliers=4)
+    pop["flag"] = (pop["a0"] < 2).astype(int)
+    pop.to_csv(folder / "population.csv", index=False)
+    pop.sample(20, random_state=0).to_csv(folder / "private.csv", index=False)
+    pop.iloc[:20].drop(columns="rare").to_csv(folder / "narrow.csv", index=False)
+    return {"population": folder / "population.csv", "private": folder / "private.csv",
+            "narrow": folder / "narrow.csv", "folder": folder}
+
+
+def invoke(files: dict[str, Path], *extra: str, data: str = "private") -> Result:
+    return runner.invoke(app, ["synthetic", "--data", str(files[data]), "--population",
+                               str(files["population"]), *SMALL, *extra])
+
+
+def test_the_json_and_the_plot_are_written(files: dict[str, Path]) -> None:
+    out, png = files["folder"] / "out.json", files["folder"] / "out.png"
+    result = invoke(files, "--epsilon", "10", "--json", str(out), "--plot", str(png),
+                    "--label", "flag")
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    low, high = report["ci"]
+    assert low <= report["success_rate"] <= high
+    assert report["baseline"] == pytest.approx(20 / report["n_population"])
+    assert (report["epsilon"], report["n_private"], report["status"]) == (10.0, 20, "done")
+    assert report["attacks"] == 6 and len(report["targets"]) == 3
+    assert report["attack"] == "black-box"
+    assert sum(t["picked"] for t in report["targets"]) == 6
+    assert "pip install anonymeter" in report["anonymeter"]["skipped"]
+    utility = report["utility"]
+    assert set(utility["js_distance"]) == {*(f"a{j}" for j in range(6)), "rare", "flag"}
+    assert 0 <= utility["js_distance_mean"] <= 1
+    assert utility["auc_test_rows"] == report["n_population"] - 20
+    assert png.read_bytes().startswith(b"\x89PNG")
+    assert "Success rate" in result.stdout
+
+
+def test_the_white_box_attack_runs(files: dict[str, Path]) -> None:
+    out = files["folder"] / "white.json"
+    result = invoke(files, "--epsilon", "10", "--white-box", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["attack"] == "white-box" and report["attacks"] == 6
+    assert "white box" in result.stdout
+
+
+@pytest.mark.parametrize(("extra", "data", "says"), [
+    (["--epsilon", "0"], "private", "--epsilon must be a positive finite number"),
+    (["--epsilon", "nan"], "private", "--epsilon must be a positive finite number"),
+    (["--epsilon", "1"], "narrow", "must have the same columns"),
+    (["--epsilon", "1", "--budget", "0"], "private", "positive number of seconds"),
+    (["--epsilon", "1", "--label", "a0"], "private", "'a0' must be a column with two values"),
+])
+def test_bad_input_is_one_line(files: dict[str, Path], extra: list[str], data: str,
+                               says: str) -> None:
+    out = files["folder"] / "bad.json"
+    line = one_line_error(invoke(files, *extra, "--json", str(out), data=data))
+    assert says in line
+    assert not out.exists()
