@@ -120,7 +120,7 @@ def _cost_estimate(model: ReleasedModel, schema: FeatureSchema) -> str:
     if any(not tree.counted for tree in model.trees):  # XGBoost's later trees
         return (f"stopped after {probe.trees_done} of {probe.n_trees} trees at "
                 f"{probe.n_cells:,} cells → the trees without counts are read only over "
-                "listed cells: within half of --time-limit, else the trees with counts alone")
+                "listed cells: within 80% of --time-limit, else the trees with counts alone")
     if model.noise is not None:  # the DP attack lists cells or stops
         return (f"stopped after {probe.trees_done} of {probe.n_trees} trees at "
                 f"{probe.n_cells:,} cells → the DP attack may not finish listing them "
