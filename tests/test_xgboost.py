@@ -135,3 +135,17 @@ def test_a_truncated_or_edited_file_is_one_line_naming_the_field(cancer, tmp_pat
     data["learner"]["gradient_booster"]["model"]["trees"][0]["left_children"].pop()
     with pytest.raises(ModelFormatError, match="node fields differ in length"):
         read_xgboost(data)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_first_tree_without_a_pure_leaf_is_read(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(120, 4))
+    y = (rng.random(120) < 0.3 + 0.4 * (X[:, 0] > 0)).astype(int)  # every leaf mixed
+    fitted = xgb.XGBClassifier(n_estimators=2, max_depth=2, min_child_weight=4,
+                               learning_rate=0.37).fit(X, y)
+    model = read_xgboost(fitted)
+    tree = model.trees[0]
+    assert (tree.counts == model.leaf_counts_of(X, y)[0]).all()
+    assert ((tree.counts > 0).all(axis=1)).any()  # the case this reads: mixed leaves
+    assert model.facts["learning rate (recovered)"] == pytest.approx(0.37, rel=1e-4)

@@ -6,13 +6,14 @@ has the same prediction, the stored ``base_score`` b, so a leaf's cover is n·b(
 row count n. Its value is w = -η·G/(H + λ) with G = Σ(b - y) = n·b - P, so the positives
 are P = n·b + w(H + λ)/η. The file keeps neither the learning rate η nor the L2 penalty λ:
 with the base score estimated from the data (XGBoost's default) the positives add up to
-N·b, which gives λ = -Σ w·H / Σ w, and a pure leaf (P = 0 or n) gives η; the candidate that
-makes every leaf's count whole is kept, and without one the model is refused rather than
-rounded. Later trees' covers are sums of p(1-p) over rows whose p depends on the earlier
-trees, not counts: they enter the IR as trees without counts, with their hessian sums and
-the gradient sums their values give (`LeafGradients`). XGBoost sends ``x < t`` left; the IR
-sends ``x <= t`` left, so each threshold becomes the float32 just below it (XGBoost compares
-in float32). Reading the file runs no code.
+N·b, which gives λ = -Σ w·H / Σ w, and each possible count of one leaf gives a candidate η;
+the candidate that makes every leaf's count whole is kept. Without one, or with several
+that disagree, the model is refused rather than rounded. Later trees' covers are sums of
+p(1-p) over rows whose p depends on the earlier trees, not counts: those trees enter the
+IR without counts, with their hessian sums and the gradient sums their values give
+(`LeafGradients`). XGBoost sends ``x < t`` left; the IR sends ``x <= t`` left, so each
+threshold becomes the float32 just below it (XGBoost compares in float32). Reading the
+file runs no code.
 """
 
 from __future__ import annotations
@@ -123,16 +124,30 @@ def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
     rate and L2 penalty that make them whole, or a refusal."""
     total = float(value.sum())
     l2 = -float((value * cover).sum()) / total if abs(total) > 1e-12 else 1.0
+    # η = -w(H + λ)/G with G = n·b - P: every leaf's pure cases (P = 0 or n), and every P
+    # of the smallest leaf, so that a tree without a pure leaf is read too
+    smallest = int(np.argmin(rows))
+    cases = [(leaf, p) for leaf in range(rows.size) for p in (0, rows[leaf])]
+    cases += [(smallest, p) for p in range(1, int(rows[smallest]))]
     candidates = []
-    for leaf in range(rows.size):  # a pure leaf: G = n·b (no positive) or n(b - 1)
-        for gradient in (rows[leaf] * base, rows[leaf] * (base - 1.0)):
-            if abs(gradient) > 1e-12:
-                candidates.append(-float(value[leaf]) * (cover[leaf] + l2) / gradient)
+    for leaf, positives in cases:
+        gradient = rows[leaf] * base - positives
+        if abs(gradient) > 1e-12:
+            candidates.append(-float(value[leaf]) * (cover[leaf] + l2) / gradient)
+    found: dict[bytes, tuple[np.ndarray, float]] = {}
     for eta in sorted({round(c, 6) for c in candidates if 0.0 < c <= 1.0}):
         whole = whole_positives(rows * base + value * (cover + l2) / eta, rows,
                                 WHOLE_TOLERANCE)
         if whole is not None:
-            return whole, eta, l2
+            found.setdefault(whole.tobytes(), (whole, eta))
+    if len(found) == 1:
+        whole, eta = next(iter(found.values()))
+        return whole, eta, l2
+    if found:
+        rates = ", ".join(f"{eta:g}" for _, eta in found.values())
+        raise UnsupportedModelError(
+            f"the first XGBoost tree's leaf values give whole class counts for several "
+            f"learning rates ({rates}) that disagree on them; treeleaks refuses to guess")
     raise UnsupportedModelError(
         "the first XGBoost tree's leaf values give no whole class counts for any learning "
         "rate: the model was trained with an option the derivation leaves out (sample "
