@@ -115,6 +115,7 @@ def counts_match(model: Any, X: np.ndarray, y_index: np.ndarray) -> bool:
 def run_one(spec: str, framework: str, model_kind: str, n_trees: int, seed: int,
             time_limit: float, data_dir: Path) -> dict[str, Any] | None:
     from treeleaks import reconstruct
+    from treeleaks.errors import TreeleaksError
     from treeleaks.evaluation.metrics import evaluate
     from treeleaks.io import load_model
 
@@ -124,19 +125,24 @@ def run_one(spec: str, framework: str, model_kind: str, n_trees: int, seed: int,
     X, y, schema = table
     y_index = np.unique(y, return_inverse=True)[1]
     matrix = X.to_numpy(dtype=float)
+    record: dict[str, Any] = {
+        "dataset": spec, "framework": framework, "model": model_kind, "trees": n_trees,
+        "seed": seed, "n_rows": len(y), "load_s": None, "derived_counts_right": False,
+        "status": "REFUSED", "verified": False, "time_s": 0.0, "rows": 0, "proven_rows": 0,
+        "error": None, "baseline_error": None}
     with tempfile.TemporaryDirectory() as folder:
         path = fitted_file(framework, model_kind, n_trees, seed, matrix, y_index, Path(folder))
         start = time.perf_counter()
-        model = load_model(path, feature_names=list(X.columns))
+        try:
+            model = load_model(path, feature_names=list(X.columns))
+        except TreeleaksError as exc:  # recorded: a refusal is a result of the benchmark
+            return {**record, "message": str(exc)}
         load_s = time.perf_counter() - start
     counts_right = counts_match(model, matrix, y_index)
     rec = reconstruct(model, schema, time_limit=time_limit, threads=1, seed=seed)
-    record = {"dataset": spec, "framework": framework, "model": model_kind, "trees": n_trees,
-              "seed": seed, "n_rows": len(y), "trees_read": model.n_trees, "load_s": load_s,
-              "derived_counts_right": counts_right, "status": rec.status,
-              "verified": rec.verified, "time_s": rec.time_s, "rows": rec.n_rows,
-              "proven_rows": rec.proven_rows, "error": None, "baseline_error": None,
-              "message": rec.message}
+    record.update(trees_read=model.n_trees, load_s=load_s, derived_counts_right=counts_right,
+                  status=rec.status, verified=rec.verified, time_s=rec.time_s,
+                  rows=rec.n_rows, proven_rows=rec.proven_rows, message=rec.message)
     if rec.n_rows:
         truth = X.assign(**{model.label_name: np.asarray(model.classes)[y_index]})
         score = evaluate(truth, rec.rows, schema, label=model.label_name)

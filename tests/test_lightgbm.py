@@ -164,3 +164,16 @@ def test_a_regressor_gives_the_first_trees_target_means(options, tmp_path) -> No
     with pytest.raises(UnsupportedModelError, match="holds a LightGBM regressor"):
         load_model(path)
     assert load_model(path, allow_regression=True).n_trees == 5
+
+
+def test_a_near_even_class_balance_is_read_exactly() -> None:
+    """p0 near 1/2 makes the root of p0(1 - p0) = ΣH/N ill-conditioned: the positive share
+    k/N is snapped to (a 1,000-row COMPAS booster was refused before)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2001, 3))
+    y = np.zeros(2001, dtype=int)
+    y[rng.permutation(2001)[:1001]] = 1
+    fitted = lgb.LGBMClassifier(n_estimators=3, min_child_samples=1, min_child_weight=0,
+                                verbose=-1).fit(X, y)
+    model = read_lightgbm(fitted)
+    assert (model.trees[0].counts == model.leaf_counts_of(X, y)[0]).all()

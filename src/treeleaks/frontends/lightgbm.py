@@ -137,17 +137,24 @@ def first_tree_positives(count: np.ndarray, hessian: np.ndarray, value: np.ndarr
                          eta: float, l2: float) -> np.ndarray:
     """Each leaf's positives in the first tree of a binary booster (see the module doc),
     refused unless they are whole and within the leaf."""
-    q = float(hessian.sum() / count.sum())  # p0 (1 - p0), the same for every row
+    n_rows = int(count.sum())
+    q = float(hessian.sum() / n_rows)  # p0 (1 - p0), the same for every row
     disc = 1.0 - 4.0 * q
     if disc < -1e-9:
         raise UnsupportedModelError(_not_whole("its hessian sums exceed n/4"))
-    roots = {0.5 - math.sqrt(max(disc, 0.0)) / 2, 0.5 + math.sqrt(max(disc, 0.0)) / 2}
+    # Near p0 = 1/2 the roots are ill-conditioned; the positive share is k/N, so snap to
+    # it (1/2 itself: boosting that does not start from the average).
+    roots = {round((0.5 + sign * math.sqrt(max(disc, 0.0)) / 2) * n_rows) / n_rows
+             for sign in (-1, 1)} | {0.5}
     worst = math.inf
     for p0 in sorted(roots):
         if not 0.0 < p0 < 1.0:
             continue
         start = math.log(p0 / (1.0 - p0))
-        derived = count * p0 + (value - start) * (hessian + l2) / eta
+        # each row's gradient is float32(p0 - y): G = (n - P)·a + P·b
+        a, b = float(np.float32(p0)), float(np.float32(p0 - 1.0))
+        gradient = -(value - start) * (hessian + l2) / eta
+        derived = (count * a - gradient) / (a - b)
         # the other root's start, -s, leaves counts off whole numbers by about 2sH/eta
         whole = whole_positives(derived, count, WHOLE_TOLERANCE)
         if whole is not None:
