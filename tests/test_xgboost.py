@@ -149,3 +149,19 @@ def test_a_first_tree_without_a_pure_leaf_is_read(seed: int) -> None:
     assert (tree.counts == model.leaf_counts_of(X, y)[0]).all()
     assert ((tree.counts > 0).all(axis=1)).any()  # the case this reads: mixed leaves
     assert model.facts["learning rate (recovered)"] == pytest.approx(0.37, rel=1e-4)
+
+
+def test_the_audit_measures_the_trees_with_counts_and_says_why_not_the_others(tmp_path
+                                                                            ) -> None:
+    X, y = demo_data()
+    X, y = X.iloc[:80].reset_index(drop=True), np.unique(y[:80], return_inverse=True)[1]
+    path = tmp_path / "m.json"
+    xgb.XGBClassifier(n_estimators=5, n_jobs=1).fit(X, y).save_model(path)
+    result = CliRunner().invoke(app, ["audit", str(path), "--out", str(tmp_path / "a"),
+                                      "--budget", "10"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "a" / "report.json").read_text())
+    assert report["model"]["kind"] == "gradient-boosted model"
+    leak = next(a for a in report["attacks"] if a["name"] == "leak")
+    assert leak["status"] == "complete" and "4 trees have no counts" in leak["why"]
+    assert "tree 0" in report["exposed"]["leaf_counts_read"]

@@ -228,7 +228,8 @@ def entropy_leak(inp: AuditInput, ev: Evidence) -> AttackRun:
     from treeleaks.evaluation.entropy import summarize
 
     deadline = time.perf_counter() + inp.budget
-    for t in range(inp.model.n_trees):
+    counted = [t for t, tree in enumerate(inp.model.trees) if tree.counted]  # XGBoost: tree 0
+    for t in counted:
         if time.perf_counter() > deadline:
             break
         ev.leaks.append(summarize(tree_reconstruction(inp.model, inp.schema, t)))
@@ -236,7 +237,7 @@ def entropy_leak(inp: AuditInput, ev: Evidence) -> AttackRun:
     best = int(np.argmin(dist_g))
     first = ev.leaks[0]
     figures: dict[str, Any] = {
-        "dist_g": dist_g[best], "dist": ev.leaks[best].dist, "tree": best,
+        "dist_g": dist_g[best], "dist": ev.leaks[best].dist, "tree": counted[best],
         "trees_measured": len(ev.leaks), "n_trees": inp.model.n_trees,
         "rows_fully_determined": fully_determined(ev.leaks[best]),
         "quantiles": {str(k): v for k, v in first.quantiles.items()} if len(ev.leaks) == 1
@@ -244,9 +245,13 @@ def entropy_leak(inp: AuditInput, ev: Evidence) -> AttackRun:
     }
     if inp.model.n_trees > 1:
         figures["dist_g_median"] = float(np.median(dist_g))
-    short = len(ev.leaks) < inp.model.n_trees
-    why = (f"measured {len(ev.leaks)} of {inp.model.n_trees} trees within the budget; the "
+    short = len(ev.leaks) < len(counted)
+    why = (f"measured {len(ev.leaks)} of {len(counted)} trees within the budget; the "
            "most revealing tree may be among the others" if short else "")
+    if len(counted) < inp.model.n_trees:
+        why = "; ".join(w for w in (why, f"{inp.model.n_trees - len(counted)} trees have no "
+                                    "counts to measure (their leaf values are read by the "
+                                    "reconstruction)") if w)
     title = ("Probabilistic reconstruction of the tree" if inp.model.n_trees == 1 else
              "Probabilistic reconstruction of each tree alone (the most revealing one)")
     return AttackRun("leak", title, PARTIAL if short else COMPLETE, why, 0.0, figures)
