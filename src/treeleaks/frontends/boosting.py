@@ -27,6 +27,14 @@ def whole_positives(derived: np.ndarray, rows: np.ndarray, tolerance: float
     return None
 
 
+def float32_positives(rows: np.ndarray, gradient: np.ndarray, p0: float) -> np.ndarray:
+    """A first-tree leaf's positives from its gradient sum, every row starting at p0 with
+    its gradient kept in float32 (LightGBM, HistGradientBoosting): G = (n - P)·a + P·b with
+    a = float32(p0), b = float32(p0 - 1), so P = (n·a - G)/(a - b). Real: check it whole."""
+    a, b = float(np.float32(p0)), float(np.float32(p0 - 1.0))
+    return (rows * a - gradient) / (a - b)
+
+
 def booster_trees(nodes: list[Nodes], rows: list[np.ndarray], positives: np.ndarray
                   ) -> list[Tree]:
     """The IR's trees: the first with its class counts, the rest pooled over the classes."""

@@ -25,7 +25,13 @@ from typing import Any
 import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
-from treeleaks.frontends.boosting import booster_trees, no_sums, sum_rows, whole_positives
+from treeleaks.frontends.boosting import (
+    booster_trees,
+    float32_positives,
+    no_sums,
+    sum_rows,
+    whole_positives,
+)
 from treeleaks.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
 
 WHOLE_TOLERANCE = 1e-4  # derived counts this close to whole numbers are whole (file: 17 digits)
@@ -151,10 +157,7 @@ def first_tree_positives(count: np.ndarray, hessian: np.ndarray, value: np.ndarr
         if not 0.0 < p0 < 1.0:
             continue
         start = math.log(p0 / (1.0 - p0))
-        # each row's gradient is float32(p0 - y): G = (n - P)·a + P·b
-        a, b = float(np.float32(p0)), float(np.float32(p0 - 1.0))
-        gradient = -(value - start) * (hessian + l2) / eta
-        derived = (count * a - gradient) / (a - b)
+        derived = float32_positives(count, -(value - start) * (hessian + l2) / eta, p0)
         # the other root's start, -s, leaves counts off whole numbers by about 2sH/eta
         whole = whole_positives(derived, count, WHOLE_TOLERANCE)
         if whole is not None:

@@ -25,7 +25,14 @@ from typing import Any
 import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
-from treeleaks.frontends.boosting import Nodes, booster_trees, no_sums, sum_rows, whole_positives
+from treeleaks.frontends.boosting import (
+    Nodes,
+    booster_trees,
+    float32_positives,
+    no_sums,
+    sum_rows,
+    whole_positives,
+)
 from treeleaks.model import LeafGradients, ReleasedModel, Tree
 
 BOOSTERS = ("GradientBoostingClassifier", "HistGradientBoostingClassifier")
@@ -80,28 +87,16 @@ def booster_regression_model(estimator: Any, names: list[str], label_name: str
             "loss='squared_error' (the default)")
     eta = float(estimator.learning_rate)
     if kind == "GradientBoostingRegressor":
-        if float(estimator.subsample) < 1.0:
-            raise UnsupportedModelError(
-                f"this {kind} fit each tree on a subsample (subsample={estimator.subsample}); "
-                "treeleaks reads boosters trained on every row (subsample=1.0)")
         init = getattr(estimator, "init_", None)
         start = 0.0 if isinstance(init, str) and init == "zero" else float(
             np.ravel(getattr(init, "constant_", [np.nan]))[0])
-        members = [m.tree_ for m in np.asarray(estimator.estimators_).ravel()]
-        nodes = [tree_nodes(t) for t in members]
-        rows = [np.asarray(t.n_node_samples, dtype=np.int64)[np.asarray(t.children_left) < 0]
-                for t in members]
-        first = members[0]
-        step = np.asarray(first.value, dtype=np.float64)[np.asarray(first.children_left) < 0,
-                                                         0, 0]
-        means = start + step
+        nodes, rows, steps = _gradient_boosting_trees(estimator, kind)
+        means = start + steps[0]
     else:
         l2 = float(estimator.l2_regularization)
         start = float(np.ravel(estimator._baseline_prediction)[0])
-        read = [_predictor_tree(p.nodes, t, names)
-                for t, (p,) in enumerate(estimator._predictors)]
-        nodes, rows = [r[0] for r in read], [r[1] for r in read]
-        means = start + read[0][2] * (rows[0] + l2) / (eta * rows[0])
+        nodes, rows, values = _predictor_trees(estimator, names)
+        means = start + values[0] * (rows[0] + l2) / (eta * rows[0])
     if not np.isfinite(start):
         raise UnsupportedModelError(f"this {kind} starts from an initial estimator of its "
                                     "own (init=...); treeleaks reads the default start")
@@ -138,27 +133,8 @@ def tree_nodes(sk_tree: Any) -> Nodes:
 
 
 def _gradient_boosting(estimator: Any, names: list[str]) -> _Read:
-    if float(estimator.subsample) < 1.0:
-        raise UnsupportedModelError(
-            f"this GradientBoostingClassifier fit each tree on a subsample "
-            f"(subsample={estimator.subsample}), whose rows it does not keep; treeleaks "
-            "audits boosters trained on every row (subsample=1.0)")
     p0 = _start_probability(estimator)
-    nodes, rows = [], []
-    for member in np.asarray(estimator.estimators_).ravel():
-        sk_tree = member.tree_
-        is_leaf = np.asarray(sk_tree.children_left) < 0
-        count = np.asarray(sk_tree.n_node_samples, dtype=np.int64)[is_leaf]
-        weighted = np.asarray(sk_tree.weighted_n_node_samples, dtype=np.float64)[is_leaf]
-        if np.abs(weighted - count).max(initial=0.0) > 1e-6:
-            raise UnsupportedModelError(
-                "this GradientBoostingClassifier was trained with sample_weight, which its "
-                "leaf values mix into the class counts; treeleaks needs unweighted training")
-        nodes.append(tree_nodes(sk_tree))
-        rows.append(count)
-    steps = [np.asarray(m.tree_.value, dtype=np.float64)[np.asarray(m.tree_.children_left) < 0,
-                                                          0, 0]
-             for m in np.asarray(estimator.estimators_).ravel()]
+    nodes, rows, steps = _gradient_boosting_trees(estimator, "GradientBoostingClassifier")
     derived = rows[0] * p0 + steps[0] * rows[0] * p0 * (1.0 - p0)
     positives = _whole(derived, rows[0], "GradientBoostingClassifier")
     eta = float(estimator.learning_rate)
@@ -173,6 +149,31 @@ def _gradient_boosting(estimator: Any, names: list[str]) -> _Read:
         facts["early stopping"] = (f"validation_fraction={estimator.validation_fraction} of "
                                    "the rows held out: the counts are of the rest")
     return nodes, rows, positives, gradients, facts
+
+
+def _gradient_boosting_trees(estimator: Any, kind: str
+                             ) -> tuple[list[Nodes], list[np.ndarray], list[np.ndarray]]:
+    """Every tree's IR nodes, leaf row counts and leaf values (each a Newton step or mean
+    residual, before the learning rate), refused for subsamples and sample weights."""
+    if float(estimator.subsample) < 1.0:
+        raise UnsupportedModelError(
+            f"this {kind} fit each tree on a subsample (subsample={estimator.subsample}), "
+            "whose rows it does not keep; treeleaks audits boosters trained on every row "
+            "(subsample=1.0)")
+    nodes, rows, steps = [], [], []
+    for member in np.asarray(estimator.estimators_).ravel():
+        sk_tree = member.tree_
+        is_leaf = np.asarray(sk_tree.children_left) < 0
+        count = np.asarray(sk_tree.n_node_samples, dtype=np.int64)[is_leaf]
+        weighted = np.asarray(sk_tree.weighted_n_node_samples, dtype=np.float64)[is_leaf]
+        if np.abs(weighted - count).max(initial=0.0) > 1e-6:
+            raise UnsupportedModelError(
+                f"this {kind} was trained with sample_weight, which its leaf values mix "
+                "into what they say of the rows; treeleaks needs unweighted training")
+        nodes.append(tree_nodes(sk_tree))
+        rows.append(count)
+        steps.append(np.asarray(sk_tree.value, dtype=np.float64)[is_leaf, 0, 0])
+    return nodes, rows, steps
 
 
 def _start_probability(estimator: Any) -> float:
@@ -195,18 +196,12 @@ def _hist_gradient_boosting(estimator: Any, names: list[str]) -> _Read:
     if int(estimator.n_trees_per_iteration_) != 1:
         raise UnsupportedModelError("this HistGradientBoostingClassifier fits several trees "
                                     "per round; treeleaks reads binary boosters so far")
-    nodes, rows, values = [], [], []
-    for index, (predictor,) in enumerate(estimator._predictors):
-        shape, count, value = _predictor_tree(predictor.nodes, index, names)
-        nodes.append(shape)
-        rows.append(count)
-        values.append(value)
+    nodes, rows, values = _predictor_trees(estimator, names)
     p0 = float(1.0 / (1.0 + np.exp(-float(np.ravel(estimator._baseline_prediction)[0]))))
     eta, l2 = float(estimator.learning_rate), float(estimator.l2_regularization)
-    a, b = float(np.float32(p0)), float(np.float32(p0 - 1.0))
     hessian = rows[0] * float(np.float32(p0 * (1.0 - p0)))
     gradient = -values[0] * (hessian + l2) / eta
-    positives = _whole((rows[0] * a - gradient) / (a - b), rows[0],
+    positives = _whole(float32_positives(rows[0], gradient, p0), rows[0],
                        "HistGradientBoostingClassifier")
     # a later leaf's value v = -η·G/(H + λ), so Σg + (v/η)·Σh = -v·λ/η; float32 per row
     gradients = LeafGradients(float(np.ravel(estimator._baseline_prediction)[0]), values,
@@ -220,6 +215,13 @@ def _hist_gradient_boosting(estimator: Any, names: list[str]) -> _Read:
         facts["early stopping"] = (f"validation_fraction={estimator.validation_fraction} of "
                                    "the rows held out: the counts are of the rest")
     return nodes, rows, positives, gradients, facts
+
+
+def _predictor_trees(estimator: Any, names: list[str]
+                     ) -> tuple[list[Nodes], list[np.ndarray], list[np.ndarray]]:
+    """Every histogram-boosting predictor's IR nodes, leaf row counts and leaf values."""
+    read = [_predictor_tree(p.nodes, t, names) for t, (p,) in enumerate(estimator._predictors)]
+    return [r[0] for r in read], [r[1] for r in read], [r[2] for r in read]
 
 
 def _predictor_tree(table: np.ndarray, index: int, names: list[str]
