@@ -177,3 +177,11 @@ def test_a_near_even_class_balance_is_read_exactly() -> None:
                                 verbose=-1).fit(X, y)
     model = read_lightgbm(fitted)
     assert (model.trees[0].counts == model.leaf_counts_of(X, y)[0]).all()
+
+
+def test_a_weighted_regressor_is_refused_not_misread() -> None:
+    X, y = load_diabetes(return_X_y=True)
+    fitted = lgb.LGBMRegressor(n_estimators=3, verbose=-1).fit(
+        X, y, sample_weight=np.where(y > 150, 3.0, 1.0))
+    with pytest.raises(UnsupportedModelError, match="sample weights"):
+        read_lightgbm(fitted)

@@ -203,3 +203,12 @@ def test_regression_boosters_give_every_leafs_rows_and_the_first_trees_target_me
     with pytest.raises(UnsupportedModelError, match="loss='absolute_error'"):
         from_sklearn(GradientBoostingRegressor(n_estimators=2, loss="absolute_error").fit(X, y),
                      allow_regression=True)
+
+
+def test_weighted_regression_boosters_are_refused_not_misread() -> None:
+    X, y = load_diabetes(return_X_y=True)
+    weights = np.where(y > 150, 3.0, 1.0)
+    for estimator in (GradientBoostingRegressor(n_estimators=3),
+                      HistGradientBoostingRegressor(max_iter=3, early_stopping=False)):
+        with pytest.raises(UnsupportedModelError, match="sample_weight"):
+            from_sklearn(estimator.fit(X, y, sample_weight=weights), allow_regression=True)

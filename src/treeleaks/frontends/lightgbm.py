@@ -98,6 +98,11 @@ def _regression(converted: list[_Converted], params: dict[str, str], names: list
     and has hessian 1, so a leaf's value is v = s + η·Σ(y - s)/(n + λ): its mean target is
     s + (v - s)(n + λ)/(η·n). Without s in the file, the means adding up to N·s give it."""
     _, count, hessian, value = converted[0]
+    if np.abs(hessian - count).max() > 1e-6 * count.max():  # squared error: h = 1 a row
+        raise UnsupportedModelError(
+            "the first LightGBM tree's hessian sums are not its row counts: it was trained "
+            "with sample weights, which its values mix into the targets; treeleaks needs "
+            "unweighted training")
     start = 0.0
     if params.get("boost_from_average", "1").strip() not in ("0", "false"):
         start = float((value * (hessian + l2)).sum() / (hessian + l2).sum())

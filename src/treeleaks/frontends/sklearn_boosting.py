@@ -97,6 +97,13 @@ def booster_regression_model(estimator: Any, names: list[str], label_name: str
         start = float(np.ravel(estimator._baseline_prediction)[0])
         nodes, rows, values = _predictor_trees(estimator, names)
         means = start + values[0] * (rows[0] + l2) / (eta * rows[0])
+        # unweighted, the start is the mean target: the leaves' means add up to N times it
+        total, scale = float(rows[0] @ means), float(rows[0] @ np.abs(means))
+        if abs(total - rows[0].sum() * start) > 1e-5 * (scale + 1.0):
+            raise UnsupportedModelError(
+                f"this {kind}'s first leaf values do not average to its start: it was "
+                "trained with sample_weight, which its values mix into the targets; "
+                "treeleaks needs unweighted training")
     if not np.isfinite(start):
         raise UnsupportedModelError(f"this {kind} starts from an initial estimator of its "
                                     "own (init=...); treeleaks reads the default start")
