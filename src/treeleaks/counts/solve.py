@@ -10,9 +10,13 @@ Measured on COMPAS/Adult/Default Credit forests of depth 2-3 it roughly halves t
 of an arbitrary feasible histogram, while a sparsity prior made it worse.
 
 A booster's gradient sums (the system's ``side`` rows, `counts.gradient_rows`) join the
-MIP as ranged rows (HiGHS only) for `SIDE_SHARE` of the time; when HiGHS finds them
-infeasible (which the true rows never are) or runs out of that time, the counts alone are
-solved in what is left and the solution says so.
+MIP as ranged rows (HiGHS only) for `SIDE_SHARE` of the time, after the bounds they imply
+have been propagated with the counts' (`counts.side_bounds`: on fine boosters this rules
+out all but a few thousand of 10^5 variables, which HiGHS's presolve did far more slowly);
+a wide block with them goes to the MIP over every cell at once, since the random LP
+vertices would ignore them. When HiGHS finds them infeasible (which the true rows never
+are) or runs out of that time, the counts alone are solved in what is left and the
+solution says so.
 
 Backends: HiGHS MIP through scipy (default; its LP-based search finds feasible histograms
 in seconds where CP-SAT needs minutes on shallow forests) and OR-Tools CP-SAT (the same
@@ -32,7 +36,8 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import gammaln
 
 from treeleaks.counts.gradient_rows import SideRows
-from treeleaks.counts.system import CountSystem
+from treeleaks.counts.side_bounds import with_side_bounds
+from treeleaks.counts.system import CountSystem, InconsistentCountsError
 from treeleaks.errors import TreeleaksError
 from treeleaks.vocabulary import Status
 
@@ -115,7 +120,15 @@ def solve(
                              "CP-SAT does not take; use the solver 'highs'")
     if system.side is None:
         return _solve(system, time_limit, threads, seed, solver)
-    solution = _solve(system, time_limit * SIDE_SHARE, threads, seed, solver)
+    start = time.perf_counter()
+    share = time_limit * SIDE_SHARE
+    try:
+        bounded = with_side_bounds(system, start + share / 2)
+        solution = _solve(bounded, share - (time.perf_counter() - start), threads, seed,
+                          solver)
+    except InconsistentCountsError:
+        solution = Solution(None, Status.INFEASIBLE, None, 0.0)
+    solution.time_s = time.perf_counter() - start
     if solution.counts is not None:
         return solution
     # the true rows meet the sums: infeasible is the solver's numerics, else its time
@@ -201,7 +214,8 @@ def _solve_block(block: _Residual, time_limit: float, threads: int, seed: int,
     ``vertex_support``), each round's vertices and then its MIP getting at most a third of
     the time left, then, if no round found a dataset, over every cell in what remains."""
     n = block.free.size
-    if n < RESTRICT_MIN_CELLS or n < RESTRICT_CELLS_PER_EQUATION * block.A.shape[0]:
+    if (n < RESTRICT_MIN_CELLS or n < RESTRICT_CELLS_PER_EQUATION * block.A.shape[0]
+            or block.side is not None):  # the vertices would ignore the gradient sums
         return run(block, time_limit, threads, seed)
     from treeleaks.counts.vertex_support import vertex_supports
 
