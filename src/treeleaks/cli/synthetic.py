@@ -3,7 +3,6 @@ how often does the study's shadow-model attack single out one of its rows?"""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import time
@@ -29,12 +28,11 @@ from treeleaks.display import live_progress
 from treeleaks.errors import TreeleaksError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from treeleaks.synthetic.singling_out import SyntheticSinglingOut
 
-ANONYMETER_MISSING = {"skipped": "not installed: pip install anonymeter (needs numpy<1.27, "
-                      "so install it in its own environment)"}
-ANONYMETER_NOT_RUN = {"skipped": "anonymeter is installed, but this version of treeleaks "
-                      "does not run its SinglingOutEvaluator yet"}
+ANONYMETER_FLOOR = 30.0  # seconds anonymeter gets even when --budget is spent
 
 
 @app.command("synthetic")
@@ -67,10 +65,15 @@ def synthetic_command(
                                               "release by the AUC of a random forest trained "
                                               "on it and tested on the non-private "
                                               "population rows.")] = None,
+    anonymeter_python: Annotated[Path | None, typer.Option(
+        help="The python of an environment with anonymeter (it needs numpy<1.27): also run "
+        "its singling-out evaluator on one release. Not needed when anonymeter is "
+        "importable here.")] = None,
 ) -> None:
     """Fit PrivBayes at --epsilon on the private table, release synthetic tables (or, with
     --white-box, the fitted models), and measure how often the shadow-model attack singles
     out a private row, beside the baseline |X|/|D| (Sedlmeyr 2024)."""
+    from treeleaks.synthetic import anonymeter_check
     from treeleaks.synthetic.singling_out import single_out_synthetic
     from treeleaks.synthetic.utility import release_utility
 
@@ -84,16 +87,20 @@ def synthetic_command(
     console = Console()
     deadline = time.monotonic() + budget
     try:
+        if anonymeter_python is not None:
+            anonymeter_check.check_interpreter(anonymeter_python)
         utility = release_utility(private, public, epsilon, label, seed)
         with live_progress(console) as progress:
             result = single_out_synthetic(private, public, epsilon, n_targets=targets,
                                           n_shadows=shadows, n_attacks=attacks, seed=seed,
                                           white_box=white_box, deadline=deadline,
                                           progress=progress)
+        anonymeter = _anonymeter(private, public, epsilon, seed, anonymeter_python,
+                                 max(ANONYMETER_FLOOR, deadline - time.monotonic()))
     except TreeleaksError as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
-    console.print(_table(data, result, utility))
-    report = {**_report(result), "utility": utility}
+    console.print(_table(data, result, utility, anonymeter))
+    report = {**result.summary(), "utility": utility, "anonymeter": anonymeter}
     files: dict[Path, str | bytes] = {json_path: json.dumps(report, indent=2) + "\n"}
     if plot is not None:
         from treeleaks.synthetic.plot import success_png
@@ -102,13 +109,26 @@ def synthetic_command(
     write_all(files)
 
 
-def _report(result: SyntheticSinglingOut) -> dict[str, Any]:
-    anonymeter = (ANONYMETER_NOT_RUN if importlib.util.find_spec("anonymeter")
-                  else ANONYMETER_MISSING)
-    return {**result.summary(), "anonymeter": anonymeter}
+def _anonymeter(private: pd.DataFrame, population: pd.DataFrame, epsilon: float, seed: int,
+                python: Path | None, timeout: float) -> dict[str, Any]:
+    """anonymeter's figures on one release (in this process, or by ``python``), or why
+    there are none; a run without them says so in one line on stderr."""
+    from treeleaks.synthetic import anonymeter_check
+
+    if python is None and not anonymeter_check.available_in_process():
+        figures = {"skipped": anonymeter_check.HOW_TO}
+    else:
+        tables = anonymeter_check.tables(private, population, epsilon, seed)
+        figures = anonymeter_check.evaluate(*tables, python=python, seed=seed, timeout=timeout)
+    why = figures.get("skipped") or figures.get("failed")
+    if why is not None:
+        Console(stderr=True).print(f"note: {why}", markup=False, highlight=False,
+                                   soft_wrap=True)
+    return figures
 
 
-def _table(data: Path, result: SyntheticSinglingOut, utility: dict[str, Any]) -> Table:
+def _table(data: Path, result: SyntheticSinglingOut, utility: dict[str, Any],
+           anonymeter: dict[str, Any]) -> Table:
     table = Table(title=escape(f"Singling out from PrivBayes releases of {data.name} "
                                f"({'white' if result.white_box else 'black'} box)"),
                   show_header=False, title_justify="left")
@@ -128,6 +148,7 @@ def _table(data: Path, result: SyntheticSinglingOut, utility: dict[str, Any]) ->
     table.add_row("Targets", f"{len(result.targets)} (shadow pairs each: "
                   f"{min(t['shadow_pairs'] for t in result.targets)})")
     table.add_row("Utility of one release", _utility_text(utility))
+    table.add_row("anonymeter", _anonymeter_text(anonymeter))
     table.add_row("Status", str(result.status))
     for note in result.notes:
         table.add_row("Note", escape(note))
@@ -142,3 +163,14 @@ def _utility_text(utility: dict[str, Any]) -> str:
                 for k in ("auc_synthetic", "auc_private")]
         text += f"; AUC trained on synthetic {aucs[0]}, on the private rows {aucs[1]}"
     return text
+
+
+def _anonymeter_text(figures: dict[str, Any]) -> str:
+    """anonymeter's risk with its interval and what it rests on, or why it did not run."""
+    if "risk" not in figures:
+        return escape(figures.get("skipped") or figures["failed"])
+    low, high = figures["ci"]
+    return (f"singling-out risk {figures['risk']:.1%} (95% interval {low:.1%} to {high:.1%}); "
+            f"{figures['n_success']} of {figures['n_attacks']} predicates single out an "
+            f"original row, baseline {figures['n_baseline']}, control "
+            f"{figures['n_control']:g}")
