@@ -9,6 +9,10 @@ release (Jensen-Shannon distances, AUC trained on it and tested on the other row
 
     python bench/synthetic.py --smoke     # < 10 s
     python bench/synthetic.py             # Adult, n = 100, ε ∈ {0.1, 1000}: 40 s
+    python bench/synthetic.py --anonymeter-python /work/venv-anon/bin/python
+
+With ``--anonymeter-python`` (an environment with anonymeter, which pins numpy < 1.27),
+anonymeter's singling-out evaluator also scores the release the utility is measured on.
 
 A scaled-down protocol: the study used 50 targets, 1,000 shadow pairs (10 releases each)
 and 1,000 attacked releases per point. See docs/synthetic.md.
@@ -26,6 +30,7 @@ import pandas as pd
 from common import BENCH_DIR, DEFAULT_DATA_DIR, environment, write_json
 
 from treeleaks.sweep.datasets import load_dataset
+from treeleaks.synthetic import anonymeter_check
 from treeleaks.synthetic.encoding import Encoding
 from treeleaks.synthetic.privbayes import PrivBayes
 from treeleaks.synthetic.singling_out import single_out_synthetic
@@ -53,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--white-box", action="store_true", help="attack the fitted models")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--anonymeter-python", type=Path, default=None,
+                        help="python of an environment with anonymeter")
     args = parser.parse_args(argv)
     sizes = SMOKE if args.smoke else FULL
     data = load_dataset(args.dataset, args.data_dir)
@@ -75,12 +82,29 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"baseline {result.baseline:.3f} ({sum(result.seconds.values()):.0f} s); one "
               f"release: mean JS {utility['js_distance_mean']:.3f}, AUC synthetic "
               f"{utility['auc_synthetic']}, private {utility['auc_private']}")
-        points.append({**result.summary(), "utility": utility})
+        point = {**result.summary(), "utility": utility}
+        if args.anonymeter_python is not None:
+            figures = anonymeter_check.evaluate(
+                *anonymeter_check.tables(private, population, epsilon, args.seed),
+                python=args.anonymeter_python, seed=args.seed)
+            point["anonymeter"] = figures
+            print(f"  anonymeter: {_anonymeter_line(figures)}")
+        points.append(point)
     name = "smoke" if args.smoke else args.dataset + ("_white_box" if args.white_box else "")
     out = args.out or BENCH_DIR / "results" / f"synthetic_{name}.json"
     write_json(out, {"environment": environment(), "sizes": sizes, "dataset": args.dataset,
                      "fit_seconds_1000_rows": seconds, "points": points})
     return 0
+
+
+def _anonymeter_line(figures: dict) -> str:
+    """anonymeter's risk, interval and counts in one line, or why it did not run."""
+    if "risk" not in figures:
+        return figures["failed"]
+    low, high = figures["ci"]
+    return (f"risk {figures['risk']:.3f} [{low:.3f}, {high:.3f}]; {figures['n_success']} of "
+            f"{figures['n_attacks']} predicates single out a row of X, baseline "
+            f"{figures['n_baseline']}, control {figures['n_control']:g}")
 
 
 if __name__ == "__main__":
