@@ -111,24 +111,25 @@ def synthetic_command(
 
 def _anonymeter(private: pd.DataFrame, population: pd.DataFrame, epsilon: float, seed: int,
                 python: Path | None, timeout: float) -> dict[str, Any]:
-    """anonymeter's figures on one release (in this process, or by ``python``), or why
-    there are none; a run without them says so in one line on stderr."""
+    """anonymeter's figures on one release, or why there are none; a run without them says
+    so in one line on stderr."""
     from treeleaks.synthetic import anonymeter_check
 
-    if python is None and not anonymeter_check.available_in_process():
-        figures = {"skipped": anonymeter_check.HOW_TO}
-    else:
-        tables = anonymeter_check.tables(private, population, epsilon, seed)
-        figures = anonymeter_check.evaluate(*tables, python=python, seed=seed, timeout=timeout)
-    why = figures.get("skipped") or figures.get("failed")
-    if why is not None:
-        Console(stderr=True).print(f"note: {why}", markup=False, highlight=False,
-                                   soft_wrap=True)
+    figures = anonymeter_check.run(private, population, epsilon, seed, python, timeout)
+    if "risk" not in figures:
+        note(anonymeter_check.summary(figures))
     return figures
+
+
+def note(text: str) -> None:
+    """One ``note:`` line on stderr."""
+    Console(stderr=True).print(f"note: {text}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _table(data: Path, result: SyntheticSinglingOut, utility: dict[str, Any],
            anonymeter: dict[str, Any]) -> Table:
+    from treeleaks.synthetic.anonymeter_check import summary
+
     table = Table(title=escape(f"Singling out from PrivBayes releases of {data.name} "
                                f"({'white' if result.white_box else 'black'} box)"),
                   show_header=False, title_justify="left")
@@ -148,7 +149,7 @@ def _table(data: Path, result: SyntheticSinglingOut, utility: dict[str, Any],
     table.add_row("Targets", f"{len(result.targets)} (shadow pairs each: "
                   f"{min(t['shadow_pairs'] for t in result.targets)})")
     table.add_row("Utility of one release", _utility_text(utility))
-    table.add_row("anonymeter", _anonymeter_text(anonymeter))
+    table.add_row("anonymeter", escape(summary(anonymeter)))
     table.add_row("Status", str(result.status))
     for note in result.notes:
         table.add_row("Note", escape(note))
@@ -164,13 +165,3 @@ def _utility_text(utility: dict[str, Any]) -> str:
         text += f"; AUC trained on synthetic {aucs[0]}, on the private rows {aucs[1]}"
     return text
 
-
-def _anonymeter_text(figures: dict[str, Any]) -> str:
-    """anonymeter's risk with its interval and what it rests on, or why it did not run."""
-    if "risk" not in figures:
-        return escape(figures.get("skipped") or figures["failed"])
-    low, high = figures["ci"]
-    return (f"singling-out risk {figures['risk']:.1%} (95% interval {low:.1%} to {high:.1%}); "
-            f"{figures['n_success']} of {figures['n_attacks']} predicates single out an "
-            f"original row, baseline {figures['n_baseline']}, control "
-            f"{figures['n_control']:g}")

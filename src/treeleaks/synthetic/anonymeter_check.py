@@ -101,3 +101,24 @@ def evaluate(original: pd.DataFrame, synthetic: pd.DataFrame, control: pd.DataFr
             last = (done.stderr.strip().splitlines() or ["no message"])[-1]
             return {"failed": f"anonymeter stopped with exit code {done.returncode}: {last}"}
         return {**json.loads(out.read_text("utf-8")), "interpreter": str(python)}
+
+
+def run(private: pd.DataFrame, population: pd.DataFrame, epsilon: float, seed: int,
+        python: Path | None, timeout: float) -> dict[str, Any]:
+    """anonymeter's figures on one release of ``private`` at ε (in this process, or by
+    ``python``), or ``{"skipped": HOW_TO}`` when it is neither importable nor given."""
+    if python is None and not available_in_process():
+        return {"skipped": HOW_TO}
+    return evaluate(*tables(private, population, epsilon, seed), python=python, seed=seed,
+                    timeout=timeout)
+
+
+def summary(figures: dict[str, Any]) -> str:
+    """anonymeter's risk with its interval and what it rests on, or why it did not run."""
+    if "risk" not in figures:
+        return figures.get("skipped") or figures["failed"]
+    low, high = figures["ci"]
+    return (f"singling-out risk {figures['risk']:.1%} (95% interval {low:.1%} to {high:.1%}); "
+            f"{figures['n_success']} of {figures['n_attacks']} predicates single out an "
+            f"original row, baseline {figures['n_baseline']}, control "
+            f"{figures['n_control']:g}")
