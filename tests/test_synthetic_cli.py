@@ -45,7 +45,7 @@ def test_the_json_and_the_plot_are_written(files: dict[str, Path],
     monkeypatch.setattr(anonymeter_check, "available_in_process", lambda: False)
     out, png = files["folder"] / "out.json", files["folder"] / "out.png"
     result = invoke(files, "--epsilon", "10", "--json", str(out), "--plot", str(png),
-                    "--label", "flag")
+                    "--label", "flag", "--releases", "2")
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
     low, high = report["ci"]
@@ -61,6 +61,8 @@ def test_the_json_and_the_plot_are_written(files: dict[str, Path],
     assert set(utility["js_distance"]) == {*(f"a{j}" for j in range(6)), "rare", "flag"}
     assert 0 <= utility["js_distance_mean"] <= 1
     assert utility["auc_test_rows"] == report["n_population"] - 20
+    assert utility["releases"] == 2 and "auc_synthetic_sd" in utility
+    assert "Utility of 2 releases" in result.stdout
     assert png.read_bytes().startswith(b"\x89PNG")
     assert "Success rate" in result.stdout
 

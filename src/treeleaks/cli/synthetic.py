@@ -65,6 +65,8 @@ def synthetic_command(
                                               "release by the AUC of a random forest trained "
                                               "on it and tested on the non-private "
                                               "population rows.")] = None,
+    releases: Annotated[int, typer.Option(min=1, help="Releases the utility is averaged "
+                                          "over (mean and sd).")] = 5,
     anonymeter_python: Annotated[Path | None, typer.Option(
         help="The python of an environment with anonymeter (it needs numpy<1.27): also run "
         "its singling-out evaluator on one release. Not needed when anonymeter is "
@@ -89,7 +91,7 @@ def synthetic_command(
     try:
         if anonymeter_python is not None:
             anonymeter_check.check_interpreter(anonymeter_python)
-        utility = release_utility(private, public, epsilon, label, seed)
+        utility = release_utility(private, public, epsilon, label, seed, releases)
         with live_progress(console) as progress:
             result = single_out_synthetic(private, public, epsilon, n_targets=targets,
                                           n_shadows=shadows, n_attacks=attacks, seed=seed,
@@ -105,7 +107,7 @@ def synthetic_command(
     if plot is not None:
         from treeleaks.synthetic.plot import success_png
 
-        files[plot] = success_png(result)
+        files[plot] = success_png(result, utility)
     write_all(files)
 
 
@@ -148,7 +150,7 @@ def _table(data: Path, result: SyntheticSinglingOut, utility: dict[str, Any],
     table.add_row("Verdict", verdict)
     table.add_row("Targets", f"{len(result.targets)} (shadow pairs each: "
                   f"{min(t['shadow_pairs'] for t in result.targets)})")
-    table.add_row("Utility of one release", _utility_text(utility))
+    table.add_row(f"Utility of {utility['releases']} releases", _utility_text(utility))
     table.add_row("anonymeter", escape(summary(anonymeter)))
     table.add_row("Status", str(result.status))
     for note in result.notes:
@@ -157,11 +159,13 @@ def _table(data: Path, result: SyntheticSinglingOut, utility: dict[str, Any],
 
 
 def _utility_text(utility: dict[str, Any]) -> str:
-    """Mean Jensen-Shannon distance and, with --label, the two AUCs."""
-    text = f"mean Jensen-Shannon distance {utility['js_distance_mean']:.3f} (0 = same marginals)"
+    """Mean Jensen-Shannon distance and, with --label, the two AUCs (± sd over releases)."""
+    text = (f"mean Jensen-Shannon distance {utility['js_distance_mean']:.3f} ± "
+            f"{utility['js_distance_mean_sd']:.3f} (0 = same marginals)")
     if "auc_synthetic" in utility:
-        aucs = [("-" if utility[k] is None else f"{utility[k]:.3f}")
-                for k in ("auc_synthetic", "auc_private")]
-        text += f"; AUC trained on synthetic {aucs[0]}, on the private rows {aucs[1]}"
+        synthetic = ("-" if utility["auc_synthetic"] is None else
+                     f"{utility['auc_synthetic']:.3f} ± {utility['auc_synthetic_sd']:.3f}")
+        private = "-" if utility["auc_private"] is None else f"{utility['auc_private']:.3f}"
+        text += f"; AUC trained on synthetic {synthetic}, on the private rows {private}"
     return text
 

@@ -50,6 +50,7 @@ class SyntheticInput:
     shadows: int = 50
     attacks: int = 100
     seed: int = 0
+    releases: int = 5  # the utility's, averaged
     anonymeter_python: Path | None = None
 
 
@@ -100,7 +101,8 @@ def run_synthetic_audit(inp: SyntheticInput,
     when it is available, and assemble the audit."""
     start = time.monotonic()
     deadline = start + inp.budget
-    utility = release_utility(inp.private, inp.population, inp.epsilon, inp.label, inp.seed)
+    utility = release_utility(inp.private, inp.population, inp.epsilon, inp.label, inp.seed,
+                              inp.releases)
     result = single_out_synthetic(inp.private, inp.population, inp.epsilon,
                                   n_targets=inp.targets, n_shadows=inp.shadows,
                                   n_attacks=inp.attacks, seed=inp.seed, deadline=deadline,

@@ -49,6 +49,7 @@ def render_release(audit: Audit) -> str:
 def _section(f: dict[str, Any], risk: dict[str, Any]) -> str:
     """The attack's success against its baseline, the utility, and anonymeter."""
     low, high = f["ci"]
+    u = f["utility"]
     rows = [
         ("Success rate", f"{f['success_rate']:.1%} ({f['successes']} of {f['attacks']} "
          f"releases attacked, {f['attack']})"),
@@ -57,13 +58,14 @@ def _section(f: dict[str, Any], risk: dict[str, Any]) -> str:
          f"{f['n_population']:,} population rows): a random record's predicate"),
         ("The interval", f"{f['verdict']}"),
         ("Rule triggered", f"{risk['level']}: {risk['rule']}"),
-        ("Utility: mean Jensen-Shannon distance", f"{f['utility']['js_distance_mean']:.3f} "
-         "(0 = the release keeps every marginal)"),
+        ("Utility: mean Jensen-Shannon distance", f"{u['js_distance_mean']:.3f} ± "
+         f"{u['js_distance_mean_sd']:.3f} over {u['releases']} releases (0 = the release "
+         "keeps every marginal)"),
     ]
-    if "auc_synthetic" in f["utility"]:
-        u = f["utility"]
-        rows.append(("Utility: AUC trained on the release", f"{_auc(u['auc_synthetic'])} "
-                     f"(trained on your rows: {_auc(u['auc_private'])}; tested on "
+    if "auc_synthetic" in u:
+        spread = "" if u["auc_synthetic"] is None else f" ± {u['auc_synthetic_sd']:.3f}"
+        rows.append(("Utility: AUC trained on the release", f"{_auc(u['auc_synthetic'])}"
+                     f"{spread} (trained on your rows: {_auc(u['auc_private'])}; tested on "
                      f"{u['auc_test_rows']:,} population rows outside your table)"))
     rows += _anonymeter_rows(f["anonymeter"])
     body = "".join(f"<tr><td>{_e(a)}</td><td>{_e(b)}</td></tr>" for a, b in rows)
