@@ -24,9 +24,10 @@ def render_release(audit: Audit) -> str:
     f, risk, model = run.figures, audit.risk, audit.model
     also = ("<p><strong>Also:</strong> " + "; ".join(map(_e, risk["also"])) + ".</p>"
             if risk["also"] else "")
-    partial = ('<div class="partial" id="partial"><strong>Partial report.</strong> '
-               f"{_e(run.why)}. The interval is wider than the sizes asked for.</div>"
-               if audit.partial else "")
+    partial = ('<div class="partial" id="partial"><strong>Partial report.</strong> The '
+               "budget ran out before every shadow pair or release was made (the section's "
+               "notes say where): the attack is weaker and its interval wider than asked "
+               "for.</div>" if audit.partial else "")
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>treeleaks audit: synthetic release of {_e(model['path'])}</title>"
