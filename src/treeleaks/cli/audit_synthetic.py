@@ -22,6 +22,7 @@ from treeleaks.cli.app import (
     read_csv,
     write_all,
 )
+from treeleaks.cli.synthetic import stderr_note
 from treeleaks.display import live_progress
 from treeleaks.errors import TreeleaksError
 
@@ -71,8 +72,7 @@ def audit_release(out: Path, data: Path | None, population: Path | None,
     write_all(files)
     figures = audit.attacks[0].figures
     if "risk" not in figures["anonymeter"]:
-        console.print(f"note: {anonymeter_check.summary(figures['anonymeter'])}", markup=False,
-                      highlight=False, soft_wrap=True)
+        stderr_note(anonymeter_check.summary(figures["anonymeter"]))
     Console().print(_verdict_table(data, audit))
     Console().print(Text(f"Wrote {html_path} and {json_path}"
                          + (" (partial)" if audit.partial else ""), style="bold"),

@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 
     from treeleaks.synthetic.singling_out import SyntheticSinglingOut
 
-ANONYMETER_FLOOR = 30.0  # seconds anonymeter gets even when --budget is spent
-
 
 @app.command("synthetic")
 def synthetic_command(
@@ -97,8 +95,7 @@ def synthetic_command(
                                           n_shadows=shadows, n_attacks=attacks, seed=seed,
                                           white_box=white_box, deadline=deadline,
                                           progress=progress)
-        anonymeter = _anonymeter(private, public, epsilon, seed, anonymeter_python,
-                                 max(ANONYMETER_FLOOR, deadline - time.monotonic()))
+        anonymeter = _anonymeter(private, public, epsilon, seed, anonymeter_python, deadline)
     except TreeleaksError as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
     console.print(_table(data, result, utility, anonymeter))
@@ -112,18 +109,18 @@ def synthetic_command(
 
 
 def _anonymeter(private: pd.DataFrame, population: pd.DataFrame, epsilon: float, seed: int,
-                python: Path | None, timeout: float) -> dict[str, Any]:
+                python: Path | None, deadline: float) -> dict[str, Any]:
     """anonymeter's figures on one release, or why there are none; a run without them says
     so in one line on stderr."""
     from treeleaks.synthetic import anonymeter_check
 
-    figures = anonymeter_check.run(private, population, epsilon, seed, python, timeout)
+    figures = anonymeter_check.run(private, population, epsilon, seed, python, deadline)
     if "risk" not in figures:
-        note(anonymeter_check.summary(figures))
+        stderr_note(anonymeter_check.summary(figures))
     return figures
 
 
-def note(text: str) -> None:
+def stderr_note(text: str) -> None:
     """One ``note:`` line on stderr."""
     Console(stderr=True).print(f"note: {text}", markup=False, highlight=False, soft_wrap=True)
 

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 KIND = "synthetic data (PrivBayes)"
 NAME = "synthetic_singling_out"
 TITLE = "Singling out from the synthetic release"
-ANONYMETER_FLOOR = 30.0  # seconds anonymeter gets even when the budget is spent
 
 
 @dataclass
@@ -108,8 +107,7 @@ def run_synthetic_audit(inp: SyntheticInput,
                                   n_attacks=inp.attacks, seed=inp.seed, deadline=deadline,
                                   progress=progress)
     anonymeter = anonymeter_check.run(inp.private, inp.population, inp.epsilon, inp.seed,
-                                      inp.anonymeter_python,
-                                      max(ANONYMETER_FLOOR, deadline - time.monotonic()))
+                                      inp.anonymeter_python, deadline)
     figures = {**result.summary(), "verdict": _verdict(result), "utility": utility,
                "anonymeter": anonymeter}
     partial = result.status == Status.PARTIAL

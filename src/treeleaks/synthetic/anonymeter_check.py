@@ -14,6 +14,7 @@ import importlib.util
 import json
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from treeleaks.synthetic.encoding import Encoding, found_in
 from treeleaks.synthetic.privbayes import PrivBayes
 
 N_ATTACKS = 500  # anonymeter's default number of singling-out queries
+TIME_FLOOR = 30.0  # seconds anonymeter gets in another interpreter when the budget is spent
 HOW_TO = ("anonymeter not run: it needs numpy<1.27, so install it in its own environment "
           "(python -m venv anon && anon/bin/pip install anonymeter pandas) and pass "
           "--anonymeter-python anon/bin/python")
@@ -104,11 +106,13 @@ def evaluate(original: pd.DataFrame, synthetic: pd.DataFrame, control: pd.DataFr
 
 
 def run(private: pd.DataFrame, population: pd.DataFrame, epsilon: float, seed: int,
-        python: Path | None, timeout: float) -> dict[str, Any]:
+        python: Path | None, deadline: float) -> dict[str, Any]:
     """anonymeter's figures on one release of ``private`` at ε (in this process, or by
-    ``python``), or ``{"skipped": HOW_TO}`` when it is neither importable nor given."""
+    ``python`` until ``deadline``, ``time.monotonic()`` seconds, or TIME_FLOOR seconds if
+    that is later), or ``{"skipped": HOW_TO}`` when it is neither importable nor given."""
     if python is None and not available_in_process():
         return {"skipped": HOW_TO}
+    timeout = max(TIME_FLOOR, deadline - time.monotonic())
     return evaluate(*tables(private, population, epsilon, seed), python=python, seed=seed,
                     timeout=timeout)
 
