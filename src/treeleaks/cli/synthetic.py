@@ -104,7 +104,7 @@ def synthetic_command(
     if plot is not None:
         from treeleaks.synthetic.plot import success_png
 
-        files[plot] = success_png(result, utility)
+        files[plot] = success_png(result, utility, anonymeter)
     write_all(files)
 
 

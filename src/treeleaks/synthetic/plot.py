@@ -1,5 +1,6 @@
 """The privacy-utility trade-off as a PNG, ε on the horizontal: above, the attack's success
-rate with its 95% interval beside the baseline |X|/|D|; below, the releases' utility (mean
+rate with its 95% interval beside the baseline |X|/|D| (and anonymeter's risk with its
+interval, where it ran); below, the releases' utility (mean
 Jensen-Shannon distance, and the train-on-synthetic AUC on a second axis when measured),
 mean ± sd over releases. Drawn on matplotlib's Agg canvas (no pyplot, no display needed)."""
 
@@ -11,22 +12,27 @@ from typing import Any
 
 from treeleaks.synthetic.singling_out import SyntheticSinglingOut
 
-Point = dict[str, Any]  # epsilon, success_rate, ci_low, ci_high, baseline, utility figures
+# epsilon, success_rate, ci_low, ci_high, baseline, the utility's figures and, when it ran,
+# anonymeter's (its JSON)
+Point = dict[str, Any]
 
 
-def point(result: SyntheticSinglingOut, utility: dict[str, Any]) -> Point:
+def point(result: SyntheticSinglingOut, utility: dict[str, Any],
+          anonymeter: dict[str, Any] | None = None) -> Point:
     """One run's figures as the plot reads them."""
     low, high = result.ci
     return {"epsilon": result.epsilon, "success_rate": result.success_rate, "ci_low": low,
             "ci_high": high, "baseline": result.baseline, "white_box": result.white_box,
             **{k: utility.get(k) for k in ("js_distance_mean", "js_distance_mean_sd",
-                                           "auc_synthetic", "auc_synthetic_sd")}}
+                                           "auc_synthetic", "auc_synthetic_sd")},
+            "anonymeter": anonymeter}
 
 
-def success_png(result: SyntheticSinglingOut, utility: dict[str, Any]) -> bytes:
+def success_png(result: SyntheticSinglingOut, utility: dict[str, Any],
+                anonymeter: dict[str, Any] | None = None) -> bytes:
     """One run: its point on both panels."""
     kind = "white box" if result.white_box else "black box"
-    return tradeoff_png([point(result, utility)], f"PrivBayes ({kind}), |X| = "
+    return tradeoff_png([point(result, utility, anonymeter)], f"PrivBayes ({kind}), |X| = "
                         f"{result.n_private}, |D| = {result.n_population}")
 
 
@@ -46,11 +52,12 @@ def tradeoff_png(points: Sequence[Point], title: str) -> bytes:
                      yerr=[[r - p["ci_low"] for r, p in zip(rates, rows)],
                            [p["ci_high"] - r for r, p in zip(rates, rows)]],
                      fmt="o-", capsize=4, label=f"{'white' if white else 'black'}-box attack")
+    _anonymeter(top, points)
     baseline = points[0]["baseline"]
     top.axhline(baseline, linestyle="--", color="grey",
                 label=f"baseline |X|/|D| = {baseline:.2f}")
     top.set_ylim(0, 1)
-    top.set_ylabel("singling-out success (95% interval)")
+    top.set_ylabel("singling out (95% interval)")
     top.set_title(title)
     top.legend(loc="upper left", fontsize="small")
     _utility(bottom, sorted({p["epsilon"]: p for p in points}.values(),
@@ -60,6 +67,20 @@ def tradeoff_png(points: Sequence[Point], title: str) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110)
     return buffer.getvalue()
+
+
+def _anonymeter(ax: Any, points: Sequence[Point]) -> None:
+    """anonymeter's risk with its 95% interval, where it ran."""
+    rows = sorted((p for p in points if "risk" in (p.get("anonymeter") or {})),
+                  key=lambda p: p["epsilon"])
+    if not rows:
+        return
+    risks = [p["anonymeter"]["risk"] for p in rows]
+    ax.errorbar([p["epsilon"] for p in rows], risks,
+                yerr=[[r - p["anonymeter"]["ci"][0] for r, p in zip(risks, rows)],
+                      [p["anonymeter"]["ci"][1] - r for r, p in zip(risks, rows)]],
+                fmt="D:", capsize=4, color="tab:red",
+                label="anonymeter's singling-out risk (one release)")
 
 
 def _utility(ax: Any, rows: list[Point]) -> None:
