@@ -67,6 +67,7 @@ def test_a_table_holding_the_isolated_records_is_high_risk(
     assert "Singling out from the synthetic release" in page
     assert "100.0% (20 of 20 releases attacked, black-box)" in page
     assert "83.9% to 100.0%" in page and "19.2% (20 private of 104 population rows)" in page
+    assert 'id="plot-synthetic"' in page and "data:image/png;base64," in page
 
 
 def test_a_table_without_them_is_low_risk(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,13 +4,15 @@ release's utility, anonymeter beside it), the targets, the assumptions and the r
 
 from __future__ import annotations
 
+import base64
 import html
 from typing import Any
 
 from treeleaks import __version__
 from treeleaks.report.findings import Audit
-from treeleaks.report.html_report import CSS, _assumptions, _rules
+from treeleaks.report.html_report import CSS, _assumptions, _img, _rules
 from treeleaks.report.synthetic_audit import NAME
+from treeleaks.synthetic.plot import tradeoff_png
 
 
 def _e(value: Any) -> str:
@@ -41,7 +43,7 @@ def render_release(audit: Audit) -> str:
         f'<h2 id="verdict">Verdict</h2><p><span class="risk {risk["level"]}">{risk["level"]} '
         f"risk</span></p><p><strong>Why:</strong> {_e(risk['why'])}. <span class=\"muted\">"
         f"Rule: {_e(risk['rule'])} (the rules are listed at the end).</span></p>{also}",
-        _section(f, risk), _targets(f), _assumptions(audit), _rules(audit),
+        _section(f, risk), _picture(f), _targets(f), _assumptions(audit), _rules(audit),
         "</body></html>",
     ]
     return "\n".join(p for p in parts if p)
@@ -78,6 +80,19 @@ def _section(f: dict[str, Any], risk: dict[str, Any]) -> str:
             "values match exactly one of your rows.</p>"
             f'<table class="verdict" id="synthetic-figures">{body}</table>'
             + (f"<ul>{notes}</ul>" if notes else ""))
+
+
+def _picture(f: dict[str, Any]) -> str:
+    """The section's figures drawn: the attack against its baseline (and anonymeter's risk)
+    above, the utility below."""
+    low, high = f["ci"]
+    point = {**f, **f["utility"], "ci_low": low, "ci_high": high,
+             "white_box": f["attack"] == "white-box"}
+    png = tradeoff_png([point], f"PrivBayes at ε = {f['epsilon']:g}, |X| = {f['n_private']}, "
+                       f"|D| = {f['n_population']}")
+    return _img(base64.b64encode(png).decode("ascii"), "The attack's success with its 95% "
+                "interval beside the baseline, anonymeter's risk where it ran, and the "
+                "releases' utility (mean ± sd).", "synthetic")
 
 
 def _auc(value: float | None) -> str:

@@ -76,7 +76,8 @@ def _anonymeter(ax: Any, points: Sequence[Point]) -> None:
     if not rows:
         return
     risks = [p["anonymeter"]["risk"] for p in rows]
-    ax.errorbar([p["epsilon"] for p in rows], risks,
+    # drawn a little to the right, so a risk equal to the attack's rate does not hide it
+    ax.errorbar([p["epsilon"] * 1.12 for p in rows], risks,
                 yerr=[[r - p["anonymeter"]["ci"][0] for r, p in zip(risks, rows)],
                       [p["anonymeter"]["ci"][1] - r for r, p in zip(risks, rows)]],
                 fmt="D:", capsize=4, color="tab:red",
