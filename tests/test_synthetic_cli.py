@@ -4,17 +4,23 @@ line on stderr with exit code 2."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner, Result
 
 from treeleaks.cli import app
+from treeleaks.synthetic import anonymeter_check
 
 from conftest import one_line_error, outlier_population
 
 runner = CliRunner()
 SMALL = ["--targets", "3", "--shadows", "4", "--attacks", "6", "--seed", "1"]
+# The python of an environment with anonymeter (it pins numpy<1.27, so never treeleaks' own):
+# the tests that run it are skipped without it.
+ANONYMETER_PYTHON = os.environ.get("TREELEAKS_ANONYMETER_PYTHON")
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +40,12 @@ def invoke(files: dict[str, Path], *extra: str, data: str = "private") -> Result
                                str(files["population"]), *SMALL, *extra])
 
 
-def test_the_json_and_the_plot_are_written(files: dict[str, Path]) -> None:
+def test_the_json_and_the_plot_are_written(files: dict[str, Path],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(anonymeter_check, "available_in_process", lambda: False)
     out, png = files["folder"] / "out.json", files["folder"] / "out.png"
     result = invoke(files, "--epsilon", "10", "--json", str(out), "--plot", str(png),
-                    "--label", "flag")
+                    "--label", "flag", "--releases", "2")
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
     low, high = report["ci"]
@@ -47,11 +55,14 @@ def test_the_json_and_the_plot_are_written(files: dict[str, Path]) -> None:
     assert report["attacks"] == 6 and len(report["targets"]) == 3
     assert report["attack"] == "black-box"
     assert sum(t["picked"] for t in report["targets"]) == 6
-    assert "pip install anonymeter" in report["anonymeter"]["skipped"]
+    assert report["anonymeter"] == {"skipped": anonymeter_check.HOW_TO}
+    assert result.stderr.strip() == f"note: {anonymeter_check.HOW_TO}"
     utility = report["utility"]
     assert set(utility["js_distance"]) == {*(f"a{j}" for j in range(6)), "rare", "flag"}
     assert 0 <= utility["js_distance_mean"] <= 1
     assert utility["auc_test_rows"] == report["n_population"] - 20
+    assert utility["releases"] == 2 and "auc_synthetic_sd" in utility
+    assert "Utility of 2 releases" in result.stdout
     assert png.read_bytes().startswith(b"\x89PNG")
     assert "Success rate" in result.stdout
 
@@ -78,3 +89,34 @@ def test_bad_input_is_one_line(files: dict[str, Path], extra: list[str], data: s
     line = one_line_error(invoke(files, *extra, "--json", str(out), data=data))
     assert says in line
     assert not out.exists()
+
+
+def test_an_interpreter_without_anonymeter_is_refused(files: dict[str, Path]) -> None:
+    out = files["folder"] / "no_anonymeter.json"
+    if anonymeter_check.available_in_process():
+        pytest.skip("anonymeter is importable in treeleaks' own environment")
+    line = one_line_error(invoke(files, "--epsilon", "1", "--json", str(out),
+                                 "--anonymeter-python", sys.executable))
+    assert "cannot import anonymeter" in line
+    missing = files["folder"] / "no" / "python"
+    line = one_line_error(invoke(files, "--epsilon", "1", "--json", str(out),
+                                 "--anonymeter-python", str(missing)))
+    assert "cannot be run" in line
+    assert not out.exists()
+
+
+@pytest.mark.skipif(ANONYMETER_PYTHON is None,
+                    reason="set TREELEAKS_ANONYMETER_PYTHON to a python with anonymeter")
+def test_anonymeter_runs_in_its_own_interpreter(files: dict[str, Path]) -> None:
+    out = files["folder"] / "anonymeter.json"
+    result = invoke(files, "--epsilon", "10", "--json", str(out),
+                    "--anonymeter-python", str(ANONYMETER_PYTHON))
+    assert result.exit_code == 0, result.output
+    figures = json.loads(out.read_text())["anonymeter"]
+    assert figures["interpreter"] == ANONYMETER_PYTHON
+    assert figures["n_attacks"] == anonymeter_check.N_ATTACKS
+    assert 0 <= figures["ci"][0] <= figures["risk"] <= figures["ci"][1] <= 1
+    assert 0 < figures["n_success"] <= figures["n_attacks"]
+    assert 0 <= figures["n_baseline"] <= figures["n_attacks"]
+    assert figures["control_rate"] is not None
+    assert "singling-out risk" in result.stdout

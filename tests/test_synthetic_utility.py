@@ -46,3 +46,19 @@ def test_the_label_must_be_two_valued(tables: Tables) -> None:
     private, population = tables
     with pytest.raises(TreeleaksError, match="'a0' must be a column with two values"):
         release_utility(private, population, 1.0, label="a0")
+
+
+def test_several_releases_average_with_their_spread(tables: Tables) -> None:
+    private, population = tables
+    single = [release_utility(private, population, 0.5, label="label", seed=s)
+              for s in (3, 4, 5)]
+    three = release_utility(private, population, 0.5, label="label", seed=3, releases=3)
+    means = [u["js_distance_mean"] for u in single]
+    assert three["releases"] == 3 and single[0]["js_distance_mean_sd"] == 0
+    assert three["js_distance_mean"] == pytest.approx(np.mean(means))
+    assert three["js_distance_mean_sd"] == pytest.approx(np.std(means))
+    assert three["js_distance_mean_sd"] > 0
+    assert three["auc_synthetic"] == pytest.approx(np.mean([u["auc_synthetic"] for u in single]))
+    assert three["auc_private"] == single[0]["auc_private"]
+    with pytest.raises(TreeleaksError, match="releases must be at least 1"):
+        release_utility(private, population, 0.5, releases=0)

@@ -17,7 +17,6 @@ from treeleaks.cli.app import (
     EXIT_BAD_INPUT,
     EXIT_BUG,
     EXIT_INTERRUPTED,
-    ModelArg,
     SchemaOption,
     TrustPickle,
     app,
@@ -50,9 +49,12 @@ RISK_STYLE = {"HIGH": "bold white on red", "MEDIUM": "bold black on yellow",
 
 @app.command("audit")
 def audit_command(
-    model_path: ModelArg,
     out: Annotated[Path, typer.Option(help="Folder to write report.html and report.json to "
                                       "(created if missing).", show_default=False)],
+    model_path: Annotated[Path | None, typer.Argument(
+        metavar="MODEL", help="The model: treeleaks .json, scikit-learn .skops, LightGBM "
+        ".txt, XGBoost .json, or a pickle (with --trust-pickle). Omitted with --synthetic.",
+        show_default=False)] = None,
     data: DataOption = None,
     label: LabelOption = None,
     population: Annotated[Path | None, typer.Option(
@@ -63,9 +65,19 @@ def audit_command(
         callback=positive_seconds, help="Seconds each attack may take; an attack cut short "
         "is reported as partial and its figures as lower bounds.")] = 300.0,
     trust_pickle: TrustPickle = False,
+    synthetic: Annotated[bool, typer.Option(
+        "--synthetic", help="Audit a synthetic-data release instead of a model: PrivBayes "
+        "fitted on --data at --epsilon, attacked with --population as the adversary's "
+        "knowledge.")] = False,
+    epsilon: Annotated[float | None, typer.Option(
+        help="With --synthetic: PrivBayes's privacy budget.", show_default=False)] = None,
+    anonymeter_python: Annotated[Path | None, typer.Option(
+        help="With --synthetic: the python of an environment with anonymeter (it needs "
+        "numpy<1.27), to run its singling-out evaluator beside the attack.")] = None,
 ) -> None:
     """Audit a model before release: run every attack that applies, print the verdict, and
-    write report.html (self-contained) and report.json to --out."""
+    write report.html (self-contained) and report.json to --out. With --synthetic, audit a
+    PrivBayes synthetic-data release of --data instead."""
     from treeleaks.cli.leak import rule_list_or_none
     from treeleaks.report.collect import run_audit
     from treeleaks.report.html_report import render
@@ -75,6 +87,20 @@ def audit_command(
     if out.exists() and not out.is_dir():
         fail(f"--out {str(out)!r} is a file; name a folder for report.html and report.json",
              EXIT_BAD_INPUT)
+    if synthetic:
+        from treeleaks.cli.audit_synthetic import audit_release
+
+        if model_path is not None or schema is not None:
+            fail("--synthetic audits a synthetic-data release, not a model: drop the MODEL "
+                 "and --schema, or drop --synthetic", EXIT_BAD_INPUT)
+        audit_release(out, data, population, epsilon, label, budget, anonymeter_python)
+        return
+    if model_path is None:
+        fail("give the MODEL file to audit, or --synthetic with --data, --population and "
+             "--epsilon to audit a synthetic-data release", EXIT_BAD_INPUT)
+    if epsilon is not None or anonymeter_python is not None:
+        fail("--epsilon and --anonymeter-python are for --synthetic; a model's audit reads "
+             "its budget from the model file", EXIT_BAD_INPUT)
     rule_list = rule_list_or_none(model_path)
     if rule_list is not None:
         given = _rule_list_schema(rule_list, schema, data or population)

@@ -3,7 +3,6 @@ how often does the study's shadow-model attack single out one of its rows?"""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import time
@@ -29,12 +28,9 @@ from treeleaks.display import live_progress
 from treeleaks.errors import TreeleaksError
 
 if TYPE_CHECKING:
-    from treeleaks.synthetic.singling_out import SyntheticSinglingOut
+    import pandas as pd
 
-ANONYMETER_MISSING = {"skipped": "not installed: pip install anonymeter (needs numpy<1.27, "
-                      "so install it in its own environment)"}
-ANONYMETER_NOT_RUN = {"skipped": "anonymeter is installed, but this version of treeleaks "
-                      "does not run its SinglingOutEvaluator yet"}
+    from treeleaks.synthetic.singling_out import SyntheticSinglingOut
 
 
 @app.command("synthetic")
@@ -67,10 +63,17 @@ def synthetic_command(
                                               "release by the AUC of a random forest trained "
                                               "on it and tested on the non-private "
                                               "population rows.")] = None,
+    releases: Annotated[int, typer.Option(min=1, help="Releases the utility is averaged "
+                                          "over (mean and sd).")] = 5,
+    anonymeter_python: Annotated[Path | None, typer.Option(
+        help="The python of an environment with anonymeter (it needs numpy<1.27): also run "
+        "its singling-out evaluator on one release. Not needed when anonymeter is "
+        "importable here.")] = None,
 ) -> None:
     """Fit PrivBayes at --epsilon on the private table, release synthetic tables (or, with
     --white-box, the fitted models), and measure how often the shadow-model attack singles
     out a private row, beside the baseline |X|/|D| (Sedlmeyr 2024)."""
+    from treeleaks.synthetic import anonymeter_check
     from treeleaks.synthetic.singling_out import single_out_synthetic
     from treeleaks.synthetic.utility import release_utility
 
@@ -84,31 +87,48 @@ def synthetic_command(
     console = Console()
     deadline = time.monotonic() + budget
     try:
-        utility = release_utility(private, public, epsilon, label, seed)
+        if anonymeter_python is not None:
+            anonymeter_check.check_interpreter(anonymeter_python)
+        utility = release_utility(private, public, epsilon, label, seed, releases)
         with live_progress(console) as progress:
             result = single_out_synthetic(private, public, epsilon, n_targets=targets,
                                           n_shadows=shadows, n_attacks=attacks, seed=seed,
                                           white_box=white_box, deadline=deadline,
                                           progress=progress)
+        anonymeter = _anonymeter(private, public, epsilon, seed, anonymeter_python, deadline)
     except TreeleaksError as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
-    console.print(_table(data, result, utility))
-    report = {**_report(result), "utility": utility}
+    console.print(_table(data, result, utility, anonymeter))
+    report = {**result.summary(), "utility": utility, "anonymeter": anonymeter}
     files: dict[Path, str | bytes] = {json_path: json.dumps(report, indent=2) + "\n"}
     if plot is not None:
         from treeleaks.synthetic.plot import success_png
 
-        files[plot] = success_png(result)
+        files[plot] = success_png(result, utility, anonymeter)
     write_all(files)
 
 
-def _report(result: SyntheticSinglingOut) -> dict[str, Any]:
-    anonymeter = (ANONYMETER_NOT_RUN if importlib.util.find_spec("anonymeter")
-                  else ANONYMETER_MISSING)
-    return {**result.summary(), "anonymeter": anonymeter}
+def _anonymeter(private: pd.DataFrame, population: pd.DataFrame, epsilon: float, seed: int,
+                python: Path | None, deadline: float) -> dict[str, Any]:
+    """anonymeter's figures on one release, or why there are none; a run without them says
+    so in one line on stderr."""
+    from treeleaks.synthetic import anonymeter_check
+
+    figures = anonymeter_check.run(private, population, epsilon, seed, python, deadline)
+    if "risk" not in figures:
+        stderr_note(anonymeter_check.summary(figures))
+    return figures
 
 
-def _table(data: Path, result: SyntheticSinglingOut, utility: dict[str, Any]) -> Table:
+def stderr_note(text: str) -> None:
+    """One ``note:`` line on stderr."""
+    Console(stderr=True).print(f"note: {text}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _table(data: Path, result: SyntheticSinglingOut, utility: dict[str, Any],
+           anonymeter: dict[str, Any]) -> Table:
+    from treeleaks.synthetic.anonymeter_check import summary
+
     table = Table(title=escape(f"Singling out from PrivBayes releases of {data.name} "
                                f"({'white' if result.white_box else 'black'} box)"),
                   show_header=False, title_justify="left")
@@ -127,7 +147,8 @@ def _table(data: Path, result: SyntheticSinglingOut, utility: dict[str, Any]) ->
     table.add_row("Verdict", verdict)
     table.add_row("Targets", f"{len(result.targets)} (shadow pairs each: "
                   f"{min(t['shadow_pairs'] for t in result.targets)})")
-    table.add_row("Utility of one release", _utility_text(utility))
+    table.add_row(f"Utility of {utility['releases']} releases", _utility_text(utility))
+    table.add_row("anonymeter", escape(summary(anonymeter)))
     table.add_row("Status", str(result.status))
     for note in result.notes:
         table.add_row("Note", escape(note))
@@ -135,10 +156,13 @@ def _table(data: Path, result: SyntheticSinglingOut, utility: dict[str, Any]) ->
 
 
 def _utility_text(utility: dict[str, Any]) -> str:
-    """Mean Jensen-Shannon distance and, with --label, the two AUCs."""
-    text = f"mean Jensen-Shannon distance {utility['js_distance_mean']:.3f} (0 = same marginals)"
+    """Mean Jensen-Shannon distance and, with --label, the two AUCs (± sd over releases)."""
+    text = (f"mean Jensen-Shannon distance {utility['js_distance_mean']:.3f} ± "
+            f"{utility['js_distance_mean_sd']:.3f} (0 = same marginals)")
     if "auc_synthetic" in utility:
-        aucs = [("-" if utility[k] is None else f"{utility[k]:.3f}")
-                for k in ("auc_synthetic", "auc_private")]
-        text += f"; AUC trained on synthetic {aucs[0]}, on the private rows {aucs[1]}"
+        synthetic = ("-" if utility["auc_synthetic"] is None else
+                     f"{utility['auc_synthetic']:.3f} ± {utility['auc_synthetic_sd']:.3f}")
+        private = "-" if utility["auc_private"] is None else f"{utility['auc_private']:.3f}"
+        text += f"; AUC trained on synthetic {synthetic}, on the private rows {private}"
     return text
+

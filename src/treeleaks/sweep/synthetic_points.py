@@ -12,11 +12,12 @@ from typing import Any
 import numpy as np
 
 POPULATION_FACTOR = 5  # |D| = 5·|X|, the study's |X|/|D| = 0.2
+UTILITY_RELEASES = 5  # the utility is averaged over this many releases (mean and sd)
 
 
 def run_synthetic_point(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
     """One (dataset, n, ε, box) point: the success rate with its interval, the baseline,
-    and the utility of one release."""
+    and the utility averaged over releases of one private sample."""
     from treeleaks.sweep.datasets import DatasetError, load_dataset
     from treeleaks.synthetic.singling_out import single_out_synthetic
     from treeleaks.synthetic.utility import release_utility
@@ -37,10 +38,13 @@ def run_synthetic_point(point: dict[str, Any], data_dir: Path | None) -> dict[st
     elapsed = time.perf_counter() - start
     private = population.sample(point["n"], random_state=point["seed"])
     utility = release_utility(private, population, point["epsilon"], data.label,
-                              point["seed"])
+                              point["seed"], UTILITY_RELEASES)
     low, high = result.ci
     return {"status": result.status, "success_rate": result.success_rate, "ci_low": low,
             "ci_high": high, "baseline": result.baseline, "attacks_made": result.attacks,
             "time_s": elapsed, "js_distance_mean": utility["js_distance_mean"],
-            "auc_synthetic": utility["auc_synthetic"], "auc_private": utility["auc_private"],
+            "js_distance_mean_sd": utility["js_distance_mean_sd"],
+            "auc_synthetic": utility["auc_synthetic"],
+            "auc_synthetic_sd": utility["auc_synthetic_sd"], "auc_private": utility["auc_private"],
+            "utility_releases": UTILITY_RELEASES,
             "notes": result.notes}

@@ -1,4 +1,4 @@
-"""What a PrivBayes release keeps of the private table, the other side of the trade-off the
+"""What PrivBayes releases keep of the private table, the other side of the trade-off the
 study plots: the Jensen-Shannon distance between each attribute's private and synthetic
 marginals, and the AUC of a random forest trained on the synthetic rows and tested on real
 rows outside the private table (beside the same forest trained on the private rows)."""
@@ -45,26 +45,39 @@ def auc(train: np.ndarray, test: np.ndarray, label: int, sizes: list[int],
 
 
 def release_utility(private: pd.DataFrame, population: pd.DataFrame, epsilon: float,
-                    label: str | None = None, seed: int = 0) -> dict[str, Any]:
-    """One PrivBayes release of ``private`` at ε, scored against it (and, with a two-valued
-    ``label`` column, by train-on-synthetic test-on-real AUC on the population rows that
-    are not private)."""
+                    label: str | None = None, seed: int = 0,
+                    releases: int = 1) -> dict[str, Any]:
+    """``releases`` PrivBayes releases of ``private`` at ε, release r scored as one
+    release with seed ``seed`` + r: against ``private`` and, with a two-valued ``label``
+    column, by train-on-synthetic test-on-real AUC on the population rows that are not
+    private. The figures are means over the releases, with their standard deviation
+    (``_sd``; 0 for one release): a release's utility varies with PrivBayes's noise."""
+    if releases < 1:
+        raise TreeleaksError(f"the number of releases must be at least 1, not {releases}")
     encoding = Encoding.fit(population)
     real = encoding.codes(private, "private table")
-    synthetic = PrivBayes(epsilon, random_state=seed).fit(real, encoding.sizes) \
-        .sample(len(real))
-    distances = js_distances(real, synthetic, encoding.sizes)
-    out: dict[str, Any] = {"js_distance": dict(zip(encoding.columns, distances)),
-                           "js_distance_mean": float(np.mean(distances))}
-    if label is None:
-        return out
-    if label not in encoding.columns or encoding.sizes[encoding.columns.index(label)] != 2:
+    if label is not None and (label not in encoding.columns
+                              or encoding.sizes[encoding.columns.index(label)] != 2):
         raise TreeleaksError(f"the label {label!r} must be a column with two values in the "
                              "population, to score the synthetic rows by AUC")
+    samples = [PrivBayes(epsilon, random_state=seed + r).fit(real, encoding.sizes)
+               .sample(len(real)) for r in range(releases)]
+    distances = np.array([js_distances(real, s, encoding.sizes) for s in samples])
+    means = distances.mean(axis=1)
+    out: dict[str, Any] = {"releases": releases,
+                           "js_distance": dict(zip(encoding.columns,
+                                                   distances.mean(axis=0).tolist())),
+                           "js_distance_mean": float(means.mean()),
+                           "js_distance_mean_sd": float(means.std())}
+    if label is None:
+        return out
     j = encoding.columns.index(label)
     everyone = encoding.codes(population, "population")
     test = everyone[~found_in(everyone, real)]
-    out["auc_synthetic"] = auc(synthetic, test, j, encoding.sizes, seed)
+    aucs = [a for a in (auc(sample, test, j, encoding.sizes, seed + r)
+                        for r, sample in enumerate(samples)) if a is not None]
+    out["auc_synthetic"] = float(np.mean(aucs)) if aucs else None
+    out["auc_synthetic_sd"] = float(np.std(aucs)) if aucs else None
     out["auc_private"] = auc(real, test, j, encoding.sizes, seed)
     out["auc_test_rows"] = len(test)
     return out
