@@ -1,12 +1,13 @@
 """Bounds from a booster's gradient sums (`counts.side_bounds`): they never cut off a
 dataset that meets the counts and the sums (checked by brute force), they refuse sums no
-dataset meets, and on a fine XGBoost model they keep the true rows while ruling out most
-variables."""
+dataset meets, on a fine XGBoost model they keep the true rows while ruling out most
+variables, and the rows they prove are training rows."""
 
 from __future__ import annotations
 
 import itertools
 import time
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -14,12 +15,14 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from treeleaks import FeatureSchema
+from treeleaks import FeatureSchema, reconstruct
 from treeleaks.counts.cells import enumerate_cells
 from treeleaks.counts.gradient_rows import SideRows
 from treeleaks.counts.side_bounds import with_side_bounds
 from treeleaks.counts.system import CountSystem, InconsistentCountsError, build_system
 from treeleaks.demo_data import LABEL, demo_data
+
+from conftest import binary_frame
 
 
 def small_system(draw_values: list[int], ub: list[int], equation: list[int],
@@ -105,3 +108,22 @@ def test_a_fine_xgboost_model_keeps_its_true_rows_and_loses_most_variables() -> 
         truth[var_of[cell_of[tuple(leaves)], label]] += 1
     assert ((bounded.lb <= truth) & (truth <= bounded.ub)).all()
     assert (bounded.ub > 0).sum() < 0.2 * (system.ub > 0).sum()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_sums_prove_rows_that_really_were_trained_on(seed: int) -> None:
+    # Before the sums bounded the proofs, tree 0's counts alone proved none of these rows.
+    xgb = pytest.importorskip("xgboost")
+    from treeleaks.frontends.xgboost import read_xgboost
+
+    X, y = binary_frame(60, 8, seed=seed)
+    fitted = xgb.XGBClassifier(n_estimators=20, min_child_weight=0, random_state=0).fit(
+        X.to_numpy(dtype=float), y)
+    model = read_xgboost(fitted, list(X.columns), label_name="y")
+    rec = reconstruct(model, FeatureSchema.from_frame(X), time_limit=30)
+    assert rec.verified and rec.proven_rows >= 10
+    assert "leaf values imply" in rec.proof
+    truth = Counter((*tuple(row), label) for row, label in zip(X.to_numpy().tolist(),
+                                                                 y.tolist()))
+    proven = Counter(tuple(int(v) for v in row) for row in rec.rows[rec.proven].to_numpy())
+    assert all(truth[row] >= n for row, n in proven.items())

@@ -52,6 +52,8 @@ PROOF_PINNED = (
     PINNED + "propagation and LP bounds over every cell the other rows can occupy "
     "(enumeration complete)"
 )
+# A booster's gradient sums bound the counts too (`treeleaks.counts.side_bounds`)
+PROOF_SUMS = "bounds the booster's leaf values imply, within the file's precision"
 PEEL_SHARE = 0.1  # of the search time, at most, for `peel_rows` before generation
 # A partial dataset's last step, a MIP that moves its rows among the generated cells, takes
 # the time kept for proofs, up to this: on breast cancer without bootstrap (45 s of
@@ -356,6 +358,9 @@ class _ExactPipeline:
                 "proved. Raise the time limit to get the rest."), found.proof)
         report(run.progress, "certainty", 0, None)
         seconds = min(run.certainty_time_limit, self.clock.left())
+        proof = found.proof
+        if solution.bounded is not None and found.strategy == Strategy.ENUMERATE:
+            system, proof = solution.bounded, f"{proof}; {PROOF_SUMS}"
         if found.strategy == Strategy.ENUMERATE:
             certainty = lower_bounds(system, solution.counts, seconds)
             if found.pinned is not None:
@@ -376,7 +381,7 @@ class _ExactPipeline:
         if not certainty.complete:
             notes.append("certainty bounds stopped at their time limit (still sound)")
         return _Proofs(solution.counts, certainty.lower, certainty.complete,
-                       "; ".join(notes), found.proof)
+                       "; ".join(notes), proof)
 
     def assemble(self, found: _Found, system: CountSystem, solution: Solution,
                  proofs: _Proofs) -> Reconstruction:

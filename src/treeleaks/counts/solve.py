@@ -71,6 +71,9 @@ class Solution:
     objective: float | None
     time_s: float
     note: str = ""
+    # the system with the bounds a booster's gradient sums add (`counts.side_bounds`), when
+    # the counts were found with them: sound, so the proofs may start from them
+    bounded: CountSystem | None = None
 
 
 @dataclass
@@ -126,6 +129,7 @@ def solve(
         bounded = with_side_bounds(system, start + share / 2)
         solution = _solve(bounded, share - (time.perf_counter() - start), threads, seed,
                           solver)
+        solution.bounded = bounded
     except InconsistentCountsError:
         solution = Solution(None, Status.INFEASIBLE, None, 0.0)
     solution.time_s = time.perf_counter() - start

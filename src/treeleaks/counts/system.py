@@ -63,12 +63,15 @@ class OpenPart:
 
 def count_incidence(model: ReleasedModel, leaves: np.ndarray, cls: np.ndarray) -> sp.csr_matrix:
     """Counts by variables: variable j, a row of class ``cls[j]`` in leaves ``leaves[j]``
-    (one per tree), adds one to that (tree, leaf, class) count of every tree, counts in
-    the order of the trees' ``counts.ravel()``."""
+    (one per tree), adds one to that (tree, leaf, class) count of every tree that has
+    counts, counts in the order of the trees' ``counts.ravel()``."""
     n_classes = model.n_classes
     offsets = np.cumsum([0] + [t.n_leaves * n_classes for t in model.trees])
-    count_cols = np.column_stack([tree.count_column(cls) for tree in model.trees])
-    rows = offsets[:-1][None, :] + np.asarray(leaves, dtype=np.int64) * n_classes + count_cols
+    counted = [t for t, tree in enumerate(model.trees) if tree.counted]  # others add none
+    count_cols = np.column_stack([model.trees[t].count_column(cls) for t in counted]
+                                 + [np.zeros((cls.size, 0), dtype=np.int64)])
+    rows = (offsets[counted][None, :] + count_cols
+            + np.asarray(leaves, dtype=np.int64)[:, counted] * n_classes)
     columns = np.repeat(np.arange(cls.size), rows.shape[1])
     return sp.csr_matrix((np.ones(rows.size, dtype=np.int64), (rows.ravel(), columns)),
                          shape=(offsets[-1], cls.size))
