@@ -262,7 +262,7 @@ def test_a_synthetic_point_reports_the_success_rate_beside_the_baseline() -> Non
     assert out["baseline"] == 0.2 and out["attacks_made"] == 5 and out["status"] == "done"
     assert 0 <= out["js_distance_mean"] <= 1
     grids = Path(__file__).parents[1] / "bench" / "grids"
-    for name, size in (("synthetic_adult", 10), ("synthetic_default_credit", 4)):
+    for name, size in (("synthetic_adult", 10), ("synthetic_default_credit", 10)):
         grid = load_grid(grids / f"{name}.toml")
         assert len(grid.points()) == size
         assert all(grid.time_limit_for(p) > p["time_limit"] == 900 for p in grid.points())
