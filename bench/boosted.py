@@ -112,6 +112,31 @@ def counts_match(model: Any, X: np.ndarray, y_index: np.ndarray) -> bool:
     return counts and largest_gradient_miss(model, model.apply(X), y_index)[0] <= 1.0
 
 
+def proofs_hold(rec: Any, X: pd.DataFrame, labels: np.ndarray, schema: Any, label_name: str
+                ) -> bool:
+    """Every box of proven rows holds at least as many training rows of its label (a box
+    is ``lower < x <= upper``, closed at the column's lowest value)."""
+    proven = rec.proven
+    if not proven.any():
+        return True
+    truth = X.to_numpy(dtype=float)
+    lowest = schema.range_arrays()[0]
+    lower = rec.lower.to_numpy(dtype=float)[proven]
+    upper = rec.upper.to_numpy(dtype=float)[proven]
+    label = rec.rows[label_name].to_numpy()[proven]
+    boxes: dict[tuple, int] = {}
+    for low, high, cls in zip(lower, upper, label):
+        key = (low.tobytes(), high.tobytes(), cls)
+        boxes[key] = boxes.get(key, 0) + 1
+    for (low_bytes, high_bytes, cls), n_proven in boxes.items():
+        low, high = np.frombuffer(low_bytes), np.frombuffer(high_bytes)
+        inside = (((truth > low) | (low == lowest) | np.isnan(low))
+                  & ((truth <= high) | np.isnan(high)))
+        if (inside.all(axis=1) & (labels == cls)).sum() < n_proven:
+            return False
+    return True
+
+
 def run_one(spec: str, framework: str, model_kind: str, n_trees: int, seed: int,
             time_limit: float, data_dir: Path) -> dict[str, Any] | None:
     from treeleaks import reconstruct
@@ -146,7 +171,9 @@ def run_one(spec: str, framework: str, model_kind: str, n_trees: int, seed: int,
     if rec.n_rows:
         truth = X.assign(**{model.label_name: np.asarray(model.classes)[y_index]})
         score = evaluate(truth, rec.rows, schema, label=model.label_name)
-        record.update(error=score.error, baseline_error=score.baseline_error)
+        record.update(error=score.error, baseline_error=score.baseline_error,
+                      proofs_hold=proofs_hold(rec, X, np.asarray(model.classes)[y_index],
+                                              schema, model.label_name))
     return record
 
 
@@ -162,7 +189,8 @@ def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
              "load_s": median(r["load_s"] for r in rs),
              "error": median(r["error"] for r in rs),
              "baseline_error": median(r["baseline_error"] for r in rs),
-             "proven_rows": median(r["proven_rows"] for r in rs)}
+             "proven_rows": median(r["proven_rows"] for r in rs),
+             "proofs_hold": sum(bool(r.get("proofs_hold", True)) for r in rs)}
             for (d, f, m, t), rs in groups.items()]
 
 
@@ -214,17 +242,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                               f"counts right={record['derived_counts_right']}", flush=True)
     rows = aggregate(runs)
     print("\n| dataset | framework | model | trees | verified | derived counts right "
-          "| median time s | load s | error | random | proven rows |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| median time s | load s | error | random | proven rows | proofs hold |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['dataset']} | {r['framework']} | {r['model']} | {r['trees']} "
               f"| {r['verified']}/{r['seeds']} | {r['counts_right']}/{r['seeds']} "
               f"| {fmt(r['time_s'])} | {fmt(r['load_s'])} | {fmt(r['error'])} "
-              f"| {fmt(r['baseline_error'])} | {fmt(r['proven_rows'])} |")
+              f"| {fmt(r['baseline_error'])} | {fmt(r['proven_rows'])} "
+              f"| {r['proofs_hold']}/{r['seeds']} |")
     write_json(args.out, {"environment": environment(), "args": {
         k: str(v) for k, v in vars(args).items()}, "summary": rows, "runs": runs})
     print(f"wrote {args.out}")
-    return 0
+    unsound = [r for r in runs if r.get("proofs_hold") is False]
+    for r in unsound:
+        print(f"PROOF FAILED: {r['dataset']} {r['framework']} {r['model']} {r['trees']} trees "
+              f"seed={r['seed']}: a box holds fewer training rows than it proves")
+    return 1 if unsound else 0
 
 
 if __name__ == "__main__":
