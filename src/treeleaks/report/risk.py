@@ -89,19 +89,26 @@ RULES = (
 )
 
 
-def assess(verdict: dict[str, Any], partial: bool) -> dict[str, Any]:
-    """The level, the rule that set it and why, the other rules that hold too, and every
-    rule (for the report)."""
-    rules = [r.text for r in RULES] + ["LOW otherwise"]
-    holding = [rule for rule in RULES if rule.holds(verdict)]
+def apply_rules(rules: tuple[Rule, ...], figures: dict[str, Any], partial: bool,
+                low_why: str) -> dict[str, Any]:
+    """The level the first rule that holds sets, why, the other rules that hold too, and
+    every rule (for the report); LOW with ``low_why`` when none holds. A partial run's
+    level below HIGH is a lower bound."""
+    texts = [r.text for r in rules] + ["LOW otherwise"]
+    holding = [rule for rule in rules if rule.holds(figures)]
     if holding:
         first = holding[0]
-        return {"level": first.level, "rule": first.name, "why": first.says(verdict),
-                "also": [rule.says(verdict) for rule in holding[1:]],
-                "lower_bound": partial and first.level != "HIGH", "rules": rules}
+        return {"level": first.level, "rule": first.name, "why": first.says(figures),
+                "also": [rule.says(figures) for rule in holding[1:]],
+                "lower_bound": partial and first.level != "HIGH", "rules": texts}
+    return {"level": "LOW", "rule": "none", "why": low_why, "also": [],
+            "lower_bound": partial, "rules": texts}
+
+
+def assess(verdict: dict[str, Any], partial: bool) -> dict[str, Any]:
+    """The model audit's level (see `apply_rules`)."""
     why = ("no training row is proven, rebuilt exactly or singled out, and no figure is "
            "close to the training rows")
     if partial:
         why += "; some attacks were cut short, so this is a lower bound on the risk"
-    return {"level": "LOW", "rule": "none", "why": why, "also": [], "lower_bound": partial,
-            "rules": rules}
+    return apply_rules(RULES, verdict, partial, why)

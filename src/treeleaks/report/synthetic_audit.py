@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from treeleaks.report.findings import COMPLETE, PARTIAL, AttackRun, Audit
-from treeleaks.report.risk import Rule
+from treeleaks.report.risk import Rule, apply_rules
 from treeleaks.synthetic import anonymeter_check
 from treeleaks.synthetic.singling_out import single_out_synthetic
 from treeleaks.synthetic.utility import release_utility
@@ -78,20 +78,12 @@ RULES = (
 
 
 def assess_release(figures: dict[str, Any], partial: bool) -> dict[str, Any]:
-    """The level, the rule that set it and why, the other rules that hold, every rule."""
-    rules = [r.text for r in RULES] + ["LOW otherwise"]
-    holding = [rule for rule in RULES if rule.holds(figures)]
-    if holding:
-        first = holding[0]
-        return {"level": first.level, "rule": first.name, "why": first.says(figures),
-                "also": [rule.says(figures) for rule in holding[1:]],
-                "lower_bound": partial and first.level != "HIGH", "rules": rules}
+    """The release's level (see `treeleaks.report.risk.apply_rules`)."""
     low, high = figures["ci"]
     why = (f"the attack's 95% interval ({low:.1%} to {high:.1%}) does not lie above the "
            f"baseline {figures['baseline']:.1%}, and anonymeter "
            + ("finds no risk above zero" if "risk" in figures["anonymeter"] else "did not run"))
-    return {"level": "LOW", "rule": "none", "why": why, "also": [], "lower_bound": partial,
-            "rules": rules}
+    return apply_rules(RULES, figures, partial, why)
 
 
 def run_synthetic_audit(inp: SyntheticInput,
