@@ -359,7 +359,7 @@ class _ExactPipeline:
         report(run.progress, "certainty", 0, None)
         seconds = min(run.certainty_time_limit, self.clock.left())
         proof = found.proof
-        if solution.bounded is not None and found.strategy == Strategy.ENUMERATE:
+        if solution.bounded is not None:  # only listed cells carry the sums
             system, proof = solution.bounded, f"{proof}; {PROOF_SUMS}"
         if found.strategy == Strategy.ENUMERATE:
             certainty = lower_bounds(system, solution.counts, seconds)
