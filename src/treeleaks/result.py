@@ -90,6 +90,9 @@ class Reconstruction:
     partial: bool = False
     lp_rows: float | None = None
     interrupted: bool = False
+    # the training position of each row, when rows are told apart by their draws and some
+    # are missing (a bootstrap forest's partial dataset); None: in training order, or none
+    positions: np.ndarray | None = None
 
     @classmethod
     def empty(cls, model: ReleasedModel, **fields: Any) -> Reconstruction:

@@ -18,6 +18,7 @@ import numpy as np
 
 from treeleaks.attacks.bootstrap import has_draws, reconstruct_known_draws
 from treeleaks.attacks.bootstrap_unknown import reconstruct_unknown_draws
+from treeleaks.attacks.draw_search_stage import reconstruct_drawn_partial
 from treeleaks.attacks.exact import reconstruct_exact
 from treeleaks.attacks.options import RunOptions
 from treeleaks.attacks.per_row import reconstruct_per_row
@@ -43,10 +44,12 @@ from treeleaks.vocabulary import Status, Strategy
 # There the cells number millions after a few trees, so ``auto`` places the rows one by
 # one first (wine: 6 s instead of 21 s spent listing cells first).
 RAW_DOMAIN_BITS = 24
-# Per-row then has the whole time limit; the cells try what it leaves when it stops early
-# (too many placements), if that is at least this many seconds. With 80% of 60 s digits'
-# per-row ran out of time on one seed of three; the cells never list raw measurements.
-MIN_CELLS_TIME = 1.0
+# Per-row then has this share of the time limit (with 80% of 60 s digits' per-row ran out
+# of time on one seed of three); the draw search, which holds rows within every count at
+# every moment, has what it leaves when it finds no complete dataset, if that is at least
+# `MIN_SEARCH_TIME` seconds. The cells never list raw measurements.
+PER_ROW_SHARE = 0.9
+MIN_SEARCH_TIME = 1.0
 
 
 @dataclass(frozen=True)
@@ -192,8 +195,11 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
                  strategy: str) -> Reconstruction:
     """A bootstrap forest with its draws, rebuilt in training order: over its cells, or
     (``auto``, when they are too many to list) row by row; on raw measurements ``auto``
-    places rows first and tries the cells with the time that leaves. When that fails for
-    size or time, the fallback sets the draws aside."""
+    places rows first, then searches for a partial dataset with the time that leaves. When
+    the cells fail for size or time, the fallback sets the draws aside."""
+    if strategy == Strategy.AUTO and raw_measurements(model):
+        return _rows_then_search(model, bound, run)
+
     def without_draws(seconds: float, why: str) -> Reconstruction:
         return reconstruct_unknown_draws(
             model, bound, time_limit=seconds, cell_budget=run.cell_budget,
@@ -205,24 +211,26 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
 
     # the covering problem needs N draws per tree (no max_samples)
     covering = model.facts.get("max_samples") is None
-    first = None
-    if strategy == Strategy.AUTO and raw_measurements(model):  # rows first, cells after
-        first = reconstruct_per_row(model, bound, run)
-        left = run.time_limit - first.time_s
-        if first.n_rows or first.status == Status.INFEASIBLE or left < MIN_CELLS_TIME:
-            return first
-        run = replace(run, time_limit=left)
-    rec = reconstruct_known_draws(model, bound, **run.keywords(),
-                                  fallback=without_draws if covering else None,
-                                  without_cells=by_rows if strategy == Strategy.AUTO
-                                  and first is None else None)
-    if first is None:
-        return rec
+    return reconstruct_known_draws(model, bound, **run.keywords(),
+                                   fallback=without_draws if covering else None,
+                                   without_cells=by_rows if strategy == Strategy.AUTO
+                                   else None)
+
+
+def _rows_then_search(model: ReleasedModel, bound: FeatureSchema,
+                      run: RunOptions) -> Reconstruction:
+    """Raw measurements with their draws: row by row for a complete dataset (`PER_ROW_SHARE`
+    of the time), then the draw search's partial dataset with the time left."""
+    first = reconstruct_per_row(model, bound, replace(
+        run, time_limit=PER_ROW_SHARE * run.time_limit))
+    left = run.time_limit - first.time_s
+    if first.n_rows or first.status == Status.INFEASIBLE or left < MIN_SEARCH_TIME:
+        return first
+    rec = reconstruct_drawn_partial(model, bound, replace(run, time_limit=left),
+                                    why=f"row by row: {first.message}")
     return replace(rec, time_s=first.time_s + rec.time_s,
                    timings={**{f"per_row_{k}": v for k, v in first.timings.items()},
-                            **rec.timings},
-                   message=f"row by row (raw measurements): {first.message}; then over "
-                           f"the cells: {rec.message}")
+                            **rec.timings})
 
 
 def raw_measurements(model: ReleasedModel) -> bool:

@@ -295,12 +295,14 @@ def _noisy_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _details(recon: Reconstruction) -> pd.DataFrame:
-    """Per row: proven, proven_pattern, and each feature's free flag and bounds (and, for
-    numerical and ordinal columns, the bounds' width as a share of the column's range)."""
+    """Per row: its training position where known (``row``), proven, proven_pattern, and
+    each feature's free flag and bounds (and, for numerical and ordinal columns, the
+    bounds' width as a share of the column's range)."""
     import numpy as np
     import pandas as pd
 
-    parts = {"row": np.arange(recon.n_rows), "proven": recon.proven,
+    position = np.arange(recon.n_rows) if recon.positions is None else recon.positions
+    parts = {"row": position, "proven": recon.proven,
              "proven_pattern": recon.proven_pattern}
     for name in recon.free.columns:
         parts[f"{name}:free"] = recon.free[name].to_numpy()
@@ -313,14 +315,16 @@ def _details(recon: Reconstruction) -> pd.DataFrame:
 
 def _draws(model: ReleasedModel, recon: Reconstruction) -> pd.DataFrame:
     """How often each tree drew each row of ``recon`` (inferred, or the model's own draws
-    for rows in training order), a column per tree."""
+    for rows at their training positions), a column per tree."""
+    import numpy as np
     import pandas as pd
 
     per_tree = recon.draws
+    position = np.arange(recon.n_rows) if recon.positions is None else recon.positions
     if per_tree is None:
-        per_tree = [tree.draws for tree in model.trees] if recon.n_rows else []
-    columns = {f"tree_{t}": b for t, b in enumerate(per_tree)}
-    return pd.DataFrame(columns, index=pd.RangeIndex(recon.n_rows, name="row")).reset_index()
+        per_tree = [tree.draws[position] for tree in model.trees] if recon.n_rows else []
+    columns = {"row": position, **{f"tree_{t}": b for t, b in enumerate(per_tree)}}
+    return pd.DataFrame(columns)
 
 
 def _integral(rows: pd.DataFrame) -> pd.DataFrame:

@@ -92,3 +92,34 @@ def verify_within(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
             first = (f"tree {t} leaf {leaf} class {model.classes[c]!r}: released "
                      f"{tree.counts[leaf, c]}, the partial rows put {counts[leaf, c]} there")
     return Certificate(wrong == 0, checked, wrong, first)
+
+
+def verify_within_draws(model: ReleasedModel, rows: pd.DataFrame,
+                        positions: np.ndarray) -> Certificate:
+    """The certificate of a partial dataset of a bootstrap forest with known draws: row i
+    is training row ``positions[i]`` and counts its draws in every tree. ``verified`` when,
+    routed through every tree, the rows put no more draws of a class in a leaf than it
+    released, nor more distinct rows; ``n_counts_wrong`` counts the counts they exceed."""
+    if len(np.unique(positions)) != len(positions):
+        return Certificate(False, 0, 1, "two rows claim the same training position")
+    X = rows[list(model.feature_names)].to_numpy(dtype=np.float64)
+    leaves, cls = model.apply(X), model.class_index(rows[model.label_name].to_numpy())
+    wrong, checked, first = 0, 0, ""
+    for t, tree in enumerate(model.trees):
+        draws = tree.draws[positions]
+        weighted = np.zeros(tree.counts.shape, dtype=np.int64)
+        np.add.at(weighted, (leaves[:, t], cls), draws)
+        distinct = np.bincount(leaves[:, t], weights=draws > 0, minlength=tree.n_leaves)
+        over = np.argwhere(weighted > tree.counts)
+        crowded = np.flatnonzero(distinct > tree.n_samples)
+        checked += weighted.size + tree.n_leaves
+        wrong += len(over) + crowded.size
+        if len(over) and not first:
+            leaf, c = over[0]
+            first = (f"tree {t} leaf {leaf} class {model.classes[c]!r}: released "
+                     f"{tree.counts[leaf, c]} draws, the partial rows put {weighted[leaf, c]} "
+                     "there")
+        if crowded.size and not first:
+            first = (f"tree {t} leaf {crowded[0]}: released {tree.n_samples[crowded[0]]} "
+                     f"distinct rows, the partial rows put {int(distinct[crowded[0]])} there")
+    return Certificate(wrong == 0, checked, wrong, first)

@@ -1,0 +1,126 @@
+"""Bootstrap forests with known draws, when no complete dataset is found: the draw search's
+partial dataset (issue 38).
+
+Row by row (`treeleaks.attacks.per_row`) needs the rows' classes before it can place them,
+and on most real tables the trees' class totals do not settle them: breast cancer's
+default forest came back with 0 rows. The draw search (`treeleaks.counts.draw_search`)
+moves rows as points with their class instead, and at every moment holds a set of rows at
+their training positions within every count. Its rows are filled inside the common box of
+their leaves, routed through the model again, and kept only where they land in the leaves
+the search gave them (a schema's ranges or groups can leave a box the search's grid does
+not know); the rest are checked leaf by leaf (`verify_within_draws`), or, all N of them,
+as a complete dataset (`verify`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from treeleaks.attacks.options import RunOptions
+from treeleaks.clock import RunClock
+from treeleaks.counts.cells import Cells
+from treeleaks.counts.draw_search import DrawnRows, search_drawn_rows
+from treeleaks.counts.materialize import rows_from_counts
+from treeleaks.counts.verify import verify, verify_within_draws
+from treeleaks.model import ReleasedModel
+from treeleaks.progress import report
+from treeleaks.result import Reconstruction
+from treeleaks.schema import FeatureSchema
+from treeleaks.vocabulary import Formulation, Status, Strategy
+
+PROOF = ("none: rows within every count are not proven training rows; each sits at the "
+         "training position its draws give it, its class and values as the search found "
+         "them")
+
+
+def reconstruct_drawn_partial(model: ReleasedModel, schema: FeatureSchema, run: RunOptions,
+                              why: str = "") -> Reconstruction:
+    """The largest partial dataset the draw search finds within ``run.time_limit`` (see the
+    module doc); ``why`` says why a complete reconstruction was not had, for the message."""
+    clock = RunClock(run.time_limit)
+    n = len(model.trees[0].draws)
+
+    def better(found: DrawnRows) -> None:
+        report(run.progress, "draw-search", len(found), n, whole_rows=len(found))
+
+    found = search_drawn_rows(model, time.monotonic() + clock.left(), seed=run.seed,
+                              on_better=better)
+    clock.lap("draw_search")
+    frames, positions = landed_rows(model, schema, found)
+    clock.lap("fill")
+    clock.timings.update(searched_rows=len(found), kept_rows=len(positions))
+    kept = len(positions)
+    if kept == n:  # every row: a complete dataset in training order
+        order = np.argsort(positions)
+        frames = {k: _take(v, order) for k, v in frames.items()}
+        positions = positions[order]
+        certificate = verify(model, frames["rows"])
+    else:
+        certificate = verify_within_draws(model, frames["rows"], positions)
+    clock.lap("verify")
+    before = f"{why}; " if why else ""
+    dropped = (f"; {len(found) - kept} rows whose values the schema keeps out of their "
+               "leaves were dropped" if kept < len(found) else "")
+    if not certificate.verified:
+        message = f"the rows exceed a count: {certificate.first_mismatch}"
+    elif kept == n:
+        message = (f"{before}a complete dataset found by the draw search (rows as points "
+                   "with their class), checked against every count; no row is proven")
+    elif kept:
+        message = (f"{before}a partial dataset: {kept} of {n} rows ({kept / n:.0%}) at their "
+                   f"training positions, within every count, found by the draw search "
+                   f"until the time limit of {run.time_limit:g} s{dropped}; their classes "
+                   "and values fit the counts, and are not proven")
+    else:
+        message = (f"{before}no row fits the counts within the time limit of "
+                   f"{run.time_limit:g} s; try --time-limit {max(10 * run.time_limit, 10):g}")
+    return Reconstruction(
+        **frames, status=Status.FEASIBLE if kept else Status.UNKNOWN, certificate=certificate,
+        time_s=clock.elapsed(), message=message, solver="draw-search", n_cells=0,
+        certainty_complete=False, timings=clock.timings, strategy=Strategy.PER_ROW,
+        proof=PROOF, formulation=Formulation.BOOTSTRAP_KNOWN,
+        partial=0 < kept < n, positions=positions, interrupted=found.interrupted)
+
+
+def landed_rows(model: ReleasedModel, schema: FeatureSchema,
+                found: DrawnRows) -> tuple[dict, np.ndarray]:
+    """The found rows filled inside their boxes, as the frames of a `Reconstruction`, and
+    their training positions; a row whose filled values leave one of its leaves (in a tree
+    that drew it) is dropped."""
+    draws = np.vstack([tree.draws for tree in model.trees]).T
+    leaves, cls, positions = found.leaves, found.cls, found.positions
+    while True:
+        frames = _filled(model, schema, leaves, draws[positions] > 0, cls)
+        values = frames["rows"][list(model.feature_names)].to_numpy(dtype=float)
+        landed = ((model.apply(values) == leaves) | (draws[positions] == 0)).all(axis=1)
+        if landed.all():
+            return frames, positions
+        leaves, cls, positions = leaves[landed], cls[landed], positions[landed]
+
+
+def _filled(model: ReleasedModel, schema: FeatureSchema, leaves: np.ndarray,
+            drawn: np.ndarray, cls: np.ndarray) -> dict:
+    """Each row's box (the intersection of its leaves in the trees that drew it), filled."""
+    n_rows, m = len(cls), model.n_features
+    lower, upper = np.full((n_rows, m), -np.inf), np.full((n_rows, m), np.inf)
+    for t, tree in enumerate(model.trees):
+        box_low, box_high = tree.leaf_boxes(m)
+        mine = drawn[:, t]
+        lower[mine] = np.maximum(lower[mine], box_low[leaves[mine, t]])
+        upper[mine] = np.minimum(upper[mine], box_high[leaves[mine, t]])
+    cells = Cells(lower, upper, np.ones((n_rows, 1), dtype=bool),
+                  np.zeros((n_rows, 0), dtype=np.int64))
+    every = np.arange(n_rows)
+    return rows_from_counts(model, schema, cells, every, cls, np.ones(n_rows, dtype=np.int64),
+                            np.zeros(n_rows, dtype=np.int64), with_width=True)
+
+
+def _take(frame: object, order: np.ndarray) -> object:
+    """``frame`` (a DataFrame or an array of the rows, or None) in ``order``."""
+    if frame is None:
+        return None
+    if hasattr(frame, "iloc"):
+        return frame.iloc[order].reset_index(drop=True)
+    return np.asarray(frame)[order]
