@@ -24,10 +24,14 @@ STRIPPABLE = TREES + FORESTS + BOOSTERS + HIST_BOOSTERS
 CONSTANT_SEED = 0
 _LEAF = -1
 _NODE_COUNTS = ("n_node_samples", "weighted_n_node_samples", "impurity")
-# fitted attributes computed on the training rows, out-of-bag rows or validation rows
-_ROW_ATTRIBUTES = ("oob_decision_function_", "oob_prediction_", "oob_score_",
-                   "oob_improvement_", "oob_scores_", "_n_samples", "_n_samples_bootstrap",
-                   "_sample_weight")
+# fitted attributes computed on the training or out-of-bag rows, and what each gives away
+_ROW_ATTRIBUTES = {
+    "oob_decision_function_": "every training row's out-of-bag class fractions",
+    "oob_prediction_": "every training row's out-of-bag prediction",
+    "oob_score_": "the out-of-bag score", "oob_improvement_": "the out-of-bag improvements",
+    "oob_scores_": "the out-of-bag scores", "_n_samples": "the number of training rows",
+    "_n_samples_bootstrap": "the bootstrap sample's size",
+    "_sample_weight": "the training rows' weights"}
 _PREDICTOR_COUNTS = ("count", "gain", "bin_threshold")
 
 
@@ -42,9 +46,11 @@ def strip_estimator(estimator: Any) -> tuple[Any, list[str]]:
             or hasattr(estimator, "_predictors")):
         raise UnsupportedModelError(f"the {kind} is not fitted: call fit(X, y) before stripping")
     stripped = copy.deepcopy(estimator)
-    removed = [name for name in _ROW_ATTRIBUTES if hasattr(stripped, name)]
-    for name in removed:
-        delattr(stripped, name)
+    removed = []
+    for name, what in _ROW_ATTRIBUTES.items():
+        if hasattr(stripped, name):
+            delattr(stripped, name)
+            removed.append(f"{name}, {what} (removed)")
     stripped.random_state = CONSTANT_SEED
     if kind in HIST_BOOSTERS:
         return stripped, _strip_hist(stripped) + removed
