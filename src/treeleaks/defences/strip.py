@@ -106,8 +106,6 @@ def _matrix(rows: Any, names: list[str] | None, n_features: int) -> np.ndarray:
 
 
 def _sklearn(estimator: Any, file_format: str) -> _Plan:
-    if file_format == "xgboost" or not hasattr(estimator, "predict"):
-        raise UnsupportedModelError(f"cannot strip a {type(estimator).__name__}")
     stripped, removed = strip_estimator(estimator)
     dump, load = _SERIALISERS[file_format]
     return _Plan(type(estimator).__name__, dump(stripped), removed, _sklearn_outputs(estimator),
