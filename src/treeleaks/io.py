@@ -88,13 +88,16 @@ def load_model(
     trust_pickle: bool = False,
     feature_names: list[str] | None = None,
     allow_regression: bool = False,
+    counts_removed_ok: bool = False,
 ) -> ReleasedModel:
     """Read a model file (chosen by its extension) and return what it exposes as a `ReleasedModel`.
 
     ``feature_names`` names the columns when the file does not (or overrides its names).
     Regressors are refused unless ``allow_regression`` (the reconstruction attacks read
-    classifiers only). Raises `TreeleaksError` subclasses with a one-line explanation for
-    every bad input.
+    classifiers only). A framework's file whose counts were removed (``treeleaks strip``)
+    raises `CountsRemovedError` unless ``counts_removed_ok`` (then its structure alone, every
+    count 0). Raises `TreeleaksError` subclasses with a one-line explanation for every bad
+    input.
     """
     path = _checked_path(path, trust_pickle)
     if path.suffix.lower() == ".json":
@@ -102,7 +105,7 @@ def load_model(
         if is_xgboost_json(data):  # booster.save_model("m.json")
             from treeleaks.frontends.xgboost import read_xgboost
 
-            return read_xgboost(data, feature_names)
+            return read_xgboost(data, feature_names, counts_removed_ok=counts_removed_ok)
         model = ReleasedModel.from_dict(data)
         if model.is_regression and not allow_regression:
             raise UnsupportedModelError(
@@ -112,14 +115,14 @@ def load_model(
     if path.suffix.lower() == LIGHTGBM_SUFFIX:
         from treeleaks.frontends.lightgbm import read_lightgbm
 
-        model = read_lightgbm(path, feature_names)
+        model = read_lightgbm(path, feature_names, counts_removed_ok=counts_removed_ok)
         if model.is_regression and not allow_regression:
             raise UnsupportedModelError(
                 f"{path.name} holds a LightGBM regressor; the reconstruction attacks audit "
                 "classifiers (treeleaks single-out reads regressors)")
         return model
     estimator = _load_skops(path) if path.suffix.lower() == ".skops" else _load_pickle(path)
-    return _translated(estimator, path, feature_names, allow_regression)
+    return _translated(estimator, path, feature_names, allow_regression, counts_removed_ok)
 
 
 def load_estimator(path: str | Path, trust_pickle: bool = False) -> Any:
@@ -300,11 +303,12 @@ def _tree_record(state: dict[str, Any]) -> SimpleNamespace:
 
 
 def _translated(estimator: Any, path: Path, feature_names: list[str] | None,
-                allow_regression: bool) -> ReleasedModel:
+                allow_regression: bool, counts_removed_ok: bool) -> ReleasedModel:
     """The estimator in the IR; a refusal names the file."""
     try:
         return from_sklearn(estimator, feature_names=feature_names,
-                            allow_regression=allow_regression)
+                            allow_regression=allow_regression,
+                            counts_removed_ok=counts_removed_ok)
     except TreeleaksError as exc:
         raise type(exc)(f"{path.name}: {exc}") from None
 

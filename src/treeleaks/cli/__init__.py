@@ -11,7 +11,7 @@ ran out of time, or memory ran out); 4 an unexpected error (a bug, please report
 # isort: off
 from treeleaks.cli.app import app
 from treeleaks.cli import audit, reconstruct, inspect, worst_case, dp, leak, single_out  # noqa: F401
-from treeleaks.cli import synthetic, sweep  # noqa: F401
+from treeleaks.cli import strip, synthetic, sweep  # noqa: F401
 # isort: on
 
 __all__ = ["app"]

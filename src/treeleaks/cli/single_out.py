@@ -141,11 +141,12 @@ def prune_command(
 
 
 def _load_any(path: Path, trust_pickle: bool) -> ReleasedModel:
-    """The model in the IR, regressors included."""
+    """The model in the IR, regressors and stripped files (their structure) included."""
     from treeleaks.io import load_model
 
     try:
-        return load_model(path, trust_pickle=trust_pickle, allow_regression=True)
+        return load_model(path, trust_pickle=trust_pickle, allow_regression=True,
+                          counts_removed_ok=True)
     except (TreeleaksError, ValueError, OSError) as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
 

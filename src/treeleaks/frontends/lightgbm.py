@@ -32,6 +32,7 @@ from treeleaks.frontends.boosting import (
     sum_rows,
     whole_positives,
 )
+from treeleaks.frontends.stripped import counts_removed, structure_only
 from treeleaks.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
 
 WHOLE_TOLERANCE = 1e-4  # derived counts this close to whole numbers are whole (file: 17 digits)
@@ -43,9 +44,11 @@ _Converted = tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray, np.ndarray]
 
 
 def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = None,
-                  label_name: str = "label") -> ReleasedModel:
+                  label_name: str = "label", counts_removed_ok: bool = False) -> ReleasedModel:
     """The `ReleasedModel` of a LightGBM binary classifier: a model text file's path, its
-    text, a ``Booster`` or a fitted ``LGBMClassifier`` (see the module doc)."""
+    text, a ``Booster`` or a fitted ``LGBMClassifier`` (see the module doc). A file without
+    its counts (``treeleaks strip``) raises `CountsRemovedError`, or with
+    ``counts_removed_ok`` comes back as its structure alone."""
     classes: list[Any] = [0, 1]
     if hasattr(source, "booster_"):  # LGBMClassifier: its labels, then its booster
         classes = np.asarray(getattr(source, "classes_", classes)).tolist()
@@ -70,6 +73,14 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     names = feature_names or head.get("feature_names", "").split()
     if not trees:
         raise ModelFormatError("LightGBM model file: it holds no tree ('Tree=' sections)")
+    if _counts_missing(trees):
+        if not counts_removed_ok:
+            raise counts_removed("LightGBM model", "no tree keeps its leaf_count")
+        shapes = [_tree(_zero_counts(block), index, names) for index, block in enumerate(trees)]
+        return structure_only([c[0] for c in shapes], [] if objective[0] == "regression"
+                              else classes, list(names), label_name, "LightGBM",
+                              "gradient-boosted (LightGBM)",
+                              shapes[0][3] if objective[0] == "regression" else None)
     converted = [_tree(block, index, names) for index, block in enumerate(trees)]
     _same_rows([count for _, count, _, _ in converted])
     eta = _float(params, "learning_rate", 0.1)
@@ -119,6 +130,21 @@ def _regression(converted: list[_Converted], params: dict[str, str], names: list
                                  "not targets"})
     model.validate()
     return model
+
+
+def _counts_missing(trees: list[dict[str, str]]) -> bool:
+    """Whether no tree keeps a row in its ``leaf_count`` (absent or all 0): a stripped
+    file (a malformed field is left for `_tree` to name)."""
+    try:
+        return not any(float(v) for block in trees for v in block.get("leaf_count", "").split())
+    except ValueError:
+        return False
+
+
+def _zero_counts(block: dict[str, str]) -> dict[str, str]:
+    """A tree's fields with its removed leaf counts and hessian sums put back as zeros."""
+    zeros = " ".join("0" for _ in range(int(block.get("num_leaves", "1"))))
+    return {**block, "leaf_count": zeros, "leaf_weight": zeros}
 
 
 def _same_rows(counts: list[np.ndarray]) -> None:

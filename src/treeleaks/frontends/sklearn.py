@@ -20,8 +20,10 @@ from treeleaks.frontends.sklearn_boosting import (
     REGRESSION_BOOSTERS,
     booster_model,
     booster_regression_model,
+    predictor_tree,
     tree_nodes,
 )
+from treeleaks.frontends.stripped import counts_removed, structure_only
 from treeleaks.model import ReleasedModel, Tree
 from treeleaks.sklearn_compat import node_class_counts
 
@@ -35,9 +37,12 @@ def from_sklearn(
     feature_names: list[str] | None = None,
     label_name: str = "label",
     allow_regression: bool = False,
+    counts_removed_ok: bool = False,
 ) -> ReleasedModel:
     """Translate a fitted scikit-learn tree classifier (or, with ``allow_regression``, a tree
-    regressor, for the attacks that read one) into a `ReleasedModel`."""
+    regressor, for the attacks that read one) into a `ReleasedModel`. A model whose counts
+    were removed (``treeleaks strip``) raises `CountsRemovedError`, or with
+    ``counts_removed_ok`` comes back as its structure alone (every count 0)."""
     kind = type(estimator).__name__
     regression = kind in REGRESSORS + REGRESSION_BOOSTERS
     if regression and not allow_regression:
@@ -59,10 +64,16 @@ def from_sklearn(
             f"this {kind} predicts several outputs; treeleaks audits single-output models"
         )
     names = _feature_names(estimator, feature_names)
+    label_name = _free_name(label_name, names)
+    if _counts_zeroed(estimator):
+        if not counts_removed_ok:
+            raise counts_removed(kind, "every node's row count is 0", random_states=bool(
+                getattr(estimator, "bootstrap", False)))
+        return _structure(estimator, kind, names, label_name, regression)
     if kind in BOOSTERS:
-        return booster_model(estimator, names, _free_name(label_name, names))
+        return booster_model(estimator, names, label_name)
     if kind in REGRESSION_BOOSTERS:
-        return booster_regression_model(estimator, names, _free_name(label_name, names))
+        return booster_regression_model(estimator, names, label_name)
     if kind.startswith("DecisionTree"):
         estimators, bootstrap, samples = [estimator], False, None
     else:
@@ -92,13 +103,43 @@ def from_sklearn(
         task="regression" if regression else "classification",
         classes=[c.item() if isinstance(c, np.generic) else c for c in classes],
         feature_names=names,
-        label_name=_free_name(label_name, names),
+        label_name=label_name,
         bootstrap=bootstrap,
         source=f"sklearn.{kind}",
         facts=facts,
     )
     model.validate()
     return model
+
+
+def _counts_zeroed(estimator: Any) -> bool:
+    """Whether a tree of the model has every node's row count at 0: a fitted tree holds
+    rows at its root, so its counts were removed."""
+    if hasattr(estimator, "_predictors"):
+        return any(not np.asarray(p.nodes["count"]).any()
+                   for per_round in estimator._predictors for p in per_round)
+    members = np.asarray(getattr(estimator, "estimators_", [estimator])).ravel()
+    return any(hasattr(m, "tree_") and not np.asarray(m.tree_.n_node_samples).any()
+               for m in members)
+
+
+def _structure(estimator: Any, kind: str, names: list[str], label_name: str,
+               regression: bool) -> ReleasedModel:
+    """A stripped model's splits and leaf values, every count 0."""
+    if hasattr(estimator, "_predictors"):
+        read = [predictor_tree(p.nodes, t, names) for t, per_round in
+                enumerate(estimator._predictors) for p in per_round]
+        nodes, values = [r[0] for r in read], read[0][2]
+    else:
+        members = np.asarray(getattr(estimator, "estimators_", [estimator])).ravel()
+        nodes = [tree_nodes(m.tree_) for m in members]
+        first = members[0].tree_
+        values = np.asarray(first.value, dtype=np.float64)[
+            np.asarray(first.children_left) < 0, 0, 0]
+    classes = [] if regression else [c.item() if isinstance(c, np.generic) else c
+                                     for c in estimator.classes_]
+    return structure_only(nodes, classes, names, label_name, f"sklearn.{kind}",
+                          f"scikit-learn {kind}", values if regression else None)
 
 
 def _free_name(wanted: str, taken: list[str]) -> str:

@@ -227,11 +227,11 @@ def _hist_gradient_boosting(estimator: Any, names: list[str]) -> _Read:
 def _predictor_trees(estimator: Any, names: list[str]
                      ) -> tuple[list[Nodes], list[np.ndarray], list[np.ndarray]]:
     """Every histogram-boosting predictor's IR nodes, leaf row counts and leaf values."""
-    read = [_predictor_tree(p.nodes, t, names) for t, (p,) in enumerate(estimator._predictors)]
+    read = [predictor_tree(p.nodes, t, names) for t, (p,) in enumerate(estimator._predictors)]
     return [r[0] for r in read], [r[1] for r in read], [r[2] for r in read]
 
 
-def _predictor_tree(table: np.ndarray, index: int, names: list[str]
+def predictor_tree(table: np.ndarray, index: int, names: list[str]
                     ) -> tuple[Nodes, np.ndarray, np.ndarray]:
     """One histogram-boosting predictor's IR nodes, leaf row counts and leaf values."""
     is_leaf = table["is_leaf"].astype(bool)

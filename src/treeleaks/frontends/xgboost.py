@@ -26,6 +26,7 @@ import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.boosting import no_sums, sum_rows, whole_positives
+from treeleaks.frontends.stripped import counts_removed, structure_only
 from treeleaks.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
 
 WHOLE_TOLERANCE = 1e-3  # float32 values: derived counts this close to whole are whole
@@ -40,9 +41,11 @@ def is_xgboost_json(data: Any) -> bool:
 
 def read_xgboost(source: str | Path | dict[str, Any] | Any,
                  feature_names: list[str] | None = None,
-                 label_name: str = "label") -> ReleasedModel:
+                 label_name: str = "label", counts_removed_ok: bool = False) -> ReleasedModel:
     """The `ReleasedModel` of an XGBoost binary classifier: its JSON file's path, the
-    parsed JSON, a ``Booster`` or a fitted ``XGBClassifier`` (see the module doc)."""
+    parsed JSON, a ``Booster`` or a fitted ``XGBClassifier`` (see the module doc). A file
+    whose covers were zeroed (``treeleaks strip``) raises `CountsRemovedError`, or with
+    ``counts_removed_ok`` comes back as its structure alone."""
     classes: list[Any] = [0, 1]
     if hasattr(source, "get_booster"):  # XGBClassifier: its labels, then its booster
         classes = np.asarray(getattr(source, "classes_", [0, 1])).tolist()
@@ -79,6 +82,11 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
         raise UnsupportedModelError("this XGBoost model grows several trees per round "
                                     "(num_parallel_tree > 1); treeleaks reads one per round")
     parsed = [_tree(tree, names, t) for t, tree in enumerate(trees)]
+    if any(not cover.any() for _, cover, _ in parsed):
+        if not counts_removed_ok:
+            raise counts_removed("XGBoost model", "its covers, sum_hessian, are 0")
+        return structure_only([p[0] for p in parsed], classes, list(names), label_name,
+                              "XGBoost", "gradient-boosted (XGBoost)")
     nodes, cover, value = parsed[0]
     count = cover / (base * (1.0 - base))
     rows = np.rint(count)

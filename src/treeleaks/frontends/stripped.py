@@ -1,0 +1,49 @@
+"""Files whose counts were removed (``treeleaks strip``, or by hand): every frontend
+recognises them, refuses them with one line saying what an adversary can still do, or, for
+``treeleaks single-out``, reads their structure alone (every count 0, no draws, no gradient
+sums), which is what `ReleasedModel.counts_released` reports as stripped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from treeleaks.errors import CountsRemovedError
+from treeleaks.frontends.boosting import Nodes
+from treeleaks.model import ReleasedModel, Tree
+
+STILL_POSSIBLE = (
+    "an adversary still has its structure, thresholds and leaf values: treeleaks single-out "
+    "MODEL --no-counts ranks the leaves to guess rows from, and --data checks them against "
+    "the training rows")
+
+
+def counts_removed(what: str, fields: str, random_states: bool = False) -> CountsRemovedError:
+    """The one-line refusal of a stripped file: ``what`` it is, the ``fields`` found zeroed
+    or missing, whether its random states were neutralised too (a bootstrap forest)."""
+    states = (" and its trees' random states neutralised (the bootstrap draws cannot be "
+              "recomputed)" if random_states else "")
+    return CountsRemovedError(
+        f"this {what}'s counts were removed ({fields}){states}, so no attack that reads "
+        f"counts applies to it; {STILL_POSSIBLE}")
+
+
+def structure_only(nodes: list[Nodes], classes: list[Any], names: list[str],
+                   label_name: str, source: str, what: str,
+                   first_values: np.ndarray | None = None) -> ReleasedModel:
+    """The IR of a stripped file: its trees' splits with every count 0 (a regressor's first
+    tree with its leaf values ``first_values``)."""
+    n_columns = max(1, len(classes))
+    trees = []
+    for index, shape in enumerate(nodes):
+        n_leaves = int((shape[4] >= 0).sum())
+        trees.append(Tree(*shape, np.zeros((n_leaves, n_columns), dtype=np.int64),
+                          n_samples=np.zeros(n_leaves, dtype=np.int64),
+                          values=first_values if index == 0 else None))
+    model = ReleasedModel(trees, list(classes), list(names), label_name=label_name,
+                          source=source, task="classification" if classes else "regression",
+                          facts={"model kind": what, "counts": "removed (a stripped file): "
+                                 "only the structure, thresholds and leaf values remain"})
+    model.validate()
+    return model
