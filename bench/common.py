@@ -149,13 +149,15 @@ def fmt(value: Any, digits: int = 3) -> str:
 
 # --- datasets beyond the shared files (offline; used by wide.py) ---------------------------
 
-SKLEARN_DATASETS = {"cancer": "load_breast_cancer", "wine": "load_wine", "digits": "load_digits"}
+SKLEARN_DATASETS = {"cancer": "load_breast_cancer", "wine": "load_wine", "digits": "load_digits",
+                    "iris": "load_iris"}
 
 
 def sklearn_dataset(name: str, label: str = "label") -> Dataset:
     """One of scikit-learn's bundled datasets with its raw feature values (not binarized):
-    ``cancer`` (30 numerical, 569 rows), ``wine`` (13 numerical, 178) or ``digits``
-    (64 pixel counts 0-16, 1,797). Nothing is downloaded."""
+    ``cancer`` (30 numerical, 569 rows), ``wine`` (13 numerical, 178), ``digits``
+    (64 pixel counts 0-16, 1,797) or ``iris`` (4 numerical, 150, three classes). Nothing is
+    downloaded."""
     import sklearn.datasets
 
     if name not in SKLEARN_DATASETS:
@@ -163,6 +165,19 @@ def sklearn_dataset(name: str, label: str = "label") -> Dataset:
     data = getattr(sklearn.datasets, SKLEARN_DATASETS[name])(as_frame=True)
     frame = data.data.reset_index(drop=True).assign(**{label: data.target.to_numpy()})
     return Dataset(name=name, frame=frame, label=label, one_hot_groups=[], at_most_one_groups=[])
+
+
+def classification_dataset(n_rows: int, n_features: int, seed: int,
+                           label: str = "label") -> Dataset:
+    """``sklearn.datasets.make_classification``: two classes over ``n_features`` raw
+    numerical columns (its defaults: 2 informative, 2 redundant), ``n_rows`` rows drawn by
+    ``seed``, values rounded to 4 decimals as a measured table would be."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=n_rows, n_features=n_features, random_state=seed)
+    frame = pd.DataFrame(X.round(4), columns=[f"x{j}" for j in range(n_features)])
+    return Dataset(name=f"classif{n_features}", frame=frame.assign(**{label: y}), label=label,
+                   one_hot_groups=[], at_most_one_groups=[])
 
 
 def one_hot_dataset(

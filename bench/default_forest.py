@@ -14,12 +14,19 @@ Datasets: ``cancer`` (breast cancer, 569 x 30 raw), ``wine`` (178 x 13), ``digit
 500 rows x 64), whole; ``name:N`` takes N rows sampled by the seed instead, and is how the
 shared binarized datasets run (``compas:1000``; skipped with a line when the data is absent);
 ``mixed:N`` is the synthetic mixed table of ``common.mixed_dataset`` (4 numerical columns, 3
-one-hot categorical ones), N rows generated for each seed; ``onehotW:N`` samples N rows of
+one-hot categorical ones), N rows generated for each seed; ``classifF:N`` is
+``make_classification`` with F raw columns and N rows (issue 38's two-class series), generated
+for each seed; ``iris`` is scikit-learn's (150 x 4, three classes); ``onehotW:N`` samples N rows of
 ``common.one_hot_dataset(W)`` (W binary columns in one-hot groups the adversary is not told).
 
     python bench/default_forest.py --smoke         # wine, seed 0, 20 s; always exits 0
     python bench/default_forest.py --datasets wine,cancer --seeds 1 --time-limit 30
     python bench/default_forest.py --strategy per-row --seeds 3
+    python bench/default_forest.py --datasets cancer,iris,classif10:1000 --time-limit 120
+
+A partial dataset whose rows carry their training positions (a bootstrap forest's, from the
+draw search) is also scored row by row against the training rows it claims: the share of
+classes right and the aligned error, beside the true rows' own boxes at those positions.
 
 See bench/README.md for what is measured.
 """
@@ -45,6 +52,7 @@ from common import (
     BENCH_DIR,
     DEFAULT_DATA_DIR,
     SKLEARN_DATASETS,
+    classification_dataset,
     dataset_info,
     environment,
     fmt,
@@ -63,6 +71,7 @@ from common import (
 
 DATASETS = ("cancer", "wine", "digits")
 ONE_HOT = re.compile(r"onehot(\d+)")  # common.one_hot_dataset of that many columns
+CLASSIFICATION = re.compile(r"classif(\d+)")  # common.classification_dataset, that many columns
 DEFAULT_ROWS = {"digits": 500}  # the scikit-learn tables are used whole, digits its first 500
 PINNED = (0.01, 0.05, 0.10)  # a value is pinned within p when its box spans <= p of its range
 SOLVED = ("OPTIMAL", "FEASIBLE")
@@ -84,7 +93,7 @@ def missing_data(spec: str, data_dir: Path) -> str | None:
     name, n = parse_spec(spec)
     if name in SKLEARN_DATASETS:
         return None
-    if name == "mixed" or ONE_HOT.fullmatch(name):
+    if name == "mixed" or ONE_HOT.fullmatch(name) or CLASSIFICATION.fullmatch(name):
         return None if n else f"{spec}: a synthetic table needs a size, e.g. {name}:100"
     if n is None:
         return f"{spec}: a shared dataset needs a size, e.g. {name}:1000"
@@ -103,6 +112,9 @@ def training_table(spec: str, seed: int, data_dir: Path) -> tuple[pd.DataFrame, 
     name, n = parse_spec(spec)
     if name == "mixed":  # generated at the size asked for, anew for each seed
         data = mixed_dataset(n, seed)
+        train = data.frame
+    elif match := CLASSIFICATION.fullmatch(name):  # generated at the size asked for
+        data = classification_dataset(n, int(match.group(1)), seed)
         train = data.frame
     elif match := ONE_HOT.fullmatch(name):  # N of 5,000 one-hot rows, sampled by the seed
         data = one_hot_dataset(int(match.group(1)))
@@ -137,6 +149,7 @@ FORESTS = {  # --forest: the estimator fitted, every parameter not named here it
     "default": "RandomForestClassifier(random_state=seed)",
     "no-bootstrap": "RandomForestClassifier(bootstrap=False, random_state=seed)",
     "extra-trees": "ExtraTreesClassifier(random_state=seed)",
+    "safemodel": "RandomForestClassifier(min_samples_leaf=5, random_state=seed)",
 }
 
 
@@ -146,6 +159,8 @@ def fit_forest(kind: str, X: pd.DataFrame, y: pd.Series, seed: int) -> Any:
 
     if kind == "extra-trees":
         return ExtraTreesClassifier(random_state=seed).fit(X, y)
+    if kind == "safemodel":  # what SACRO-ML's safemodel rules ask of a random forest
+        return RandomForestClassifier(min_samples_leaf=5, random_state=seed).fit(X, y)
     return RandomForestClassifier(bootstrap=kind == "default", random_state=seed).fit(X, y)
 
 
@@ -315,6 +330,14 @@ def worker(config_path: str) -> int:
         if rec.partial and rec.n_rows:  # the placed rows, matched to the true rows they fit
             score = evaluate(train, rec.rows, data_schema, label=label, n_baseline_draws=0)
             out.update(partial_error=score.error)
+            if rec.positions is not None:  # each row against the training row it claims
+                at = train.iloc[rec.positions].reset_index(drop=True)
+                out.update(partial_classes_right=float(np.mean(
+                    rec.rows[label].to_numpy() == at[label].to_numpy())),
+                    partial_aligned_error=aligned_error(at, rec.rows, data_schema, label),
+                    truth_box_aligned_error_at_positions=aligned_error(
+                        at, truth_rows.iloc[rec.positions].reset_index(drop=True),
+                        data_schema, label))
         if rec.n_rows != len(train):  # a partial answer's matched error would flatter it
             out["not_scored"] = f"{rec.n_rows} of {len(train)} rows reconstructed"
         else:
@@ -361,7 +384,8 @@ def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             **{f"{k}_mean": avg(k) for k in (
                 "error", "aligned_error", "truth_box_error", "truth_box_aligned_error",
                 "baseline_error", "aligned_random_error", "exact_share", "proven_share",
-                "rows_share", "partial_error", "first_whole_rows_s",
+                "rows_share", "partial_error", "first_whole_rows_s", "partial_classes_right",
+                "partial_aligned_error", "truth_box_aligned_error_at_positions",
                 *(f"whole_rows_at_{t}s" for t in CHECKPOINTS),
                 "width_mean", *(f"pinned_{round(p * 100)}" for p in PINNED),
                 "truth_width_mean", "truth_pinned_5", "truth_open_share")},
@@ -373,7 +397,8 @@ def print_table(rows: list[dict[str, Any]], title: str) -> None:
     """One line per dataset (means over seeds, medians for time and memory)."""
     head = ("dataset", "N", "runs", "status", "rows", "verified", "time s", "MB", "error",
             "truth-box err", "baseline", "exact", "proven", "width", "pinned<=5%",
-            "partial rows", "partial error")
+            "partial rows", "partial error", "classes right", "aligned error",
+            "truth-box aligned", *(f"rows@{t}s" for t in CHECKPOINTS))
     print(title)
     print(" | ".join(head))
     for r in rows:
@@ -386,7 +411,10 @@ def print_table(rows: list[dict[str, Any]], title: str) -> None:
             fmt(r["baseline_error_mean"]), fmt(r["exact_share_mean"], 2),
             fmt(r["proven_share_mean"], 2), fmt(r["width_mean_mean"]),
             fmt(r["pinned_5_mean"], 2), fmt(r["rows_share_mean"], 2),
-            fmt(r["partial_error_mean"]))))
+            fmt(r["partial_error_mean"]), fmt(r["partial_classes_right_mean"], 3),
+            fmt(r["partial_aligned_error_mean"]),
+            fmt(r["truth_box_aligned_error_at_positions_mean"]),
+            *(fmt(r[f"whole_rows_at_{t}s_mean"], 0) for t in CHECKPOINTS))))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -394,8 +422,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", default=",".join(DATASETS),
-                   help="comma-separated: cancer, wine, digits (whole tables; digits its first "
-                        "500 rows), or name:N for N rows sampled by the seed (compas:1000)")
+                   help="comma-separated: cancer, wine, digits, iris (whole tables; digits its "
+                        "first 500 rows), name:N for N rows sampled by the seed (compas:1000), "
+                        "or a synthetic table: mixed:N, onehotW:N, classifF:N")
     p.add_argument("--seeds", type=int, default=3, help="number of seeds (0..n-1)")
     p.add_argument("--time-limit", type=float, default=60.0, help="reconstruct's, per run (s)")
     p.add_argument("--strategy", default="auto",

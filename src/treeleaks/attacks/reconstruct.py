@@ -44,6 +44,11 @@ from treeleaks.vocabulary import Status, Strategy
 # There the cells number millions after a few trees, so ``auto`` places the rows one by
 # one first (wine: 6 s instead of 21 s spent listing cells first).
 RAW_DOMAIN_BITS = 24
+# A bootstrap forest with its draws goes row by row first from a smaller domain on: iris's
+# default forest cuts 2**19 points (4 columns of 19-38 thresholds), its cells were not listed
+# in 91 s, and row by row rebuilds it in 1.2 s. Binarized data (one threshold a column)
+# cuts none and keeps the cells first, which are faster there (`bench/bootstrap.py`).
+ROWS_FIRST_BITS = 12
 # Per-row then has this share of the time limit (with 80% of 60 s digits' per-row ran out
 # of time on one seed of three); the draw search, which holds rows within every count at
 # every moment, has what it leaves when it finds no complete dataset, if that is at least
@@ -197,7 +202,7 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
     (``auto``, when they are too many to list) row by row; on raw measurements ``auto``
     places rows first, then searches for a partial dataset with the time that leaves. When
     the cells fail for size or time, the fallback sets the draws aside."""
-    if strategy == Strategy.AUTO and raw_measurements(model):
+    if strategy == Strategy.AUTO and raw_measurements(model, ROWS_FIRST_BITS):
         return _rows_then_search(model, bound, run)
 
     def without_draws(seconds: float, why: str) -> Reconstruction:
@@ -233,11 +238,11 @@ def _rows_then_search(model: ReleasedModel, bound: FeatureSchema,
                             **rec.timings})
 
 
-def raw_measurements(model: ReleasedModel) -> bool:
-    """Whether the trees cut their finely split columns into more than 2**`RAW_DOMAIN_BITS`
-    points: raw measurements, whose cells are out of reach (see `RAW_DOMAIN_BITS`)."""
+def raw_measurements(model: ReleasedModel, bits: float = RAW_DOMAIN_BITS) -> bool:
+    """Whether the trees cut their finely split columns into more than ``2**bits`` points:
+    raw measurements, whose cells are out of reach (see `RAW_DOMAIN_BITS`)."""
     sizes = np.array([cuts.size for cuts in model.thresholds()])
-    return float(np.log2(sizes[sizes > 1] + 1).sum()) > RAW_DOMAIN_BITS
+    return float(np.log2(sizes[sizes > 1] + 1).sum()) > bits
 
 
 def _with_knowledge(model: ReleasedModel, bound: FeatureSchema, knowledge: Knowledge,
