@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 from pathlib import Path
 from typing import Any
 
@@ -52,13 +53,18 @@ def test_strip_writes_a_checked_copy_that_every_attack_refuses_in_one_line(
         files: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "safe.skops"
     result = runner.invoke(app, ["strip", str(files["forest"]), "--out", str(out), "--data",
-                                 str(files["train"]), "--label", "outcome"],
-                           env={"COLUMNS": "240"})
+                                 str(files["train"]), "--label", "outcome", "--time-limit",
+                                 "3"], env={"COLUMNS": "240"})
     assert result.exit_code == 0, result.output
     assert out.is_file()
     text = " ".join(result.stdout.split())
     assert "n_node_samples" in text and "random_state" in text
-    assert "the 200 rows of train.csv and 10,000 random inputs" in text
+    assert "identical on the 200 rows of train.csv" in text
+    assert "identical on 10,000 random inputs" in text
+    assert "What each attack gets (each within 3 s)" in text
+    assert "not possible: the counts were removed" in text
+    assert re.search(r"Rows singled out │ \d+ of 200 rows, by \d+ of \d+ predicates .* │ "
+                     r"\d+ of 200 rows, by \d+ of \d+ guesses, and nothing tells which", text)
     for command in (["reconstruct"], ["inspect"]):
         line = one_line_error(runner.invoke(app, [*command, str(out)]))
         assert "counts were removed" in line and "random states neutralised" in line
@@ -71,10 +77,10 @@ def test_a_pickle_is_stripped_to_a_pickle_only_when_trusted(files: dict[str, Pat
                                                             tmp_path: Path) -> None:
     out = tmp_path / "safe.pkl"
     refused = one_line_error(runner.invoke(app, ["strip", str(files["pickle"]), "--out",
-                                                 str(out)]))
+                                                 str(out), "--no-measure"]))
     assert "--trust-pickle" in refused and not out.exists()
     result = runner.invoke(app, ["strip", str(files["pickle"]), "--out", str(out),
-                                 "--trust-pickle"])
+                                 "--trust-pickle", "--no-measure"])
     assert result.exit_code == 0, result.output
     assert not pickle.loads(out.read_bytes()).estimators_[0].tree_.n_node_samples.any()
 
@@ -145,3 +151,57 @@ def test_data_without_the_label_column_is_refused(files: dict[str, Path],
         str(files["train"]), "--label", "missing"]))
     assert "'missing' is not a column" in line
     assert not (tmp_path / "safe.skops").exists()
+
+
+def test_simplest_thresholds_print_the_accuracy_before_and_after(
+        files: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "safe.skops"
+    result = runner.invoke(app, ["strip", str(files["forest"]), "--out", str(out), "--data",
+                                 str(files["train"]), "--label", "outcome", "--thresholds",
+                                 "simplest", "--no-measure"], env={"COLUMNS": "240"})
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "thresholds moved to the shortest decimal" in text
+    assert re.search(r"accuracy on train.csv │ (\d\.\d{4}) → \1", text)
+
+
+@pytest.mark.parametrize(("model", "option", "says"), [
+    ("forest", ["--round-values", "3"], "rounds a regressor's leaf values"),
+    ("forest", ["--thresholds", "shortest"], "the one choice is simplest"),
+    ("xgb", ["--thresholds", "simplest"], "a XGBoost file is stripped with its thresholds")])
+def test_an_option_the_model_cannot_take_is_refused_in_one_line(
+        files: dict[str, Path], tmp_path: Path, model: str, option: list[str],
+        says: str) -> None:
+    out = tmp_path / f"safe{files[model].suffix}"
+    line = one_line_error(runner.invoke(app, ["strip", str(files[model]), "--out", str(out),
+                                              *option]))
+    assert says in line and not out.exists()
+
+
+def test_the_audit_reads_a_stripped_file_and_its_remedies_name_the_command(
+        files: dict[str, Path], tmp_path: Path) -> None:
+    stripped = tmp_path / "forest.stripped.skops"
+    assert runner.invoke(app, ["strip", str(files["forest"]), "--out", str(stripped),
+                               "--no-measure"]).exit_code == 0
+    before = runner.invoke(app, ["audit", str(files["forest"]), "--out", str(tmp_path / "a"),
+                                 "--budget", "2"])
+    assert before.exit_code == 0, before.output
+    titles = [d["name"] for d in json.loads((tmp_path / "a" / "report.json").read_text())[
+        "defences"]]
+    command = f"treeleaks strip {files['forest'].name} --out forest.stripped.skops"
+    assert any(t.endswith(command) and "leaf counts" in t for t in titles)
+    after = runner.invoke(app, ["audit", str(stripped), "--out", str(tmp_path / "b"),
+                                "--data", str(files["train"]), "--label", "outcome",
+                                "--budget", "2"], env={"COLUMNS": "240"})
+    assert after.exit_code == 0, after.output
+    assert "Counts │ removed (a stripped file)" in " ".join(after.stdout.split())
+    report = json.loads((tmp_path / "b" / "report.json").read_text())
+    attacks = {a["name"]: a for a in report["attacks"]}
+    assert "counts were removed" in attacks["reconstruct"]["why"]
+    guesses = attacks["single-out"]["figures"]
+    assert guesses["counts_removed"] and guesses["n_proven"] == 0
+    assert guesses["rows_singled_out"] == report["verdict"]["rows_singled_out"]
+    assert report["exposed"]["counts_released"] is False
+    assert report["verdict"]["n_rows_given_away"] is None
+    assert not any("strip" in d["name"] for d in report["defences"])
+    assert "removed (a stripped file)" in (tmp_path / "b" / "report.html").read_text()

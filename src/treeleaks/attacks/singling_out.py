@@ -257,6 +257,23 @@ def no_counts_ranking(model: ReleasedModel, tree: int = 0) -> list[tuple[int, in
     return [(int(n), c, int(depth[n])) for n in leaves for c in range(labels)]
 
 
+def no_counts_guesses(model: ReleasedModel) -> SinglingOut:
+    """The no-counts adversary's candidates as (unproven) predicates, in the order tried:
+    every tree's leaves deepest first, every label (a regressor's: the leaf's value). What
+    a stripped file still allows (``single-out --no-counts``)."""
+    guesses = []
+    for t, tree in enumerate(model.trees):
+        lower, upper = tree.node_boxes(model.n_features)
+        for rank, (node, c, _) in enumerate(no_counts_ranking(model, t), start=1):
+            value = (model.classes[c] if not model.is_regression else None
+                     if tree.values is None else float(tree.values[tree.leaf_of_node[node]]))
+            guesses.append(Predicate(t, node, box_conditions(lower[node], upper[node],
+                                                             model.feature_names),
+                                     value, False, f"no-counts guess {rank} of tree {t}"))
+    return SinglingOut.of(model, guesses,
+                          ["no counts used: these are guesses, deepest leaves first"])
+
+
 def tries_without_counts(model: ReleasedModel, tree: int = 0,
                          leaf_counts: np.ndarray | None = None) -> Tries:
     """The number of tries the deepest-first ranking needs in tree ``tree``; a candidate is

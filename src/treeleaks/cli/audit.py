@@ -142,11 +142,13 @@ def _model_input(model_path: Path, schema: Path | None, data: Path | None, label
 
 
 def _load_any(path: Path, trust_pickle: bool) -> ReleasedModel:
-    """The model in the IR, regressors included (singling out and pruning read them)."""
+    """The model in the IR, regressors included (singling out and pruning read them), and
+    a stripped file's structure (what is left of it is audited)."""
     from treeleaks.io import load_model
 
     try:
-        return load_model(path, trust_pickle=trust_pickle, allow_regression=True)
+        return load_model(path, trust_pickle=trust_pickle, allow_regression=True,
+                          counts_removed_ok=True)
     except (TreeleaksError, ValueError, OSError) as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
 
@@ -278,6 +280,9 @@ def _verdict_table(path: Path, audit: Audit) -> Table:
         table.add_row("Leak test", f"{p_value_text(v['leak_test_p_value'])} ("
                       + ("a leak" if v["leak_test_leak"] else "no evidence of a leak") + ")")
     table.add_row("N given away", _n_rows(v["n_rows_given_away"]))
+    if not audit.exposed["counts_released"]:
+        table.add_row("Counts", "removed (a stripped file): the structure, thresholds and "
+                      "leaf values remain, and the attacks that read counts do not apply")
     for run in audit.attacks:
         if run.status in ("partial", "failed"):
             table.add_row(escape(run.title), Text(f"{run.status}: {run.why}", "yellow"))

@@ -67,7 +67,7 @@ def single_out_command(
         fail(f"{model_path.name}: {so.COUNTS_STRIPPED}", EXIT_BAD_INPUT)
     try:
         if no_counts or not model.counts_released:
-            result = _guesses(model)
+            result = so.no_counts_guesses(model)
         else:
             result = so.single_out(model, time_limit=time_limit)
         exposure = None if frame is None else so.check_against_data(result, model, frame, label)
@@ -149,24 +149,6 @@ def _load_any(path: Path, trust_pickle: bool) -> ReleasedModel:
                           counts_removed_ok=True)
     except (TreeleaksError, ValueError, OSError) as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
-
-
-def _guesses(model: ReleasedModel) -> SinglingOut:
-    """The no-counts adversary's candidates as (unproven) predicates, in the order tried."""
-    from treeleaks.attacks.predicates import Predicate, box_conditions
-    from treeleaks.attacks.singling_out import SinglingOut, no_counts_ranking
-
-    guesses = []
-    for t, tree in enumerate(model.trees):
-        lower, upper = tree.node_boxes(model.n_features)
-        for rank, (node, c, _) in enumerate(no_counts_ranking(model, t), start=1):
-            value = (model.classes[c] if not model.is_regression else None
-                     if tree.values is None else float(tree.values[tree.leaf_of_node[node]]))
-            guesses.append(Predicate(t, node, box_conditions(lower[node], upper[node],
-                                                             model.feature_names),
-                                     value, False, f"no-counts guess {rank} of tree {t}"))
-    return SinglingOut.of(model, guesses,
-                          ["no counts used: these are guesses, deepest leaves first"])
 
 
 def _tries(model: ReleasedModel, frame: pd.DataFrame | None, label: str | None,

@@ -4,12 +4,13 @@ only once the framework has loaded it back and it predicts as the original."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from treeleaks.cli.app import (
     EXIT_BAD_INPUT,
@@ -19,10 +20,16 @@ from treeleaks.cli.app import (
     describe,
     fail,
     guard_outputs,
+    positive_seconds,
     read_data,
     write_all,
 )
 from treeleaks.errors import TreeleaksError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from treeleaks.defences.strip import Stripped
 
 _FORMAT_OF_SUFFIX = {".skops": "skops", ".pkl": "pickle", ".pickle": "pickle",
                      ".joblib": "joblib", ".txt": "lightgbm", ".json": "xgboost"}
@@ -37,12 +44,26 @@ def strip_command(
         help="CSV of the training data (features and label): predictions are also compared "
         "on its rows.")] = None,
     label: Annotated[str | None, typer.Option(help="The label column of --data.")] = None,
+    thresholds: Annotated[str | None, typer.Option(
+        help="'simplest': move each threshold of a scikit-learn model to the shortest "
+        "decimal between the training values it separates (with --data: every training "
+        "row keeps its prediction; without: halfway to the neighbouring thresholds, "
+        "weaker). Off by default.", show_default=False)] = None,
+    round_values: Annotated[int | None, typer.Option(
+        help="Round a scikit-learn regressor's leaf values (its training targets) to this "
+        "many significant digits. Off by default.", show_default=False)] = None,
+    measure: Annotated[bool, typer.Option(
+        help="Run the attacks on the original and on the stripped file and print what "
+        "each gets.")] = True,
+    time_limit: Annotated[float, typer.Option(
+        callback=positive_seconds, help="Seconds each attack may take with --measure (the "
+        "reconstruction may take as long again for its proofs).")] = 30.0,
     trust_pickle: TrustPickle = False,
 ) -> None:
     """Write a copy of the model without what prediction does not need (row counts,
     weighted counts, impurities, hessian sums, random states), checked to predict as the
-    original."""
-    from treeleaks.defences.strip import strip
+    original, and show what each attack gets from both."""
+    from treeleaks.defences.strip import StripOptions, strip
 
     suffix = model_path.suffix.lower()
     if suffix not in _FORMAT_OF_SUFFIX:
@@ -52,31 +73,69 @@ def strip_command(
         fail(f"--out {str(out)!r}: the stripped model keeps the input's format; name it "
              f"*{suffix}", EXIT_BAD_INPUT)
     guard_outputs(model_path, data, [out])
-    rows = None
+    frame = rows = None
     if data is not None:
         frame = read_data(data, label)
         if label not in frame.columns:
             fail(f"--label {label!r} is not a column of {data.name}", EXIT_BAD_INPUT)
         rows = frame.drop(columns=[label])
     try:
-        result = strip(_read(model_path, trust_pickle), _FORMAT_OF_SUFFIX[suffix], rows)
+        result = strip(_read(model_path, trust_pickle), _FORMAT_OF_SUFFIX[suffix], rows,
+                       labels=None if frame is None else frame[label],
+                       options=StripOptions(thresholds, round_values))
     except (TreeleaksError, ValueError, OSError) as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
     write_all({out: result.content})
+    console = Console()
+    console.print(_summary(model_path, out, data, result))
+    if measure:
+        console.print(_leak_table(model_path, out, frame, label, time_limit, trust_pickle))
+
+
+def _summary(model_path: Path, out: Path, data: Path | None, result: Stripped) -> Table:
     table = Table(title=escape(f"Stripped {model_path.name} ({result.kind})"),
                   show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
     for field in result.removed:
         table.add_row("Removed", escape(field))
-    checked = f"{result.n_random:,} random inputs around the thresholds"
-    if result.n_rows:
-        checked = f"the {result.n_rows:,} rows of {escape(data.name)} and {checked}"
-    table.add_row("Predictions", f"identical on {checked} (loaded back without treeleaks)")
+    for change in result.changes:
+        table.add_row("Changed", escape(change))
+    for compared in result.compared:
+        table.add_row("Predictions", escape(compared.replace("--data", data.name)
+                                            if data is not None else compared))
+    table.add_row("Checked", "the file written was loaded back without treeleaks")
+    if result.score is not None:
+        s = result.score
+        table.add_row(f"{s.metric} on {escape(data.name)}", f"{s.before:.4f} → {s.after:.4f}")
     table.add_row("Still leaks", "the structure, each leaf's fractions or value, and the "
-                  "thresholds (midpoints of neighbouring training values)")
+                  "thresholds" + ("" if any("thresholds moved" in c for c in result.changes)
+                                  else " (midpoints of neighbouring training values)"))
     table.add_row("Written", escape(str(out)))
-    Console().print(table)
+    return table
+
+
+def _leak_table(model_path: Path, out: Path, frame: pd.DataFrame | None, label: str | None,
+                time_limit: float, trust_pickle: bool) -> Table | Text:
+    """What each attack gets from the original and from the stripped file, or one line
+    saying why it was not measured."""
+    from treeleaks.io import load_model
+    from treeleaks.report.strip_effect import leak_before_after
+
+    try:
+        original = load_model(model_path, trust_pickle=trust_pickle, allow_regression=True)
+        stripped = load_model(out, trust_pickle=True, allow_regression=True,
+                              counts_removed_ok=True)  # the file just written
+        rows = leak_before_after(original, stripped, frame, label, time_limit)
+    except (TreeleaksError, ValueError) as exc:
+        return Text(f"Leak not measured: {describe(exc)}", style="yellow")
+    table = Table(title=escape(f"What each attack gets (each within {time_limit:g} s)"),
+                  title_justify="left")
+    for column in ("attack", model_path.name, out.name):
+        table.add_column(escape(column))
+    for row in rows:
+        table.add_row(escape(row.attack), escape(row.original), escape(row.stripped))
+    return table
 
 
 def _read(path: Path, trust_pickle: bool) -> Any:

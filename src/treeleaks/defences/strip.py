@@ -9,6 +9,12 @@ original's on the custodian's rows and on `strip_check.N_RANDOM` random inputs a
 thresholds; a file that does not load back or predicts differently raises
 `StripCheckError`, so nothing is written. What the file still gives away: its structure,
 each leaf's fractions or value, and its thresholds (see docs/strip.md).
+
+Two options change predictions, off by default, for scikit-learn models only
+(`StripOptions`): the thresholds moved off the training values' midpoints
+(`strip_thresholds`) and a regressor's leaf values rounded (`strip_rounding`); the check
+then compares what they leave unchanged (`strip_check`), and with the training labels the
+accuracy (or R²) before and after is reported.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import json
 import pickle
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,13 +34,17 @@ from treeleaks.defences.strip_check import (
     N_RANDOM,
     Predictions,
     compare,
+    outside_moves,
     probe_inputs,
     reloaded,
 )
+from treeleaks.defences.strip_rounding import round_leaf_values
 from treeleaks.defences.strip_sklearn import strip_estimator
+from treeleaks.defences.strip_thresholds import move_thresholds
 from treeleaks.errors import TreeleaksError, UnsupportedModelError
 
 FORMATS = ("skops", "pickle", "joblib", "lightgbm", "xgboost")
+THRESHOLD_CHOICES = ("simplest",)
 _Predictor = Callable[[np.ndarray], Predictions]
 
 
@@ -43,21 +53,46 @@ class StripError(TreeleaksError):
 
 
 @dataclass(frozen=True)
+class StripOptions:
+    """The options that change predictions: ``thresholds`` ("simplest": moved off the
+    training values' midpoints) and ``round_values`` (a regressor's leaf values to that
+    many significant digits); None leaves them as they are."""
+
+    thresholds: str | None = None
+    round_values: int | None = None
+
+
+@dataclass(frozen=True)
+class Score:
+    """Accuracy (a classifier) or R² (a regressor) on the custodian's rows, before and
+    after."""
+
+    metric: str
+    before: float
+    after: float
+
+
+@dataclass(frozen=True)
 class Stripped:
-    """The stripped file's bytes, what was removed or neutralised, and the inputs its
-    predictions were compared on."""
+    """The stripped file's bytes, what was removed or neutralised, what the options
+    changed, the inputs its predictions were compared on and how."""
 
     content: bytes
     kind: str
     removed: list[str]
     n_rows: int  # the custodian's rows compared on (0 without them)
     n_random: int
+    changes: list[str] = field(default_factory=list)
+    compared: list[str] = field(default_factory=list)
+    score: Score | None = None
 
 
 @dataclass(frozen=True)
 class _Plan:
     """One file format's stripping: the stripped bytes, what was removed, a predictor for
-    the original and a loader for the bytes, the thresholds and the feature names."""
+    the original and a loader for the bytes, the thresholds and the feature names; and
+    what the options changed: the thresholds moved per feature, whether the model reads
+    float32, the most a prediction may move, and the lines saying so."""
 
     kind: str
     content: bytes
@@ -67,28 +102,73 @@ class _Plan:
     framework: str
     thresholds: list[np.ndarray]
     names: list[str] | None
+    moves: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
+    float32: bool = False
+    tolerance: float = 0.0
+    changes: list[str] = field(default_factory=list)
+    metric: str | None = None
 
 
-def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RANDOM) -> Stripped:
+def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RANDOM,
+          labels: Any = None, options: StripOptions = StripOptions()) -> Stripped:
     """Strip ``model`` (what a file of ``file_format`` holds, one of `FORMATS`) and prove
-    the result predicts as before on ``rows`` (a data frame of the model's feature columns,
-    or an array) and on ``n_random`` random inputs; raises `StripError`,
-    `UnsupportedModelError` or `StripCheckError` (nothing to write) with one line."""
+    the result predicts as before (within ``options``) on ``rows`` (a data frame of the
+    model's feature columns, or an array; ``labels`` their labels, for the score) and on
+    ``n_random`` random inputs; raises `StripError`, `UnsupportedModelError` or
+    `StripCheckError` (nothing to write) with one line."""
     if file_format not in FORMATS:
         raise StripError(f"unknown format {file_format!r}; strip writes {', '.join(FORMATS)}")
-    plan = {"lightgbm": _lightgbm, "xgboost": _xgboost}.get(file_format, _sklearn)(
-        model, file_format)
+    if options.thresholds not in (None, *THRESHOLD_CHOICES):
+        raise StripError(f"--thresholds {options.thresholds!r}: the one choice is "
+                         f"{', '.join(THRESHOLD_CHOICES)}")
+    if file_format in ("lightgbm", "xgboost"):
+        _refuse_options(options, "LightGBM" if file_format == "lightgbm" else "XGBoost")
+        plan = {"lightgbm": _lightgbm, "xgboost": _xgboost}[file_format](model, file_format)
+        matrix = None if rows is None else _matrix(rows, plan.names, len(plan.thresholds))
+    else:
+        plan, matrix = _sklearn(model, file_format, rows, options)
     stripped = reloaded(plan.load, plan.content, plan.framework)
-    inputs = []
-    if rows is not None:
-        inputs.append((_matrix(rows, plan.names, len(plan.thresholds)), "rows of --data"))
-    inputs.append((probe_inputs(plan.thresholds, n_random), "random inputs"))
+    probes = probe_inputs(plan.thresholds, n_random)
+    exact = "identical" if not plan.tolerance else f"within {plan.tolerance:.3g}"
+    inputs = [] if matrix is None else [(matrix, "rows of --data")]
+    compared = [] if matrix is None else [f"{exact} on the {len(matrix):,} rows of --data"]
+    if plan.moves:
+        probes = outside_moves(probes, plan.moves, plan.float32)
+        compared.append(f"{exact} on {n_random:,} random inputs around the thresholds, "
+                        "each value that lay between a threshold's old and new place set "
+                        "to the lower of the two (where both split it alike)")
+    else:
+        compared.append(f"{exact} on {n_random:,} random inputs around the thresholds")
+    inputs.append((probes, "random inputs"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # feature names, NaN importances: not our concern
         for X, where in inputs:
-            compare(plan.original(X), stripped(X), where)
+            compare(plan.original(X), stripped(X), where, plan.tolerance)
+        score = None if matrix is None or labels is None or plan.metric is None else Score(
+            plan.metric, _score(plan.original(matrix), labels, plan.metric),
+            _score(stripped(matrix), labels, plan.metric))
     return Stripped(plan.content, plan.kind, plan.removed,
-                    0 if rows is None else len(inputs[0][0]), n_random)
+                    0 if matrix is None else len(matrix), n_random, plan.changes, compared,
+                    score)
+
+
+def _refuse_options(options: StripOptions, framework: str) -> None:
+    """The options edit scikit-learn models only: one line for a booster's file."""
+    if options.thresholds is not None or options.round_values is not None:
+        given = "--thresholds" if options.thresholds is not None else "--round-values"
+        raise UnsupportedModelError(
+            f"{given} edits scikit-learn models only; a {framework} file is stripped with "
+            f"its thresholds and leaf values as they are: drop {given}")
+
+
+def _score(predictions: Predictions, labels: Any, metric: str) -> float:
+    predicted, truth = predictions["predict"], np.asarray(labels)
+    if metric == "accuracy":
+        return float(np.mean(predicted == truth))
+    truth = truth.astype(np.float64)
+    residual = float(np.sum((truth - predicted) ** 2))
+    total = float(np.sum((truth - truth.mean()) ** 2))
+    return 1.0 - residual / total if total else float("nan")
 
 
 def _matrix(rows: Any, names: list[str] | None, n_features: int) -> np.ndarray:
@@ -105,12 +185,28 @@ def _matrix(rows: Any, names: list[str] | None, n_features: int) -> np.ndarray:
     return matrix
 
 
-def _sklearn(estimator: Any, file_format: str) -> _Plan:
+def _sklearn(estimator: Any, file_format: str, rows: Any, options: StripOptions
+             ) -> tuple[_Plan, np.ndarray | None]:
     stripped, removed = strip_estimator(estimator)
+    names, thresholds = _names(estimator), _sklearn_thresholds(estimator)
+    matrix = None if rows is None else _matrix(rows, names, len(thresholds))
+    changes: list[str] = []
+    moves: dict[int, list[tuple[float, float]]] = {}
+    tolerance = 0.0
+    if options.round_values is not None:
+        rounded = round_leaf_values(stripped, options.round_values)
+        tolerance = rounded.bound
+        changes.append(rounded.summary())
+    if options.thresholds == "simplest":
+        moved = move_thresholds(stripped, matrix)
+        moves = moved.moves
+        changes.append(moved.summary())
     dump, load = _SERIALISERS[file_format]
-    return _Plan(type(estimator).__name__, dump(stripped), removed, _sklearn_outputs(estimator),
+    plan = _Plan(type(estimator).__name__, dump(stripped), removed, _sklearn_outputs(estimator),
                  lambda content: _sklearn_outputs(load(content)), f"scikit-learn ({file_format})",
-                 _sklearn_thresholds(estimator), _names(estimator))
+                 thresholds, names, moves, not hasattr(estimator, "_predictors"), tolerance,
+                 changes, "R²" if "Regressor" in type(estimator).__name__ else "accuracy")
+    return plan, matrix
 
 
 def _sklearn_outputs(estimator: Any) -> _Predictor:

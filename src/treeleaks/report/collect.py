@@ -84,19 +84,22 @@ def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
             return run
         return step
 
+    removed = None if model.counts_released else (
+        "the counts were removed (a stripped file), and this attack reads them")
     worst_case_why = ("the model exposes no per-tree draws (a bootstrap forest's)" if not draws
                       else "needs your training rows (--data)")
     leak_test_why = ("needs a forest's reconstruction" if not forest else "needs --data and "
                      "--population (rows of the same population that were not trained on)")
     return [
         ("reconstruct", "Reconstruction of the training set",
-         regression if model.is_regression else
+         regression if model.is_regression else removed or
          (lambda: evidence.reconstruction(inp, ev, progress)) if forest else
          "a single tree: the probabilistic reconstruction and singling out are its attacks"),
         ("single-out", "Predicate singling out", (lambda: evidence.singling_out(inp, ev))
-         if model.counts_released else "the model releases no counts (they were stripped)"),
+         if model.counts_released else (lambda: evidence.guessing(inp, ev))),
         ("leak", "Probabilistic reconstruction",
-         regression if model.is_regression else (lambda: evidence.entropy_leak(inp, ev))
+         regression if model.is_regression else removed or
+         (lambda: evidence.entropy_leak(inp, ev))
          if model.noise is None else "the leaf counts are noisy (DP); the probabilistic "
          "reconstruction needs exact supports"),
         ("worst-case", "Worst case over consistent datasets",
@@ -106,7 +109,7 @@ def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
          if forest and inp.population is not None and inp.data is not None
          else leak_test_why),
         ("prune", f"Pruning to k = {remedies.PRUNE_K}",
-         with_defence(lambda: remedies.prune_effect(inp))),
+         removed or with_defence(lambda: remedies.prune_effect(inp))),
         ("strip-random-states", "The bootstrap attack without the random states",
          with_defence(lambda: remedies.strip_random_states(inp, ev, progress)) if draws
          else "the model exposes no per-tree draws"),
@@ -144,7 +147,9 @@ def _conclude(audit: Audit, inp: AuditInput, ev: Evidence, defences: list[Defenc
     audit.verdict = verdict(inp, audit)
     audit.risk = assess(audit.verdict, audit.partial)
     singling = audit.attack("single-out")
-    counts = remedies.strip_counts(singling if singling and singling.figures else None)
+    counts = remedies.strip_counts(singling if singling and singling.figures
+                                   and inp.model.counts_released else None, inp.path,
+                                   inp.model.source)
     dp = [] if inp.model.is_regression else [remedies.retrain_with_dp(inp.model.noise)]
     audit.defences = [*defences, *([counts] if counts else []), *dp]
     if ev.singling is not None and inp.model.n_trees == 1:
@@ -232,7 +237,7 @@ def exposed_facts(model: ReleasedModel) -> dict[str, Any]:
     from treeleaks.attacks.bootstrap import has_draws
 
     draws = has_draws(model)
-    n_rows: Any = model.n_rows
+    n_rows: Any = model.n_rows if model.counts_released else None  # stripped: all zero
     balance, estimated = None, False
     if n_rows is not None and not model.is_regression:
         per_class = model.trees[0].counts.sum(axis=0)

@@ -207,6 +207,34 @@ def singling_out(inp: AuditInput, ev: Evidence) -> AttackRun:
                      PARTIAL if result.status == Status.PARTIAL else COMPLETE, why, 0.0, figures)
 
 
+def guessing(inp: AuditInput, ev: Evidence) -> AttackRun:
+    """Singling out from a file whose counts were removed (`treeleaks single-out
+    --no-counts`): the adversary's guesses, leaves deepest first, checked against the data
+    when given (with the tries the ranking needs, measured there)."""
+    from treeleaks.attacks import singling_out as so
+
+    model = inp.model
+    result = so.no_counts_guesses(model)
+    ev.singling = result
+    figures: dict[str, Any] = {"n_predicates": len(result.predicates), "n_proven": 0,
+                               "counts_removed": True, "notes": result.notes}
+    why = ("the counts were removed: no guess is proven, and without your rows (--data) "
+           "none can be checked")
+    if inp.data is not None:
+        ev.exposure = so.check_against_data(result, model, inp.data, inp.label)
+        tries = [so.tries_without_counts(model, t, so.measured_leaf_counts(
+            model, inp.data, inp.label, t)).expected for t in range(model.n_trees)]
+        found = [t for t in tries if t is not None]
+        figures.update(rows_singled_out=len(ev.exposure.singled_out),
+                       predicates_matching_one_row=ev.exposure.n_valid,
+                       mean_expected_tries_without_counts=float(np.mean(found))
+                       if found else None)
+        why = ("the counts were removed: the guesses are unproven, checked here against "
+               "your rows")
+    return AttackRun("single-out", "Singling out without counts (the adversary's guesses)",
+                     COMPLETE, why, 0.0, figures)
+
+
 def rows_singled_out_bound(model: ReleasedModel, result: SinglingOut) -> int:
     """Training rows proven singled out without the data: the leaves of one tree (and the
     cells of the forest) are disjoint, so their proven predicates single out different

@@ -218,7 +218,8 @@ def _exposed(audit: Audit) -> str:
             ("Per-tree draws (multiplicities)", "exposed: they tell rows apart and give "
              "them back in training order" if x["multiplicities_exposed"] else "not exposed"),
             ("Leaf counts", (x.get("leaf_counts_read") or "released")
-             if x["counts_released"] else "stripped"),
+             if x["counts_released"] else "removed (a stripped file): the structure, "
+             "thresholds and leaf values remain"),
             ("Noise", "none (exact counts)" if noise is None else
              f"{noise['kind']}, ε = {noise['epsilon']:g}, scale {noise['scale']:g}")]
     body = "".join(f"<tr><td>{_e(a)}</td><td>{_e(b)}</td></tr>" for a, b in rows)

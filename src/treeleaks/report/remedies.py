@@ -4,6 +4,7 @@ A defence without a number behind it is not proposed."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from treeleaks.report import dp_costs
@@ -15,6 +16,24 @@ if TYPE_CHECKING:
     from treeleaks.progress import ProgressCallback
 
 PRUNE_K = 2  # the smallest k that removes every vulnerable node
+_STRIPPED_SUFFIXES = (".skops", ".pkl", ".pickle", ".joblib", ".txt", ".json")
+_PICKLES = (".pkl", ".pickle", ".joblib")
+
+
+def strip_command(path: str, source: str | None) -> str | None:
+    """The exact ``treeleaks strip`` command that writes the release-safe copy of the file
+    at ``path`` (None: a file strip refuses, such as a treeleaks JSON model)."""
+    file = Path(path)
+    suffix = file.suffix.lower()
+    if suffix not in _STRIPPED_SUFFIXES or (suffix == ".json" and source != "XGBoost"):
+        return None
+    trust = " --trust-pickle" if suffix in _PICKLES else ""
+    return f"treeleaks strip {path} --out {file.stem}.stripped{file.suffix}{trust}"
+
+
+def _with_command(title: str, path: str, source: str | None) -> str:
+    command = strip_command(path, source)
+    return title if command is None else f"{title}: {command}"
 
 
 def prune_effect(inp: AuditInput) -> tuple[AttackRun, Defence | None]:
@@ -87,8 +106,9 @@ def strip_random_states(inp: AuditInput, ev: Evidence, progress: ProgressCallbac
     why = shortfall(without, inp.budget)
     run = AttackRun("strip-random-states", title, PARTIAL if why else COMPLETE, why,
                     without.time_s, figures)
-    return run, Defence("Release the trees without their random states (they regenerate "
-                        "each tree's bootstrap draws)", effect, figures,
+    return run, Defence(_with_command("Release the trees without their random states (they "
+                                      "regenerate each tree's bootstrap draws)", inp.path,
+                                      inp.model.source), effect, figures,
                         "measured on this model")
 
 
@@ -111,9 +131,11 @@ def retrain_with_dp(noise: NoiseMechanism | None) -> Defence:
                    rows, dp_costs.SOURCE)
 
 
-def strip_counts(singling: AttackRun | None) -> Defence | None:
-    """Releasing the trees without their counts: how many guesses an adversary then needs
-    to single out a row (the deepest-first ranking, measured on this model's counts)."""
+def strip_counts(singling: AttackRun | None, path: str, source: str | None = None
+                 ) -> Defence | None:
+    """Releasing the trees without their counts (``treeleaks strip``, the command for the
+    file at ``path`` read from ``source``): how many guesses an adversary then needs to
+    single out a row (the deepest-first ranking, measured on this model's counts)."""
     tries = None if singling is None else singling.figures.get(
         "mean_expected_tries_without_counts")
     if tries is None or not singling.figures.get("n_predicates"):
@@ -121,5 +143,6 @@ def strip_counts(singling: AttackRun | None) -> Defence | None:
     effect = (f"no predicate is proven any more, and an adversary guessing leaves deepest "
               f"first needs {tries:.1f} tries on average before one singles out a row "
               "(measured with this model's counts)")
-    return Defence("Release the trees without their leaf counts", effect,
+    return Defence(_with_command("Release the trees without their leaf counts", path, source),
+                   effect,
                    {"mean_expected_tries_without_counts": tries}, "measured on this model")
