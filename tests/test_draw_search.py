@@ -172,3 +172,17 @@ def test_the_command_line_writes_a_partial_dataset_to_the_partial_files_with_pos
     assert (written["row"].to_numpy() == positions).all()
     assert (written["tree_0"].to_numpy() == model.trees[0].draws[positions]).all()
     assert verify_within_draws(model, rows, positions).verified
+
+
+def test_the_report_says_the_partial_rows_sit_at_their_training_positions(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from treeleaks.report.rebuilt import rebuilt_headline, rebuilt_rows
+
+    stop_per_row(monkeypatch)
+    model, X, _ = bootstrap_forest(150, 6, 40, seed=8)
+    rec = reconstruct(model, time_limit=3)
+    rebuilt = rebuilt_rows(rec, len(X))
+    assert rebuilt["at_positions"]
+    assert [r["row"] for r in rebuilt["rows"]] == rec.positions[:len(rebuilt["rows"])].tolist()
+    if rec.partial:
+        assert "at the training position its draws give it" in rebuilt_headline(rebuilt)

@@ -71,7 +71,7 @@ def reconstruct_drawn_partial(model: ReleasedModel, schema: FeatureSchema, run: 
     elif kept:
         message = (f"{before}a partial dataset: {kept} of {n} rows ({kept / n:.0%}) at their "
                    f"training positions, within every count, found by the draw search "
-                   f"until the time limit of {run.time_limit:g} s{dropped}; their classes "
+                   f"in the {run.time_limit:.3g} s it was given{dropped}; their classes "
                    "and values fit the counts, and are not proven")
     else:
         message = (f"{before}no row fits the counts within the time limit of "

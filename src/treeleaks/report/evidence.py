@@ -160,9 +160,10 @@ def shortfall(recon: Reconstruction, budget: float) -> str:
     """Why a reconstruction's figures are only lower bounds ("" when they are not)."""
     lower = "the figures are lower bounds"
     if recon.partial:  # rows that fit every count are not proven to be training rows
+        where = (" at their training positions" if recon.positions is not None else "")
         return (f"no complete reconstruction within the budget of {budget:g} s: a partial "
-                f"dataset of {recon.n_rows} rows fits every count, {recon.proven_rows} of them "
-                f"proven training rows; {lower}")
+                f"dataset of {recon.n_rows} rows{where} fits every count, {recon.proven_rows} "
+                f"of them proven training rows; {lower}")
     if recon.status == Status.UNKNOWN:
         return f"no complete reconstruction within the budget of {budget:g} s; {lower}"
     if recon.status == Status.FEASIBLE and recon.time_s >= OUT_OF_TIME * budget:

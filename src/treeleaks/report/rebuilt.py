@@ -30,10 +30,11 @@ def rebuilt_rows(recon: Reconstruction | None, n_rows: int | None) -> dict[str, 
     free = recon.free[features].to_numpy()
     lower = recon.lower[features].to_numpy(dtype=float)
     upper = recon.upper[features].to_numpy(dtype=float)
+    position = np.arange(recon.n_rows) if recon.positions is None else recon.positions
     shown = []
     for i in range(min(recon.n_rows, REBUILT_SHOWN)):
         shown.append({
-            "row": i,
+            "row": int(position[i]),  # the training position, where the draws give it
             "proven": bool(recon.proven[i]),
             "values": {name: recon.rows[name].iat[i] for name in recon.rows.columns},
             # a numerical value has its interval; a value without one the model leaves open
@@ -45,6 +46,7 @@ def rebuilt_rows(recon: Reconstruction | None, n_rows: int | None) -> dict[str, 
         "n_rows": recon.n_rows,
         "of": n_rows,
         "partial": recon.partial,
+        "at_positions": recon.positions is not None,
         "checked": recon.likelihood_checked if recon.formulation == Formulation.DP
         else recon.verified,
         "formulation": recon.formulation,
@@ -59,10 +61,12 @@ def rebuilt_headline(rebuilt: dict[str, Any]) -> str:
     n, of, proven = rebuilt["n_rows"], rebuilt["of"], rebuilt["proven"]
     share = f" of {of:,}" if of else ""
     if rebuilt["partial"]:
-        return (f"At least {n:,}{share} rows reconstructed: a partial dataset that fits every "
-                f"count (no leaf holds more of them than it released). {proven:,} of them are "
-                "proven training rows; the others are rows the counts allow, and their "
-                "intervals are what the model reveals about the data.")
+        where = (", each at the training position its draws give it" if
+                 rebuilt.get("at_positions") else "")
+        return (f"At least {n:,}{share} rows reconstructed{where}: a partial dataset that fits "
+                "every count (no leaf holds more of them than it released). "
+                f"{proven:,} of them are proven training rows; the others are rows the counts "
+                "allow, and their intervals are what the model reveals about the data.")
     if rebuilt["formulation"] == Formulation.DP:
         return (f"{n:,} rows: the most likely dataset given the model's noisy counts; no row "
                 "is proven.")
