@@ -12,8 +12,6 @@ class propagation decided is in every consistent dataset: it is proven.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from treeleaks.attacks.options import RunOptions
@@ -30,10 +28,6 @@ from treeleaks.schema import FeatureSchema
 from treeleaks.vocabulary import Formulation, Status, Strategy
 
 CLASS_SHARE = 0.25  # of the search time, at most, for the rows' classes from the totals
-# and never more than this many seconds: wine's classes take 0.4 s, digits' 4 s, and breast
-# cancer's are not found in 15, 60 or 300 s (docs/engine.md); the draw search that follows
-# under ``auto`` gets the time instead (its first rows came at 28 s of 120 with the share)
-MAX_CLASS_S = 10.0
 PROPAGATION_SHARE = 0.5  # of what is left, at most, for propagation
 # Most open placements handed to CP-SAT. Its model takes about 17 kB a placement with the
 # order-encoded geometry (digits, 64 columns: 54,000 placements, 0.9 GB); breast cancer
@@ -59,8 +53,7 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
         report(run.progress, "solve", 0, None, variables=int(leaves.open.size))
         # the classes first: until they are known, a row may lie in most leaves
         classes, unique = leaves.settle_classes(
-            min(clock.share(CLASS_SHARE, clock.search_deadline),
-                time.perf_counter() + MAX_CLASS_S))
+            clock.share(CLASS_SHARE, clock.search_deadline))
         if classes is None and leaves.open.size > MAX_PLACEMENTS:
             # without the classes propagation decides next to nothing (docs/engine.md),
             # and the solver would not be given this many: stop here, time and memory kept
@@ -139,8 +132,8 @@ def _too_many(left_open: int, classes: np.ndarray | None) -> str:
             f"solver is given ({MAX_PLACEMENTS:,}): "
             + ("the rows' classes could not be read off the trees' class totals in time"
                if classes is None else "propagation narrowed too little")
-            + "; nothing narrows a row until its class is known (the classes get a quarter "
-            f"of the time, at most {MAX_CLASS_S:g} s)")
+            + "; nothing narrows a row until its class is known. A longer --time-limit "
+            "gives the classes more time (a quarter of it)")
 
 
 def _nothing(model: ReleasedModel, status: Status, clock: RunClock,

@@ -49,11 +49,11 @@ RAW_DOMAIN_BITS = 24
 # in 91 s, and row by row rebuilds it in 1.2 s. Binarized data (one threshold a column)
 # cuts none and keeps the cells first, which are faster there (`bench/bootstrap.py`).
 ROWS_FIRST_BITS = 12
-# Per-row then has this share of the time limit (with 80% of 60 s digits' per-row ran out
-# of time on one seed of three); the draw search, which holds rows within every count at
-# every moment, has what it leaves when it finds no complete dataset, if that is at least
-# `MIN_SEARCH_TIME` seconds. The cells never list raw measurements.
-PER_ROW_SHARE = 0.9
+# Per-row then has the whole time limit (digits needs 44-53 s of 60; with 90% it found
+# nothing on two seeds of three); when it stops early, most often because the trees' class
+# totals do not settle the rows' classes, the draw search, which holds rows within every
+# count at every moment, has what it leaves, if that is at least `MIN_SEARCH_TIME` seconds.
+# The cells never list raw measurements.
 MIN_SEARCH_TIME = 1.0
 
 
@@ -224,10 +224,9 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
 
 def _rows_then_search(model: ReleasedModel, bound: FeatureSchema,
                       run: RunOptions) -> Reconstruction:
-    """Raw measurements with their draws: row by row for a complete dataset (`PER_ROW_SHARE`
-    of the time), then the draw search's partial dataset with the time left."""
-    first = reconstruct_per_row(model, bound, replace(
-        run, time_limit=PER_ROW_SHARE * run.time_limit))
+    """Raw measurements with their draws: row by row for a complete dataset, then the draw
+    search's partial dataset with the time it leaves."""
+    first = reconstruct_per_row(model, bound, run)
     left = run.time_limit - first.time_s
     if first.n_rows or first.status == Status.INFEASIBLE or left < MIN_SEARCH_TIME:
         return first

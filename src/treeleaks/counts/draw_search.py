@@ -183,13 +183,6 @@ class _Search:
 
     # --- moves ------------------------------------------------------------------------------
 
-    def _exits(self, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(feature, bin)`` just outside each face of the given global leaves."""
-        g = self.grid
-        lo, hi = g.lo[leaves], g.hi[leaves]
-        fl, fh = np.nonzero(lo > 0), np.nonzero(hi < g.n_bins - 1)
-        return np.concatenate([fl[1], fh[1]]), np.concatenate([lo[fl] - 1, hi[fh] + 1])
-
     def move(self, row: int) -> None:
         """One step for an outside row (see the module doc)."""
         g = self.grid
@@ -203,13 +196,8 @@ class _Search:
         if not blocking.any():
             self._insert(row)
             return
-        feats, bins = self._exits(self.rng.permutation(leaves[blocking])[:FACE_LEAVES])
-        extra = self.rng.integers(0, len(g.n_bins), RANDOM_CANDIDATES)
-        feats = np.concatenate([feats, extra])
-        bins = np.concatenate([bins, (self.rng.random(RANDOM_CANDIDATES)
-                                      * g.n_bins[extra]).astype(np.int64)])
-        pairs = np.unique(np.stack([feats, bins]), axis=1)
-        feats, bins = pairs[:, pairs[1] != self.points[row, pairs[0]]]
+        faces = self.rng.permutation(leaves[blocking])[:FACE_LEAVES]
+        feats, bins = g.steps(self.points[row], faces, RANDOM_CANDIDATES, self.rng)
         k = len(feats)
         total = now[None, :].repeat(k + 1, axis=0)  # the last candidate: stay, class only
         if k:

@@ -159,13 +159,6 @@ class _Search:
         mine, c = self.leaves[row], self.cls[row]
         return mine[self.occ[mine, c] >= self.grid.counts[mine, c]]
 
-    def _exits(self, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(feature, bin)`` just outside each face of the given global leaves."""
-        g = self.grid
-        lo, hi = g.lo[leaves], g.hi[leaves]
-        fl, fh = np.nonzero(lo > 0), np.nonzero(hi < g.n_bins - 1)
-        return np.concatenate([fl[1], fh[1]]), np.concatenate([lo[fl] - 1, hi[fh] + 1])
-
     def _changes(self, rows: np.ndarray, feats: np.ndarray, bins: np.ndarray,
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For candidate k (row ``rows[k]`` with ``feats[k]`` set to ``bins[k]``): the trees
@@ -197,13 +190,8 @@ class _Search:
         if not len(full):
             self._insert(row)
             return
-        feats, bins = self._exits(self.rng.permutation(full)[:FACE_LEAVES])
-        extra = self.rng.integers(0, len(g.n_bins), RANDOM_CANDIDATES)
-        feats = np.concatenate([feats, extra])
-        bins = np.concatenate([bins, (self.rng.random(RANDOM_CANDIDATES)
-                                      * g.n_bins[extra]).astype(np.int64)])
-        pairs = np.unique(np.stack([feats, bins]), axis=1)
-        feats, bins = pairs[:, pairs[1] != self.points[row, pairs[0]]]
+        feats, bins = g.steps(self.points[row], self.rng.permutation(full)[:FACE_LEAVES],
+                              RANDOM_CANDIDATES, self.rng)
         k = len(feats)
         if k:
             k_idx, t_idx, new = self._changes(np.full(k, row), feats, bins)
@@ -238,7 +226,7 @@ class _Search:
         if not len(holders):
             return
         holders = self.rng.permutation(holders)[:ROOM_ROWS]
-        feats, bins = self._exits(np.array([leaf]))
+        feats, bins = g.exits(np.array([leaf]))
         rows = np.repeat(holders, len(feats))
         feats, bins = np.tile(feats, len(holders)), np.tile(bins, len(holders))
         k = len(rows)

@@ -90,3 +90,21 @@ class ThresholdGrid:
         if (lo > hi).any():
             raise ValueError("a start row's leaves have no common point")
         return lo
+
+    def exits(self, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(feature, bin)`` just outside each face of the given global leaves."""
+        lo, hi = self.lo[leaves], self.hi[leaves]
+        fl, fh = np.nonzero(lo > 0), np.nonzero(hi < self.n_bins - 1)
+        return np.concatenate([fl[1], fh[1]]), np.concatenate([lo[fl] - 1, hi[fh] + 1])
+
+    def steps(self, point: np.ndarray, leaves: np.ndarray, n_random: int,
+              rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """The single-feature steps a row at ``point`` tries: across each face of the given
+        global leaves, and ``n_random`` random jumps; distinct, each changing the point."""
+        feats, bins = self.exits(leaves)
+        extra = rng.integers(0, len(self.n_bins), n_random)
+        feats = np.concatenate([feats, extra])
+        bins = np.concatenate([bins, (rng.random(n_random) * self.n_bins[extra]).astype(
+            np.int64)])
+        pairs = np.unique(np.stack([feats, bins]), axis=1)
+        return pairs[:, pairs[1] != point[pairs[0]]]
