@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from treeleaks.attacks.options import RunOptions
 from treeleaks.attacks.per_row import PROOF, reconstruct_per_row
-from treeleaks.counts.target_classes import target_class_view
+from treeleaks.counts.target_classes import target_class_view, unheld_leaf
 from treeleaks.counts.verify import verify_regression
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.knowledge import Knowledge
@@ -79,9 +79,10 @@ def reconstruct_regression(model: ReleasedModel, schema: FeatureSchema | None,
     common = {"formulation": Formulation.REGRESSION_BOOTSTRAP_KNOWN,
               "proof": REGRESSION_PROOF}
     if rec.status == Status.INFEASIBLE:
+        where = "".join(f"; {at}" for at in [unheld_leaf(model)] if at)
         return replace(rec, **common, message=(
-            f"{rec.message}; read with every leaf's rows sharing its value, as a fully "
-            "grown tree's leaves do unless rows share every feature"))
+            f"{rec.message}{where}; read with every leaf's rows sharing its value, as a "
+            "fully grown tree's leaves do unless rows share every feature"))
     if not rec.n_rows:
         return replace(rec, **common)
     certificate = verify_regression(model, rec.rows)

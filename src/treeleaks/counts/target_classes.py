@@ -49,3 +49,25 @@ def target_class_view(model: ReleasedModel) -> ReleasedModel:
         counts[np.arange(tree.n_leaves), leaf_target] = tree.counts[:, 0]
         trees.append(replace(tree, counts=counts, values=None))
     return replace(model, trees=trees, classes=targets.tolist(), task="classification")
+
+
+def unheld_leaf(model: ReleasedModel) -> str:
+    """A leaf of one row that no training row can be, read as `target_class_view` reads the
+    leaves: every tree that drew the row must hold its target in some leaf, and the tree
+    must have drawn it as often as the leaf holds. Names the first (tree, leaf), or ""."""
+    targets, per_tree = target_values(model)
+    drawn = np.vstack([tree.draws for tree in model.trees])
+    has = np.zeros((model.n_trees, targets.size), dtype=bool)
+    for t, leaf_target in enumerate(per_tree):
+        has[t, leaf_target] = True
+    # fits[k, c]: every tree that drew row k holds target c somewhere
+    fits = ((drawn > 0).T.astype(np.int64) @ (~has).astype(np.int64)) == 0
+    for t, (tree, leaf_target) in enumerate(zip(model.trees, per_tree)):
+        for v in np.flatnonzero(tree.n_samples == 1).tolist():
+            rows = fits[:, leaf_target[v]] & (drawn[t] == tree.counts[v, 0])
+            if not rows.any():
+                return (f"tree {t}, leaf {v} holds one row of target "
+                        f"{targets[leaf_target[v]]:g}, which no row that tree drew "
+                        f"{tree.counts[v, 0]} time(s) can have: some tree that drew each "
+                        "holds no leaf of that target")
+    return ""
