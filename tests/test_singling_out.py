@@ -210,7 +210,7 @@ def test_reconstruction_attacks_refuse_regressors() -> None:
     forest = RandomForestRegressor(n_estimators=3, bootstrap=False, random_state=0)
     model = from_sklearn(forest.fit(X, np.arange(30.0)), allow_regression=True)
     with pytest.raises(UnsupportedModelError, match="regressor whose trees each saw every "
-                       "row once .* is not supported yet"):
+                       r"row once .* is not supported yet"):
         reconstruct(model)
     with pytest.raises(UnsupportedModelError, match="regressor"):
         from_sklearn(forest)
