@@ -209,7 +209,8 @@ def test_reconstruction_attacks_refuse_regressors() -> None:
     X, _ = binary_frame(30, 3, seed=0)
     forest = RandomForestRegressor(n_estimators=3, bootstrap=False, random_state=0)
     model = from_sklearn(forest.fit(X, np.arange(30.0)), allow_regression=True)
-    with pytest.raises(UnsupportedModelError, match="regressor; treeleaks single-out"):
+    with pytest.raises(UnsupportedModelError, match="regressor whose trees each saw every "
+                       r"row once .* is not supported yet"):
         reconstruct(model)
     with pytest.raises(UnsupportedModelError, match="regressor"):
         from_sklearn(forest)

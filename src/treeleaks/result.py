@@ -49,7 +49,9 @@ class Reconstruction:
     the refinement is too large to list); ``proof`` says how the proofs were obtained.
     ``formulation`` names the model solved: ``exact`` (every tree saw every row once) or
     ``bootstrap-known`` (rows drawn with replacement, draws read from the model)
-    or ``bootstrap-unknown`` (draws inferred).
+    or ``bootstrap-unknown`` (draws inferred) or ``regression-bootstrap-known`` (a
+    regression forest's, the label column holding each row's target; ``targets_exact``
+    counts the targets proven).
     ``draws`` (``bootstrap-unknown``): per tree, the draws inferred for each row,
     with which the rows reproduce every count. ``partial``: the rows are fewer than N
     (no complete dataset found in time) and stay within every count, which the
@@ -93,6 +95,8 @@ class Reconstruction:
     # the training position of each row, when rows are told apart by their draws and some
     # are missing (a bootstrap forest's partial dataset); None: in training order, or none
     positions: np.ndarray | None = None
+    # a regressor's: how many rows' targets are proven exact (the label column holds them)
+    targets_exact: int | None = None
 
     @classmethod
     def empty(cls, model: ReleasedModel, **fields: Any) -> Reconstruction:
@@ -161,6 +165,8 @@ class Reconstruction:
                 "leaf_values": self.certificate.leaf_values,
             },
         }
+        if self.targets_exact is not None:
+            summary["targets_exact"] = self.targets_exact
         if self.partial:
             summary.update({"partial": True, "lp_rows": self.lp_rows})
         if self.interrupted:

@@ -42,3 +42,6 @@ class Formulation(StrEnum):
     BOOTSTRAP_KNOWN = "bootstrap-known"  # rows drawn with replacement, draws read off the model
     BOOTSTRAP_UNKNOWN = "bootstrap-unknown"  # rows drawn with replacement, draws inferred
     DP = "dp"  # noisy (differentially private) counts
+    # a regression forest's rows drawn with replacement, draws read off the model, each
+    # row's target among its leaves' values
+    REGRESSION_BOOTSTRAP_KNOWN = "regression-bootstrap-known"

@@ -5,7 +5,9 @@ for, and the call. Each formulation lives in a module of its own:
 - ``bootstrap-known``: rows drawn with replacement, the draws read from the model
   (`treeleaks.attacks.bootstrap`);
 - ``bootstrap-unknown``: the draws inferred (`treeleaks.attacks.bootstrap_unknown`);
-- ``dp``: noisy counts (`treeleaks.attacks.dp`).
+- ``dp``: noisy counts (`treeleaks.attacks.dp`);
+- ``regression-bootstrap-known``: a regression forest's rows with their targets, draws read
+  from the model (`treeleaks.attacks.regression`).
 
 Side knowledge wraps the first two (`treeleaks.attacks.side_knowledge`).
 """
@@ -22,6 +24,7 @@ from treeleaks.attacks.draw_search_stage import reconstruct_drawn_partial
 from treeleaks.attacks.exact import reconstruct_exact
 from treeleaks.attacks.options import RunOptions
 from treeleaks.attacks.per_row import reconstruct_per_row
+from treeleaks.attacks.regression import reconstruct_regression, refuse_regression
 from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
 from treeleaks.attacks.uncounted_trees import (
     counted_only,
@@ -109,12 +112,18 @@ def reconstruct(
     (`BudgetError`). ``progress`` receives `treeleaks.progress.Progress` events.
     ``knowledge`` (known columns, known rows) is respected exactly by the rows returned,
     and the proofs hold given it. ``ignore_draws`` sets a bootstrap forest's
-    draws aside. ``n_rows``, ``n_unknown`` and ``shrinkage`` are for DP forests
+    draws aside; a regressor's route is `treeleaks.attacks.regression` (what it does not
+    read yet is refused). ``n_rows``, ``n_unknown`` and ``shrinkage`` are for DP forests
     (`NoisyCountOptions`); its schema defaults to the public domains its file records.
     """
-    model.require_classifier("the reconstruction attack")
     run = RunOptions(time_limit, certainty_time_limit, threads, seed, cell_budget, progress)
     noisy = NoisyCountOptions(n_rows, n_unknown, shrinkage)
+    if model.is_regression:
+        noisy.refuse_for_exact_counts(model)
+        refuse_regression(model, strategy, knowledge, ignore_draws)
+        run.check(max_rows)
+        _refuse_too_many_rows(len(model.trees[0].draws), max_rows)
+        return reconstruct_regression(model, schema, run)
     if model.noise is not None:
         run.check(max_rows)
         return _noisy_counts(model, schema, noisy, knowledge, run)

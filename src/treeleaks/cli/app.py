@@ -132,9 +132,9 @@ def seconds(value: float) -> float:
     return value
 
 
-def load(path: Path, trust_pickle: bool) -> ReleasedModel:
+def load(path: Path, trust_pickle: bool, allow_regression: bool = False) -> ReleasedModel:
     try:
-        return load_model(path, trust_pickle=trust_pickle)
+        return load_model(path, trust_pickle=trust_pickle, allow_regression=allow_regression)
     except (TreeleaksError, ValueError, OSError) as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
 

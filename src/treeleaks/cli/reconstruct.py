@@ -55,6 +55,10 @@ FORMULATIONS = {  # what Reconstruction.formulation solved
     "bootstrap-unknown": "rows drawn with replacement, draws inferred (bootstrap-unknown): "
                          "rows in no particular order",
     "dp": "the most likely dataset given noisy (DP) counts (dp)",
+    "regression-bootstrap-known": "a regression forest's rows drawn with replacement, draws "
+                                  "read from the model, each row's target among its leaves' "
+                                  "values (regression-bootstrap-known): rows in training "
+                                  "order",
 }
 
 
@@ -184,7 +188,7 @@ def reconstruct_command(
     csvs = [path for path in (out, details, draws) if path is not None]  # partial: .partial.csv
     summary_file = [json_path] if json_path is not None else []
     guard_outputs(model_path, schema, [*csvs, *map(partial_path, csvs), *summary_file])
-    model = load(model_path, trust_pickle)
+    model = load(model_path, trust_pickle, allow_regression=True)  # reconstruct() refuses
     if draws is not None and not model.bootstrap:
         fail("--draws: this forest did not bootstrap, so every tree saw every row once; "
               "there are no draws to write", EXIT_BAD_INPUT)
@@ -261,6 +265,9 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
         table.add_row("Rows reconstructed", str(s["n_rows"]))
     for name, value in _noisy_rows(s) if s["formulation"] == Formulation.DP else []:
         table.add_row(name, value)
+    if "targets_exact" in s:
+        table.add_row("Targets given away exactly",
+                      f"{s['targets_exact']} of {s['n_rows']} (in the label column)")
     table.add_row("Rows proven to be training rows", f"{s['proven_rows']} of {s['n_rows']}")
     table.add_row(
         "Rows whose pinned values are proven",

@@ -92,12 +92,16 @@ class RowLeaves:
         total = weight.sum(axis=1)
         for t in range(model.n_trees):
             at = np.flatnonzero(pair_tree == t)
-            own = np.arange(offset[t], offset[t + 1])
-            b = pair_draw[at][:, None, None]
-            rest = total[own][None, :, None] - b  # the draws of the leaf's other rows
-            others = distinct[own][None, :, None] - 1
-            fits = (weight[own][None] >= b) & (rest >= others) & ((others > 0) | (rest == 0))
-            p, v, c = np.nonzero(fits)
+            # the (leaf, class) entries holding draws, in (leaf, class) order: a pair (drawn
+            # at least once) fits no other, and with many classes most entries are empty
+            v, c = np.nonzero(weight[offset[t]:offset[t + 1]])
+            own = offset[t] + v
+            b = pair_draw[at][:, None]
+            rest = total[own][None, :] - b  # the draws of the leaf's other rows
+            others = distinct[own][None, :] - 1
+            fits = (weight[own, c][None] >= b) & (rest >= others) & ((others > 0) | (rest == 0))
+            p, e = np.nonzero(fits)
+            v, c = own[e], c[e]
             listed += p.size
             if max_placements is not None and listed > max_placements:
                 raise RowLeavesTooLarge(
@@ -105,7 +109,7 @@ class RowLeaves:
                     f"({listed:,} after {t + 1} of {model.n_trees} trees, "
                     f"{listed / max(int(np.sum(pair_tree <= t)), 1):.0f} a (row, tree) pair)")
             pairs.append(at[p])
-            leaves.append(own[v])
+            leaves.append(v)
             classes.append(c)
         place_pair = np.concatenate(pairs)
         order = np.argsort(place_pair, kind="stable")

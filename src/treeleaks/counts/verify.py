@@ -123,3 +123,38 @@ def verify_within_draws(model: ReleasedModel, rows: pd.DataFrame,
             first = (f"tree {t} leaf {crowded[0]}: released {tree.n_samples[crowded[0]]} "
                      f"distinct rows, the partial rows put {int(distinct[crowded[0]])} there")
     return Certificate(wrong == 0, checked, wrong, first)
+
+
+def verify_regression(model: ReleasedModel, rows: pd.DataFrame,
+                      rtol: float = 1e-9) -> Certificate:
+    """The certificate of a bootstrap regression forest's rows in training order: routed
+    through every tree, row k counting its draws, they reproduce every leaf's distinct rows,
+    weighted rows and value (the draw-weighted mean of their targets, within ``rtol`` of
+    the largest leaf value: the file's float64 precision with room for rounding)."""
+    X = rows[list(model.feature_names)].to_numpy(dtype=np.float64)
+    y = rows[model.label_name].to_numpy(dtype=np.float64)
+    leaves = model.apply(X)
+    scale = max(float(np.abs(tree.values).max()) for tree in model.trees)
+    wrong, checked, first = 0, 0, ""
+    for t, tree in enumerate(model.trees):
+        if tree.draws is None or len(tree.draws) != len(rows):
+            return Certificate(False, checked, wrong + 1, f"tree {t} has no draw count for "
+                               f"each of the {len(rows)} rows")
+        at = leaves[:, t]
+        weighted = np.bincount(at, weights=tree.draws, minlength=tree.n_leaves)
+        distinct = np.bincount(at, weights=tree.draws > 0, minlength=tree.n_leaves)
+        total = np.bincount(at, weights=tree.draws * y, minlength=tree.n_leaves)
+        value = np.divide(total, weighted, out=np.full(tree.n_leaves, np.nan),
+                          where=weighted > 0)
+        checks = {"weighted rows": (weighted != tree.counts[:, 0], tree.counts[:, 0], weighted),
+                  "distinct rows": (distinct != tree.n_samples, tree.n_samples, distinct),
+                  "value": (~(np.abs(value - tree.values) <= rtol * scale), tree.values,
+                            value)}
+        for what, (off, released, rebuilt) in checks.items():
+            checked += tree.n_leaves
+            wrong += int(off.sum())
+            if off.any() and not first:
+                v = int(np.argmax(off))
+                first = (f"tree {t} leaf {v} {what}: released {released[v]:g}, reconstructed "
+                         f"rows give {rebuilt[v]:g}")
+    return Certificate(wrong == 0, checked, wrong, first)

@@ -97,6 +97,8 @@ def from_sklearn(
     facts: dict[str, Any] = {}
     if not kind.startswith("DecisionTree") and bootstrap:
         facts["max_samples"] = estimator.max_samples
+    if regression:
+        facts.update(_growth(estimator))
     classes = [] if regression else estimator.classes_
     model = ReleasedModel(
         trees=trees,
@@ -202,6 +204,17 @@ def _regression_tree(
     shape = _tree(sk_tree, index, kind, draws, counts=rows[:, None])
     shape.values = np.asarray(sk_tree.value, dtype=np.float64)[is_leaf, 0, 0]
     return shape
+
+
+# What a regressor's leaf values mean and how far its trees grew: the mean of the leaf's
+# targets under these criteria, and one target a leaf unless a rule stopped the growth.
+GROWTH = ("criterion", "max_depth", "min_samples_split", "min_samples_leaf",
+          "min_weight_fraction_leaf", "max_leaf_nodes", "min_impurity_decrease", "ccp_alpha")
+
+
+def _growth(estimator: Any) -> dict[str, Any]:
+    """A tree regressor's criterion and growth limits, as the model file's facts."""
+    return {name: getattr(estimator, name) for name in GROWTH if hasattr(estimator, name)}
 
 
 def _bootstrap_draws(forest: Any) -> list[np.ndarray]:

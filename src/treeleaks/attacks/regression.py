@@ -1,0 +1,96 @@
+"""Regression forests with known draws: every row's target, in training order (issue 39,
+step 1: a bootstrap forest of fully grown trees, `RandomForestRegressor`'s default).
+
+A fully grown tree's leaves each hold rows of one target, so the forest reads as a
+classifier whose classes are its leaf values (`treeleaks.counts.target_classes`), and the
+per-row formulation places every (row, drawing tree) pair in a leaf with its target as its
+class (`treeleaks.attacks.per_row`): a leaf of one row drawn w times holds a row that tree
+drew exactly w times, the leaves of one row share a point, and they all hold its target.
+The rows are then checked against the regression model itself (`verify_regression`: every
+leaf's distinct rows, weighted rows and value), so a verified result is one whatever the
+reading. What step 1 does not read is refused up front (`refuse_regression`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from treeleaks.attacks.options import RunOptions
+from treeleaks.attacks.per_row import PROOF, reconstruct_per_row
+from treeleaks.counts.target_classes import target_class_view, unheld_leaf
+from treeleaks.counts.verify import verify_regression
+from treeleaks.errors import UnsupportedModelError
+from treeleaks.knowledge import Knowledge
+from treeleaks.model import ReleasedModel
+from treeleaks.result import Reconstruction
+from treeleaks.schema import FeatureSchema
+from treeleaks.vocabulary import Formulation, Status, Strategy
+
+MEAN_CRITERIA = ("squared_error", "friedman_mse")  # leaf value: the mean of its targets
+# The growth limits that leave leaves of several targets, with the value of no limit.
+FULL_GROWTH = {"max_depth": None, "min_samples_split": 2, "min_samples_leaf": 1,
+               "min_weight_fraction_leaf": 0.0, "max_leaf_nodes": None,
+               "min_impurity_decrease": 0.0, "ccp_alpha": 0.0}
+READS = "not supported yet: treeleaks reconstructs bootstrap regression forests of fully " \
+    "grown trees with their draws (RandomForestRegressor's defaults)"
+REGRESSION_PROOF = (f"{PROOF}; a leaf holds the rows of its value's target (a fully grown "
+                    "tree's leaves do, unless rows share every feature)")
+
+
+def refuse_regression(model: ReleasedModel, strategy: str, knowledge: Knowledge | None,
+                      ignore_draws: bool) -> None:
+    """Raise `UnsupportedModelError` naming what step 1 does not read, if anything."""
+    facts = model.facts
+    if "gradient-boosted" in str(facts.get("model kind", "")) or any(
+            tree.values is None for tree in model.trees):
+        raise UnsupportedModelError(f"boosted regressors are {READS}")
+    if not model.bootstrap:
+        raise UnsupportedModelError(
+            f"a regressor whose trees each saw every row once (DecisionTreeRegressor, "
+            f"ExtraTreesRegressor's default, bootstrap=False) is {READS}")
+    if ignore_draws or any(tree.draws is None or tree.n_samples is None
+                           for tree in model.trees):
+        why = "set aside (ignore_draws)" if ignore_draws else "not in this file"
+        raise UnsupportedModelError(f"a regression forest whose draws are {why} is {READS}")
+    criterion = facts.get("criterion", "squared_error")
+    if criterion not in MEAN_CRITERIA:
+        raise UnsupportedModelError(
+            f"criterion {criterion!r} (leaf values that are not the mean of the leaf's "
+            f"targets) is {READS}")
+    for name, unlimited in FULL_GROWTH.items():
+        if facts.get(name, unlimited) != unlimited:
+            raise UnsupportedModelError(
+                f"{name}={facts[name]!r} leaves leaves of several targets, which is {READS}")
+    if strategy not in (Strategy.AUTO, Strategy.PER_ROW):
+        raise UnsupportedModelError(f"strategy {strategy!r} on a regressor is {READS} "
+                                    "row by row (strategy 'auto' or 'per-row')")
+    if knowledge is not None and not knowledge.empty:
+        raise UnsupportedModelError(f"side knowledge on a regressor is {READS}, without it")
+
+
+def reconstruct_regression(model: ReleasedModel, schema: FeatureSchema | None,
+                           run: RunOptions) -> Reconstruction:
+    """Every training row of a bootstrap regression forest with its target, in training
+    order (see the module doc; `refuse_regression` first). ``schema``: unbound, or None to
+    infer it from the splits."""
+    view = target_class_view(model)
+    bound = (schema if schema is not None else FeatureSchema.infer(view)).bind(view)
+    rec = reconstruct_per_row(view, bound, run)
+    common = {"formulation": Formulation.REGRESSION_BOOTSTRAP_KNOWN,
+              "proof": REGRESSION_PROOF}
+    if rec.status == Status.INFEASIBLE:
+        where = "".join(f"; {at}" for at in [unheld_leaf(model)] if at)
+        return replace(rec, **common, message=(
+            f"{rec.message}{where}; read with every leaf's rows sharing its value, as a "
+            "fully grown tree's leaves do unless rows share every feature"))
+    if not rec.n_rows:
+        return replace(rec, **common)
+    certificate = verify_regression(model, rec.rows)
+    exact = rec.proven_rows
+    if not certificate.verified:
+        return replace(rec, **common, certificate=certificate, status=Status.UNKNOWN,
+                       message=("the rows do not reproduce the regression model: "
+                                f"{certificate.first_mismatch}"))
+    return replace(rec, **common, certificate=certificate, targets_exact=exact, message=(
+        f"{exact} of {rec.n_rows} rows' targets given away exactly (proven); every leaf's "
+        "rows, weighted rows and value reproduced"))
