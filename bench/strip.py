@@ -31,6 +31,7 @@ import pandas as pd
 from common import (
     BENCH_DIR,
     DEFAULT_DATA_DIR,
+    SKLEARN_DATASETS,
     environment,
     fmt,
     load_dataset,
@@ -38,7 +39,7 @@ from common import (
     write_json,
 )
 
-DATASETS = ("cancer", "wine", "compas:300", "adult:300", "default_credit:300")
+DATASETS = ("cancer", "wine", "digits:500", "compas:300", "adult:300", "default_credit:300")
 MODELS = {"default": {}, "safemodel": {"min_samples_leaf": 5, "bootstrap": True}}
 TEST_SHARE = 0.3
 
@@ -46,7 +47,7 @@ TEST_SHARE = 0.3
 def dataset(spec: str, seed: int, data_dir: Path) -> Any:
     """The dataset ``spec`` (rows sampled by ``seed`` with ``name:N``); None when absent."""
     name, _, size = spec.partition(":")
-    if name in ("cancer", "wine"):
+    if name in SKLEARN_DATASETS:
         data = sklearn_dataset(name)
     elif (data_dir / f"{name}.csv").exists():
         data = load_dataset(name, data_dir)

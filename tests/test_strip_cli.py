@@ -68,7 +68,7 @@ def test_strip_writes_a_checked_copy_that_every_attack_refuses_in_one_line(
     for command in (["reconstruct"], ["inspect"]):
         line = one_line_error(runner.invoke(app, [*command, str(out)]))
         assert "counts were removed" in line and "random states neutralised" in line
-        assert "single-out MODEL --no-counts" in line
+        assert "'treeleaks single-out' on this file with --no-counts" in line
     guesses = runner.invoke(app, ["single-out", str(out), "--no-counts"])
     assert guesses.exit_code == 0, guesses.output
 

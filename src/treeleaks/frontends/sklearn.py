@@ -47,8 +47,9 @@ def from_sklearn(
     regression = kind in REGRESSORS + REGRESSION_BOOSTERS
     if regression and not allow_regression:
         raise UnsupportedModelError(
-            f"{kind} is a regressor; the reconstruction attacks audit classifiers "
-            f"(supported: {', '.join(SUPPORTED)}); treeleaks single-out reads regressors"
+            f"{kind} is a regressor, read only when asked: from_sklearn(..., "
+            "allow_regression=True) for the attacks that take regressors (reconstruct: "
+            "bootstrap RandomForestRegressor with every default; single-out; prune)"
         )
     if kind not in SUPPORTED + BOOSTERS and not regression:
         raise UnsupportedModelError(

@@ -14,9 +14,9 @@ from treeleaks.frontends.boosting import Nodes
 from treeleaks.model import ReleasedModel, Tree
 
 STILL_POSSIBLE = (
-    "an adversary still has its structure, thresholds and leaf values: treeleaks single-out "
-    "MODEL --no-counts ranks the leaves to guess rows from, and --data checks them against "
-    "the training rows")
+    "an adversary still has its structure, thresholds and leaf values: 'treeleaks single-out' "
+    "on this file with --no-counts ranks the leaves to guess rows from, and --data checks "
+    "them against the training rows")
 
 
 def counts_removed(what: str, fields: str, random_states: bool = False) -> CountsRemovedError:
