@@ -239,7 +239,8 @@ class _Search:
             if len(ejected) == MAX_EJECTED or not len(others):
                 break
             t, leaf = trees[blocking], leaves[blocking]
-            held = (self.leaves[others][:, t] == leaf) & self.drawn[others][:, t]
+            at = np.ix_(others, t)  # only the blocking trees' columns, not N x trees
+            held = (self.leaves[at] == leaf) & self.drawn[at]
             hits = held.sum(axis=1) + self.rng.random(len(others)) * 0.5
             best = int(np.argmax(hits))
             if hits[best] < 1:
