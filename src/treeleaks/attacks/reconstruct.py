@@ -52,16 +52,15 @@ RAW_DOMAIN_BITS = 24
 # in 91 s, and row by row rebuilds it in 1.2 s. Binarized data (one threshold a column)
 # cuts none and keeps the cells first, which are faster there (`bench/bootstrap.py`).
 ROWS_FIRST_BITS = 12
-# Per-row then has the time limit but a reserve for the draw search, which holds rows
-# within every count at every moment: `SEARCH_RESERVE` of the limit beyond its first
-# `FULL_PER_ROW_S` seconds (digits needs 44-53 s of 60, and with 90% of 60 s it found
-# nothing on two seeds of three; wine with min_samples_leaf=5 ran out of time on one seed
-# of three at 120 s, where the reserve gave 99 rows instead of none). When per-row stops
-# early, most often because the trees' class totals do not settle the rows' classes, the
-# search has all that is left, if that is at least `MIN_SEARCH_TIME` seconds. The cells
-# never list raw measurements.
+# Per-row then has the time limit but `SEARCH_RESERVE` of it, kept for the draw search,
+# which holds rows within every count at every moment: where per-row settles the classes
+# and still runs out of time (wine with min_samples_leaf=5 on one seed of three at 120 s;
+# breast cancer's default forest on 70% of its rows at 20 s) the reserve gives rows instead
+# of none. Digits needs 44-57 s of 60 and sits at that edge with or without it. When per-row
+# stops early, most often because the trees' class totals do not settle the rows' classes,
+# the search has all that is left, if that is at least `MIN_SEARCH_TIME` seconds. The
+# cells never list raw measurements.
 SEARCH_RESERVE = 0.1
-FULL_PER_ROW_S = 60.0
 MIN_SEARCH_TIME = 1.0
 
 
@@ -240,8 +239,8 @@ def _rows_then_search(model: ReleasedModel, bound: FeatureSchema,
                       run: RunOptions) -> Reconstruction:
     """Raw measurements with their draws: row by row for a complete dataset, then the draw
     search's partial dataset with the time it leaves (see `SEARCH_RESERVE`)."""
-    reserve = min(SEARCH_RESERVE * run.time_limit, max(run.time_limit - FULL_PER_ROW_S, 0.0))
-    first = reconstruct_per_row(model, bound, replace(run, time_limit=run.time_limit - reserve))
+    first = reconstruct_per_row(model, bound, replace(
+        run, time_limit=(1 - SEARCH_RESERVE) * run.time_limit))
     left = run.time_limit - first.time_s
     if first.n_rows or first.status == Status.INFEASIBLE or left < MIN_SEARCH_TIME:
         return first
