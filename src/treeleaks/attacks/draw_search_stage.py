@@ -20,9 +20,8 @@ import numpy as np
 
 from treeleaks.attacks.options import RunOptions
 from treeleaks.clock import RunClock
-from treeleaks.counts.cells import Cells
 from treeleaks.counts.draw_search import DrawnRows, search_drawn_rows
-from treeleaks.counts.materialize import rows_from_counts
+from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.verify import verify, verify_within_draws
 from treeleaks.model import ReleasedModel
 from treeleaks.progress import report
@@ -52,10 +51,7 @@ def reconstruct_drawn_partial(model: ReleasedModel, schema: FeatureSchema, run: 
     clock.lap("fill")
     clock.timings.update(searched_rows=len(found), kept_rows=len(positions))
     kept = len(positions)
-    if kept == n:  # every row: a complete dataset in training order
-        order = np.argsort(positions)
-        frames = {k: _take(v, order) for k, v in frames.items()}
-        positions = positions[order]
+    if kept == n:  # every row, in training order (the search lists them by position)
         certificate = verify(model, frames["rows"])
     else:
         certificate = verify_within_draws(model, frames["rows"], positions)
@@ -74,8 +70,8 @@ def reconstruct_drawn_partial(model: ReleasedModel, schema: FeatureSchema, run: 
                    f"in the {run.time_limit:.3g} s it was given{dropped}; their classes "
                    "and values fit the counts, and are not proven")
     else:
-        message = (f"{before}no row fits the counts within the time limit of "
-                   f"{run.time_limit:g} s; try --time-limit {max(10 * run.time_limit, 10):g}")
+        message = (f"{before}the draw search placed no row within every count in the "
+                   f"{run.time_limit:.3g} s it was given; a longer --time-limit gives it more")
     return Reconstruction(
         **frames, status=Status.FEASIBLE if kept else Status.UNKNOWN, certificate=certificate,
         time_s=clock.elapsed(), message=message, solver="draw-search", n_cells=0,
@@ -110,17 +106,5 @@ def _filled(model: ReleasedModel, schema: FeatureSchema, leaves: np.ndarray,
         mine = drawn[:, t]
         lower[mine] = np.maximum(lower[mine], box_low[leaves[mine, t]])
         upper[mine] = np.minimum(upper[mine], box_high[leaves[mine, t]])
-    cells = Cells(lower, upper, np.ones((n_rows, 1), dtype=bool),
-                  np.zeros((n_rows, 0), dtype=np.int64))
-    every = np.arange(n_rows)
-    return rows_from_counts(model, schema, cells, every, cls, np.ones(n_rows, dtype=np.int64),
-                            np.zeros(n_rows, dtype=np.int64), with_width=True)
+    return rows_in_boxes(model, schema, lower, upper, cls, np.zeros(n_rows, dtype=bool))
 
-
-def _take(frame: object, order: np.ndarray) -> object:
-    """``frame`` (a DataFrame or an array of the rows, or None) in ``order``."""
-    if frame is None:
-        return None
-    if hasattr(frame, "iloc"):
-        return frame.iloc[order].reset_index(drop=True)
-    return np.asarray(frame)[order]

@@ -16,8 +16,7 @@ import numpy as np
 
 from treeleaks.attacks.options import RunOptions
 from treeleaks.clock import RunClock
-from treeleaks.counts.cells import Cells
-from treeleaks.counts.materialize import rows_from_counts
+from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.row_leaves import RowLeaves, RowLeavesInfeasible, RowLeavesTooLarge
 from treeleaks.counts.row_model import solve_placements
 from treeleaks.counts.verify import verify
@@ -118,12 +117,7 @@ def _rows(model: ReleasedModel, schema: FeatureSchema, leaves: RowLeaves, chosen
     row = leaves.pair_row[leaves.place_pair[chosen]]
     np.maximum.at(lower, row, leaves.lower[leaves.place_leaf[chosen]])
     np.minimum.at(upper, row, leaves.upper[leaves.place_leaf[chosen]])
-    cells = Cells(lower, upper, np.ones((leaves.n_rows, 1), dtype=bool),
-                  np.zeros((leaves.n_rows, 0), dtype=np.int64))
-    every = np.arange(leaves.n_rows)
-    return rows_from_counts(model, schema, cells, every, np.maximum(row_class, 0),
-                            np.ones(leaves.n_rows, dtype=np.int64), decided.astype(np.int64),
-                            with_width=True)
+    return rows_in_boxes(model, schema, lower, upper, np.maximum(row_class, 0), decided)
 
 
 def _too_many(left_open: int, classes: np.ndarray | None) -> str:

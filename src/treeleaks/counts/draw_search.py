@@ -49,7 +49,7 @@ MAX_EJECTED = 8  # most rows ejected to let one row in
 
 @dataclass
 class DrawnRows:
-    """A partial dataset of a bootstrap forest: training row ``positions[i]`` has class
+    """A partial dataset of a bootstrap forest: training row ``positions[i]`` (ascending) has class
     ``cls[i]`` and lies in leaf ``leaves[i, t]`` of tree t (in the order of
     ``Tree.leaf_boxes``; only the trees that drew it say anything of it)."""
 
@@ -277,5 +277,5 @@ class _Search:
         return best
 
     def _snapshot(self) -> DrawnRows:
-        rows = np.flatnonzero(self.inside)
+        rows = np.flatnonzero(self.inside)  # in training order
         return DrawnRows(rows, self.leaves[rows] - self.grid.offset, self.cls[rows].copy())

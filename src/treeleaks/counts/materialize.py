@@ -301,3 +301,16 @@ def _fill_binary(
     lone = binary & ~grouped
     open_lone = ~determined & lone[None, :]
     value[open_lone] = np.broadcast_to(share_one > 0.5, value.shape)[open_lone].astype(float)
+
+
+def rows_in_boxes(model: ReleasedModel, schema: FeatureSchema, lower: np.ndarray,
+                  upper: np.ndarray, cls: np.ndarray, proven: np.ndarray) -> dict:
+    """Rows each with a box of its own (``lower < x <= upper``, ``(R, M)``) and a class,
+    filled inside it, as the frames of a `Reconstruction` (with ``width``); row i is proven
+    where ``proven[i]``. What the row-by-row attacks return: a row is not a cell's."""
+    n_rows = len(cls)
+    cells = Cells(lower, upper, np.ones((n_rows, 1), dtype=bool),
+                  np.zeros((n_rows, 0), dtype=np.int64))
+    return rows_from_counts(model, schema, cells, np.arange(n_rows), cls,
+                            np.ones(n_rows, dtype=np.int64), proven.astype(np.int64),
+                            with_width=True)
