@@ -110,7 +110,8 @@ class _Strict(BaseModel):
 
 class TreeRecord(_Strict):
     """One tree's nodes (``feature < 0`` marks a leaf) and its per-leaf class counts (for a
-    regression tree: one column of row counts, and each leaf's predicted ``values``)."""
+    regression tree: one column of row counts, each leaf's predicted ``values`` and, when
+    the file keeps it, each leaf's ``impurity``: the weighted variance of its targets)."""
 
     feature: list[NodeIndex]
     threshold: list[Threshold]
@@ -123,6 +124,7 @@ class TreeRecord(_Strict):
     # its first name so saved files load and older versions read new ones.
     multiplicities: list[Natural] | None = None
     values: list[Finite] | None = None
+    impurity: list[Finite] | None = None  # scikit-learn's own may be -1e-16 for 0
 
 
 class NoiseRecord(_Strict):

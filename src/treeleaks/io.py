@@ -298,7 +298,7 @@ def _tree_record(state: dict[str, Any]) -> SimpleNamespace:
         feature=nodes["feature"], threshold=nodes["threshold"],
         n_node_samples=nodes["n_node_samples"],
         weighted_n_node_samples=nodes["weighted_n_node_samples"],
-        value=state["values"][:n_nodes],
+        impurity=nodes["impurity"], value=state["values"][:n_nodes],
     )
 
 

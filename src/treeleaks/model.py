@@ -48,11 +48,13 @@ class Tree:
     still load and files written now still load in older versions.
     A ``pooled`` tree holds every class's rows in the first column of ``counts`` (the rest
     are 0): side knowledge that says nothing of the label (`treeleaks.knowledge`).
-    A regression tree has one column of ``counts`` (the rows in each leaf) and ``values``,
-    each leaf's predicted target value (a booster's later trees have none: their leaves
-    hold steps towards the target, not targets). A tree that is not ``counted`` has no counts at all
-    (they are 0): an XGBoost tree after the first, known by its splits and its gradient sums
-    (`LeafGradients`) alone.
+    A regression tree has one column of ``counts`` (the rows in each leaf) and ``values``, each
+    leaf's predicted target value (a booster's later trees have none: their leaves hold
+    steps towards the target, not targets) and, when the file keeps it, ``impurity``: each
+    leaf's weighted variance of its targets (scikit-learn's ``squared_error`` and
+    ``friedman_mse``), 0 exactly when the leaf's rows share one target. A tree that is not
+    ``counted`` has no counts at all (they are 0): an XGBoost tree after the first, known by
+    its splits and its gradient sums (`LeafGradients`) alone.
     """
 
     feature: np.ndarray
@@ -66,6 +68,7 @@ class Tree:
     pooled: bool = False
     values: np.ndarray | None = None
     counted: bool = True
+    impurity: np.ndarray | None = None
 
     @property
     def n_leaves(self) -> int:
@@ -151,6 +154,8 @@ class Tree:
             out["multiplicities"] = self.draws.tolist()  # the file's name for the draws
         if self.values is not None:
             out["values"] = self.values.tolist()
+        if self.impurity is not None:
+            out["impurity"] = self.impurity.tolist()
         return out
 
     @classmethod
@@ -168,6 +173,8 @@ class Tree:
             n_samples=_optional_int_array(record.n_samples),
             draws=_optional_int_array(record.multiplicities),
             values=None if record.values is None else np.asarray(record.values, dtype=np.float64),
+            impurity=(None if record.impurity is None
+                      else np.asarray(record.impurity, dtype=np.float64)),
         )
 
     def validate(self, n_classes: int, n_features: int) -> None:
@@ -192,6 +199,10 @@ class Tree:
             raise ModelFormatError(f"tree 'n_samples' must have one entry per leaf ({n_leaves})")
         if self.values is not None and self.values.shape != (n_leaves,):
             raise ModelFormatError(f"tree 'values' must have one entry per leaf ({n_leaves})")
+        if self.impurity is not None and (self.values is None
+                                          or self.impurity.shape != (n_leaves,)):
+            raise ModelFormatError(f"tree 'impurity' belongs to a regression tree's leaves: "
+                                   f"one entry per leaf ({n_leaves}), beside 'values'")
         if sorted(self.leaf_of_node[is_leaf].tolist()) != list(range(n_leaves)):
             raise ModelFormatError("tree 'leaf_of_node' must number the leaves 0..n_leaves-1")
         children = np.concatenate([self.left[~is_leaf], self.right[~is_leaf]])

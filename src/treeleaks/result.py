@@ -51,7 +51,8 @@ class Reconstruction:
     ``bootstrap-known`` (rows drawn with replacement, draws read from the model)
     or ``bootstrap-unknown`` (draws inferred) or ``regression-bootstrap-known`` (a
     regression forest's, the label column holding each row's target; ``targets_exact``
-    counts the targets proven).
+    counts the targets proven) or ``regression-exact`` (a regression model whose trees each
+    saw every row once; every target it returns is exact).
     ``draws`` (``bootstrap-unknown``): per tree, the draws inferred for each row,
     with which the rows reproduce every count. ``partial``: the rows are fewer than N
     (no complete dataset found in time) and stay within every count, which the

@@ -45,3 +45,5 @@ class Formulation(StrEnum):
     # a regression forest's rows drawn with replacement, draws read off the model, each
     # row's target among its leaves' values
     REGRESSION_BOOTSTRAP_KNOWN = "regression-bootstrap-known"
+    # a regression model whose trees each saw every row once, target by target
+    REGRESSION_EXACT = "regression-exact"

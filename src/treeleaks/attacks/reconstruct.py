@@ -8,6 +8,8 @@ for, and the call. Each formulation lives in a module of its own:
 - ``dp``: noisy counts (`treeleaks.attacks.dp`);
 - ``regression-bootstrap-known``: a regression forest's rows with their targets, draws read
   from the model (`treeleaks.attacks.regression`).
+- ``regression-exact``: a regression model whose trees each saw every row once, its rows
+  with their targets, target by target (`treeleaks.attacks.regression_exact`).
 
 Side knowledge wraps the first two (`treeleaks.attacks.side_knowledge`).
 """
@@ -25,6 +27,7 @@ from treeleaks.attacks.exact import reconstruct_exact
 from treeleaks.attacks.options import RunOptions
 from treeleaks.attacks.per_row import reconstruct_per_row
 from treeleaks.attacks.regression import reconstruct_regression, refuse_regression
+from treeleaks.attacks.regression_exact import reconstruct_regression_exact
 from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
 from treeleaks.attacks.uncounted_trees import (
     counted_only,
@@ -126,6 +129,9 @@ def reconstruct(
         noisy.refuse_for_exact_counts(model)
         refuse_regression(model, strategy, knowledge, ignore_draws)
         run.check(max_rows)
+        if not model.bootstrap:
+            _refuse_too_many_rows(int(model.trees[0].counts.sum()), max_rows)
+            return reconstruct_regression_exact(model, schema, run)
         _refuse_too_many_rows(len(model.trees[0].draws), max_rows)
         return reconstruct_regression(model, schema, run)
     if model.noise is not None:

@@ -13,10 +13,12 @@ reading. What step 1 does not read is refused up front (`refuse_regression`).
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 from treeleaks.attacks.options import RunOptions
 from treeleaks.attacks.per_row import PROOF, reconstruct_per_row
+from treeleaks.attacks.regression_draws import reconstruct_by_draws
 from treeleaks.counts.target_classes import target_class_view, unheld_leaf
 from treeleaks.counts.verify import verify_regression
 from treeleaks.errors import UnsupportedModelError
@@ -26,13 +28,15 @@ from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
 from treeleaks.vocabulary import Formulation, Status, Strategy
 
+DRAWS_SHARE = 0.25  # of the limit, at most, for the targets told apart by their draws
 MEAN_CRITERIA = ("squared_error", "friedman_mse")  # leaf value: the mean of its targets
 # The growth limits that leave leaves of several targets, with the value of no limit.
 FULL_GROWTH = {"max_depth": None, "min_samples_split": 2, "min_samples_leaf": 1,
                "min_weight_fraction_leaf": 0.0, "max_leaf_nodes": None,
                "min_impurity_decrease": 0.0, "ccp_alpha": 0.0}
-READS = "not supported yet: treeleaks reconstructs bootstrap regression forests of fully " \
-    "grown trees with their draws (RandomForestRegressor's defaults)"
+READS = "not supported yet: treeleaks reconstructs regression forests and trees of fully " \
+    "grown trees, bootstrap forests with their draws (RandomForestRegressor's and " \
+    "ExtraTreesRegressor's defaults, DecisionTreeRegressor)"
 REGRESSION_PROOF = (f"{PROOF}; a leaf holds the rows of its value's target (a fully grown "
                     "tree's leaves do, unless rows share every feature)")
 
@@ -44,12 +48,8 @@ def refuse_regression(model: ReleasedModel, strategy: str, knowledge: Knowledge 
     if "gradient-boosted" in str(facts.get("model kind", "")) or any(
             tree.values is None for tree in model.trees):
         raise UnsupportedModelError(f"boosted regressors are {READS}")
-    if not model.bootstrap:
-        raise UnsupportedModelError(
-            f"a regressor whose trees each saw every row once (DecisionTreeRegressor, "
-            f"ExtraTreesRegressor's default, bootstrap=False) is {READS}")
-    if ignore_draws or any(tree.draws is None or tree.n_samples is None
-                           for tree in model.trees):
+    if model.bootstrap and (ignore_draws or any(tree.draws is None or tree.n_samples is None
+                                                for tree in model.trees)):
         why = "set aside (ignore_draws)" if ignore_draws else "not in this file"
         raise UnsupportedModelError(f"a regression forest whose draws are {why} is {READS}")
     criterion = facts.get("criterion", "squared_error")
@@ -61,9 +61,11 @@ def refuse_regression(model: ReleasedModel, strategy: str, knowledge: Knowledge 
         if facts.get(name, unlimited) != unlimited:
             raise UnsupportedModelError(
                 f"{name}={facts[name]!r} leaves leaves of several targets, which is {READS}")
-    if strategy not in (Strategy.AUTO, Strategy.PER_ROW):
-        raise UnsupportedModelError(f"strategy {strategy!r} on a regressor is {READS} "
-                                    "row by row (strategy 'auto' or 'per-row')")
+    allowed = (Strategy.AUTO, Strategy.PER_ROW) if model.bootstrap else (Strategy.AUTO,
+                                                                          Strategy.ENUMERATE)
+    if strategy not in allowed:
+        raise UnsupportedModelError(f"strategy {strategy!r} on this regressor is {READS}, "
+                                    f"with strategy {' or '.join(map(repr, allowed))}")
     if knowledge is not None and not knowledge.empty:
         raise UnsupportedModelError(f"side knowledge on a regressor is {READS}, without it")
 
@@ -72,7 +74,14 @@ def reconstruct_regression(model: ReleasedModel, schema: FeatureSchema | None,
                            run: RunOptions) -> Reconstruction:
     """Every training row of a bootstrap regression forest with its target, in training
     order (see the module doc; `refuse_regression` first). ``schema``: unbound, or None to
-    infer it from the splits."""
+    infer it from the splits. Rows told apart by their draws come first, with no solver
+    (`treeleaks.attacks.regression_draws`); the placement runs when they do not settle."""
+    start = time.monotonic()
+    bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
+    by_draws = reconstruct_by_draws(model, bound, run, DRAWS_SHARE)
+    if by_draws is not None:
+        return by_draws
+    run = replace(run, time_limit=max(run.time_limit - (time.monotonic() - start), 0.1))
     view = target_class_view(model)
     bound = (schema if schema is not None else FeatureSchema.infer(view)).bind(view)
     rec = reconstruct_per_row(view, bound, run)

@@ -59,6 +59,9 @@ FORMULATIONS = {  # what Reconstruction.formulation solved
                                   "read from the model, each row's target among its leaves' "
                                   "values (regression-bootstrap-known): rows in training "
                                   "order",
+    "regression-exact": "a regression model whose trees each saw every row once, its rows "
+                        "found target by target (regression-exact): rows in no particular "
+                        "order",
 }
 
 

@@ -31,10 +31,10 @@ def target_values(model: ReleasedModel, rtol: float = VALUE_RTOL) -> tuple[np.nd
     gap = np.abs(np.diff(distinct)) > rtol * np.maximum(np.abs(distinct[1:]),
                                                         np.abs(distinct[:-1]))
     group = np.concatenate([[0], np.cumsum(gap)])
-    targets = np.empty(int(group[-1]) + 1 if distinct.size else 0)
-    for g in range(targets.size):
-        members = np.flatnonzero(group == g)
-        targets[g] = distinct[members[np.argmax(seen[members])]]
+    most_seen = np.lexsort((-seen, group))  # by group, the most frequent value first
+    first = np.ones(distinct.size, dtype=bool)
+    first[1:] = group[most_seen][1:] != group[most_seen][:-1]
+    targets = distinct[most_seen[first]]
     bounds = np.cumsum([tree.n_leaves for tree in model.trees])[:-1]
     return targets, np.split(group[index], bounds)
 

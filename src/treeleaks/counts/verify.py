@@ -127,29 +127,37 @@ def verify_within_draws(model: ReleasedModel, rows: pd.DataFrame,
 
 def verify_regression(model: ReleasedModel, rows: pd.DataFrame,
                       rtol: float = 1e-9) -> Certificate:
-    """The certificate of a bootstrap regression forest's rows in training order: routed
-    through every tree, row k counting its draws, they reproduce every leaf's distinct rows,
-    weighted rows and value (the draw-weighted mean of their targets, within ``rtol`` of
-    the largest leaf value: the file's float64 precision with room for rounding)."""
-    X = rows[list(model.feature_names)].to_numpy(dtype=np.float64)
-    y = rows[model.label_name].to_numpy(dtype=np.float64)
-    leaves = model.apply(X)
-    scale = max(float(np.abs(tree.values).max()) for tree in model.trees)
+    """The certificate of a regression model's rows: routed through every tree, each row
+    counting its draws (in training order; once each where the trees saw every row once),
+    they reproduce every leaf's distinct rows, weighted rows, value (the draw-weighted
+    mean of their targets, within ``rtol`` of the largest leaf value: the file's float64
+    precision with room for rounding) and, where the file keeps it, impurity (their
+    weighted variance, within a thousand times that relative to the value squared: the
+    file computes it as a difference of squares)."""
+    leaves, y, scale = _routed_targets(model, rows)
     wrong, checked, first = 0, 0, ""
     for t, tree in enumerate(model.trees):
-        if tree.draws is None or len(tree.draws) != len(rows):
+        draws = tree.draws if model.bootstrap else np.ones(len(rows), dtype=np.int64)
+        if draws is None or len(draws) != len(rows):
             return Certificate(False, checked, wrong + 1, f"tree {t} has no draw count for "
                                f"each of the {len(rows)} rows")
         at = leaves[:, t]
-        weighted = np.bincount(at, weights=tree.draws, minlength=tree.n_leaves)
-        distinct = np.bincount(at, weights=tree.draws > 0, minlength=tree.n_leaves)
-        total = np.bincount(at, weights=tree.draws * y, minlength=tree.n_leaves)
+        weighted = np.bincount(at, weights=draws, minlength=tree.n_leaves)
+        distinct = np.bincount(at, weights=draws > 0, minlength=tree.n_leaves)
+        total = np.bincount(at, weights=draws * y, minlength=tree.n_leaves)
         value = np.divide(total, weighted, out=np.full(tree.n_leaves, np.nan),
                           where=weighted > 0)
         checks = {"weighted rows": (weighted != tree.counts[:, 0], tree.counts[:, 0], weighted),
                   "distinct rows": (distinct != tree.n_samples, tree.n_samples, distinct),
                   "value": (~(np.abs(value - tree.values) <= rtol * scale), tree.values,
                             value)}
+        if tree.impurity is not None:  # the weighted variance of the leaf's targets
+            squares = np.bincount(at, weights=draws * y * y, minlength=tree.n_leaves)
+            variance = np.divide(squares, weighted, out=np.full(tree.n_leaves, np.nan),
+                                 where=weighted > 0) - value ** 2
+            checks["impurity"] = (~(np.abs(variance - tree.impurity)
+                                    <= rtol * max(scale, 1.0) ** 2 * 1e3),
+                                  tree.impurity, variance)
         for what, (off, released, rebuilt) in checks.items():
             checked += tree.n_leaves
             wrong += int(off.sum())
@@ -158,3 +166,36 @@ def verify_regression(model: ReleasedModel, rows: pd.DataFrame,
                 first = (f"tree {t} leaf {v} {what}: released {released[v]:g}, reconstructed "
                          f"rows give {rebuilt[v]:g}")
     return Certificate(wrong == 0, checked, wrong, first)
+
+
+def verify_regression_within(model: ReleasedModel, rows: pd.DataFrame,
+                             rtol: float = 1e-9) -> Certificate:
+    """The certificate of some of the rows of a regression model whose trees each saw every
+    row once: routed through every tree, no leaf holds more of them than it released, and
+    each holds its value's target (the rows of a fully grown tree's leaf share it)."""
+    leaves, y, scale = _routed_targets(model, rows)
+    wrong, checked, first = 0, 0, ""
+    for t, tree in enumerate(model.trees):
+        at = leaves[:, t]
+        held = np.bincount(at, minlength=tree.n_leaves)
+        crowded = np.flatnonzero(held > tree.counts[:, 0])
+        strays = np.flatnonzero(~(np.abs(y - tree.values[at]) <= rtol * scale))
+        checked += tree.n_leaves + len(rows)
+        wrong += len(crowded) + len(strays)
+        if crowded.size and not first:
+            first = (f"tree {t} leaf {crowded[0]}: released {tree.counts[crowded[0], 0]:g} "
+                     f"rows, the partial rows put {held[crowded[0]]} there")
+        if strays.size and not first:
+            row = strays[0]
+            first = (f"tree {t}: row {row}'s target {y[row]:g} lands in leaf {at[row]} of "
+                     f"value {tree.values[at[row]]:g}")
+    return Certificate(wrong == 0, checked, wrong, first)
+
+
+def _routed_targets(model: ReleasedModel,
+                    rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, float]:
+    """Each row's leaf in every tree, the rows' targets, and the largest leaf value."""
+    X = rows[list(model.feature_names)].to_numpy(dtype=np.float64)
+    y = rows[model.label_name].to_numpy(dtype=np.float64)
+    scale = max(float(np.abs(tree.values).max()) for tree in model.trees)
+    return model.apply(X), y, scale

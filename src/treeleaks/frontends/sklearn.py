@@ -92,8 +92,9 @@ def from_sklearn(
     trees = []
     for index, member in enumerate(estimators):
         draws = None if samples is None else samples[index]
-        tree = _regression_tree(member.tree_, index, kind, draws) if regression else (
-            _tree(member.tree_, index, kind, draws))
+        tree = (_regression_tree(member.tree_, index, kind, draws,
+                                 getattr(estimator, "criterion", "squared_error"))
+                if regression else _tree(member.tree_, index, kind, draws))
         trees.append(tree)
     facts: dict[str, Any] = {}
     if not kind.startswith("DecisionTree") and bootstrap:
@@ -191,9 +192,10 @@ def _tree(
 
 
 def _regression_tree(
-    sk_tree: Any, index: int, kind: str, draws: np.ndarray | None
+    sk_tree: Any, index: int, kind: str, draws: np.ndarray | None, criterion: str
 ) -> Tree:
-    """A regressor's tree: the rows (with their draws) in each leaf and its predicted value."""
+    """A regressor's tree: the rows (with their draws) in each leaf, its predicted value and,
+    under a variance criterion, its impurity (the weighted variance of its targets)."""
     is_leaf = np.asarray(sk_tree.children_left) < 0
     weighted = np.asarray(sk_tree.weighted_n_node_samples, dtype=np.float64)[is_leaf]
     rows = np.round(weighted)
@@ -204,9 +206,13 @@ def _regression_tree(
         )
     shape = _tree(sk_tree, index, kind, draws, counts=rows[:, None])
     shape.values = np.asarray(sk_tree.value, dtype=np.float64)[is_leaf, 0, 0]
+    if criterion in VARIANCE_CRITERIA:
+        shape.impurity = np.asarray(sk_tree.impurity, dtype=np.float64)[is_leaf]
     return shape
 
 
+# The criteria whose stored impurity is the weighted variance of the node's targets.
+VARIANCE_CRITERIA = ("squared_error", "friedman_mse")
 # What a regressor's leaf values mean and how far its trees grew: the mean of the leaf's
 # targets under these criteria, and one target a leaf unless a rule stopped the growth.
 GROWTH = ("criterion", "max_depth", "min_samples_split", "min_samples_leaf",

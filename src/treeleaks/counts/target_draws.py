@@ -1,0 +1,175 @@
+"""Rows of a bootstrap regression forest told apart by their draws, target by target.
+
+In a fully grown tree every leaf holds rows of one target (`target_classes`). Tree t's
+leaves of value v then hold ``W[t, v]`` draws: the sum of ``b[t, k]`` over the rows k of
+target v. A row of a target no other row has is the training row whose column of draws is
+``W[:, v]`` itself; rows sharing a target are a set of columns summing to it, each column
+within it tree by tree (a row drawn by a tree with no leaf of v is not of target v), and
+as many drawn in each tree as its leaves of v hold distinct rows. The targets so found are
+the rows' targets at their training positions, with no solver; each row's box is the
+intersection of its leaves of v in the trees that drew it, the leaf taken in a tree with
+several of them being the one its draws and the other trees' leaves leave it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from treeleaks.counts.target_classes import target_values
+from treeleaks.model import ReleasedModel
+
+__all__ = ["DrawnTargets", "targets_by_draws"]
+
+MAX_CANDIDATES = 24  # most rows a shared target's draws leave it, searched for their sum
+MAX_NODES = 200_000  # most steps of that search, per target
+
+
+@dataclass
+class DrawnTargets:
+    """Row k has target index ``target[k]`` (into ``targets``; -1 where not found) and lies
+    in ``lower[k] < x <= upper[k]``; ``settled`` says whether every row's target was found."""
+
+    targets: np.ndarray
+    target: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    settled: bool
+
+
+def targets_by_draws(model: ReleasedModel, deadline: float) -> DrawnTargets:
+    """Each training row's target and box (see the module doc), by ``deadline``
+    (``time.monotonic()``); rows left open keep target -1 and ``settled`` is False."""
+    targets, per_tree = target_values(model)
+    draws = np.vstack([tree.draws for tree in model.trees]).astype(np.int64)  # (T, N)
+    n = draws.shape[1]
+    W = np.vstack([np.bincount(leaf_target, weights=tree.counts[:, 0],
+                               minlength=targets.size)
+                   for tree, leaf_target in zip(model.trees, per_tree)]).astype(np.int64)
+    D = np.vstack([np.bincount(leaf_target, weights=tree.n_samples, minlength=targets.size)
+                   for tree, leaf_target in zip(model.trees, per_tree)]).astype(np.int64)
+    target = np.full(n, -1, dtype=np.int64)
+    column = {draws[:, k].tobytes(): k for k in range(n)}
+    if len(column) == n:  # every row's draws its own: a target's sum may be one of them
+        for v in range(targets.size):
+            k = column.get(np.ascontiguousarray(W[:, v]).tobytes())
+            if k is not None and (D[:, v] == (draws[:, k] > 0)).all() and target[k] < 0:
+                target[k] = v
+    found = np.bincount(target[target >= 0], minlength=targets.size)
+    for v in np.flatnonzero(found == 0):
+        if time.monotonic() > deadline:
+            break
+        rows = _shared_target(draws, W[:, v], D[:, v], target < 0)
+        if rows is not None:
+            target[rows] = v
+    lower, upper = _boxes(model, per_tree, draws, target)
+    return DrawnTargets(targets, target, lower, upper, bool((target >= 0).all()))
+
+
+def _shared_target(draws: np.ndarray, weight: np.ndarray, distinct: np.ndarray,
+                   free: np.ndarray) -> np.ndarray | None:
+    """The one set of free rows whose draws sum to ``weight`` tree by tree, with
+    ``distinct`` of them drawn in each tree; None if there is none or more than one."""
+    fits = free & (draws <= weight[:, None]).all(axis=0) & (
+        (draws > 0) <= (weight > 0)[:, None]).all(axis=0)
+    candidates = np.flatnonzero(fits)
+    if not len(candidates) or len(candidates) > MAX_CANDIDATES:
+        return None
+    cols = draws[:, candidates]
+    found: list[list[int]] = []
+    steps = 0
+
+    def search(i: int, left: np.ndarray, seen: np.ndarray, chosen: list[int]) -> None:
+        nonlocal steps
+        steps += 1
+        if len(found) > 1 or steps > MAX_NODES:
+            return
+        if not left.any():
+            if (seen == distinct).all():
+                found.append(list(chosen))
+            return
+        if i == len(candidates):
+            return
+        col = cols[:, i]
+        if (col <= left).all():
+            search(i + 1, left - col, seen + (col > 0), [*chosen, i])
+        search(i + 1, left, seen, chosen)
+
+    search(0, weight.copy(), np.zeros_like(distinct), [])
+    if len(found) != 1 or steps > MAX_NODES:
+        return None
+    return candidates[found[0]]
+
+
+def _boxes(model: ReleasedModel, per_tree: list[np.ndarray], draws: np.ndarray,
+           target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each found row's box: the intersection of its target's leaves in the trees that drew
+    it. Where a tree holds several leaves of a target, its rows there are shared among them
+    so that each leaf gets its weighted and distinct rows, each row a leaf meeting its box
+    so far (the first such sharing; the certificate judges it), trees with one leaf first."""
+    n, m = len(target), model.n_features
+    lower, upper = np.full((n, m), -np.inf), np.full((n, m), np.inf)
+    boxes = [tree.leaf_boxes(m) for tree in model.trees]
+    shared: list[tuple[int, np.ndarray, np.ndarray]] = []  # (tree, rows, leaves)
+    for t, leaf_target in enumerate(per_tree):
+        drawn = (draws[t] > 0) & (target >= 0)
+        order = np.argsort(leaf_target, kind="stable")
+        starts = np.searchsorted(leaf_target[order], np.arange(leaf_target.max() + 2))
+        for v in np.unique(target[drawn]):
+            leaves = order[starts[v]:starts[v + 1]]
+            rows = np.flatnonzero(drawn & (target == v))
+            if len(leaves) == 1:
+                _narrow(lower, upper, rows, boxes[t], leaves[0])
+            elif len(leaves):
+                shared.append((t, rows, leaves))
+    for t, rows, leaves in shared:
+        tree = model.trees[t]
+        sharing = _share(rows, leaves, draws[t], tree.counts[:, 0], tree.n_samples,
+                         lower, upper, boxes[t])
+        if sharing is not None:
+            for row, leaf in zip(rows, sharing):
+                _narrow(lower, upper, np.array([row]), boxes[t], leaf)
+    return lower, upper
+
+
+def _narrow(lower: np.ndarray, upper: np.ndarray, rows: np.ndarray,
+            box: tuple[np.ndarray, np.ndarray], leaf: int) -> None:
+    lower[rows] = np.maximum(lower[rows], box[0][leaf])
+    upper[rows] = np.minimum(upper[rows], box[1][leaf])
+
+
+def _share(rows: np.ndarray, leaves: np.ndarray, draws: np.ndarray, weight: np.ndarray,
+           distinct: np.ndarray, lower: np.ndarray,
+           upper: np.ndarray, box: tuple[np.ndarray, np.ndarray]) -> list[int] | None:
+    """A leaf for each row, among ``leaves`` meeting its box, giving every leaf its weighted
+    and distinct rows; None if none is found within `MAX_NODES` steps."""
+    meets = [leaves[(np.maximum(lower[k], box[0][leaves])
+                     < np.minimum(upper[k], box[1][leaves])).all(axis=1)] for k in rows]
+    weight_left = {int(leaf): int(weight[leaf]) for leaf in leaves}
+    rows_left = {int(leaf): int(distinct[leaf]) for leaf in leaves}
+    chosen: list[int] = []
+    steps = 0
+
+    def search(i: int) -> bool:
+        nonlocal steps
+        steps += 1
+        if steps > MAX_NODES:
+            return False
+        if i == len(rows):
+            return not any(weight_left.values()) and not any(rows_left.values())
+        b = int(draws[rows[i]])
+        for leaf in map(int, meets[i]):
+            if weight_left[leaf] >= b and rows_left[leaf] >= 1:
+                weight_left[leaf] -= b
+                rows_left[leaf] -= 1
+                chosen.append(leaf)
+                if search(i + 1):
+                    return True
+                chosen.pop()
+                weight_left[leaf] += b
+                rows_left[leaf] += 1
+        return False
+
+    return chosen if search(0) else None

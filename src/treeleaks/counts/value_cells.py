@@ -1,0 +1,197 @@
+"""Rows of a regression forest whose trees each saw every row once, one target at a time.
+
+In a fully grown regression tree every leaf holds rows of one target (`target_classes`), so
+the rows of target v lie in the leaves of value v, and those leaves hold no other row: the
+problem splits by target. A leaf whose impurity (kept by scikit-learn's files) is not 0
+holds rows of several targets that share every feature; its value is their mean, and its
+rows are left out rather than given that mean. Each tree's leaves of value v hold the same
+number m_v of rows (every tree saw every row once); a value whose trees disagree is one no
+pure reading explains (a leaf of several targets, rows sharing every feature), and is left
+out. For the others, the *cells* of v are the non-empty intersections of one leaf of value v
+per tree, built tree by tree; the rows of v are a multiset of cells meeting every leaf's
+count. With one row of v there is one cell, and it is that row's box. A cell whose
+multiplicity the linear relaxation pins to one value holds that many rows in every
+consistent dataset: its rows are proven.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import LinearConstraint, linprog, milp
+
+from treeleaks.counts.target_classes import target_values
+from treeleaks.model import ReleasedModel
+
+__all__ = ["TargetRows", "TargetRowsInfeasible", "rows_by_target"]
+
+MAX_CELLS = 20_000  # most cells of one target kept while intersecting; beyond, it is left out
+MAX_PROOF_CELLS = 40  # most cells of one target whose multiplicities are bounded by LP
+# A leaf's impurity above this (relative to the largest leaf value squared) is a variance of
+# several targets; a leaf of one target stores 0 up to rounding.
+IMPURITY_RTOL = 1e-9
+
+
+class TargetRowsInfeasible(Exception):
+    """A target's leaves admit no rows: the file's values contradict each other."""
+
+
+@dataclass
+class TargetRows:
+    """Rows found target by target: row i lies in ``lower[i] < x <= upper[i]`` with target
+    index ``target[i]`` (into ``targets``), proven where ``proven[i]``. ``left_out`` lists
+    the targets whose rows were not rebuilt, ``out_of_time`` whether the deadline cut it."""
+
+    targets: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    target: np.ndarray
+    proven: np.ndarray
+    left_out: list[int]
+    out_of_time: bool = False
+
+
+def rows_by_target(model: ReleasedModel, deadline: float) -> TargetRows:
+    """The rows of a regression model whose trees each saw every row once (see the module
+    doc), within ``deadline`` (``time.monotonic()``); raises `TargetRowsInfeasible` naming
+    the target and tree whose counts no rows meet."""
+    targets, per_tree = target_values(model)
+    boxes = [tree.leaf_boxes(model.n_features) for tree in model.trees]
+    per_value = np.vstack([np.bincount(leaf_target, weights=tree.counts[:, 0],
+                                       minlength=targets.size)
+                           for tree, leaf_target in zip(model.trees, per_tree)])
+    agreed = (per_value == per_value[0]).all(axis=0) & ~_mixed(model, per_tree, targets.size)
+    leaves_of = np.vstack([np.bincount(leaf_target, minlength=targets.size)
+                           for leaf_target in per_tree])
+    single = agreed & (leaves_of == 1).all(axis=0)  # one leaf per tree: one cell
+    low, high = _single_cells(boxes, per_tree, single)
+    if ((low >= high).any(axis=1)).any():
+        v = np.flatnonzero(single)[int(np.argmax((low >= high).any(axis=1)))]
+        raise TargetRowsInfeasible(
+            f"the leaves of value {targets[v]:g} do not meet in any point: the file's values "
+            "contradict each other (edited or truncated?)")
+    take = np.repeat(np.flatnonzero(single), per_value[0, single].astype(np.int64))
+    at = np.repeat(np.arange(single.sum()), per_value[0, single].astype(np.int64))
+    lowers, uppers, found, proven = [low[at]], [high[at]], [take], [np.ones(len(at), bool)]
+    left_out = np.flatnonzero(~agreed).tolist()
+    out_of_time = False
+    several = np.flatnonzero(agreed & ~single)
+    for i, v in enumerate(several):
+        if time.monotonic() > deadline:
+            out_of_time = True
+            left_out.extend(several[i:].tolist())
+            break
+        leaves = [np.flatnonzero(leaf_target == v) for leaf_target in per_tree]
+        cells = _cells(boxes, leaves)
+        if cells is None:
+            left_out.append(int(v))
+            continue
+        cell_low, cell_high, held = cells
+        counts = _multiplicities(held, leaves, model, int(v), targets[v])
+        fixed = _fixed(held, leaves, model, counts)
+        take = np.repeat(np.arange(len(counts)), counts)
+        lowers.append(cell_low[take]), uppers.append(cell_high[take])
+        found.append(np.full(len(take), v)), proven.append(fixed[take])
+    target = np.concatenate(found).astype(np.int64)
+    order = np.argsort(target, kind="stable")
+    return TargetRows(targets, np.vstack(lowers)[order], np.vstack(uppers)[order],
+                      target[order], np.concatenate(proven)[order], sorted(left_out),
+                      out_of_time)
+
+
+def _mixed(model: ReleasedModel, per_tree: list[np.ndarray], n_targets: int) -> np.ndarray:
+    """The leaf values some leaf holds as the mean of several targets: its impurity (the
+    variance of its targets, where the file keeps it) is above rounding."""
+    mixed = np.zeros(n_targets, dtype=bool)
+    scale = max(float(np.abs(tree.values).max()) for tree in model.trees)
+    for tree, leaf_target in zip(model.trees, per_tree):
+        if tree.impurity is not None:
+            mixed[leaf_target[tree.impurity > IMPURITY_RTOL * max(scale, 1.0) ** 2]] = True
+    return mixed
+
+
+def _single_cells(boxes: list[tuple[np.ndarray, np.ndarray]], per_tree: list[np.ndarray],
+                  single: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For the targets with one leaf in every tree: the intersection of those leaves."""
+    m = boxes[0][0].shape[1]
+    low = np.full((int(single.sum()), m), -np.inf)
+    high = np.full((int(single.sum()), m), np.inf)
+    for (leaf_low, leaf_high), leaf_target in zip(boxes, per_tree):
+        leaf_of = np.zeros(single.size, dtype=np.int64)
+        leaf_of[leaf_target] = np.arange(len(leaf_target))
+        np.maximum(low, leaf_low[leaf_of[single]], out=low)
+        np.minimum(high, leaf_high[leaf_of[single]], out=high)
+    return low, high
+
+
+def _cells(boxes: list[tuple[np.ndarray, np.ndarray]],
+           leaves: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The non-empty intersections of one leaf of the target per tree (boxes, and each
+    cell's leaf per tree), trees with fewest such leaves first; None past `MAX_CELLS`."""
+    order = sorted(range(len(leaves)), key=lambda t: (len(leaves[t]), t))
+    first = order[0]
+    low, high = boxes[first][0][leaves[first]], boxes[first][1][leaves[first]]
+    held = np.full((len(low), len(leaves)), -1, dtype=np.int64)
+    held[:, first] = leaves[first]
+    for t in order[1:]:
+        leaf_low, leaf_high = boxes[t][0][leaves[t]], boxes[t][1][leaves[t]]
+        new_low = np.maximum(low[:, None], leaf_low[None])
+        new_high = np.minimum(high[:, None], leaf_high[None])
+        cell, leaf = np.nonzero((new_low < new_high).all(axis=2))
+        if len(cell) > MAX_CELLS:
+            return None
+        low, high = new_low[cell, leaf], new_high[cell, leaf]
+        held = held[cell]
+        held[:, t] = leaves[t][leaf]
+    return low, high, held
+
+
+def _equations(held: np.ndarray, leaves: list[np.ndarray],
+               model: ReleasedModel) -> tuple[np.ndarray, np.ndarray]:
+    """Each (tree, leaf of the target): which cells lie in it, and its rows."""
+    rows, released = [], []
+    for t, tree in enumerate(model.trees):
+        for leaf in leaves[t]:
+            rows.append(held[:, t] == leaf)
+            released.append(tree.counts[leaf, 0])
+    return np.array(rows, dtype=float), np.array(released, dtype=float)
+
+
+def _multiplicities(held: np.ndarray, leaves: list[np.ndarray], model: ReleasedModel,
+                    v: int, target: float) -> np.ndarray:
+    """How many rows each cell holds: whole numbers meeting every leaf's rows."""
+    A, b = _equations(held, leaves, model)
+    n = held.shape[0]
+    if n == 1 or (A.sum(axis=1) == b).all():  # every cell once fits at once
+        counts = np.ones(n)
+        if (A @ counts == b).all():
+            return counts.astype(np.int64)
+    solved = milp(np.zeros(n), constraints=LinearConstraint(A, b, b),
+                  integrality=np.ones(n), bounds=(0, np.inf))
+    if solved.x is None:
+        raise TargetRowsInfeasible(
+            f"the leaves of value {target:g} (target {v}) hold counts no rows meet in every "
+            "tree at once: the file's values contradict each other (edited or truncated?)")
+    return np.round(solved.x).astype(np.int64)
+
+
+def _fixed(held: np.ndarray, leaves: list[np.ndarray], model: ReleasedModel,
+           counts: np.ndarray) -> np.ndarray:
+    """Cells whose multiplicity every consistent dataset shares: a cell alone in some leaf
+    takes that leaf's rows; the others, where the LP bounds it to one value both ways."""
+    n = held.shape[0]
+    A, b = _equations(held, leaves, model)
+    fixed = (A[A.sum(axis=1) == 1] > 0).any(axis=0)
+    if fixed.all() or n > MAX_PROOF_CELLS:
+        return fixed
+    for cell in np.flatnonzero(~fixed):
+        bound = []
+        for sign in (1.0, -1.0):
+            c = np.zeros(n)
+            c[cell] = sign
+            result = linprog(c, A_eq=A, b_eq=b, bounds=(0, None), method="highs")
+            bound.append(sign * result.fun if result.status == 0 else np.nan)
+        fixed[cell] = abs(bound[0] - counts[cell]) < 1e-6 and abs(bound[1] - counts[cell]) < 1e-6
+    return fixed

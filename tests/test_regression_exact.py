@@ -1,0 +1,178 @@
+"""Issue 39, step 2: regression models whose trees each saw every row once
+(`ExtraTreesRegressor`'s defaults, `bootstrap=False`, a single tree) give back every row
+with its exact target, target by target, checked against the model."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+import skops.io as sio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.ensemble import ExtraTreesRegressor, RandomForestRegressor
+from sklearn.tree import DecisionTreeRegressor
+from test_regression_reconstruct import regression_data
+from typer.testing import CliRunner
+
+from treeleaks import from_sklearn, reconstruct
+from treeleaks.cli import app
+from treeleaks.vocabulary import Formulation, Status
+
+
+def reproduces(estimator, rows: pd.DataFrame, names: list[str]) -> bool:
+    """Independently of treeleaks: every tree's leaves get back their rows and value from
+    ``rows``, each counted once."""
+    X = rows[names].to_numpy(dtype=np.float32)
+    y = rows["label"].to_numpy(dtype=float)
+    members = getattr(estimator, "estimators_", [estimator])
+    for member in members:
+        tree, leaf = member.tree_, member.tree_.apply(X)
+        held = np.bincount(leaf, minlength=tree.node_count)
+        total = np.bincount(leaf, weights=y, minlength=tree.node_count)
+        leaves = tree.children_left < 0
+        if not np.array_equal(held[leaves], tree.n_node_samples[leaves]):
+            return False
+        value = total[leaves] / np.maximum(held[leaves], 1)
+        if not np.allclose(value, tree.value[leaves, 0, 0], rtol=1e-9, atol=1e-9):
+            return False
+    return True
+
+
+def proven_boxes_hold_the_truth(rec, X: pd.DataFrame, y: np.ndarray) -> bool:
+    """Target by target, every proven row can be paired with a true row of its target lying
+    inside its box, no true row used twice (greedy pairing suffices: the cells of one
+    target are disjoint, and rows of one cell share its box)."""
+    names = list(X.columns)
+    low, high = rec.lower[names].to_numpy(), rec.upper[names].to_numpy()
+    got = rec.rows["label"].to_numpy(dtype=float)
+    proven = rec.proven.astype(bool)
+    for target in np.unique(got[proven]):
+        free = list(X.to_numpy()[y == target])
+        for i in np.flatnonzero(proven & (got == target)):
+            inside = [j for j, row in enumerate(free)
+                      if ((low[i] <= row) & (row <= high[i])).all()]
+            if not inside:
+                return False
+            free.pop(inside[0])
+    return True
+
+
+ESTIMATORS = {
+    "extra-trees": lambda seed: ExtraTreesRegressor(n_estimators=12, random_state=seed),
+    "no-bootstrap": lambda seed: RandomForestRegressor(n_estimators=12, bootstrap=False,
+                                                       random_state=seed),
+    "one-tree": lambda seed: DecisionTreeRegressor(random_state=seed),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(ESTIMATORS))
+def test_every_target_comes_back_exactly(kind: str) -> None:
+    X, y = regression_data(80, 3, seed=5, integer=True)
+    estimator = ESTIMATORS[kind](0).fit(X, y)
+    rec = reconstruct(from_sklearn(estimator, allow_regression=True), time_limit=30)
+    assert rec.status == Status.OPTIMAL and rec.verified, rec.message
+    assert rec.formulation == Formulation.REGRESSION_EXACT
+    assert rec.targets_exact == len(y) == rec.n_rows
+    assert sorted(rec.rows["label"].to_numpy(dtype=float)) == sorted(y)
+    assert reproduces(estimator, rec.rows, list(X.columns))
+    assert proven_boxes_hold_the_truth(rec, X, y) and rec.proven_rows > 0
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(n_rows=st.integers(10, 60), n_features=st.integers(1, 4),
+       seed=st.integers(0, 10_000), integer=st.booleans(),
+       kind=st.sampled_from(sorted(ESTIMATORS)))
+def test_property_every_verified_result_reproduces_the_model(n_rows, n_features, seed,
+                                                             integer, kind) -> None:
+    X, y = regression_data(n_rows, n_features, seed, integer)
+    estimator = ESTIMATORS[kind](seed).fit(X, y)
+    rec = reconstruct(from_sklearn(estimator, allow_regression=True), time_limit=30)
+    assert rec.status == Status.OPTIMAL and rec.verified, rec.message
+    assert sorted(rec.rows["label"].to_numpy(dtype=float)) == sorted(y)
+    assert reproduces(estimator, rec.rows, list(X.columns))
+    assert proven_boxes_hold_the_truth(rec, X, y)
+
+
+def test_rows_sharing_every_feature_leave_their_targets_out() -> None:
+    """Two rows alike in every feature with different targets share a leaf whose value is
+    their mean, a value no tree's counts agree on: those rows are left out, the rest come
+    back within every count, and nothing claims a mean as a target."""
+    X, y = regression_data(50, 3, seed=6, integer=False)
+    X.iloc[21] = X.iloc[20]
+    y[21] = y[20] + 7.0
+    estimator = ExtraTreesRegressor(n_estimators=8, random_state=0).fit(X, y)
+    rec = reconstruct(from_sklearn(estimator, allow_regression=True), time_limit=30)
+    assert rec.status == Status.FEASIBLE and rec.partial and rec.verified, rec.message
+    assert rec.n_rows == 48 and "left out" in rec.message
+    got = rec.rows["label"].to_numpy(dtype=float)
+    assert (y[20] + y[21]) / 2 not in got
+    assert sorted(got) == sorted(np.delete(y, [20, 21]))
+
+
+def test_an_edited_leaf_value_is_never_verified() -> None:
+    X, y = regression_data(60, 3, seed=7, integer=False)
+    model = from_sklearn(ExtraTreesRegressor(n_estimators=6, random_state=0).fit(X, y),
+                         allow_regression=True)
+    tree = model.trees[2]
+    values = tree.values.copy()
+    values[0] += 0.5
+    edited = replace(model, trees=[*model.trees[:2], replace(tree, values=values),
+                                   *model.trees[3:]])
+    rec = reconstruct(edited, time_limit=20)
+    assert rec.n_rows < len(y) and not rec.certainty_complete
+    assert rec.status == Status.FEASIBLE and rec.verified  # the rest, within every count
+
+
+def test_leaves_that_do_not_meet_are_infeasible() -> None:
+    """A leaf of one row moved away from the others of its target in one tree: the
+    target's leaves share no point, and the file is named as contradicting itself."""
+    X, y = regression_data(40, 2, seed=8, integer=False)
+    model = from_sklearn(ExtraTreesRegressor(n_estimators=4, random_state=0).fit(X, y),
+                         allow_regression=True)
+    values = [tree.values for tree in model.trees]
+    first, second = model.trees[0], model.trees[1]
+    # swap the values of two single-row leaves in tree 0: each target now sits where the
+    # other trees do not put it
+    one = np.flatnonzero(first.counts[:, 0] == 1)
+    lows, highs = first.leaf_boxes(model.n_features)
+    a = one[0]
+    b = next(v for v in one[1:] if (lows[v] >= highs[a]).any() or (highs[v] <= lows[a]).any())
+    swapped = values[0].copy()
+    swapped[[a, b]] = swapped[[b, a]]
+    edited = replace(model, trees=[replace(first, values=swapped), second, *model.trees[2:]])
+    rec = reconstruct(edited, time_limit=20)
+    assert rec.status == Status.INFEASIBLE and not rec.verified
+    assert "contradict" in rec.message and rec.n_rows == 0
+
+
+def test_cli_writes_every_target(tmp_path) -> None:
+    X, y = regression_data(50, 3, seed=9, integer=True)
+    path = tmp_path / "extra.skops"
+    sio.dump(ExtraTreesRegressor(n_estimators=10, random_state=0).fit(X, y), path)
+    out = tmp_path / "rows.csv"
+    result = CliRunner().invoke(app, ["reconstruct", str(path), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "regression-exact" in result.output
+    assert sorted(pd.read_csv(out)["label"].to_numpy(dtype=float)) == sorted(y)
+
+
+def test_the_json_model_keeps_each_leafs_impurity(tmp_path) -> None:
+    """The IR file keeps the impurity that tells a leaf of one target from a mean, and
+    refuses one that does not give one per leaf."""
+    from treeleaks.errors import TreeleaksError
+    from treeleaks.model import ReleasedModel
+
+    X, y = regression_data(40, 2, seed=10, integer=False)
+    model = from_sklearn(ExtraTreesRegressor(n_estimators=3, random_state=0).fit(X, y),
+                         allow_regression=True)
+    again = ReleasedModel.from_json(model.to_json())
+    assert all(np.array_equal(a.impurity, b.impurity)
+               for a, b in zip(model.trees, again.trees))
+    data = model.to_dict()
+    data["trees"][0]["impurity"].pop()
+    with pytest.raises(TreeleaksError, match="impurity"):
+        ReleasedModel.from_dict(data)
