@@ -176,3 +176,37 @@ def test_the_json_model_keeps_each_leafs_impurity(tmp_path) -> None:
     data["trees"][0]["impurity"].pop()
     with pytest.raises(TreeleaksError, match="impurity"):
         ReleasedModel.from_dict(data)
+
+
+def test_the_audit_reconstructs_a_regressor(tmp_path) -> None:
+    """The audit of a regression forest runs the reconstruction: every target given away,
+    in the report's verdict (checked against its schema) and on the terminal."""
+    import json
+
+    X, y = regression_data(60, 3, seed=12, integer=False)
+    path = tmp_path / "extra.skops"
+    sio.dump(ExtraTreesRegressor(n_estimators=10, random_state=0).fit(X, y), path)
+    result = CliRunner().invoke(app, ["audit", str(path), "--budget", "30", "--out",
+                                      str(tmp_path / "audit")])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "audit" / "report.json").read_text())
+    reconstruction = next(a for a in report["attacks"] if a["name"] == "reconstruct")
+    assert reconstruction["status"] == "complete"
+    assert report["verdict"]["targets_given_away"] == len(y)
+    assert report["risk"]["level"] == "HIGH"
+    assert "Targets given away exactly" in result.output
+
+
+def test_the_audit_says_why_a_regressor_is_not_reconstructed(tmp_path) -> None:
+    import json
+
+    X, y = regression_data(60, 3, seed=13, integer=False)
+    path = tmp_path / "shallow.skops"
+    sio.dump(ExtraTreesRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y),
+             path)
+    result = CliRunner().invoke(app, ["audit", str(path), "--budget", "20", "--out",
+                                      str(tmp_path / "audit")])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "audit" / "report.json").read_text())
+    reconstruction = next(a for a in report["attacks"] if a["name"] == "reconstruct")
+    assert reconstruction["status"] == "not run" and "max_depth=3" in reconstruction["why"]

@@ -267,8 +267,9 @@ def _verdict_table(path: Path, audit: Audit) -> Table:
                                         f" {risk['why']}"))
     for name, key in (("Rows reconstructed exactly", "rows_reconstructed_exactly"),
                       ("Rows proven in the training data", "rows_proven"),
+                      ("Targets given away exactly", "targets_given_away"),
                       ("Rows singled out", "rows_singled_out")):
-        if v[key] is not None:
+        if v.get(key) is not None:
             table.add_row(name, f"{v[key]:,}")
     if v["dist_g"] is not None:
         table.add_row("dist_g (1 = nothing revealed)", f"{v['dist_g']:.3f}")

@@ -75,6 +75,7 @@ def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
     forest = model.n_trees > 1 or model.bootstrap or model.noise is not None
     draws = has_draws(model)
     regression = "a regression model: this attack reads classifiers"
+    regression_refused = _regression_refusal(model) if model.is_regression else ""
 
     def with_defence(measure: Callable[[], tuple[AttackRun, Defence | None]]
                      ) -> Callable[[], AttackRun]:
@@ -92,8 +93,9 @@ def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
                      "--population (rows of the same population that were not trained on)")
     return [
         ("reconstruct", "Reconstruction of the training set",
-         regression if model.is_regression else removed or
-         (lambda: evidence.reconstruction(inp, ev, progress)) if forest else
+         removed or regression_refused or
+         (lambda: evidence.reconstruction(inp, ev, progress))
+         if forest or model.is_regression else
          "a single tree: the probabilistic reconstruction and singling out are its attacks"),
         ("single-out", "Predicate singling out", (lambda: evidence.singling_out(inp, ev))
          if model.counts_released else (lambda: evidence.guessing(inp, ev))),
@@ -114,6 +116,19 @@ def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
          with_defence(lambda: remedies.strip_random_states(inp, ev, progress)) if draws
          else "the model exposes no per-tree draws"),
     ]
+
+
+def _regression_refusal(model: ReleasedModel) -> str:
+    """Why the reconstruction does not read this regressor, or "" when it does."""
+    from treeleaks.attacks.regression import refuse_regression
+    from treeleaks.errors import UnsupportedModelError
+    from treeleaks.vocabulary import Strategy
+
+    try:
+        refuse_regression(model, Strategy.AUTO, None, False)
+    except UnsupportedModelError as exc:
+        return str(exc)
+    return ""
 
 
 def attempt(name: str, title: str, step: Callable[[], AttackRun]) -> AttackRun:
@@ -176,6 +191,7 @@ def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
         "rows_reconstructed_partial": bool(recon.get("partial", False)),
         "rows_reconstructed_exactly": exact,
         "rows_proven": proven,
+        "targets_given_away": recon.get("targets_exact"),
         "rows_singled_out": singled.get("rows_singled_out",
                                         singled.get("rows_singled_out_at_least")),
         "singled_out_measured_on_data": "rows_singled_out" in singled,

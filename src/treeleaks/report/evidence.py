@@ -103,6 +103,8 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
     figures: dict[str, Any] = {k: s[k] for k in (
         "status", "formulation", "n_rows", "proven_rows", "proven_pattern_rows",
         "free_values", "verified", "certainty_complete", "n_cells", "strategy")}
+    if recon.targets_exact is not None:  # a regressor's: targets given away exactly
+        figures["targets_exact"] = recon.targets_exact
     if recon.formulation == Formulation.DP:
         figures.update({k: s[k] for k in ("log_likelihood", "log_likelihood_bound",
                                           "likelihood_checked", "n_rows_interval")})

@@ -161,6 +161,10 @@ def _verdict(audit: Audit) -> str:
             f"at least {v['rows_reconstructed']:,}{of_n} (a partial dataset that fits every "
             "count; see the rebuilt rows)" if v.get("rows_reconstructed_partial")
             else f"{v['rows_reconstructed']:,}{of_n}")))
+    if v.get("targets_given_away") is not None:
+        lines.append(("Training targets given away exactly",
+                      f"{v['targets_given_away']:,}{of_n} (each the value of its leaves, "
+                      "every leaf's rows and value reproduced)"))
     if v["rows_proven"] is not None:
         lines.append(("Rows proven to be in the training data", f"{v['rows_proven']:,}"
                       " (every dataset that reproduces the model's counts holds them)"))

@@ -73,6 +73,11 @@ RULES = (
     Rule("MEDIUM", "rows rebuilt exactly", lambda v: _unproven_exact(v) > 0,
          lambda v: f"{_unproven_exact(v)} training row(s) are rebuilt exactly without proof",
          "MEDIUM if training rows are rebuilt exactly beyond those proven"),
+    Rule("MEDIUM", "targets given away",
+         lambda v: (v.get("targets_given_away") or 0) > (v.get("rows_proven") or 0),
+         lambda v: f"{v['targets_given_away']} training row(s)' targets are rebuilt exactly "
+         "(every leaf's rows and value reproduced), beyond those proven",
+         "MEDIUM if a regressor's training targets are rebuilt exactly beyond those proven"),
     Rule("MEDIUM", "close reconstruction",
          lambda v: v.get("error") is not None and v.get("baseline_error") is not None
          and v["error"] < CLOSE_TO_BASELINE * v["baseline_error"],
