@@ -27,6 +27,7 @@ import numpy as np
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.boosting import (
     booster_trees,
+    check_thresholds,
     float32_positives,
     no_sums,
     sum_rows,
@@ -253,6 +254,7 @@ def _tree(block: dict[str, str], index: int, names: list[str]) -> _Converted:
         return nodes, count, hessian, value
     feature = _numbers(block, "split_feature", index, n_internal).astype(np.int64)
     threshold = _numbers(block, "threshold", index, n_internal)
+    check_thresholds(threshold, f"LightGBM tree {index}", "threshold")
     decision = _numbers(block, "decision_type", index, n_internal).astype(np.int64)
     children = [_numbers(block, key, index, n_internal).astype(np.int64)
                 for key in ("left_child", "right_child")]

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
-from treeleaks.frontends.boosting import no_sums, sum_rows, whole_positives
+from treeleaks.frontends.boosting import check_thresholds, no_sums, sum_rows, whole_positives
 from treeleaks.frontends.stripped import counts_removed, structure_only
 from treeleaks.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
 
@@ -182,6 +182,8 @@ def _tree(tree: dict[str, Any], names: list[str], index: int
         name = names[feature[node]] if 0 <= feature[node] < len(names) else str(feature[node])
         raise UnsupportedModelError(f"XGBoost tree {index} splits feature {name!r} as a "
                                     "category; treeleaks reads numerical splits only")
+    check_thresholds(np.where(leaf, 0.0, condition), f"XGBoost model file: {where}",
+                     "split_conditions")
     leaf_of_node = np.full(n, -1, dtype=np.int64)
     leaf_of_node[leaf] = np.arange(int(leaf.sum()))
     below = np.nextafter(condition.astype(np.float32), np.float32(-np.inf)).astype(np.float64)
