@@ -100,7 +100,7 @@ def test_a_huge_or_missing_xgboost_threshold_is_refused_naming_the_field(
             tree["split_conditions"][first_split(tree)] = value
 
     line = refused(tmp_path, "m.json", edited_xgb(xgb_doc, edit))
-    assert "'split_conditions'" in line and "trees[0]" in line and "edited file" in line
+    assert "'split_conditions'" in line and "trees[0]" in line and "edited" in line
 
 
 @pytest.mark.parametrize("value", ["1e30", "1e38", "inf", "-inf", "nan"])
@@ -108,7 +108,7 @@ def test_a_huge_or_missing_lightgbm_threshold_is_refused_naming_the_field(
         lgb_text, tmp_path, value) -> None:
     text = edited_lgb(lgb_text, "threshold", 0, lambda v: v.__setitem__(0, value))
     line = refused(tmp_path, "m.txt", text)
-    assert "LightGBM tree 0: field 'threshold'" in line and "edited file" in line
+    assert "LightGBM tree 0: field 'threshold'" in line and "edited" in line
 
 
 def test_the_written_rows_are_the_rows_the_certificate_routed(xgb_doc, tmp_path) -> None:
@@ -144,3 +144,104 @@ def load_model_from_doc(doc: dict[str, Any]) -> Any:
     from treeleaks.frontends.xgboost import read_xgboost
 
     return read_xgboost(doc)
+
+
+@pytest.mark.parametrize(("field", "tree", "entry", "value", "expected"), [
+    ("leaf_count", 0, 0, "27.5", "field 'leaf_count' holds 27.5 at entry 0, not a whole"),
+    ("leaf_count", 0, 0, "-3", "field 'leaf_count' holds -3 at entry 0, it must be at least 0"),
+    ("leaf_count", 1, 0, "1000000000", "contradict each other at LightGBM tree 1"),
+    ("leaf_count", 0, 0, "nan", "field 'leaf_count' holds nan at entry 0, not a finite"),
+    ("leaf_weight", 0, 0, "nan", "field 'leaf_weight' holds nan"),
+    ("leaf_weight", 1, 1, "-inf", "field 'leaf_weight' holds -inf"),
+    ("leaf_value", 0, 0, "inf", "field 'leaf_value' holds inf"),
+    ("num_leaves", 0, 0, "nan", "field 'num_leaves' holds nan"),
+    ("num_leaves", 0, 0, "8.5", "field 'num_leaves' holds 8.5"),
+    ("split_feature", 0, 1, "-1", "field 'split_feature' holds -1 at entry 1, it must be"),
+    ("split_feature", 0, 1, "9", "field 'split_feature' holds 9 at entry 1, it must be"),
+    ("left_child", 0, 1, "2.5", "field 'left_child' holds 2.5"),
+    ("decision_type", 0, 0, "nan", "field 'decision_type' holds nan"),
+])
+def test_an_edited_lightgbm_number_is_named(lgb_text, tmp_path, field, tree, entry, value,
+                                            expected) -> None:
+    text = edited_lgb(lgb_text, field, tree, lambda v: v.__setitem__(entry, value))
+    line = refused(tmp_path, "m.txt", text)
+    assert expected in line, line
+    assert "bagging" not in line.replace("records no bagging", "")  # no cause it lacks
+    assert "cannot convert" not in line
+
+
+def test_a_count_edit_is_not_blamed_on_bagging_the_file_does_not_record(lgb_text,
+                                                                       tmp_path) -> None:
+    def plus_one(values: list[str]) -> None:
+        values[0] = str(int(values[0]) + 1)
+
+    line = refused(tmp_path, "m.txt", edited_lgb(lgb_text, "leaf_count", 1, plus_one))
+    assert "the file's values contradict each other at LightGBM tree 1" in line
+    assert "edited or truncated?" in line and "GOSS)" not in line
+
+
+@pytest.mark.parametrize(("where", "value", "expected"), [
+    (("trees", 0, "sum_hessian", 0), float("nan"), "field 'sum_hessian' holds nan"),
+    (("trees", 0, "sum_hessian", 1), -2.0, "field 'sum_hessian' holds -2"),
+    (("trees", 0, "split_indices", 0), -1, "field 'split_indices' holds -1 at entry 0"),
+    (("trees", 0, "split_indices", 0), 7, "field 'split_indices' holds 7 at entry 0, past"),
+    (("trees", 0, "left_children", 0), 1.5, "field 'left_children' holds 1.5"),
+    (("trees", 0, "left_children", 0), 99, "a child index is past"),
+    (("trees", 1, "split_conditions", 1), float("inf"), "field 'split_conditions' holds inf"),
+    (("base_score",), "NaN", "base_score' holds nan, not a finite"),
+    (("base_score",), "[1.5E0]", "base_score' holds 1.5, not a probability"),
+    (("num_feature",), "nan", "num_feature' holds nan, not a finite"),
+    (("trees", 0, "sum_hessian", 1), 100.0, "contradict each other at tree 0 leaf"),
+])
+def test_an_edited_xgboost_number_is_named(xgb_doc, tmp_path, where, value,
+                                           expected) -> None:
+    def edit(doc: dict[str, Any]) -> None:
+        if where[0] == "trees":
+            xgb_trees(doc)[where[1]][where[2]][where[3]] = value
+        else:
+            doc["learner"]["learner_model_param"][where[0]] = value
+
+    line = refused(tmp_path, "m.json", edited_xgb(xgb_doc, edit))
+    assert expected in line, line
+    assert "cannot convert" not in line
+
+
+def duplicated_tree(doc: dict[str, Any]) -> None:
+    """Tree 1 twice: every count still holds, the later sums cannot."""
+    model = doc["learner"]["gradient_booster"]["model"]
+    model["trees"].insert(1, json.loads(json.dumps(model["trees"][1])))
+    for index, tree in enumerate(model["trees"]):
+        tree["id"] = index
+    model["tree_info"].append(0)
+    model["gbtree_model_param"]["num_trees"] = str(len(model["trees"]))
+    if "iteration_indptr" in model:
+        model["iteration_indptr"].append(model["iteration_indptr"][-1] + 1)
+
+
+def tripled_leaf_value(doc: dict[str, Any]) -> None:
+    tree = xgb_trees(doc)[2]
+    leaf = next(n for n, child in enumerate(tree["left_children"]) if child < 0)
+    tree["split_conditions"][leaf] *= 3
+
+
+@pytest.mark.parametrize("edit", [duplicated_tree, tripled_leaf_value])
+def test_gradient_sums_no_dataset_meets_are_infeasible_not_a_fallback(xgb_doc, tmp_path,
+                                                                      edit) -> None:
+    line = refused_with(tmp_path, "m.json", edited_xgb(xgb_doc, edit), 3)
+    assert "no dataset meets both the booster's counts and its leaf values" in line
+    assert "contradict each other at tree 2 leaf" in line and "tolerance" not in line
+
+
+def test_an_edited_later_lightgbm_leaf_value_is_infeasible(lgb_text, tmp_path) -> None:
+    text = edited_lgb(lgb_text, "leaf_value", 2, lambda v: v.__setitem__(1, "5"))
+    line = refused_with(tmp_path, "m.txt", text, 3)
+    assert "contradict each other at tree 2 leaf" in line
+
+
+def refused_with(tmp_path: Path, name: str, text: str, code: int) -> str:
+    """``reconstruct`` on a file holding ``text`` ends with ``code`` and one line."""
+    path = tmp_path / name
+    path.write_text(text)
+    line = one_line_error(runner.invoke(app, ["reconstruct", str(path), *FAST]), code)
+    assert path.read_text() == text
+    return line
