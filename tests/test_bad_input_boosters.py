@@ -245,3 +245,38 @@ def refused_with(tmp_path: Path, name: str, text: str, code: int) -> str:
     line = one_line_error(runner.invoke(app, ["reconstruct", str(path), *FAST]), code)
     assert path.read_text() == text
     return line
+
+
+def with_missing_values(X: pd.DataFrame) -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    return X.astype(float).mask(rng.random(X.shape) < 0.15)
+
+
+@pytest.mark.parametrize("method", ["hist", "exact", "approx"])
+def test_xgboost_missing_value_routing_is_refused_and_plain_data_is_not(tmp_path,
+                                                                      method) -> None:
+    from treeleaks.frontends.xgboost import read_xgboost
+
+    X, y = small_data()
+    plain = xgb.XGBClassifier(n_estimators=4, max_depth=3, tree_method=method).fit(X, y)
+    assert read_xgboost(plain).n_rows == len(X)  # one side for every split: no missing
+    fitted = xgb.XGBClassifier(n_estimators=4, max_depth=3, tree_method=method).fit(
+        with_missing_values(X), y)
+    path = tmp_path / "m.json"
+    fitted.save_model(path)
+    line = one_line_error(runner.invoke(app, ["inspect", str(path)]), 2)
+    assert "missing values" in line and "default_left" in line and "feature 'f" in line
+
+
+def test_dart_boosters_are_refused_with_the_reason(tmp_path) -> None:
+    X, y = small_data()
+    light = lgb.LGBMClassifier(boosting_type="dart", n_estimators=4, verbose=-1).fit(X, y)
+    path = tmp_path / "dart.txt"
+    light.booster_.save_model(str(path))
+    line = one_line_error(runner.invoke(app, ["inspect", str(path)]), 2)
+    assert "LightGBM boosting 'dart'" in line and "rescales" in line
+    extreme = xgb.XGBClassifier(booster="dart", n_estimators=4, max_depth=3).fit(X, y)
+    path = tmp_path / "dart.json"
+    extreme.save_model(path)
+    line = one_line_error(runner.invoke(app, ["inspect", str(path)]), 2)
+    assert "XGBoost booster 'dart'" in line and "rescales" in line

@@ -72,6 +72,14 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     if _option(objective, "sigmoid", 1.0) != 1.0:
         raise UnsupportedModelError("LightGBM binary objective with sigmoid other than 1: its "
                                     "first tree's class counts are not derived")
+    boosting = params.get("boosting", "gbdt").strip()
+    if boosting not in ("gbdt", "goss"):  # goss: refused below as a subsample
+        raise UnsupportedModelError(
+            f"LightGBM boosting {boosting!r}: "
+            + ("DART drops earlier trees and rescales them, so the later trees' sums do "
+               "not follow from the leaf values as saved" if boosting == "dart" else
+               "its trees are not fit one after another on every row")
+            + "; treeleaks reads boosting 'gbdt' (the default)")
     names = feature_names or head.get("feature_names", "").split()
     if not trees:
         raise ModelFormatError("LightGBM model file: it holds no tree ('Tree=' sections)")

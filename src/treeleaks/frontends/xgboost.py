@@ -73,8 +73,10 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
                                "probability strictly between 0 and 1: an edited file?")
     booster = _field(learner, "gradient_booster", "learner")
     if booster.get("name") != "gbtree":
-        raise UnsupportedModelError(f"XGBoost booster {booster.get('name')!r}: treeleaks reads "
-                                    "tree boosters (gbtree)")
+        why = (" (DART drops earlier trees and rescales them, so the later trees' sums do not "
+               "follow from the leaf values as saved)" if booster.get("name") == "dart" else "")
+        raise UnsupportedModelError(f"XGBoost booster {booster.get('name')!r}{why}: treeleaks "
+                                    "reads tree boosters (gbtree, the default)")
     trees = _field(_field(booster, "model", "learner.gradient_booster"), "trees",
                    "learner.gradient_booster.model")
     if not trees:
@@ -89,6 +91,7 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
         raise UnsupportedModelError("this XGBoost model grows several trees per round "
                                     "(num_parallel_tree > 1); treeleaks reads one per round")
     parsed = [_tree(tree, names, t, n_features) for t, tree in enumerate(trees)]
+    _no_missing_routing(trees, [p[0][0] for p in parsed], names)
     if any(not cover.any() for _, cover, _ in parsed):
         if not counts_removed_ok:
             raise counts_removed("XGBoost model", "its covers, sum_hessian, are 0")
@@ -231,6 +234,36 @@ def _tree(tree: dict[str, Any], names: list[str], index: int, n_features: int
     nodes = (np.where(leaf, -1, feature), threshold, np.where(leaf, -1, left),
              np.where(leaf, -1, right), leaf_of_node)
     return nodes, hessian[leaf], condition[leaf]
+
+
+def _no_missing_routing(trees: list[dict[str, Any]], features: list[np.ndarray],
+                        names: list[str]) -> None:
+    """Refuse a model trained with missing values. XGBoost gives every split a side for
+    them (``default_left``): without missing values it is the same side at every split
+    (left with ``tree_method='exact'``, right with ``hist`` and ``approx``), with them each
+    split picks the side its gain prefers. Splits that disagree show the missing values,
+    which the IR (``x <= t`` goes left) does not route."""
+    sides: list[np.ndarray] = []
+    for index, (tree, feature) in enumerate(zip(trees, features, strict=True)):
+        where = f"{FILE}: learner.gradient_booster.model.trees[{index}]"
+        side = checked(tree.get("default_left", [0] * feature.size), where, "default_left",
+                       whole=True, low=0, high=1)
+        if side.size != feature.size:
+            raise ModelFormatError(f"{where}: its node fields differ in length (a truncated "
+                                   "or edited file?)")
+        sides.append(np.column_stack([np.full(feature.size, index), np.arange(feature.size),
+                                      feature, side])[feature >= 0])
+    splits = np.vstack(sides)
+    if splits.size == 0 or np.unique(splits[:, 3]).size < 2:
+        return
+    usual = int(np.bincount(splits[:, 3]).argmax())
+    tree, node, feature, side = splits[np.flatnonzero(splits[:, 3] != usual)[0]]
+    name = names[feature] if feature < len(names) else str(feature)
+    raise UnsupportedModelError(
+        f"XGBoost tree {tree} node {node} splits feature {name!r} sending missing values "
+        f"{'left' if side else 'right'}, other splits the other way (default_left): the "
+        "training data had missing values, which treeleaks does not model; fill them "
+        "before training")
 
 
 def _field(data: Any, key: str, where: str) -> Any:
