@@ -19,6 +19,7 @@ from typer.core import TyperGroup
 from treeleaks.errors import TreeleaksError
 from treeleaks.io import load_model
 from treeleaks.outputs import OutputError, check_outputs, write_outputs
+from treeleaks.paths import unreadable
 from treeleaks.vocabulary import Status
 
 if TYPE_CHECKING:
@@ -143,8 +144,8 @@ def bound_schema(path: Path | None, model: ReleasedModel) -> FeatureSchema:
     """The schema file bound to the model's columns, or the one inferred from its splits."""
     from treeleaks.schema import FeatureSchema
 
-    if path is not None and not path.is_file():
-        fail(f"schema file {str(path)!r} does not exist", EXIT_BAD_INPUT)
+    if path is not None and (problem := unreadable(path, "schema file")):
+        fail(problem, EXIT_BAD_INPUT)
     try:
         schema = FeatureSchema.for_model(model) if path is None else FeatureSchema.from_json(path)
         return schema.bind(model)
@@ -207,6 +208,8 @@ def read_csv(path: Path, what: str) -> pd.DataFrame:
     """A CSV file with a header row; an unreadable one is one line naming ``what`` it is."""
     import pandas as pd
 
+    if problem := unreadable(path, what):
+        fail(problem, EXIT_BAD_INPUT)
     try:
         return pd.read_csv(path)
     except (OSError, ValueError) as exc:
