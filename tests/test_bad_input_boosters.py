@@ -5,6 +5,10 @@ certificate, and never turned into a traceback; the input file is never modified
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +21,7 @@ from typer.testing import CliRunner
 from treeleaks.cli import app
 from treeleaks.cli.reconstruct import _integral
 from treeleaks.counts.verify import verify
+from treeleaks.errors import TreeleaksError
 from treeleaks.io import load_model
 
 from conftest import one_line_error
@@ -280,3 +285,39 @@ def test_dart_boosters_are_refused_with_the_reason(tmp_path) -> None:
     extreme.save_model(path)
     line = one_line_error(runner.invoke(app, ["inspect", str(path)]), 2)
     assert "XGBoost booster 'dart'" in line and "rescales" in line
+
+
+@pytest.mark.parametrize("value", [1e300, 1e-300, 1e-45])
+def test_an_edited_leaf_value_raises_no_runtime_warning(xgb_doc, tmp_path, value) -> None:
+    def edit(doc: dict[str, Any]) -> None:
+        tree = xgb_trees(doc)[0]
+        tree["split_conditions"][tree["left_children"].index(-1)] = value
+
+    path = tmp_path / "m.json"
+    path.write_text(edited_xgb(xgb_doc, edit))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        from treeleaks.frontends.xgboost import read_xgboost
+
+        with pytest.raises(TreeleaksError):  # the library: refused, no warning on the way
+            read_xgboost(path)
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], caught[0]
+
+
+def test_runtime_warnings_never_reach_the_command_lines_stderr(tmp_path) -> None:
+    """In a process of its own (pytest records warnings itself): a warning numpy raises
+    inside a command is not printed beside the one error line."""
+    script = tmp_path / "warn.py"
+    script.write_text(
+        "import numpy as np, typer\n"
+        "from treeleaks.cli import app\n"
+        "@app.command('warn-now')\n"
+        "def warn_now() -> None:\n"
+        "    np.float32(1e300)\n"
+        "    np.array([1.0]) / 0.0\n"
+        "    raise typer.Exit(0)\n"
+        "app()\n")
+    done = subprocess.run([sys.executable, str(script), "warn-now"], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "TREELEAKS_DEBUG": ""})
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr, done.stderr

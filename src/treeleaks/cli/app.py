@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -55,7 +56,11 @@ class _OneLineErrors(TyperGroup):
         **extra: Any,
     ) -> Any:
         try:
-            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            with warnings.catch_warnings():
+                if not os.environ.get(DEBUG_VARIABLE):  # one line on stderr, not a warning's
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                code = super().main(args, prog_name, complete_var, standalone_mode=False,
+                                    **extra)
         except typer.TyperException as exc:  # click's usage errors (unknown option, ...)
             if type(exc).__name__ == "NoArgsIsHelpError":  # bare `treeleaks`: help shown
                 code = exc.exit_code

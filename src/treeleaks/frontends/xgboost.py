@@ -31,6 +31,7 @@ from treeleaks.frontends.stripped import counts_removed, structure_only
 from treeleaks.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
 
 FILE, PARAMS = "XGBoost model file", "learner.learner_model_param"
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 WHOLE_TOLERANCE = 1e-3  # float32 values: derived counts this close to whole are whole
 COUNT_TOLERANCE = 1e-3  # of a row, for n = cover / (b(1-b))
 FLOAT32 = 1e-5  # precision of a later tree's sums: per row, and relative to the stored value
@@ -157,7 +158,8 @@ def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
         if abs(gradient) > 1e-12:
             candidates.append(-float(value[leaf]) * (cover[leaf] + l2) / gradient)
     found: dict[bytes, tuple[np.ndarray, float]] = {}
-    for eta in sorted({round(c, 6) for c in candidates if 0.0 < c <= 1.0}):
+    rates = {round(c, 6) for c in candidates}  # rounded first: a rate of 0 divides by 0
+    for eta in sorted(r for r in rates if 0.0 < r <= 1.0):
         whole = whole_positives(rows * base + value * (cover + l2) / eta, rows,
                                 WHOLE_TOLERANCE)
         if whole is not None:
@@ -229,7 +231,13 @@ def _tree(tree: dict[str, Any], names: list[str], index: int, n_features: int
                      "split_conditions")
     leaf_of_node = np.full(n, -1, dtype=np.int64)
     leaf_of_node[leaf] = np.arange(int(leaf.sum()))
-    below = np.nextafter(condition.astype(np.float32), np.float32(-np.inf)).astype(np.float64)
+    if (np.abs(condition[leaf]) > FLOAT32_MAX).any():
+        node = int(np.flatnonzero(leaf & (np.abs(condition) > FLOAT32_MAX))[0])
+        raise ModelFormatError(f"{at}: field 'split_conditions' holds {condition[node]:g} at "
+                               f"entry {node}, a leaf value past what XGBoost's float32 holds: "
+                               "an edited file?")
+    split_at = np.where(leaf, 0.0, condition).astype(np.float32)
+    below = np.nextafter(split_at, np.float32(-np.inf)).astype(np.float64)
     threshold = np.where(leaf, 0.0, below)  # x < t in float32 is x <= the float32 below t
     nodes = (np.where(leaf, -1, feature), threshold, np.where(leaf, -1, left),
              np.where(leaf, -1, right), leaf_of_node)
