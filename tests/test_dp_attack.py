@@ -388,4 +388,5 @@ def test_leak_test_on_the_command_line(tmp_path):
     missing = runner.invoke(app, ["leak-test", str(tmp_path / "train.csv"), "--truth",
                                   str(tmp_path / "train.csv"), "--population",
                                   str(tmp_path / "nope.csv")])
-    assert missing.exit_code == 2 and "cannot read the population" in missing.output
+    assert missing.exit_code == 2  # the path named as what it is (issue 41)
+    assert "population" in missing.output and "nope.csv' does not exist" in missing.output

@@ -99,14 +99,14 @@ def test_reconstructions_meet_the_counts_and_the_leaf_values(seed: int, n: int,
     assert rec.verified and rec.certificate.leaf_values_match
 
 
-def test_gradient_sums_no_rows_meet_fall_back_to_the_counts_and_say_so() -> None:
+def test_gradient_sums_no_rows_meet_are_infeasible_naming_the_leaf() -> None:
+    """Issue 41: no silent fallback to the counts alone with a verified certificate."""
     X, y = demo_data()
     X, y = X.iloc[:60].reset_index(drop=True), np.asarray(y)[:60]
     fitted = GradientBoostingClassifier(n_estimators=10).fit(X.to_numpy(dtype=float), y)
     model = read(fitted, list(X.columns))
     model.gradients.sums[1][0, 3:5] += 5.0  # a leaf value no dataset gives
     rec = reconstruct(model, FeatureSchema.from_frame(X), time_limit=30)
-    assert rec.verified and rec.n_rows == 60  # every count, as before
-    assert rec.certificate.leaf_values_match is False
-    assert rec.certificate.leaf_values.startswith("leaf values not reproduced: tree ")
-    assert "solved over the counts alone" in rec.message
+    assert rec.status == "INFEASIBLE" and rec.n_rows == 0 and not rec.verified
+    assert "no dataset meets both the booster's counts and its leaf values" in rec.message
+    assert "contradict each other at tree " in rec.message

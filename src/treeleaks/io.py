@@ -31,6 +31,7 @@ from treeleaks.formats import read_json
 from treeleaks.frontends.sklearn import from_sklearn
 from treeleaks.frontends.xgboost import is_xgboost_json
 from treeleaks.model import ModelFormatError, ReleasedModel
+from treeleaks.paths import unreadable
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
 LIGHTGBM_SUFFIX = ".txt"  # booster.save_model's text format
@@ -153,10 +154,9 @@ def _checked_path(path: str | Path, trust_pickle: bool) -> Path:
             "--trust-pickle (trust_pickle=True) if you trust its source, or export the model "
             "with skops"
         )
-    if path.is_dir():
-        raise TreeleaksError(f"{str(path)!r} is a folder; give the model file inside it")
-    if not path.is_file():
-        raise TreeleaksError(f"model file {str(path)!r} does not exist")
+    problem = unreadable(path, "model file")
+    if problem:
+        raise TreeleaksError(problem)
     return path
 
 

@@ -25,6 +25,7 @@ import pandas as pd
 
 from treeleaks.errors import TreeleaksError
 from treeleaks.model import ReleasedModel, Tree
+from treeleaks.paths import unreadable
 from treeleaks.schema import FeatureSchema, FeatureSpec
 
 FIT_CHECK_BUDGET = 200_000_000  # leaf x known row x column comparisons checked up front
@@ -345,6 +346,8 @@ def _value_tree(features: list[int], binary: list[bool], values: np.ndarray, cls
 def _read_csv(path: str | Path | None, what: str) -> pd.DataFrame | None:
     if path is None:
         return None
+    if problem := unreadable(path, f"{what} file"):
+        raise KnowledgeError(problem)
     try:
         return pd.read_csv(path)
     except FileNotFoundError:

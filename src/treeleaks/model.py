@@ -219,6 +219,10 @@ class Tree:
             )
         if not np.isfinite(self.threshold[~is_leaf]).all():
             raise ModelFormatError("a tree has a split whose threshold is not a finite number")
+        if (np.abs(self.threshold[~is_leaf]) > 2.0**53).any():
+            raise ModelFormatError(
+                "a tree has a split threshold past ±2^53, where float64 stops holding every "
+                "whole number: an edited file, or rescale a feature that large before training")
 
 
 def _optional_int_array(values: Any) -> np.ndarray | None:

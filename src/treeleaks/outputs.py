@@ -19,9 +19,12 @@ class OutputError(TreeleaksError):
 
 def same_file(a: Path, b: Path) -> bool:
     """Whether two paths name one file: equal once `.`, `..` and symlinks are resolved, or
-    hard links to one file (checked when both exist)."""
-    if a.resolve() == b.resolve():
-        return True
+    hard links to one file (checked when both exist). A symlink loop is no file."""
+    try:
+        if a.resolve() == b.resolve():
+            return True
+    except RuntimeError:  # a symlink loop (Python < 3.13)
+        return False
     try:
         return os.path.samefile(a, b)
     except OSError:  # one of them does not exist (yet)
@@ -86,7 +89,10 @@ def write_outputs(files: Mapping[Path, str | bytes]) -> None:
 
 def _check_writable(target: Path) -> None:
     """The target's folder exists and takes new files; the target, if present, is a file."""
-    folder = target.resolve().parent
+    try:
+        folder = target.resolve().parent
+    except RuntimeError:  # Python < 3.13
+        raise OutputError(f"cannot write {str(target)!r}: it is a symbolic link loop") from None
     if folder.exists() and not folder.is_dir():
         raise OutputError(f"cannot write {str(target)!r}: {str(folder)!r} is not a folder")
     if not folder.is_dir():

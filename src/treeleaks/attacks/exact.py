@@ -392,6 +392,11 @@ class _ExactPipeline:
                                  system.cls, proofs.counts, proofs.lower, with_width=True)
         certificate = verify(self.model, recon["rows"])
         self.clock.lap("verify")
+        if solution.sums_infeasible and certificate.leaf_values_match is False:
+            return Reconstruction.empty(
+                self.model, status=Status.INFEASIBLE, time_s=self.clock.elapsed(),
+                message=contradiction(certificate.leaf_values), solver=self.solver,
+                n_cells=len(found.cells), timings=self.clock.timings, strategy=found.strategy)
         message = proofs.message
         if solution.counts is not None and not certificate.verified:
             message = ("reconstruction does not reproduce the model: "
@@ -410,6 +415,16 @@ class _ExactPipeline:
             strategy=found.strategy,
             proof=proofs.proof,
         )
+
+
+def contradiction(leaf_values: str) -> str:
+    """Why no dataset meets a booster's counts and gradient sums together, from where the
+    rows of its counts alone miss the sums (``Certificate.leaf_values``)."""
+    miss = leaf_values.removeprefix("leaf values not reproduced: ")
+    where, _, detail = miss.partition(": ")
+    return (f"no dataset meets both the booster's counts and its leaf values: the file's "
+            f"values contradict each other at {where}: edited or truncated? (the rows of "
+            f"the counts alone give: {detail})")
 
 
 def _pinned_lower(pinned: Peeled, cells: Cells, system: CountSystem) -> np.ndarray:

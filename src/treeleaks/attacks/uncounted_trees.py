@@ -17,7 +17,7 @@ from treeleaks.counts.verify import verify
 from treeleaks.model import LeafGradients, ReleasedModel
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Strategy
+from treeleaks.vocabulary import Status, Strategy
 
 # Of the time limit, for the whole model's cells and their MIP. The trees with counts alone
 # (XGBoost: tree 0) are solved in well under a second and tell little, so the whole model
@@ -53,7 +53,7 @@ def reconstruct_with_uncounted(model: ReleasedModel, schema: FeatureSchema, run:
                                                  run.time_limit * LISTING_SHARE / 2))
         whole = reconstruct_exact(model, schema, first, solver=solver,
                                   strategy=Strategy.ENUMERATE)
-        if whole.n_rows:
+        if whole.n_rows or whole.status == Status.INFEASIBLE:  # proven over every cell
             return whole
         left = max(run.time_limit - whole.time_s, 1.0)
         note = (f"every tree's cells did not fit ({whole.message}); the {_counted(model)} "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -19,6 +20,7 @@ from typer.core import TyperGroup
 from treeleaks.errors import TreeleaksError
 from treeleaks.io import load_model
 from treeleaks.outputs import OutputError, check_outputs, write_outputs
+from treeleaks.paths import unreadable
 from treeleaks.vocabulary import Status
 
 if TYPE_CHECKING:
@@ -54,7 +56,11 @@ class _OneLineErrors(TyperGroup):
         **extra: Any,
     ) -> Any:
         try:
-            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            with warnings.catch_warnings():
+                if not os.environ.get(DEBUG_VARIABLE):  # one line on stderr, not a warning's
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                code = super().main(args, prog_name, complete_var, standalone_mode=False,
+                                    **extra)
         except typer.TyperException as exc:  # click's usage errors (unknown option, ...)
             if type(exc).__name__ == "NoArgsIsHelpError":  # bare `treeleaks`: help shown
                 code = exc.exit_code
@@ -143,8 +149,8 @@ def bound_schema(path: Path | None, model: ReleasedModel) -> FeatureSchema:
     """The schema file bound to the model's columns, or the one inferred from its splits."""
     from treeleaks.schema import FeatureSchema
 
-    if path is not None and not path.is_file():
-        fail(f"schema file {str(path)!r} does not exist", EXIT_BAD_INPUT)
+    if path is not None and (problem := unreadable(path, "schema file")):
+        fail(problem, EXIT_BAD_INPUT)
     try:
         schema = FeatureSchema.for_model(model) if path is None else FeatureSchema.from_json(path)
         return schema.bind(model)
@@ -207,6 +213,8 @@ def read_csv(path: Path, what: str) -> pd.DataFrame:
     """A CSV file with a header row; an unreadable one is one line naming ``what`` it is."""
     import pandas as pd
 
+    if problem := unreadable(path, what):
+        fail(problem, EXIT_BAD_INPUT)
     try:
         return pd.read_csv(path)
     except (OSError, ValueError) as exc:

@@ -29,6 +29,7 @@ from treeleaks.cli.app import (
     write_all,
 )
 from treeleaks.errors import TreeleaksError
+from treeleaks.paths import unreadable
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -181,8 +182,8 @@ def _schema(path: Path | None) -> Any:
 
     if path is None:
         return None
-    if not path.is_file():
-        fail(f"schema file {str(path)!r} does not exist", EXIT_BAD_INPUT)
+    if problem := unreadable(path, "schema file"):
+        fail(problem, EXIT_BAD_INPUT)
     try:
         return FeatureSchema.from_json(path)
     except (TreeleaksError, ValueError, OSError) as exc:

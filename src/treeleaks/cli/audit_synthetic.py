@@ -41,13 +41,15 @@ def audit_release(out: Path, data: Path | None, population: Path | None,
     from treeleaks.report.synthetic_audit import SyntheticInput, run_synthetic_audit
     from treeleaks.report.synthetic_html import render_release
     from treeleaks.synthetic import anonymeter_check
+    from treeleaks.synthetic.privbayes import MAX_EPSILON
 
     if data is None or population is None or epsilon is None:
         fail("--synthetic needs --data (your private table), --population (the public rows "
              "that hold it) and --epsilon (PrivBayes's privacy budget)", EXIT_BAD_INPUT)
-    if not math.isfinite(epsilon) or epsilon <= 0:
-        fail(f"--epsilon must be a positive finite number (e.g. 1.0), not {epsilon:g}",
-             EXIT_BAD_INPUT)
+    if not math.isfinite(epsilon) or not 0 < epsilon <= MAX_EPSILON:
+        fail(f"--epsilon must be a positive finite number (e.g. 1.0) up to {MAX_EPSILON:g} "
+             f"(past it PrivBayes's noise falls below what its arithmetic holds), not "
+             f"{epsilon:g}", EXIT_BAD_INPUT)
     html_path, json_path = out / "report.html", out / "report.json"
     try:
         out.mkdir(parents=True, exist_ok=True)

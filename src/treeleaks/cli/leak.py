@@ -26,6 +26,7 @@ from treeleaks.cli.app import (
     write_all,
 )
 from treeleaks.errors import TreeleaksError
+from treeleaks.paths import unreadable
 
 FOREST_NOTE = ("a forest: these are per-tree figures (each tree alone, as if released by "
                "itself); the trees together reveal more, and 'treeleaks reconstruct' is the "
@@ -64,8 +65,8 @@ def leak_command(
     guard_outputs(model_path, schema, outputs)
     rule_list = rule_list_or_none(model_path)
     model = load(model_path, trust_pickle) if rule_list is None else None
-    if schema is not None and not schema.is_file():
-        fail(f"schema file {str(schema)!r} does not exist", EXIT_BAD_INPUT)
+    if schema is not None and (problem := unreadable(schema, "schema file")):
+        fail(problem, EXIT_BAD_INPUT)
     try:
         given = None if schema is None else FeatureSchema.from_json(schema)
         if rule_list is not None:

@@ -338,14 +338,16 @@ def _draws(model: ReleasedModel, recon: Reconstruction) -> pd.DataFrame:
 
 
 def _integral(rows: pd.DataFrame) -> pd.DataFrame:
-    """Float columns holding only whole numbers as integers, so 0/1 data stays 0/1 in the CSV."""
+    """Float columns holding only whole numbers as integers, so 0/1 data stays 0/1 in the CSV.
+    Only whole numbers within ±2^53 are converted: they are the same number as an integer,
+    so the rows written are the rows the certificate routed (never an int64 extreme)."""
     import numpy as np
     import pandas as pd
 
     rows = rows.copy()
     for name in rows.columns:
         values = rows[name]
-        if pd.api.types.is_float_dtype(values) and np.isfinite(values).all() and (
+        if pd.api.types.is_float_dtype(values) and (np.abs(values) <= 2.0**53).all() and (
             values == values.round()
         ).all():
             rows[name] = values.astype(np.int64)

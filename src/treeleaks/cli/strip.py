@@ -25,6 +25,7 @@ from treeleaks.cli.app import (
     write_all,
 )
 from treeleaks.errors import TreeleaksError
+from treeleaks.paths import unreadable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -150,8 +151,9 @@ def _read(path: Path, trust_pickle: bool) -> Any:
     suffix = path.suffix.lower()
     if suffix not in (".json", ".txt"):
         return load_estimator(path, trust_pickle)
-    if not path.is_file():
-        raise TreeleaksError(f"model file {str(path)!r} does not exist")
+    problem = unreadable(path, "model file")
+    if problem:
+        raise TreeleaksError(problem)
     if suffix == ".txt":
         text = path.read_text(encoding="utf-8", errors="replace")
         if text.split("\n", 1)[0].strip() != "tree":

@@ -53,7 +53,7 @@ def synthetic_command(
     shadows: Annotated[int, typer.Option(min=1, help="Shadow pairs per target.")] = 50,
     attacks: Annotated[int, typer.Option(min=1, help="Synthetic tables released from the "
                                          "private table and attacked.")] = 100,
-    seed: Annotated[int, typer.Option(help="Seed of every random draw.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of every random draw.")] = 0,
     budget: Annotated[float, typer.Option(callback=positive_seconds, help="Seconds for the "
                                           "whole run; shadow training stops at 80% of it.")
                       ] = 600.0,
@@ -74,12 +74,14 @@ def synthetic_command(
     --white-box, the fitted models), and measure how often the shadow-model attack singles
     out a private row, beside the baseline |X|/|D| (Sedlmeyr 2024)."""
     from treeleaks.synthetic import anonymeter_check
+    from treeleaks.synthetic.privbayes import MAX_EPSILON
     from treeleaks.synthetic.singling_out import single_out_synthetic
     from treeleaks.synthetic.utility import release_utility
 
-    if not math.isfinite(epsilon) or epsilon <= 0:
-        fail(f"--epsilon must be a positive finite number (e.g. 1.0), not {epsilon:g}",
-             EXIT_BAD_INPUT)
+    if not math.isfinite(epsilon) or not 0 < epsilon <= MAX_EPSILON:
+        fail(f"--epsilon must be a positive finite number (e.g. 1.0) up to {MAX_EPSILON:g} "
+             f"(past it PrivBayes's noise falls below what its arithmetic holds), not "
+             f"{epsilon:g}", EXIT_BAD_INPUT)
     outputs = [json_path] + ([plot] if plot is not None else [])
     guard_outputs(data, population, outputs)
     private = read_csv(data, "private table")
@@ -138,8 +140,11 @@ def _table(data: Path, result: SyntheticSinglingOut, utility: dict[str, Any],
     table.add_row("Privacy budget ε", f"{result.epsilon:g}")
     table.add_row("Success rate", f"{result.success_rate:.1%} (95% interval {low:.1%} to "
                   f"{high:.1%}; {result.successes} of {result.attacks} releases)")
-    table.add_row("Baseline |X|/|D|", f"{result.baseline:.1%} ({result.n_private} of "
-                  f"{result.n_population} rows)")
+    rows = result.n_private if result.baseline_rows is None else result.baseline_rows
+    dropped = (f"; {result.n_private - rows} duplicated private rows left out"
+               if rows < result.n_private else "")
+    table.add_row("Baseline |X|/|D|", f"{result.baseline:.1%} ({rows} of "
+                  f"{result.n_population} rows{dropped})")
     verdict = ("above the baseline: the releases let the attack single out private rows"
                if low > result.baseline else "below the baseline: the attack's targets are "
                "rarely private rows" if high < result.baseline else

@@ -26,6 +26,7 @@ from treeleaks.cli.app import (
     write_all,
 )
 from treeleaks.errors import TreeleaksError
+from treeleaks.paths import unreadable
 
 
 @app.command("worst-case")
@@ -55,6 +56,8 @@ def worst_case_command(
     guard_outputs(model_path, schema, [json_path] if json_path is not None else [])
     model = load(model_path, trust_pickle)
     bound = bound_schema(schema, model)
+    if problem := unreadable(truth, "training rows file"):
+        fail(problem, EXIT_BAD_INPUT)
     try:
         rows = pd.read_csv(truth)
     except (OSError, ValueError, UnicodeDecodeError) as exc:

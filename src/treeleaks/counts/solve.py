@@ -74,6 +74,9 @@ class Solution:
     # the system with the bounds a booster's gradient sums add (`counts.side_bounds`), when
     # the counts were found with them: sound, so the proofs may start from them
     bounded: CountSystem | None = None
+    # the gradient sums were found infeasible and ``counts`` meet the counts alone: the
+    # caller checks its rows against the sums (`attacks.exact`), INFEASIBLE when they miss
+    sums_infeasible: bool = False
 
 
 @dataclass
@@ -135,15 +138,18 @@ def solve(
     solution.time_s = time.perf_counter() - start
     if solution.counts is not None:
         return solution
-    # the true rows meet the sums: infeasible is the solver's numerics, else its time
-    why = ("found the booster's gradient sums infeasible, which the true rows never are (its "
-           "numerical tolerance)" if solution.status == Status.INFEASIBLE else
+    # infeasible sums: the rows of the counts alone tell the solver's numerics (they meet
+    # the sums) from a file whose values contradict each other (they miss them)
+    infeasible = solution.status == Status.INFEASIBLE
+    why = ("found the booster's gradient sums infeasible at its tolerance, yet the rows of "
+           "the counts alone meet them" if infeasible else
            f"found no dataset that meets the booster's gradient sums in {solution.time_s:.0f} "
            "s")
     left = max(float(time_limit) - solution.time_s, 0.0)
     retry = _solve(dataclasses.replace(system, side=None), left, threads, seed, solver)
     retry.time_s += solution.time_s
     retry.note = f"the solver {why}; solved over the counts alone"
+    retry.sums_infeasible = infeasible
     return retry
 
 

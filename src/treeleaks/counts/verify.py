@@ -32,6 +32,8 @@ def verify(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
     For a bootstrap forest, row k counts ``draws[k]`` times in each tree (the rows
     are in training order), and each leaf's number of distinct rows is checked too."""
     X = rows[list(model.feature_names)].to_numpy(dtype=np.float64)
+    if (unrouted := _unroutable(model, X)):
+        return Certificate(False, 0, 1, unrouted)
     leaves, cls = model.apply(X), model.class_index(rows[model.label_name].to_numpy())
     wrong, checked, first = 0, 0, ""
     for t, tree in enumerate(model.trees):
@@ -72,11 +74,26 @@ def verify(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
     return certificate
 
 
+def _unroutable(model: ReleasedModel, X: np.ndarray) -> str:
+    """Why some row cannot be routed as a training row (a NaN, an infinite or a value past
+    ±2^53 in a column some tree splits goes down a side no threshold chose), or "" when
+    every value can. A column no tree splits may stay open (NaN)."""
+    split = np.array([t.size > 0 for t in model.thresholds()], dtype=bool)
+    bad = ~(np.abs(X) <= 2.0**53) & split
+    if not bad.any():
+        return ""
+    row, column = np.argwhere(bad)[0]
+    return (f"row {row} column {model.feature_names[column]!r} holds {X[row, column]:g}, "
+            "which no tree routes as a training value")
+
+
 def verify_within(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
     """The certificate of a partial dataset of a forest whose trees each saw every row
     once: routed through every tree, the rows fill no leaf beyond its released count of
     their class (``verified``; ``n_counts_wrong`` counts the leaves they overfill)."""
     X = rows[list(model.feature_names)].to_numpy(dtype=np.float64)
+    if (unrouted := _unroutable(model, X)):
+        return Certificate(False, 0, 1, unrouted)
     leaves, cls = model.apply(X), model.class_index(rows[model.label_name].to_numpy())
     wrong, checked, first = 0, 0, ""
     for t, tree in enumerate(model.trees):

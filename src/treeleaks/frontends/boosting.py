@@ -11,10 +11,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from treeleaks.model import Tree
+from treeleaks.model import ModelFormatError, Tree
 
 SOLVER_SLACK = 1e-4  # the least half-width of a gradient sum's interval
+# the largest split threshold read: past 2^53, float64 no longer holds every whole number,
+# so neither a reconstructed value nor its routing can be trusted (and 1e30 is no data)
+MAX_THRESHOLD = 2.0**53
 Nodes = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def check_thresholds(values: np.ndarray, where: str, field: str) -> None:
+    """Refuse a split threshold that is NaN, infinite or beyond ±2^53 (`MAX_THRESHOLD`),
+    naming the node: an edited file, never a value to route rows by."""
+    bad = ~(np.abs(np.asarray(values, dtype=np.float64)) <= MAX_THRESHOLD)
+    if bad.any():
+        node = int(np.argmax(bad))
+        value = float(values[node])
+        why = ("a threshold past ±2^53, where float64 stops holding every whole number: "
+               "an edited file, or rescale a feature that large before training"
+               if np.isfinite(value) else "not a finite threshold: an edited file?")
+        raise ModelFormatError(f"{where}: field {field!r} holds {value:g} at node {node}, "
+                               f"{why}")
 
 
 def whole_positives(derived: np.ndarray, rows: np.ndarray, tolerance: float

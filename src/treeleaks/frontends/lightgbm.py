@@ -27,11 +27,13 @@ import numpy as np
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.boosting import (
     booster_trees,
+    check_thresholds,
     float32_positives,
     no_sums,
     sum_rows,
     whole_positives,
 )
+from treeleaks.frontends.numbers import checked, checked_one
 from treeleaks.frontends.stripped import counts_removed, structure_only
 from treeleaks.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
 
@@ -70,6 +72,14 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     if _option(objective, "sigmoid", 1.0) != 1.0:
         raise UnsupportedModelError("LightGBM binary objective with sigmoid other than 1: its "
                                     "first tree's class counts are not derived")
+    boosting = params.get("boosting", "gbdt").strip()
+    if boosting not in ("gbdt", "goss"):  # goss: refused below as a subsample
+        raise UnsupportedModelError(
+            f"LightGBM boosting {boosting!r}: "
+            + ("DART drops earlier trees and rescales them, so the later trees' sums do "
+               "not follow from the leaf values as saved" if boosting == "dart" else
+               "its trees are not fit one after another on every row")
+            + "; treeleaks reads boosting 'gbdt' (the default)")
     names = feature_names or head.get("feature_names", "").split()
     if not trees:
         raise ModelFormatError("LightGBM model file: it holds no tree ('Tree=' sections)")
@@ -82,13 +92,14 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
                               "gradient-boosted (LightGBM)",
                               shapes[0][3] if objective[0] == "regression" else None)
     converted = [_tree(block, index, names) for index, block in enumerate(trees)]
-    _same_rows([count for _, count, _, _ in converted])
+    _same_rows([count for _, count, _, _ in converted], params)
     eta = _float(params, "learning_rate", 0.1)
     l2 = _float(params, "lambda_l2", 0.0)
     if objective[0] == "regression":
         return _regression(converted, params, names, eta, l2, label_name)
+    _hessians_fit_counts(converted)
     _, count, hessian, value = converted[0]
-    positives = first_tree_positives(count, hessian, value, eta, l2)
+    positives = first_tree_positives(count, hessian, value, eta, l2, _options_used(params))
     out = booster_trees([c[0] for c in converted], [c[1] for c in converted], positives)
     gradients = LeafGradients(0.0, [c[3] for c in converted], [no_sums()] + [
         _sums(count, hessian, value, eta, l2) for _, count, hessian, value in converted[1:]])
@@ -143,20 +154,57 @@ def _counts_missing(trees: list[dict[str, str]]) -> bool:
 
 def _zero_counts(block: dict[str, str]) -> dict[str, str]:
     """A tree's fields with its removed leaf counts and hessian sums put back as zeros."""
-    zeros = " ".join("0" for _ in range(int(block.get("num_leaves", "1"))))
+    n_leaves = checked_one(block.get("num_leaves", "1"), "LightGBM tree", "num_leaves",
+                           whole=True, low=1)
+    zeros = " ".join("0" for _ in range(int(n_leaves)))
     return {**block, "leaf_count": zeros, "leaf_weight": zeros}
 
 
-def _same_rows(counts: list[np.ndarray]) -> None:
-    """Every tree's leaves hold the first tree's rows, or the trees saw subsamples."""
-    n_rows = int(counts[0].sum())
-    for index, count in enumerate(counts):
-        if int(count.sum()) != n_rows:
-            raise UnsupportedModelError(
-                f"LightGBM tree {index}'s leaves count {int(count.sum())} rows but tree 0's "
-                f"count {n_rows}: the trees were fit on subsamples (bagging or GOSS), whose "
-                "counts treeleaks does not model; it audits boosters trained on every row "
-                "(bagging_fraction=1, no GOSS)")
+def _same_rows(counts: list[np.ndarray], params: dict[str, str]) -> None:
+    """Every tree's leaves hold the first tree's rows: else the trees saw subsamples, when
+    the file says so (`_subsampling`), or the file was edited."""
+    totals = [int(count.sum()) for count in counts]
+    n_rows = max(totals, key=totals.count)  # most trees' rows: an edit is in the others
+    first = next((t for t, total in enumerate(totals) if total != n_rows), None)
+    if first is None:
+        return
+    index, count = first, counts[first]
+    sampled = _subsampling(params)
+    if sampled:
+        raise UnsupportedModelError(
+            f"LightGBM tree {index}'s leaves count {int(count.sum())} rows but most "
+            f"trees' count {n_rows}: the trees were fit on subsamples ({sampled}), whose "
+            "counts treeleaks does not model; it audits boosters trained on every row "
+            "(bagging_fraction=1, no GOSS)")
+    raise ModelFormatError(
+        f"the file's values contradict each other at LightGBM tree {index}: its "
+        f"leaf_count adds up to {int(count.sum())} rows, most trees' to {n_rows}, and the "
+        "file records no bagging or GOSS: edited or truncated?")
+
+
+def _subsampling(params: dict[str, str]) -> str:
+    """The row subsampling the file's parameters record ("" when none)."""
+    strategy = params.get("data_sample_strategy", "").strip()
+    if strategy == "goss" or params.get("boosting", "").strip() == "goss":
+        return "GOSS"
+    fractions = [_float(params, key, 1.0) for key in
+                 ("bagging_fraction", "pos_bagging_fraction", "neg_bagging_fraction")]
+    if min(fractions) < 1.0 and _float(params, "bagging_freq", 0.0) > 0:
+        return f"bagging, bagging_fraction={min(fractions):g}"
+    return ""
+
+
+def _hessians_fit_counts(converted: list[_Converted]) -> None:
+    """A leaf of no rows has no hessian sum, whatever the weights: anything else is an
+    edited file."""
+    for index, (_, count, hessian, _) in enumerate(converted):
+        off = (count == 0) & (hessian > 0)
+        if off.any():
+            leaf = int(np.argmax(off))
+            raise ModelFormatError(
+                f"the file's values contradict each other at LightGBM tree {index} leaf "
+                f"{leaf}: leaf_count 0 but leaf_weight {hessian[leaf]:g}: edited or "
+                "truncated?")
 
 
 def _sums(count: np.ndarray, hessian: np.ndarray, value: np.ndarray, eta: float,
@@ -171,19 +219,20 @@ def _sums(count: np.ndarray, hessian: np.ndarray, value: np.ndarray, eta: float,
 
 
 def first_tree_positives(count: np.ndarray, hessian: np.ndarray, value: np.ndarray,
-                         eta: float, l2: float) -> np.ndarray:
+                         eta: float, l2: float, used: str = "") -> np.ndarray:
     """Each leaf's positives in the first tree of a binary booster (see the module doc),
-    refused unless they are whole and within the leaf."""
+    refused unless they are whole and within the leaf; ``used`` names the training options
+    the file records that the derivation leaves out (`_options_used`)."""
     n_rows = int(count.sum())
     q = float(hessian.sum() / n_rows)  # p0 (1 - p0), the same for every row
     disc = 1.0 - 4.0 * q
     if disc < -1e-9:
-        raise UnsupportedModelError(_not_whole("its hessian sums exceed n/4"))
+        raise UnsupportedModelError(_not_whole("its hessian sums exceed n/4", used, None))
     # Near p0 = 1/2 the roots are ill-conditioned; the positive share is k/N, so snap to
     # it (1/2 itself: boosting that does not start from the average).
     roots = {round((0.5 + sign * math.sqrt(max(disc, 0.0)) / 2) * n_rows) / n_rows
              for sign in (-1, 1)} | {0.5}
-    worst = math.inf
+    worst, leaf = math.inf, 0
     for p0 in sorted(roots):
         if not 0.0 < p0 < 1.0:
             continue
@@ -193,16 +242,43 @@ def first_tree_positives(count: np.ndarray, hessian: np.ndarray, value: np.ndarr
         whole = whole_positives(derived, count, WHOLE_TOLERANCE)
         if whole is not None:
             return whole
-        off = float(np.abs(derived - np.rint(derived)).max())
-        worst = min(worst, off)
-    raise UnsupportedModelError(_not_whole(f"they miss whole numbers by up to {worst:.3g}"))
+        outside = np.maximum(np.maximum(-derived, derived - count), 0.0)
+        off = np.abs(derived - np.rint(derived)) + outside
+        if float(off.max()) < worst:
+            worst, leaf = float(off.max()), int(np.argmax(off))
+    raise UnsupportedModelError(_not_whole(
+        f"they miss whole counts within the leaf by up to {worst:.3g}", used, leaf))
 
 
-def _not_whole(why: str) -> str:
-    return ("the first LightGBM tree's leaf values give no whole class counts ("
-            f"{why}): the model was trained with an option the derivation leaves out (sample "
-            "weights, scale_pos_weight or is_unbalance, an initial score, lambda_l1, "
-            "max_delta_step or path_smooth); treeleaks refuses to guess its classes")
+def _not_whole(why: str, used: str, leaf: int | None) -> str:
+    """The refusal of a first tree without whole class counts: blamed on the options the
+    file records, else on an edit or on what the file cannot record."""
+    head = f"the first LightGBM tree's leaf values give no whole class counts ({why})"
+    if used:
+        return (f"{head}: the model was trained with {used}, which the derivation leaves "
+                "out; treeleaks refuses to guess its classes")
+    at = "LightGBM tree 0" + ("" if leaf is None else f" leaf {leaf}")
+    return (f"{head}: the file's values contradict each other at {at}: edited or "
+            "truncated? (or trained with sample weights or an initial score, which the file "
+            "does not record; treeleaks refuses to guess its classes)")
+
+
+def _options_used(params: dict[str, str]) -> str:
+    """The training options the file records that the first tree's derivation leaves out
+    (LightGBM writes every parameter, so an option at its default was not used)."""
+    defaults = {"scale_pos_weight": 1.0, "is_unbalance": 0.0, "lambda_l1": 0.0,
+                "max_delta_step": 0.0, "path_smooth": 0.0}
+    used = []
+    for key, default in defaults.items():
+        raw = params.get(key, "").strip().lower()
+        value = {"true": 1.0, "false": 0.0}.get(raw)
+        try:
+            value = float(raw) if value is None and raw else value
+        except ValueError:
+            value = None
+        if value is not None and value != default:
+            used.append(f"{key}={raw}")
+    return ", ".join(used)
 
 
 def _sections(text: str) -> tuple[dict[str, str], list[dict[str, str]], dict[str, str]]:
@@ -234,27 +310,29 @@ def _sections(text: str) -> tuple[dict[str, str], list[dict[str, str]], dict[str
 def _tree(block: dict[str, str], index: int, names: list[str]) -> _Converted:
     """One tree's IR nodes (internal nodes first, then leaves), leaf counts, hessian sums
     and values."""
-    n_leaves = int(_numbers(block, "num_leaves", index, 1)[0])
-    if n_leaves < 1:
-        raise ModelFormatError(f"LightGBM tree {index}: field 'num_leaves' must be at least 1")
-    if int(block.get("num_cat", "0")) > 0:
+    n_leaves = int(_numbers(block, "num_leaves", index, 1, whole=True, low=1)[0])
+    if checked_one(block.get("num_cat", "0"), f"LightGBM tree {index}", "num_cat",
+                   whole=True, low=0) > 0:
         raise UnsupportedModelError(f"LightGBM tree {index} has categorical splits; treeleaks "
                                     "reads numerical splits only (encode categories as numbers)")
     if block.get("is_linear", "0") != "0":
         raise UnsupportedModelError(f"LightGBM tree {index} is a linear tree; treeleaks reads "
                                     "constant leaves only")
-    count = _numbers(block, "leaf_count", index, n_leaves).astype(np.int64)
+    count = _numbers(block, "leaf_count", index, n_leaves, whole=True, low=0)
     value = _numbers(block, "leaf_value", index, n_leaves)
-    hessian = _numbers(block, "leaf_weight", index, n_leaves)
+    hessian = _numbers(block, "leaf_weight", index, n_leaves, low=0.0)
     n_internal = n_leaves - 1
     if not n_internal:
         nodes = (np.array([-1]), np.array([0.0]), np.array([-1]), np.array([-1]),
                  np.array([0]))
         return nodes, count, hessian, value
-    feature = _numbers(block, "split_feature", index, n_internal).astype(np.int64)
+    feature = _numbers(block, "split_feature", index, n_internal, whole=True, low=0,
+                       high=len(names) - 1 if names else math.inf)
     threshold = _numbers(block, "threshold", index, n_internal)
-    decision = _numbers(block, "decision_type", index, n_internal).astype(np.int64)
-    children = [_numbers(block, key, index, n_internal).astype(np.int64)
+    check_thresholds(threshold, f"LightGBM tree {index}", "threshold")
+    decision = _numbers(block, "decision_type", index, n_internal, whole=True, low=0)
+    children = [_numbers(block, key, index, n_internal, whole=True,
+                         low=-n_leaves, high=n_internal - 1)
                 for key in ("left_child", "right_child")]
     for node in range(n_internal):
         name = names[feature[node]] if 0 <= feature[node] < len(names) else str(feature[node])
@@ -279,15 +357,14 @@ def _tree(block: dict[str, str], index: int, names: list[str]) -> _Converted:
     return nodes, count, hessian, value
 
 
-def _numbers(block: dict[str, str], key: str, index: int, length: int) -> np.ndarray:
-    """Field ``key`` of tree ``index`` as ``length`` numbers, or a one-line error naming it."""
+def _numbers(block: dict[str, str], key: str, index: int, length: int,
+             **bounds: Any) -> np.ndarray:
+    """Field ``key`` of tree ``index`` as ``length`` numbers, each checked (finite, whole
+    and in range as ``bounds`` say: `treeleaks.frontends.numbers.checked`), or a one-line
+    error naming it."""
     if key not in block:
         raise ModelFormatError(f"LightGBM tree {index}: field {key!r} is missing")
-    try:
-        values = np.array([float(v) for v in block[key].split()], dtype=np.float64)
-    except ValueError:
-        raise ModelFormatError(f"LightGBM tree {index}: field {key!r} holds something other "
-                               "than numbers") from None
+    values = checked(block[key].split(), f"LightGBM tree {index}", key, **bounds)
     if values.size != length:
         raise ModelFormatError(f"LightGBM tree {index}: field {key!r} has {values.size} "
                                f"entries, expected {length} (a truncated or edited file?)")

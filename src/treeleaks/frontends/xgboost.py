@@ -25,10 +25,13 @@ from typing import Any
 import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
-from treeleaks.frontends.boosting import no_sums, sum_rows, whole_positives
+from treeleaks.frontends.boosting import check_thresholds, no_sums, sum_rows, whole_positives
+from treeleaks.frontends.numbers import checked, checked_one
 from treeleaks.frontends.stripped import counts_removed, structure_only
 from treeleaks.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
 
+FILE, PARAMS = "XGBoost model file", "learner.learner_model_param"
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 WHOLE_TOLERANCE = 1e-3  # float32 values: derived counts this close to whole are whole
 COUNT_TOLERANCE = 1e-3  # of a row, for n = cover / (b(1-b))
 FLOAT32 = 1e-5  # precision of a later tree's sums: per row, and relative to the stored value
@@ -65,23 +68,31 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
         raise UnsupportedModelError(f"XGBoost objective {objective!r}: treeleaks reads binary "
                                     "classifiers (objective 'binary:logistic') so far")
     params = _field(learner, "learner_model_param", "learner")
-    base = float(str(_field(params, "base_score", "learner.learner_model_param")).strip("[]"))
+    base = checked_one(_field(params, "base_score", PARAMS), FILE, f"{PARAMS}.base_score")
+    if not 0.0 < base < 1.0:
+        raise ModelFormatError(f"{FILE}: field '{PARAMS}.base_score' holds {base:g}, not a "
+                               "probability strictly between 0 and 1: an edited file?")
     booster = _field(learner, "gradient_booster", "learner")
     if booster.get("name") != "gbtree":
-        raise UnsupportedModelError(f"XGBoost booster {booster.get('name')!r}: treeleaks reads "
-                                    "tree boosters (gbtree)")
+        why = (" (DART drops earlier trees and rescales them, so the later trees' sums do not "
+               "follow from the leaf values as saved)" if booster.get("name") == "dart" else "")
+        raise UnsupportedModelError(f"XGBoost booster {booster.get('name')!r}{why}: treeleaks "
+                                    "reads tree boosters (gbtree, the default)")
     trees = _field(_field(booster, "model", "learner.gradient_booster"), "trees",
                    "learner.gradient_booster.model")
     if not trees:
         raise ModelFormatError("XGBoost model file: it holds no tree")
-    n_features = int(_field(params, "num_feature", "learner.learner_model_param"))
+    n_features = int(checked_one(_field(params, "num_feature", PARAMS), FILE,
+                                 f"{PARAMS}.num_feature", whole=True, low=1))
     names = feature_names or learner.get("feature_names") or [f"f{j}" for j in
                                                                range(n_features)]
     model_param = booster["model"].get("gbtree_model_param", {})
-    if int(model_param.get("num_parallel_tree", 1)) != 1:
+    if checked_one(model_param.get("num_parallel_tree", 1), FILE, "num_parallel_tree",
+                   whole=True, low=1) != 1:
         raise UnsupportedModelError("this XGBoost model grows several trees per round "
                                     "(num_parallel_tree > 1); treeleaks reads one per round")
-    parsed = [_tree(tree, names, t) for t, tree in enumerate(trees)]
+    parsed = [_tree(tree, names, t, n_features) for t, tree in enumerate(trees)]
+    _no_missing_routing(trees, [p[0][0] for p in parsed], names)
     if any(not cover.any() for _, cover, _ in parsed):
         if not counts_removed_ok:
             raise counts_removed("XGBoost model", "its covers, sum_hessian, are 0")
@@ -90,12 +101,15 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
     nodes, cover, value = parsed[0]
     count = cover / (base * (1.0 - base))
     rows = np.rint(count)
-    if np.abs(count - rows).max() > COUNT_TOLERANCE or (rows < 1).any():
+    off = (np.abs(count - rows) > COUNT_TOLERANCE) | (rows < 1)
+    if off.any():
         raise UnsupportedModelError(
             "the first XGBoost tree's covers are not whole row counts times b(1-b) for its "
-            f"base score b = {base:g}: it was trained with sample weights or a base score "
-            "of its own; treeleaks refuses to guess its counts")
-    positives, eta, l2 = first_tree_positives(rows, cover, value, base)
+            f"base score b = {base:g}: the file's values contradict each other at tree 0 "
+            f"leaf {int(np.argmax(off))}: edited or truncated? (or trained with sample "
+            "weights, which the file does not record; treeleaks refuses to guess its counts)")
+    positives, eta, l2 = first_tree_positives(rows, cover, value, base,
+                                              _scale_pos_weight(learner))
     counts = np.column_stack([rows - positives, positives]).astype(np.int64)
     n_rows = int(rows.sum())
     out = [Tree(*nodes, counts, n_samples=rows.astype(np.int64))] + [
@@ -127,9 +141,10 @@ def _sums(cover: np.ndarray, value: np.ndarray, eta: float, l2: float, n_rows: i
 
 
 def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
-                         base: float) -> tuple[np.ndarray, float, float]:
+                         base: float, used: str = "") -> tuple[np.ndarray, float, float]:
     """Each leaf's positives in the first tree (see the module doc), with the learning
-    rate and L2 penalty that make them whole, or a refusal."""
+    rate and L2 penalty that make them whole, or a refusal (blaming ``used``, the options
+    the file records that the derivation leaves out, else an edit)."""
     total = float(value.sum())
     l2 = -float((value * cover).sum()) / total if abs(total) > 1e-12 else 1.0
     # η = -w(H + λ)/G with G = n·b - P: every leaf's pure cases (P = 0 or n), and every P
@@ -143,7 +158,8 @@ def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
         if abs(gradient) > 1e-12:
             candidates.append(-float(value[leaf]) * (cover[leaf] + l2) / gradient)
     found: dict[bytes, tuple[np.ndarray, float]] = {}
-    for eta in sorted({round(c, 6) for c in candidates if 0.0 < c <= 1.0}):
+    rates = {round(c, 6) for c in candidates}  # rounded first: a rate of 0 divides by 0
+    for eta in sorted(r for r in rates if 0.0 < r <= 1.0):
         whole = whole_positives(rows * base + value * (cover + l2) / eta, rows,
                                 WHOLE_TOLERANCE)
         if whole is not None:
@@ -156,39 +172,106 @@ def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
         raise UnsupportedModelError(
             f"the first XGBoost tree's leaf values give whole class counts for several "
             f"learning rates ({rates}) that disagree on them; treeleaks refuses to guess")
+    head = ("the first XGBoost tree's leaf values give no whole class counts for any "
+            "learning rate")
+    if used:
+        raise UnsupportedModelError(f"{head}: the model was trained with {used}, which the "
+                                    "derivation leaves out; treeleaks refuses to guess its "
+                                    "classes")
     raise UnsupportedModelError(
-        "the first XGBoost tree's leaf values give no whole class counts for any learning "
-        "rate: the model was trained with an option the derivation leaves out (sample "
-        "weights, scale_pos_weight, a base score of its own, alpha or max_delta_step); "
-        "treeleaks refuses to guess its classes")
+        f"{head}: the file's values contradict each other at tree 0: edited or truncated? "
+        "(or trained with sample weights, a base score of its own, alpha or max_delta_step, "
+        "which the file does not record; treeleaks refuses to guess its classes)")
 
 
-def _tree(tree: dict[str, Any], names: list[str], index: int
+def _scale_pos_weight(learner: dict[str, Any]) -> str:
+    """``scale_pos_weight=w`` when the file records a weight other than 1, else ""."""
+    raw = learner.get("objective", {}).get("reg_loss_param", {}).get("scale_pos_weight", "1")
+    try:
+        return "" if float(raw) == 1.0 else f"scale_pos_weight={raw}"
+    except (TypeError, ValueError):
+        return f"scale_pos_weight={raw!r}"
+
+
+def _tree(tree: dict[str, Any], names: list[str], index: int, n_features: int
           ) -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
-    """A tree's IR nodes, and its leaves' covers and values."""
+    """A tree's IR nodes, and its leaves' covers and values, every number checked
+    (`treeleaks.frontends.numbers`)."""
     where = f"learner.gradient_booster.model.trees[{index}]"
-    left = np.asarray(_field(tree, "left_children", where), dtype=np.int64)
-    right = np.asarray(_field(tree, "right_children", where), dtype=np.int64)
-    feature = np.asarray(_field(tree, "split_indices", where), dtype=np.int64)
-    condition = np.asarray(_field(tree, "split_conditions", where), dtype=np.float64)
-    hessian = np.asarray(_field(tree, "sum_hessian", where), dtype=np.float64)
-    kinds = np.asarray(tree.get("split_type", [0] * left.size), dtype=np.int64)
+    at = f"{FILE}: {where}"
+
+    def numbers(key: str, default: Any = None, **bounds: Any) -> np.ndarray:
+        raw = _field(tree, key, where) if default is None else tree.get(key, default)
+        return checked(raw, at, key, **bounds)
+
+    left = numbers("left_children", whole=True, low=-1)
     n = left.size
+    right = numbers("right_children", whole=True, low=-1)
+    feature = numbers("split_indices", whole=True, low=0)
+    condition = numbers("split_conditions")
+    hessian = numbers("sum_hessian", low=0.0)
+    kinds = numbers("split_type", [0] * n, whole=True, low=0)
     if not all(len(a) == n for a in (right, feature, condition, hessian, kinds)):
         raise ModelFormatError(f"XGBoost model file: {where}: its node fields differ in length "
                                "(a truncated or edited file?)")
+    if (np.maximum(left, right) >= n).any():
+        raise ModelFormatError(f"{at}: a child index is past the tree's {n} nodes (a "
+                               "truncated or edited file?)")
     leaf = left < 0
+    if (feature[~leaf] >= n_features).any():
+        node = int(np.flatnonzero(~leaf & (feature >= n_features))[0])
+        raise ModelFormatError(f"{at}: field 'split_indices' holds {feature[node]} at entry "
+                               f"{node}, past the file's {n_features} features (num_feature): "
+                               "an edited file?")
     for node in np.flatnonzero(~leaf & (kinds != 0)):
         name = names[feature[node]] if 0 <= feature[node] < len(names) else str(feature[node])
         raise UnsupportedModelError(f"XGBoost tree {index} splits feature {name!r} as a "
                                     "category; treeleaks reads numerical splits only")
+    check_thresholds(np.where(leaf, 0.0, condition), f"XGBoost model file: {where}",
+                     "split_conditions")
     leaf_of_node = np.full(n, -1, dtype=np.int64)
     leaf_of_node[leaf] = np.arange(int(leaf.sum()))
-    below = np.nextafter(condition.astype(np.float32), np.float32(-np.inf)).astype(np.float64)
+    if (np.abs(condition[leaf]) > FLOAT32_MAX).any():
+        node = int(np.flatnonzero(leaf & (np.abs(condition) > FLOAT32_MAX))[0])
+        raise ModelFormatError(f"{at}: field 'split_conditions' holds {condition[node]:g} at "
+                               f"entry {node}, a leaf value past what XGBoost's float32 holds: "
+                               "an edited file?")
+    split_at = np.where(leaf, 0.0, condition).astype(np.float32)
+    below = np.nextafter(split_at, np.float32(-np.inf)).astype(np.float64)
     threshold = np.where(leaf, 0.0, below)  # x < t in float32 is x <= the float32 below t
     nodes = (np.where(leaf, -1, feature), threshold, np.where(leaf, -1, left),
              np.where(leaf, -1, right), leaf_of_node)
     return nodes, hessian[leaf], condition[leaf]
+
+
+def _no_missing_routing(trees: list[dict[str, Any]], features: list[np.ndarray],
+                        names: list[str]) -> None:
+    """Refuse a model trained with missing values. XGBoost gives every split a side for
+    them (``default_left``): without missing values it is the same side at every split
+    (left with ``tree_method='exact'``, right with ``hist`` and ``approx``), with them each
+    split picks the side its gain prefers. Splits that disagree show the missing values,
+    which the IR (``x <= t`` goes left) does not route."""
+    sides: list[np.ndarray] = []
+    for index, (tree, feature) in enumerate(zip(trees, features, strict=True)):
+        where = f"{FILE}: learner.gradient_booster.model.trees[{index}]"
+        side = checked(tree.get("default_left", [0] * feature.size), where, "default_left",
+                       whole=True, low=0, high=1)
+        if side.size != feature.size:
+            raise ModelFormatError(f"{where}: its node fields differ in length (a truncated "
+                                   "or edited file?)")
+        sides.append(np.column_stack([np.full(feature.size, index), np.arange(feature.size),
+                                      feature, side])[feature >= 0])
+    splits = np.vstack(sides)
+    if splits.size == 0 or np.unique(splits[:, 3]).size < 2:
+        return
+    usual = int(np.bincount(splits[:, 3]).argmax())
+    tree, node, feature, side = splits[np.flatnonzero(splits[:, 3] != usual)[0]]
+    name = names[feature] if feature < len(names) else str(feature)
+    raise UnsupportedModelError(
+        f"XGBoost tree {tree} node {node} splits feature {name!r} sending missing values "
+        f"{'left' if side else 'right'}, other splits the other way (default_left): the "
+        "training data had missing values, which treeleaks does not model; fill them "
+        "before training")
 
 
 def _field(data: Any, key: str, where: str) -> Any:

@@ -53,8 +53,12 @@ class Conditional:
     table: np.ndarray
 
 
+MAX_EPSILON = 1e6  # past it PrivBayes's noise is below what its float arithmetic holds
+
+
 def check_epsilon(epsilon: float) -> float:
-    """ε as a positive finite float, or one line saying what a valid one is."""
+    """ε as a positive finite float up to `MAX_EPSILON`, or one line saying what a valid
+    one is."""
     try:
         value = float(epsilon)
     except (TypeError, ValueError):
@@ -62,6 +66,11 @@ def check_epsilon(epsilon: float) -> float:
     if not (math.isfinite(value) and value > 0):
         raise PrivacyBudgetError(f"epsilon must be a positive finite number (e.g. 1.0), "
                                  f"not {epsilon!r}")
+    if value > MAX_EPSILON:
+        raise PrivacyBudgetError(
+            f"epsilon {value:g} is past {MAX_EPSILON:g}, where PrivBayes's noise falls below "
+            "what its arithmetic holds (the release is the noiseless one); give "
+            f"{MAX_EPSILON:g} or less")
     return value
 
 

@@ -31,6 +31,7 @@ from treeleaks.progress import ProgressCallback, report
 from treeleaks.synthetic.encoding import Encoding, TableMismatchError, found_in
 from treeleaks.synthetic.privbayes import PrivBayes, check_epsilon
 from treeleaks.synthetic.queries import answers, query_sets
+from treeleaks.synthetic.tables import check_seed, check_tables
 from treeleaks.synthetic.targets import most_vulnerable
 from treeleaks.synthetic.white_box import model_features
 from treeleaks.vocabulary import Status
@@ -96,6 +97,7 @@ class SyntheticSinglingOut:
     seconds: dict[str, float]
     white_box: bool = False
     notes: list[str] = field(default_factory=list)
+    baseline_rows: int | None = None  # private rows that occur once: those a predicate singles
 
     @property
     def success_rate(self) -> float:
@@ -112,6 +114,7 @@ class SyntheticSinglingOut:
                 "success_rate": self.success_rate, "ci": list(self.ci),
                 "baseline": self.baseline, "epsilon": self.epsilon,
                 "n_private": self.n_private, "n_population": self.n_population,
+                "baseline_rows": self.baseline_rows,
                 "status": str(self.status), "successes": self.successes,
                 "attacks": self.attacks, "targets": self.targets, "seconds": self.seconds,
                 "notes": self.notes}
@@ -195,6 +198,8 @@ def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
     """
     start = time.monotonic()
     epsilon = check_epsilon(epsilon)
+    check_tables(private, population)
+    check_seed(seed)
     deadline = float("inf") if deadline is None else deadline
     encoding = Encoding.fit(population)
     codes = encoding.codes(population, "population")
@@ -208,6 +213,7 @@ def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
         private_codes = encoding.codes(private, "private table")
         _check_inside(private_codes, unique)
         n_private = len(private_codes)
+    singles = n_private if private_codes is None else _singles(private_codes, notes)
     if n_private is None or not 1 <= n_private < len(unique):
         raise TreeleaksError(f"the private table must have between 1 and {len(unique) - 1} "
                              f"rows (fewer than the population's {len(unique)}), not "
@@ -234,10 +240,22 @@ def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
         notes.append(f"time ran out after {made} of {n_attacks} attacks")
     end = time.monotonic()
     return SyntheticSinglingOut(
-        successes, made, n_private / len(unique), epsilon, n_private, len(unique),
+        successes, made, singles / len(unique), epsilon, n_private, len(unique),
         Status.DONE if trained and attacked else Status.PARTIAL,
         [_describe(m, encoding, p, private_codes) for m, p in zip(models, picked)],
-        {"training": lap - start, "attacks": end - lap}, white_box, notes)
+        {"training": lap - start, "attacks": end - lap}, white_box, notes, singles)
+
+
+def _singles(private: np.ndarray, notes: list[str]) -> int:
+    """How many private rows occur exactly once: a predicate matching a duplicated row
+    matches two, so it never singles one out and the baseline leaves them out (noted)."""
+    _, counts = np.unique(private, axis=0, return_counts=True)
+    singles = int((counts == 1).sum())
+    if singles < len(private):
+        notes.append(f"the private table has {len(private) - singles} rows that occur more "
+                     f"than once ({int((counts > 1).sum())} distinct): a duplicated row can "
+                     "never be singled out, so they are dropped from the baseline |X|/|D|")
+    return singles
 
 
 def _check_inside(private: np.ndarray, population: np.ndarray) -> None:

@@ -17,6 +17,7 @@ from sklearn.preprocessing import OneHotEncoder
 from treeleaks.errors import TreeleaksError
 from treeleaks.synthetic.encoding import Encoding, found_in
 from treeleaks.synthetic.privbayes import PrivBayes
+from treeleaks.synthetic.tables import check_seed, check_tables
 
 TREES = 100
 
@@ -54,6 +55,8 @@ def release_utility(private: pd.DataFrame, population: pd.DataFrame, epsilon: fl
     (``_sd``; 0 for one release): a release's utility varies with PrivBayes's noise."""
     if releases < 1:
         raise TreeleaksError(f"the number of releases must be at least 1, not {releases}")
+    check_tables(private, population)
+    check_seed(seed)
     encoding = Encoding.fit(population)
     real = encoding.codes(private, "private table")
     if label is not None and (label not in encoding.columns
