@@ -113,7 +113,7 @@ def test_rows_sharing_every_feature_leave_their_targets_out() -> None:
     assert sorted(got) == sorted(np.delete(y, [20, 21]))
 
 
-def test_an_edited_leaf_value_is_never_verified() -> None:
+def test_an_edited_leaf_value_is_infeasible_naming_the_tree_and_leaf() -> None:
     X, y = regression_data(60, 3, seed=7, integer=False)
     model = from_sklearn(ExtraTreesRegressor(n_estimators=6, random_state=0).fit(X, y),
                          allow_regression=True)
@@ -123,8 +123,13 @@ def test_an_edited_leaf_value_is_never_verified() -> None:
     edited = replace(model, trees=[*model.trees[:2], replace(tree, values=values),
                                    *model.trees[3:]])
     rec = reconstruct(edited, time_limit=20)
-    assert rec.n_rows < len(y) and not rec.certainty_complete
-    assert rec.status == Status.FEASIBLE and rec.verified  # the rest, within every count
+    assert rec.status == Status.INFEASIBLE and not rec.verified and rec.n_rows == 0
+    assert "tree 2 leaf 0" in rec.message and "edited or truncated" in rec.message
+    # without the impurity that proves the leaves pure, the rest come back, within every
+    # count, and the rows of the values the trees disagree on are left out
+    bare = replace(edited, trees=[replace(t, impurity=None) for t in edited.trees])
+    rec = reconstruct(bare, time_limit=20)
+    assert rec.status == Status.FEASIBLE and rec.verified and rec.n_rows < len(y)
 
 
 def test_leaves_that_do_not_meet_are_infeasible() -> None:
@@ -210,3 +215,24 @@ def test_the_audit_says_why_a_regressor_is_not_reconstructed(tmp_path) -> None:
     report = json.loads((tmp_path / "audit" / "report.json").read_text())
     reconstruction = next(a for a in report["attacks"] if a["name"] == "reconstruct")
     assert reconstruction["status"] == "not run" and "max_depth=3" in reconstruction["why"]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_leaf_value_that_is_not_a_number_is_refused(tmp_path, bad: float) -> None:
+    """An edited regressor file whose leaf value is NaN or infinite: one line naming the
+    leaf, exit 2, nothing written."""
+    X, y = regression_data(30, 2, seed=14, integer=False)
+    forest = ExtraTreesRegressor(n_estimators=3, random_state=0).fit(X, y)
+    tree = forest.estimators_[1].tree_
+    state = tree.__getstate__()
+    values = state["values"].copy()
+    leaf = int(np.flatnonzero(tree.children_left < 0)[0])
+    values[leaf, 0, 0] = bad
+    tree.__setstate__({**state, "values": values})
+    path = tmp_path / "edited.skops"
+    sio.dump(forest, path)
+    out = tmp_path / "rows.csv"
+    result = CliRunner().invoke(app, ["reconstruct", str(path), "--out", str(out)])
+    assert result.exit_code == 2
+    assert "leaf 0's value is" in result.output and "edited or damaged" in result.output
+    assert not out.exists()

@@ -77,6 +77,30 @@ def test_a_saved_json_file_is_read_as_xgboost_and_reconstructed(cancer, tmp_path
     assert rec.certificate.leaf_values_match is not None  # the later trees were checked
 
 
+def test_a_binary_ubj_file_is_read_like_its_json(cancer, tmp_path) -> None:
+    """XGBoost's binary format (.ubj, its default in recent versions) reads to the same
+    model as the JSON file; a damaged one is one line naming it, exit 2."""
+    X, y = cancer
+    fitted = xgb.XGBClassifier(n_estimators=5, max_depth=3).fit(X, y)
+    fitted.save_model(tmp_path / "m.ubj")
+    fitted.save_model(tmp_path / "m.json")
+    binary, text = load_model(tmp_path / "m.ubj"), load_model(tmp_path / "m.json")
+    for a, b in zip(binary.trees, text.trees, strict=True):
+        assert np.array_equal(a.feature, b.feature) and np.array_equal(a.counts, b.counts)
+        assert np.array_equal(a.threshold, b.threshold, equal_nan=True)
+    # the text file prints float32 values shortest; the binary one holds them exactly
+    assert np.isclose(binary.gradients.start, text.gradients.start, rtol=1e-6)
+    assert all(np.allclose(a, b, rtol=1e-6) for a, b in zip(binary.gradients.values,
+                                                             text.gradients.values,
+                                                             strict=True))
+    result = CliRunner().invoke(app, ["inspect", str(tmp_path / "m.ubj")])
+    assert result.exit_code == 0, result.output
+    damaged = tmp_path / "damaged.ubj"
+    damaged.write_bytes((tmp_path / "m.ubj").read_bytes()[:200])
+    result = CliRunner().invoke(app, ["inspect", str(damaged)])
+    assert result.exit_code == 2 and "damaged.ubj is not a binary JSON" in result.output
+
+
 def test_later_trees_sums_reconstruct_a_fine_booster() -> None:
     X, y = demo_data()
     X, y = X.iloc[:100].reset_index(drop=True), np.unique(y[:100], return_inverse=True)[1]

@@ -1,7 +1,8 @@
 """Load a released model from disk into the IR, refusing files that would run code.
 
 Supported files: the treeleaks JSON IR (``.json``), skops archives (``.skops``), LightGBM
-model text files (``.txt``, read as text), XGBoost JSON model files (``.json`` whose top
+model text files (``.txt``, read as text), XGBoost binary model files (``.ubj``, binary JSON
+decoded with py-ubjson), XGBoost JSON model files (``.json`` whose top
 level holds ``learner``), and, only on explicit opt-in, pickles (``.pkl``,
 ``.pickle``, ``.joblib``). Auditing a model someone
 hands you must not let that model execute code on the auditor's machine, so skops files are
@@ -35,7 +36,8 @@ from treeleaks.paths import unreadable
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
 LIGHTGBM_SUFFIX = ".txt"  # booster.save_model's text format
-SUFFIXES = (".json", ".skops", LIGHTGBM_SUFFIX, *PICKLE_SUFFIXES)
+UBJSON_SUFFIX = ".ubj"  # XGBoost's binary JSON, its default format in recent versions
+SUFFIXES = (".json", ".skops", LIGHTGBM_SUFFIX, UBJSON_SUFFIX, *PICKLE_SUFFIXES)
 
 # Types a skops file of a scikit-learn tree classifier may hold beyond skops' defaults.
 # The regressors are listed so that loading succeeds and `from_sklearn` explains the refusal.
@@ -113,6 +115,8 @@ def load_model(
                 f"{path.name} holds a regression model; the reconstruction attacks audit "
                 "classifiers (treeleaks single-out reads regressors)")
         return model if feature_names is None else _renamed(model, feature_names)
+    if path.suffix.lower() == UBJSON_SUFFIX:
+        return _read_ubjson(path, feature_names, counts_removed_ok)
     if path.suffix.lower() == LIGHTGBM_SUFFIX:
         from treeleaks.frontends.lightgbm import read_lightgbm
 
@@ -126,11 +130,46 @@ def load_model(
     return _translated(estimator, path, feature_names, allow_regression, counts_removed_ok)
 
 
+def _read_ubjson(path: Path, feature_names: list[str] | None,
+                 counts_removed_ok: bool) -> ReleasedModel:
+    """An XGBoost ``.ubj`` file (binary JSON), decoded in Python and read as its JSON.
+    XGBoost's own reader is not used: it crashes the process on a truncated file."""
+    import ubjson
+
+    try:
+        data = ubjson.loadb(path.read_bytes())
+    except Exception as exc:  # DecoderException, or a recursion or memory limit
+        raise ModelFormatError(f"{path.name} is not a binary JSON (.ubj) file ({exc}): "
+                               "truncated or damaged?") from None
+    data = _json_values(data)
+    if not is_xgboost_json(data):
+        raise ModelFormatError(f"{path.name} is binary JSON but not an XGBoost model file "
+                               "(no 'learner' at its top level)")
+    from treeleaks.frontends.xgboost import read_xgboost
+
+    try:
+        return read_xgboost(data, feature_names, counts_removed_ok=counts_removed_ok)
+    except TreeleaksError as exc:
+        raise type(exc)(f"{path.name}: {exc}") from None
+
+
+def _json_values(value: Any) -> Any:
+    """Binary JSON as its text form parses: arrays of bytes (py-ubjson's reading of a
+    typed uint8 array, such as XGBoost's ``split_type``) become lists of numbers."""
+    if isinstance(value, bytes | bytearray):
+        return list(value)
+    if isinstance(value, dict):
+        return {key: _json_values(item) for key, item in value.items()}
+    if isinstance(value, list) and value and isinstance(value[0], dict | list | bytes):
+        return [_json_values(item) for item in value]
+    return value
+
+
 def load_estimator(path: str | Path, trust_pickle: bool = False) -> Any:
     """The scikit-learn object a ``.skops`` file (or, with ``trust_pickle``, a pickle)
     holds, for tools that change the model itself (`treeleaks.defences.prune`)."""
     path = _checked_path(path, trust_pickle)
-    if path.suffix.lower() in (".json", LIGHTGBM_SUFFIX):
+    if path.suffix.lower() in (".json", LIGHTGBM_SUFFIX, UBJSON_SUFFIX):
         raise TreeleaksError(
             f"{path.name} holds no scikit-learn object; give the .skops (or pickle) file of "
             "a scikit-learn model")

@@ -199,6 +199,12 @@ class Tree:
             raise ModelFormatError(f"tree 'n_samples' must have one entry per leaf ({n_leaves})")
         if self.values is not None and self.values.shape != (n_leaves,):
             raise ModelFormatError(f"tree 'values' must have one entry per leaf ({n_leaves})")
+        for name, what in (("values", "value"), ("impurity", "impurity")):
+            field = getattr(self, name)
+            if field is not None and not np.isfinite(field).all():
+                leaf = int(np.argmin(np.isfinite(field)))
+                raise ModelFormatError(f"leaf {leaf}'s {what} is {field[leaf]}: an "
+                                       "edited or damaged file")
         if self.impurity is not None and (self.values is None
                                           or self.impurity.shape != (n_leaves,)):
             raise ModelFormatError(f"tree 'impurity' belongs to a regression tree's leaves: "

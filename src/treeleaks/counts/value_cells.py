@@ -62,7 +62,10 @@ def rows_by_target(model: ReleasedModel, deadline: float) -> TargetRows:
     per_value = np.vstack([np.bincount(leaf_target, weights=tree.counts[:, 0],
                                        minlength=targets.size)
                            for tree, leaf_target in zip(model.trees, per_tree)])
-    agreed = (per_value == per_value[0]).all(axis=0) & ~_mixed(model, per_tree, targets.size)
+    mixed = _mixed(model, per_tree, targets.size)
+    agreed = (per_value == per_value[0]).all(axis=0) & ~mixed
+    if all(tree.impurity is not None for tree in model.trees) and not mixed.any():
+        _check_pure_trees_agree(per_value, per_tree, targets)
     leaves_of = np.vstack([np.bincount(leaf_target, minlength=targets.size)
                            for leaf_target in per_tree])
     single = agreed & (leaves_of == 1).all(axis=0)  # one leaf per tree: one cell
@@ -99,6 +102,27 @@ def rows_by_target(model: ReleasedModel, deadline: float) -> TargetRows:
     return TargetRows(targets, np.vstack(lowers)[order], np.vstack(uppers)[order],
                       target[order], np.concatenate(proven)[order], sorted(left_out),
                       out_of_time)
+
+
+def _check_pure_trees_agree(per_value: np.ndarray, per_tree: list[np.ndarray],
+                            targets: np.ndarray) -> None:
+    """Every leaf holds one target (its impurity says so), so every tree holds each target's
+    rows: a tree that holds another number of them contradicts the others (an edited leaf
+    value, count or impurity). Raises `TargetRowsInfeasible` naming it."""
+    usual = np.median(per_value, axis=0)
+    off = per_value != usual
+    if not off.any():
+        return
+    over = off & (per_value > usual)  # a leaf holding a value the other trees do not
+    t, v = map(int, np.argwhere(over if over.any() else off)[0])
+    leaves = np.flatnonzero(per_tree[t] == v)
+    where = (f"its leaf {leaves[0]} has value {targets[v]:g}" if len(leaves)
+             else f"it has no leaf of value {targets[v]:g}")
+    raise TargetRowsInfeasible(
+        f"tree {t} holds {per_value[t, v]:g} rows of target {targets[v]:g} where most trees "
+        f"hold {np.median(per_value[:, v]):g} ({where}), and every leaf's impurity says it "
+        "holds one target: the file's values contradict each other at tree "
+        f"{t}{f' leaf {leaves[0]}' if len(leaves) else ''} (edited or truncated?)")
 
 
 def _mixed(model: ReleasedModel, per_tree: list[np.ndarray], n_targets: int) -> np.ndarray:

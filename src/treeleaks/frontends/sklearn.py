@@ -49,7 +49,9 @@ def from_sklearn(
         raise UnsupportedModelError(
             f"{kind} is a regressor, read only when asked: from_sklearn(..., "
             "allow_regression=True) for the attacks that take regressors (reconstruct: "
-            "bootstrap RandomForestRegressor with every default; single-out; prune)"
+            "fully grown RandomForestRegressor, ExtraTreesRegressor and "
+            "DecisionTreeRegressor; single-out and prune: those and the boosted regressors "
+            f"{', '.join(REGRESSION_BOOSTERS)})"
         )
     if kind not in SUPPORTED + BOOSTERS and not regression:
         raise UnsupportedModelError(
