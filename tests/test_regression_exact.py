@@ -17,7 +17,7 @@ from sklearn.tree import DecisionTreeRegressor
 from test_regression_reconstruct import regression_data
 from typer.testing import CliRunner
 
-from treeleaks import from_sklearn, reconstruct
+from treeleaks import FeatureSchema, from_sklearn, reconstruct
 from treeleaks.cli import app
 from treeleaks.vocabulary import Formulation, Status
 
@@ -88,12 +88,24 @@ def test_every_target_comes_back_exactly(kind: str) -> None:
        kind=st.sampled_from(sorted(ESTIMATORS)))
 def test_property_every_verified_result_reproduces_the_model(n_rows, n_features, seed,
                                                              integer, kind) -> None:
+    """Complete results reproduce every leaf; partial ones (a leaf of several targets, which
+    extremely randomized trees sometimes leave) hold only true targets, within the counts;
+    proven rows' boxes hold true rows of their targets."""
     X, y = regression_data(n_rows, n_features, seed, integer)
     estimator = ESTIMATORS[kind](seed).fit(X, y)
-    rec = reconstruct(from_sklearn(estimator, allow_regression=True), time_limit=30)
-    assert rec.status == Status.OPTIMAL and rec.verified, rec.message
-    assert sorted(rec.rows["label"].to_numpy(dtype=float)) == sorted(y)
-    assert reproduces(estimator, rec.rows, list(X.columns))
+    # the columns' kinds as the data has them: inferred from few thresholds, a column split
+    # once reads as binary, and its values would be put at 0 or 1
+    rec = reconstruct(from_sklearn(estimator, allow_regression=True),
+                      FeatureSchema.from_frame(X), time_limit=30)
+    assert rec.verified, rec.message
+    got = rec.rows["label"].to_numpy(dtype=float)
+    if rec.status == Status.OPTIMAL:
+        assert sorted(got) == sorted(y)
+        assert reproduces(estimator, rec.rows, list(X.columns))
+    else:
+        assert rec.status == Status.FEASIBLE and rec.partial and "left out" in rec.message
+        values, counts = np.unique(got, return_counts=True)
+        assert all(counts[i] <= np.sum(y == v) for i, v in enumerate(values))
     assert proven_boxes_hold_the_truth(rec, X, y)
 
 

@@ -64,8 +64,9 @@ def reconstruct_regression_exact(model: ReleasedModel, schema: FeatureSchema | N
                    "proven; every leaf's rows and value reproduced")
     else:
         why = ("the time limit cut the search" if found.out_of_time else
-               "a leaf holds several targets (rows that share every feature: its impurity "
-               "says so, or its counts differ between trees)")
+               "a leaf holds rows of several targets (rows that share every feature, or a "
+               "split the tree did not make: its impurity says so, or its counts differ "
+               "between trees)")
         message = (f"{rows} of {n} rows ({rows / n:.0%}) with their exact target, "
                    f"{proven} proven; the rows of {len(found.left_out)} target values are "
                    f"left out: {why}; the rows found are within every leaf's count")
