@@ -11,9 +11,11 @@ For every (dataset, model, seed): fit the scikit-learn regressor with every defa
 
 Scores: verified, the share of rows whose target is the true one (as placed or paired), the
 share of true values inside their rows' boxes, and the features' error (mean absolute
-difference over the columns' ranges) beside random guessing (uniform in each column's
-range, paired the same way). Datasets: ``diabetes`` (442 x 10, integer targets with ties)
-and ``friedman1:N`` (``make_friedman1``, 10 columns, continuous targets).
+difference over the columns' ranges) beside the true rows' own boxes filled at their middle
+(`default_forest.truth_boxes`: the error a perfect reconstruction of the leaves reaches) and
+random guessing (uniform in each column's range, paired the same way). Datasets:
+``diabetes`` (442 x 10, integer targets with ties) and ``friedman1:N`` (``make_friedman1``,
+10 columns, continuous targets).
 
     python bench/regression.py                       # diabetes, rf and et, seeds 0-2
     python bench/regression.py --datasets friedman1:1000,friedman1:5000 --models et
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from default_forest import truth_boxes
 from scipy.optimize import linear_sum_assignment
 from sklearn.datasets import load_diabetes, make_friedman1
 from sklearn.ensemble import ExtraTreesRegressor, RandomForestRegressor
@@ -93,7 +96,9 @@ def run_one(spec: str, kind: str, seed: int, n_trees: int, leaf: int,
     guess = np.random.default_rng(seed).uniform(X.min(axis=0), X.max(axis=0),
                                                 size=got_X.shape)
     _, guess_theirs = (mine, theirs) if kind == "rf" else paired(X, y, guess, got_y, span)
+    _, _, ideal = truth_boxes(model, X, np.zeros(X.shape[1], dtype=bool))
     row.update(
+        truth_box_error=float(np.mean(np.abs(ideal - X) / span)),
         targets_right=float(np.sum(got_y[mine] == y[theirs]) / len(y)),
         inside=float(np.mean((low[mine] <= X[theirs]) & (X[theirs] <= high[mine]))),
         error=float(np.mean(np.abs(got_X[mine] - X[theirs]) / span)),
@@ -117,7 +122,7 @@ def main() -> None:
     rows = []
     print(f"{'dataset':>15} {'model':>5} {'seed':>4} {'status':>10} {'verified':>8} "
           f"{'time s':>7} {'rows':>7} {'targets':>8} {'inside':>7} {'error':>6} "
-          f"{'random':>6} {'MB':>5}")
+          f"{'truth':>6} {'random':>6} {'MB':>5}")
     for spec in args.datasets.split(","):
         for kind in args.models.split(","):
             for seed in range(seeds):
@@ -134,6 +139,7 @@ def main() -> None:
                       f"{row['verified']!s:>8} {row['time_s']:>7.2f} "
                       f"{row['rows']:>7} {row.get('targets_right', 0):>8.1%} "
                       f"{row.get('inside', 0):>7.1%} {row.get('error', 0):>6.3f} "
+                      f"{row.get('truth_box_error', 0):>6.3f} "
                       f"{row.get('random_error', 0):>6.3f} {row['peak_mb']:>5}")
     RESULTS.mkdir(exist_ok=True)
     out.write_text(json.dumps({"arguments": {**vars(args), "out": str(out)}, "rows": rows},
