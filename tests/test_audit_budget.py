@@ -128,4 +128,4 @@ def test_bad_budgets_are_one_line_errors(bootstrap_forest, tmp_path: Path, optio
 def test_the_progress_line_says_the_time_used_of_the_share_and_what_is_left() -> None:
     run = AttackRun("reconstruct", "Reconstruction", "complete", time_s=12.34, budget_s=40.0)
     assert _attack_line(run, 30.2) == ("Reconstruction: complete in 12.3 s of 40.0 s; 30 s "
-                                       "left for the others")
+                                       "of the budget left")

@@ -281,7 +281,7 @@ def _seconds(seconds: float) -> str:
 def _attack_line(run: AttackRun, left: float) -> str:
     """One attack's progress line: status, time used of its share, time left."""
     share = "" if run.budget_s is None else f" of {run.budget_s:.1f} s"
-    rest = "" if left == float("inf") else f"; {max(left, 0.0):.0f} s left for the others"
+    rest = "" if left == float("inf") else f"; {max(left, 0.0):.0f} s of the budget left"
     return f"{run.title}: {run.status} in {run.time_s:.1f} s{share}{rest}"
 
 
