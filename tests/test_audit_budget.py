@@ -71,6 +71,15 @@ def test_scoring_against_the_data_comes_out_of_the_reconstructions_share() -> No
     assert engine_seconds(math.inf, 1000) == math.inf
 
 
+def test_an_attack_the_budget_left_no_time_for_makes_the_audit_partial() -> None:
+    X, y = binary_frame(60, 4, seed=1)
+    model = from_sklearn(RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y))
+    audit = run_audit(AuditInput(model, "model", budget=MIN_SECONDS / 2))
+    skipped = [a for a in audit.attacks if "budget ran out" in a.why]
+    assert skipped and all(a.status == "partial" for a in skipped) and audit.partial
+    validate(json.loads(to_json(audit)))
+
+
 @pytest.fixture(scope="module")
 def bootstrap_forest() -> tuple[RandomForestClassifier, pd.DataFrame]:
     X, y = binary_frame(150, 6, seed=3)

@@ -24,7 +24,7 @@ from treeleaks.report import evidence, remedies
 from treeleaks.report.budget import AuditClock
 from treeleaks.report.custodian import row_table
 from treeleaks.report.evidence import AuditInput, Evidence
-from treeleaks.report.findings import FAILED, NOT_RUN, AttackRun, Audit, Defence
+from treeleaks.report.findings import FAILED, NOT_RUN, PARTIAL, AttackRun, Audit, Defence
 from treeleaks.report.rebuilt import rebuilt_rows
 from treeleaks.report.risk import assess
 
@@ -76,9 +76,9 @@ def _run_step(audit: Audit, step: tuple[str, str, Callable[[float], AttackRun]],
               seconds: float | None, place: tuple[int, int], on_step: OnStep | None) -> None:
     """Run one step within ``seconds`` (None: the budget ran out before it) and record it."""
     name, title, run = step
-    if seconds is None:
-        audit.attacks.append(AttackRun(name, title, NOT_RUN, "the audit's budget ran out "
-                                       "before this attack"))
+    if seconds is None:  # not run for want of time: the audit's figures are lower bounds
+        audit.attacks.append(AttackRun(name, title, PARTIAL, "the audit's budget ran out "
+                                       "before this attack; the figures are lower bounds"))
         return
     if on_step is not None:
         on_step(title, *place, seconds)
