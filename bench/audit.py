@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="model kinds; the boosters: lightgbm,xgboost,gb,hgb")
     parser.add_argument("--seeds", type=int, default=FULL["seeds"])
     parser.add_argument("--budget", type=float, default=FULL["budget"],
-                        help="seconds per attack (the audit's --budget)")
+                        help="seconds per attack (the audit's --attack-budget)")
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--workers", type=int, default=1, help="audits at a time")
     parser.add_argument("--out", type=Path, default=None)

@@ -173,16 +173,22 @@ def test_progress_shows_the_attack_and_the_engine_stage_on_a_terminal() -> None:
 
     from treeleaks.cli.audit import _progress
     from treeleaks.progress import Progress
+    from treeleaks.report.findings import AttackRun
 
     with _progress(Console(file=io.StringIO())) as callbacks:
-        assert callbacks == (None, None)  # not a terminal: results only
+        assert callbacks == (None, None, None)  # not a terminal: results only
     screen = io.StringIO()
-    with _progress(Console(file=screen, force_terminal=True, width=150)) as (engine, on_step):
-        on_step("Predicate singling out", 1, 7)
+    with _progress(Console(file=screen, force_terminal=True, width=150)) as (
+            engine, on_step, on_done):
+        on_step("Predicate singling out", 1, 7, 12.5)
         engine(Progress("cells", 3, 10, {"cells": 42}))
         overall, stage = engine.bars.tasks
         assert (overall.description, overall.completed, overall.total) == (
             "Audit: Predicate singling out", 1, 7)
-        assert overall.fields["figures"] == "attack 2 of 7"
+        assert overall.fields["figures"] == "attack 2 of 7, up to 12.5 s"
+        on_done(AttackRun("single-out", "Predicate singling out", "complete", time_s=2.0,
+                          budget_s=12.5), 40.0)
         assert (stage.description, stage.fields["figures"]) == (
             "Listing cells", "3/10 trees · cells 42")
+    line = "Predicate singling out: complete in 2.0 s of 12.5 s; 40 s of the budget left"
+    assert line in screen.getvalue()  # the attack's line stays when the bars are gone

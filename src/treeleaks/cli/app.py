@@ -131,6 +131,11 @@ def positive_seconds(value: float) -> float:
     return value
 
 
+def optional_positive_seconds(value: float | None) -> float | None:
+    """An optional time limit: None, or refused as `positive_seconds` refuses it."""
+    return None if value is None else positive_seconds(value)
+
+
 def seconds(value: float) -> float:
     """``--certainty-time-limit``: 0 or more seconds (NaN and infinite are refused)."""
     if not (math.isfinite(value) and value >= 0):

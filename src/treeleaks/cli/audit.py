@@ -24,6 +24,7 @@ from treeleaks.cli.app import (
     describe,
     fail,
     guard_outputs,
+    optional_positive_seconds,
     positive_seconds,
     read_data,
     write_all,
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
     from treeleaks.model import ReleasedModel
     from treeleaks.report.evidence import AuditInput
-    from treeleaks.report.findings import Audit
+    from treeleaks.report.findings import AttackRun, Audit
 
 DataOption = Annotated[Path | None, typer.Option(
     help="CSV of your training rows (features and label): shows which of them are exposed "
@@ -63,8 +64,17 @@ def audit_command(
         "label): runs the leak-or-distribution test on a forest's reconstruction.")] = None,
     schema: SchemaOption = None,
     budget: Annotated[float, typer.Option(
-        callback=positive_seconds, help="Seconds each attack may take; an attack cut short "
-        "is reported as partial and its figures as lower bounds.")] = 300.0,
+        callback=positive_seconds, help="Seconds for the whole audit, shared among its "
+        "attacks: they share 95% of it (the rest is for the report), each getting the time "
+        "left times its weight over the weights of those still to run (reconstruction 4, "
+        "worst case 2, the attack without the random states 2, the others 1), so time one "
+        "does not use passes on. Reading the model comes before this clock. An attack cut "
+        "short is reported as partial and its figures as lower bounds. With --synthetic: "
+        "the attack's budget.")] = 300.0,
+    attack_budget: Annotated[float | None, typer.Option(
+        callback=optional_positive_seconds, help="At most this many seconds for any one "
+        "attack (the old meaning of --budget); give a large --budget too to bound each "
+        "attack alone.", show_default=False)] = None,
     trust_pickle: TrustPickle = False,
     synthetic: Annotated[bool, typer.Option(
         "--synthetic", help="Audit a synthetic-data release instead of a model: PrivBayes "
@@ -91,6 +101,9 @@ def audit_command(
     if synthetic:
         from treeleaks.cli.audit_synthetic import audit_release
 
+        if attack_budget is not None:
+            fail("--attack-budget is for a model's audit; with --synthetic, --budget is the "
+                 "attack's", EXIT_BAD_INPUT)
         if model_path is not None or schema is not None:
             fail("--synthetic audits a synthetic-data release, not a model: drop the MODEL "
                  "and --schema, or drop --synthetic", EXIT_BAD_INPUT)
@@ -107,6 +120,7 @@ def audit_command(
         given = _rule_list_schema(rule_list, schema, data or population)
     else:
         inp = _model_input(model_path, schema, data, label, population, budget, trust_pickle)
+        inp.attack_budget = attack_budget
     html_path, json_path = out / "report.html", out / "report.json"
     _make_folder(out)
     for given_file in (schema, data, population):
@@ -114,8 +128,8 @@ def audit_command(
     if rule_list is not None:
         audit = run_rule_list_audit(rule_list, model_path.name, given, budget)
     else:
-        with _progress(Console(stderr=True)) as (engine, on_step):
-            audit = run_audit(inp, progress=engine, on_step=on_step)
+        with _progress(Console(stderr=True)) as (engine, on_step, on_done):
+            audit = run_audit(inp, progress=engine, on_step=on_step, on_done=on_done)
     try:
         files = {json_path: to_json(audit), html_path: render(audit)}
     except ReportSchemaError as exc:
@@ -233,12 +247,13 @@ def _checked_population(model: ReleasedModel, path: Path, label: str | None,
 
 
 @contextmanager
-def _progress(console: Console) -> Iterator[tuple[Any, Any]]:
-    """Rich progress on stderr (on a terminal only): the attack running, and the engine's
-    stage below it. Yields the engine's callback and the per-attack one (None, None when
-    stderr is not a terminal)."""
+def _progress(console: Console) -> Iterator[tuple[Any, Any, Any]]:
+    """Rich progress on stderr (on a terminal only): the attack running with its share of
+    the budget, the engine's stage below it, and one line per attack when it ends. Yields
+    the engine's callback and the per-attack ones (all None when stderr is not a
+    terminal)."""
     if not console.is_terminal:
-        yield None, None
+        yield None, None, None
         return
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -249,11 +264,25 @@ def _progress(console: Console) -> Iterator[tuple[Any, Any]]:
     with Progress(*columns, console=console, transient=True) as bars:
         overall = bars.add_task("Audit", total=None, figures="")
 
-        def on_step(title: str, index: int, total: int) -> None:
+        def on_step(title: str, index: int, total: int, seconds: float) -> None:
             bars.update(overall, description=f"Audit: {title}", completed=index, total=total,
-                        figures=f"attack {index + 1} of {total}")
+                        figures=f"attack {index + 1} of {total}, {_seconds(seconds)}")
 
-        yield StageDisplay(bars), on_step
+        def on_done(run: AttackRun, left: float) -> None:
+            bars.console.print(Text(_attack_line(run, left)), soft_wrap=True)
+
+        yield StageDisplay(bars), on_step, on_done
+
+
+def _seconds(seconds: float) -> str:
+    return "no limit" if seconds == float("inf") else f"up to {seconds:.1f} s"
+
+
+def _attack_line(run: AttackRun, left: float) -> str:
+    """One attack's progress line: status, time used of its share, time left."""
+    share = "" if run.budget_s is None else f" of {run.budget_s:.1f} s"
+    rest = "" if left == float("inf") else f"; {max(left, 0.0):.0f} s of the budget left"
+    return f"{run.title}: {run.status} in {run.time_s:.1f} s{share}{rest}"
 
 
 def _verdict_table(path: Path, audit: Audit) -> Table:

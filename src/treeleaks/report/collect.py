@@ -5,21 +5,26 @@ model with counts gets singling out; every model with exact counts gets the prob
 reconstruction tree by tree; a bootstrap forest exposing its draws gets the worst case
 (with the data) and the attack without its random states; with rows of the population, the
 leak test. A step that raises is listed as failed with the error, one that stops at its
-budget as partial; Ctrl-C stops the audit, and what was gathered is reported as partial.
+share of the budget as partial; Ctrl-C stops the audit, and what was gathered is reported as
+partial. The whole audit has one budget (``inp.budget``), shared among the steps by the
+rule of `treeleaks.report.budget`; each step is given its share as ``budget``.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from treeleaks.report import evidence, remedies
+from treeleaks.report.budget import AuditClock
 from treeleaks.report.custodian import row_table
 from treeleaks.report.evidence import AuditInput, Evidence
-from treeleaks.report.findings import FAILED, NOT_RUN, AttackRun, Audit, Defence
+from treeleaks.report.findings import FAILED, NOT_RUN, PARTIAL, AttackRun, Audit, Defence
 from treeleaks.report.rebuilt import rebuilt_rows
 from treeleaks.report.risk import assess
 
@@ -32,19 +37,25 @@ class Interrupted(Exception):
     """Ctrl-C during a step."""
 
 
-Step = tuple[str, str, Callable[[], AttackRun] | str]  # name, title, run or why not
+Step = tuple[str, str, Callable[[float], AttackRun] | str]  # name, title, run(seconds) or why
+OnStep = Callable[[str, int, int, float], None]  # title, index, steps, its seconds
+OnDone = Callable[[AttackRun, float], None]  # the step's record, seconds left to the attacks
 
 
 def run_audit(inp: AuditInput, progress: ProgressCallback | None = None,
-              on_step: Callable[[str, int, int], None] | None = None) -> Audit:
-    """Audit ``inp.model``: run the attacks that apply (``on_step(title, i, n)`` before
-    each; ``progress`` receives the reconstruction engine's events) and assemble the
-    verdict, the risk, the custodian's rows, the defences and the assumptions."""
+              on_step: OnStep | None = None, on_done: OnDone | None = None) -> Audit:
+    """Audit ``inp.model`` within ``inp.budget`` seconds for the whole audit (each attack
+    at most ``inp.attack_budget``): run the attacks that apply, each with its share
+    (``on_step(title, i, n, seconds)`` before each, ``on_done(run, left)`` after;
+    ``progress`` receives the reconstruction engine's events), and assemble the verdict,
+    the risk, the custodian's rows, the defences and the assumptions."""
+    clock = AuditClock(inp.budget, inp.attack_budget)
     audit = Audit(model=model_facts(inp), exposed=exposed_facts(inp.model),
                   assumptions=assumptions(inp), estimator=inp.estimator)
     ev = Evidence()
     defences: list[Defence] = []
     steps = _plan(inp, ev, defences, progress)
+    runnable = [name for name, _, step in steps if not isinstance(step, str)]
     for index, (name, title, step) in enumerate(steps):
         if audit.interrupted:
             audit.attacks.append(AttackRun(name, title, NOT_RUN, "the audit was interrupted "
@@ -52,18 +63,35 @@ def run_audit(inp: AuditInput, progress: ProgressCallback | None = None,
         elif isinstance(step, str):
             audit.attacks.append(AttackRun(name, title, NOT_RUN, step))
         else:
-            if on_step is not None:
-                on_step(title, index, len(steps))
-            try:
-                audit.attacks.append(attempt(name, title, step))
-                # an attack that keeps what it had at Ctrl-C returns it and says so
-                audit.interrupted = bool(audit.attacks[-1].figures.get("interrupted"))
-            except Interrupted:
-                audit.interrupted = True
-                audit.attacks.append(AttackRun(name, title, NOT_RUN, "interrupted (Ctrl-C) "
-                                               "while it ran"))
+            seconds = clock.share(name, runnable[runnable.index(name) + 1:])
+            _run_step(audit, (name, title, step), seconds, (index, len(steps)), on_step)
+            if on_done is not None:
+                on_done(audit.attacks[-1], clock.left())
     _conclude(audit, inp, ev, defences)
+    audit.budget = clock.record()
     return audit
+
+
+def _run_step(audit: Audit, step: tuple[str, str, Callable[[float], AttackRun]],
+              seconds: float | None, place: tuple[int, int], on_step: OnStep | None) -> None:
+    """Run one step within ``seconds`` (None: the budget ran out before it) and record it."""
+    name, title, run = step
+    if seconds is None:  # not run for want of time: the audit's figures are lower bounds
+        audit.attacks.append(AttackRun(name, title, PARTIAL, "the audit's budget ran out "
+                                       "before this attack; the figures are lower bounds"))
+        return
+    if on_step is not None:
+        on_step(title, *place, seconds)
+    try:
+        record = attempt(name, title, lambda: run(seconds))
+        record.budget_s = seconds
+        audit.attacks.append(record)
+        # an attack that keeps what it had at Ctrl-C returns it and says so
+        audit.interrupted = bool(record.figures.get("interrupted"))
+    except Interrupted:
+        audit.interrupted = True
+        audit.attacks.append(AttackRun(name, title, NOT_RUN, "interrupted (Ctrl-C) while it "
+                                       "ran", budget_s=seconds))
 
 
 def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
@@ -77,10 +105,14 @@ def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
     regression = "a regression model: this attack reads classifiers"
     regression_refused = _regression_refusal(model) if model.is_regression else ""
 
-    def with_defence(measure: Callable[[], tuple[AttackRun, Defence | None]]
-                     ) -> Callable[[], AttackRun]:
-        def step() -> AttackRun:
-            run, defence = measure()
+    def at(seconds: float) -> AuditInput:
+        """The input with this step's share of the budget."""
+        return replace(inp, budget=seconds)
+
+    def with_defence(measure: Callable[[float], tuple[AttackRun, Defence | None]]
+                     ) -> Callable[[float], AttackRun]:
+        def step(seconds: float) -> AttackRun:
+            run, defence = measure(seconds)
             defences.extend([defence] if defence else [])
             return run
         return step
@@ -94,26 +126,26 @@ def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
     return [
         ("reconstruct", "Reconstruction of the training set",
          removed or regression_refused or
-         (lambda: evidence.reconstruction(inp, ev, progress))
+         (lambda s: evidence.reconstruction(at(s), ev, progress))
          if forest or model.is_regression else
          "a single tree: the probabilistic reconstruction and singling out are its attacks"),
-        ("single-out", "Predicate singling out", (lambda: evidence.singling_out(inp, ev))
-         if model.counts_released else (lambda: evidence.guessing(inp, ev))),
+        ("single-out", "Predicate singling out", (lambda s: evidence.singling_out(at(s), ev))
+         if model.counts_released else (lambda s: evidence.guessing(at(s), ev))),
         ("leak", "Probabilistic reconstruction",
          regression if model.is_regression else removed or
-         (lambda: evidence.entropy_leak(inp, ev))
+         (lambda s: evidence.entropy_leak(at(s), ev))
          if model.noise is None else "the leaf counts are noisy (DP); the probabilistic "
          "reconstruction needs exact supports"),
         ("worst-case", "Worst case over consistent datasets",
-         (lambda: evidence.worst_case_bound(inp)) if draws and inp.data is not None
+         (lambda s: evidence.worst_case_bound(at(s))) if draws and inp.data is not None
          else worst_case_why),
-        ("leak-test", "Leak or distribution?", (lambda: evidence.leak_or_distribution(inp, ev))
+        ("leak-test", "Leak or distribution?", (lambda s: evidence.leak_or_distribution(at(s), ev))
          if forest and inp.population is not None and inp.data is not None
          else leak_test_why),
         ("prune", f"Pruning to k = {remedies.PRUNE_K}",
-         removed or with_defence(lambda: remedies.prune_effect(inp))),
+         removed or with_defence(lambda s: remedies.prune_effect(at(s)))),
         ("strip-random-states", "The bootstrap attack without the random states",
-         with_defence(lambda: remedies.strip_random_states(inp, ev, progress)) if draws
+         with_defence(lambda s: remedies.strip_random_states(at(s), ev, progress)) if draws
          else "the model exposes no per-tree draws"),
     ]
 
@@ -147,8 +179,7 @@ def attempt(name: str, title: str, step: Callable[[], AttackRun]) -> AttackRun:
             f"unexpected {type(exc).__name__} (a bug, please report it): ")
         return AttackRun(name, title, FAILED, kind + " ".join(str(exc).split()),
                          time.perf_counter() - start)
-    if not run.time_s:
-        run.time_s = time.perf_counter() - start
+    run.time_s = max(run.time_s, time.perf_counter() - start)  # the step's wall time
     return run
 
 
@@ -296,7 +327,7 @@ def bootstrap_class_balance(model: ReleasedModel) -> dict[str, int]:
 
 
 def assumptions(inp: AuditInput) -> dict[str, Any]:
-    """What the adversary was assumed to know, and the budget."""
+    """What the adversary was assumed to know, and the budget (the whole audit's)."""
     return {
         "model_file": "the whole file, as released (every tree, split and leaf count)",
         "schema": "given (--schema)" if inp.schema is not None else
@@ -308,5 +339,6 @@ def assumptions(inp: AuditInput) -> dict[str, Any]:
         "and never leave this machine" if inp.data is not None else "not given",
         "population": "given (--population): rows of the same population not trained on"
         if inp.population is not None else "not given",
-        "budget_s_per_attack": inp.budget,
+        "budget_s": inp.budget if math.isfinite(inp.budget) else None,
+        "attack_budget_s": inp.attack_budget,
     }

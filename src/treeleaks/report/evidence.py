@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from treeleaks.report.budget import engine_seconds
 from treeleaks.report.findings import COMPLETE, FAILED, NOT_RUN, PARTIAL, AttackRun
 from treeleaks.vocabulary import Formulation, Status
 
@@ -39,7 +40,9 @@ class AuditInput:
     """What the audit is given: the model (and the scikit-learn object when the file holds
     one), the schema as given (None: the one the model implies), the custodian's training
     rows with their label column, rows of the same population that were not trained on,
-    and the time budget of each attack in seconds."""
+    and the time budget in seconds: the whole audit's for `treeleaks.report.collect.run_audit`
+    (which gives each step a copy holding its share), one attack's for a step called alone;
+    ``attack_budget`` caps each attack's share (None: no cap)."""
 
     model: ReleasedModel
     path: str
@@ -49,6 +52,7 @@ class AuditInput:
     label: str | None = None
     population: pd.DataFrame | None = None
     budget: float = 300.0
+    attack_budget: float | None = None
 
     @property
     def bound(self) -> FeatureSchema:
@@ -96,8 +100,9 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
 
     model = inp.model
     infer_n = model.noise is not None and model.facts.get("n_rows") is None
-    recon = reconstruct(model, inp.bound, time_limit=inp.budget, progress=progress,
-                        certainty_time_limit=inp.budget, n_unknown=infer_n)
+    limit = engine_seconds(inp.budget, None if inp.data is None else len(inp.data))
+    recon = reconstruct(model, inp.bound, time_limit=limit, progress=progress,
+                        certainty_time_limit=limit, n_unknown=infer_n)
     ev.recon = recon
     s = recon.summary()
     figures: dict[str, Any] = {k: s[k] for k in (
@@ -127,7 +132,7 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
         return AttackRun("reconstruct", RECONSTRUCT_TITLE, FAILED, "no dataset reproduces the "
                          f"counts: {recon.message or 'the counts contradict each other'}",
                          recon.time_s, figures)
-    why = shortfall(recon, inp.budget)
+    why = shortfall(recon, limit)
     return AttackRun("reconstruct", RECONSTRUCT_TITLE, PARTIAL if why else COMPLETE,
                      why or _note(recon), recon.time_s, figures)
 
@@ -161,6 +166,7 @@ def rows_in_place(recon: Reconstruction, truth: pd.DataFrame, label: str) -> dic
 def shortfall(recon: Reconstruction, budget: float) -> str:
     """Why a reconstruction's figures are only lower bounds ("" when they are not)."""
     lower = "the figures are lower bounds"
+    budget = round(budget, 1)  # a share of the audit's budget: 20.7, not 20.7122
     if recon.partial:  # rows that fit every count are not proven to be training rows
         where = (" at their training positions" if recon.positions is not None else "")
         return (f"no complete reconstruction within the budget of {budget:g} s: a partial "

@@ -24,7 +24,8 @@ FAILED = "failed"  # it raised an error; the report says which
 @dataclass
 class AttackRun:
     """One attack (or measured defence) of the audit: whether it ran, why not, and what it
-    found. ``figures`` are plain JSON values named as the separate commands name them."""
+    found. ``figures`` are plain JSON values named as the separate commands name them;
+    ``budget_s`` is the share of the audit's budget it was given (None: not started)."""
 
     name: str
     title: str
@@ -32,10 +33,13 @@ class AttackRun:
     why: str = ""
     time_s: float = 0.0
     figures: dict[str, Any] = field(default_factory=dict)
+    budget_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        share = None if self.budget_s is None else round(self.budget_s, 3)
         return {"name": self.name, "title": self.title, "status": self.status, "why": self.why,
-                "time_s": round(self.time_s, 3), "figures": plain(self.figures)}
+                "time_s": round(self.time_s, 3), "budget_s": plain(share),
+                "figures": plain(self.figures)}
 
 
 @dataclass
@@ -57,7 +61,8 @@ class Audit:
     """Everything the report says. ``verdict`` holds the headline figures (None: not
     measured), ``risk`` the level and the rule that set it, ``rows`` the custodian's
     per-row table (with their data), ``rebuilt`` the rows the reconstruction rebuilt
-    (`treeleaks.report.rebuilt`), ``plots_data`` what the pictures draw.
+    (`treeleaks.report.rebuilt`), ``plots_data`` what the pictures draw, ``budget`` the
+    whole audit's budget, its rule and the wall time used (`treeleaks.report.budget`).
     ``estimator`` and ``vulnerable_nodes`` feed the tree drawing and stay out of the JSON."""
 
     model: dict[str, Any]
@@ -74,6 +79,7 @@ class Audit:
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     estimator: Any = None
     vulnerable_nodes: list[int] = field(default_factory=list)
+    budget: dict[str, Any] | None = None
 
     @property
     def partial(self) -> bool:
@@ -101,6 +107,7 @@ class Audit:
             "rebuilt": plain(self.rebuilt),
             "defences": [d.to_dict() for d in self.defences],
             "assumptions": plain(self.assumptions),
+            "budget": plain(self.budget),
         }
 
 

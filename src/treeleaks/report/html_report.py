@@ -232,10 +232,13 @@ def _exposed(audit: Audit) -> str:
 
 def _evidence(audit: Audit) -> str:
     out = ['<h2 id="evidence">Evidence, attack by attack</h2>',
-           "<table><tr><th>attack</th><th>status</th><th>time</th><th>why</th></tr>"]
+           "<table><tr><th>attack</th><th>status</th><th>time (of its share)</th><th>why</th>"
+           "</tr>"]
     for a in audit.attacks:
         css = "status-" + a.status.replace(" ", "-")
         took = "-" if a.status == NOT_RUN else f"{a.time_s:.2f}&nbsp;s"
+        if a.budget_s is not None and a.budget_s != float("inf"):
+            took += f" of {a.budget_s:.1f}&nbsp;s"
         out.append(f"<tr><td>{_e(a.title)}</td><td class=\"{css}\">{_e(a.status)}</td>"
                    f"<td>{took}</td><td>{_e(a.why)}</td></tr>")
     out.append('</table><div class="cards">')
@@ -376,7 +379,21 @@ def _assumptions(audit: Audit) -> str:
             "bounds on the risk.</p>" if cut else
             "<p>No attack ran out of its budget.</p>")
     return (f'<h2 id="assumptions">Assumptions</h2><p>What the adversary was assumed to '
-            f"know, and the time each attack had.</p><table>{rows}</table>{note}")
+            f"know, and the time the audit had.</p><table>{rows}</table>{_budget(audit)}"
+            f"{note}")
+
+
+def _budget(audit: Audit) -> str:
+    """The whole audit's budget, the rule that shared it and the wall time used."""
+    b = audit.budget
+    if not b:
+        return ""
+    limit = ("no limit for the whole audit" if b["budget_s"] is None
+             else f"{b['budget_s']:g} s for the whole audit")
+    cap = ("" if b["attack_budget_s"] is None
+           else f", at most {b['attack_budget_s']:g} s per attack")
+    return (f"<p><strong>Budget:</strong> {_e(limit + cap)}; {b['wall_time_s']:.1f} s of "
+            f"wall time used (after the model was read). Rule: {_e(b['rule'])}.</p>")
 
 
 def _rules(audit: Audit) -> str:

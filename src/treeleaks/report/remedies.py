@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from treeleaks.report import dp_costs
+from treeleaks.report.budget import engine_seconds
 from treeleaks.report.evidence import AuditInput, Evidence, shortfall
 from treeleaks.report.findings import COMPLETE, NOT_RUN, PARTIAL, AttackRun, Defence
 
@@ -51,7 +52,8 @@ def prune_effect(inp: AuditInput) -> tuple[AttackRun, Defence | None]:
                "--trust-pickle)" if inp.estimator is None else f"cannot prune a {kind}")
         return AttackRun("prune", title, NOT_RUN, why), None
     pruned, summary = prune(inp.estimator, PRUNE_K)
-    left = single_out(from_sklearn(pruned, allow_regression=True), cells=False)
+    left = single_out(from_sklearn(pruned, allow_regression=True), cells=False,
+                      time_limit=inp.budget)
     figures: dict[str, Any] = {
         "min_count": PRUNE_K, "nodes_before": summary.nodes_before,
         "nodes_after": summary.nodes_after, "leaves_before": summary.leaves_before,
@@ -81,7 +83,8 @@ def strip_random_states(inp: AuditInput, ev: Evidence, progress: ProgressCallbac
     from treeleaks.evaluation.metrics import evaluate
 
     title = "The bootstrap attack without the random states"
-    without = reconstruct(inp.model, inp.bound, time_limit=inp.budget,
+    limit = engine_seconds(inp.budget, None if inp.data is None else len(inp.data))
+    without = reconstruct(inp.model, inp.bound, time_limit=limit,
                           ignore_draws=True, progress=progress)
     s = without.summary()
     figures: dict[str, Any] = {"status": s["status"], "formulation": s["formulation"],
@@ -103,7 +106,7 @@ def strip_random_states(inp: AuditInput, ev: Evidence, progress: ProgressCallbac
             effect += (f", against {figures['exact_rows_with_states']} and "
                        f"{ev.score.error:.4f} with the draws")
         effect += ")"
-    why = shortfall(without, inp.budget)
+    why = shortfall(without, limit)
     run = AttackRun("strip-random-states", title, PARTIAL if why else COMPLETE, why,
                     without.time_s, figures)
     return run, Defence(_with_command("Release the trees without their random states (they "

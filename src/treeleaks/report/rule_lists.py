@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from treeleaks.report import remedies
+from treeleaks.report.budget import AuditClock
 from treeleaks.report.collect import Interrupted, attempt
 from treeleaks.report.evidence import fully_determined
 from treeleaks.report.findings import COMPLETE, NOT_RUN, AttackRun, Audit
@@ -28,6 +29,7 @@ def run_rule_list_audit(rule_list: RuleList, path: str, schema: FeatureSchema | 
     from treeleaks.attacks.probabilistic import rule_list_reconstruction
     from treeleaks.evaluation.entropy import summarize
 
+    clock = AuditClock(budget)
     balance = None
     if rule_list.has_counts:
         totals = [sum(r.counts[c] for r in rule_list.all_rules)
@@ -48,7 +50,7 @@ def run_rule_list_audit(rule_list: RuleList, path: str, schema: FeatureSchema | 
             "inferred from the rules' conditions",
             "n_rows": "the sum of the rules' counts", "side_knowledge": "none",
             "custodian_data": "not used for rule lists", "population": "not used",
-            "budget_s_per_attack": budget})
+            "budget_s": budget})
     summaries = []
 
     def leak() -> AttackRun:
@@ -81,5 +83,6 @@ def run_rule_list_audit(rule_list: RuleList, path: str, schema: FeatureSchema | 
     audit.defences = [remedies.retrain_with_dp(None)]
     if summaries:
         audit.plots_data = {"row_ratio": summaries[0].row_ratios().tolist()}
+    audit.budget = clock.record()
     return audit
 
