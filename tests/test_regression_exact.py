@@ -248,3 +248,20 @@ def test_a_leaf_value_that_is_not_a_number_is_refused(tmp_path, bad: float) -> N
     assert result.exit_code == 2
     assert "leaf 0's value is" in result.output and "edited or damaged" in result.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize("kind", sorted(ESTIMATORS))
+def test_weighted_and_multi_output_regressors_are_refused_naming_the_cause(kind) -> None:
+    """Rows of weight 2 count twice in the leaves, so weighted training is refused rather
+    than rebuilt as duplicated rows; a regressor of several outputs is refused too."""
+    from treeleaks.errors import UnsupportedModelError
+
+    X, y = regression_data(40, 2, seed=15, integer=False)
+    weights = np.where(np.arange(len(y)) % 2, 1.0, 2.5)
+    weighted = ESTIMATORS[kind](0).fit(X, y, sample_weight=weights)
+    with pytest.raises(UnsupportedModelError, match="sample_weight") as caught:
+        reconstruct(from_sklearn(weighted, allow_regression=True))
+    assert "\n" not in str(caught.value)
+    both = ESTIMATORS[kind](0).fit(X, np.column_stack([y, -y]))
+    with pytest.raises(UnsupportedModelError, match="several outputs"):
+        from_sklearn(both, allow_regression=True)
