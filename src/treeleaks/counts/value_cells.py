@@ -92,8 +92,9 @@ def rows_by_target(model: ReleasedModel, deadline: float) -> TargetRows:
             left_out.append(int(v))
             continue
         cell_low, cell_high, held = cells
-        counts = _multiplicities(held, leaves, model, int(v), targets[v])
-        fixed = _fixed(held, leaves, model, counts)
+        A, b = _equations(held, leaves, model)
+        counts = _multiplicities(A, b, int(v), targets[v])
+        fixed = _fixed(A, b, counts)
         take = np.repeat(np.arange(len(counts)), counts)
         lowers.append(cell_low[take]), uppers.append(cell_high[take])
         found.append(np.full(len(take), v)), proven.append(fixed[take])
@@ -183,15 +184,12 @@ def _equations(held: np.ndarray, leaves: list[np.ndarray],
     return np.array(rows, dtype=float), np.array(released, dtype=float)
 
 
-def _multiplicities(held: np.ndarray, leaves: list[np.ndarray], model: ReleasedModel,
-                    v: int, target: float) -> np.ndarray:
-    """How many rows each cell holds: whole numbers meeting every leaf's rows."""
-    A, b = _equations(held, leaves, model)
-    n = held.shape[0]
-    if n == 1 or (A.sum(axis=1) == b).all():  # every cell once fits at once
-        counts = np.ones(n)
-        if (A @ counts == b).all():
-            return counts.astype(np.int64)
+def _multiplicities(A: np.ndarray, b: np.ndarray, v: int, target: float) -> np.ndarray:
+    """How many rows each cell holds (``A``, ``b``: `_equations`): whole numbers meeting
+    every leaf's rows."""
+    n = A.shape[1]
+    if (A.sum(axis=1) == b).all():  # every cell once fits at once
+        return np.ones(n, dtype=np.int64)
     solved = milp(np.zeros(n), constraints=LinearConstraint(A, b, b),
                   integrality=np.ones(n), bounds=(0, np.inf))
     if solved.x is None:
@@ -201,12 +199,11 @@ def _multiplicities(held: np.ndarray, leaves: list[np.ndarray], model: ReleasedM
     return np.round(solved.x).astype(np.int64)
 
 
-def _fixed(held: np.ndarray, leaves: list[np.ndarray], model: ReleasedModel,
-           counts: np.ndarray) -> np.ndarray:
-    """Cells whose multiplicity every consistent dataset shares: a cell alone in some leaf
-    takes that leaf's rows; the others, where the LP bounds it to one value both ways."""
-    n = held.shape[0]
-    A, b = _equations(held, leaves, model)
+def _fixed(A: np.ndarray, b: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Cells whose multiplicity every consistent dataset shares (``A``, ``b``: `_equations`):
+    a cell alone in some leaf takes that leaf's rows; the others, where the LP bounds it to
+    one value both ways."""
+    n = A.shape[1]
     fixed = (A[A.sum(axis=1) == 1] > 0).any(axis=0)
     if fixed.all() or n > MAX_PROOF_CELLS:
         return fixed
