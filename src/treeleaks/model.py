@@ -235,21 +235,27 @@ def _optional_int_array(values: Any) -> np.ndarray | None:
     return None if values is None else np.asarray(values, dtype=np.int64)
 
 
+LOG_LOSS, SQUARED_ERROR = "log_loss", "squared_error"  # the losses `LeafGradients` reads
+
+
 @dataclass(eq=False)
 class LeafGradients:
-    """What a binary booster's leaf values say beyond its counts.
+    """What a booster's leaf values say beyond its counts.
 
     Each row's raw score starts at ``start`` and adds ``values[t][leaf]`` for its leaf in
-    every tree t. Before tree t the row's probability of the positive class (``classes[1]``)
-    is p = sigmoid(score), its gradient g = p - y and its hessian h = p(1 - p). Each row
-    ``(leaf, a, b, low, high)`` of ``sums[t]`` says ``low <= a·Σg + b·Σh <= high`` over the
-    leaf's training rows: the frontends turn each framework's stored leaf values and hessian
-    sums into these, the interval covering the file's floating-point precision.
+    every tree t. With ``loss`` log_loss (a binary classifier), before tree t the row's
+    probability of the positive class (``classes[1]``) is p = sigmoid(score), its gradient
+    g = p - y and its hessian h = p(1 - p); with squared_error (a regressor), g = score - y
+    for its target y and h = 1. Each row ``(leaf, a, b, low, high)`` of ``sums[t]`` says
+    ``low <= a·Σg + b·Σh <= high`` over the leaf's training rows: the frontends turn each
+    framework's stored leaf values and hessian sums into these, the interval covering the
+    file's floating-point precision.
     """
 
     start: float
     values: list[np.ndarray]
     sums: list[np.ndarray]
+    loss: str = LOG_LOSS
 
     def validate(self, trees: list[Tree]) -> None:
         if len(self.values) != len(trees) or len(self.sums) != len(trees):
@@ -438,7 +444,10 @@ class ReleasedModel:
         if not self.trees[0].counted:
             raise ModelFormatError("the first tree must have counts")
         if self.gradients is not None:
-            if self.n_classes != 2:
+            if self.gradients.loss == SQUARED_ERROR:
+                if not self.is_regression:
+                    raise ModelFormatError("squared-error sums are those of a regressor")
+            elif self.n_classes != 2:
                 raise ModelFormatError("gradient sums are those of a binary booster")
             self.gradients.validate(self.trees)
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 from treeleaks.attacks.exact import reconstruct_exact
 from treeleaks.attacks.options import RunOptions
 from treeleaks.counts.verify import verify
-from treeleaks.model import LeafGradients, ReleasedModel
+from treeleaks.model import ReleasedModel
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
 from treeleaks.vocabulary import Status, Strategy
@@ -35,8 +35,8 @@ def counted_only(model: ReleasedModel) -> ReleasedModel:
     keep = next(t for t, tree in enumerate(model.trees) if not tree.counted)
     gradients = model.gradients
     if gradients is not None:
-        gradients = LeafGradients(gradients.start, gradients.values[:keep],
-                                  gradients.sums[:keep])
+        gradients = replace(gradients, values=gradients.values[:keep],
+                            sums=gradients.sums[:keep])
     return replace(model, trees=model.trees[:keep], gradients=gradients)
 
 

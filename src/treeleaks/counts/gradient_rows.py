@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-from treeleaks.model import LeafGradients, ReleasedModel
+from treeleaks.model import SQUARED_ERROR, LeafGradients, ReleasedModel
 
 
 @dataclass
@@ -36,25 +36,33 @@ class SideRows:
                         self.upper - shift)
 
 
-def gradient_terms(gradients: LeafGradients, leaves: np.ndarray, positive: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Per row (its leaf in every tree, ``(n, T)``, and whether it is positive), the
-    gradient and hessian it adds in each tree, both ``(n, T)``."""
+def scores_before(gradients: LeafGradients, leaves: np.ndarray) -> np.ndarray:
+    """Per row (its leaf in every tree, ``(n, T)``), its raw score before each tree."""
     n_trees = leaves.shape[1]
     added = np.column_stack([gradients.values[t][leaves[:, t]] for t in range(n_trees)])
-    before = gradients.start + np.cumsum(added, axis=1) - added
+    return gradients.start + np.cumsum(added, axis=1) - added
+
+
+def gradient_terms(gradients: LeafGradients, leaves: np.ndarray, label: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per row (its leaf in every tree, ``(n, T)``, and its label: its class index under
+    log_loss, its target under squared_error), the gradient and hessian it adds in each
+    tree, both ``(n, T)``."""
+    before = scores_before(gradients, leaves)
+    if gradients.loss == SQUARED_ERROR:
+        return before - np.asarray(label, dtype=np.float64)[:, None], np.ones_like(before)
     p = expit(before)
-    return p - positive[:, None], p * (1.0 - p)
+    return p - (np.asarray(label) == 1)[:, None], p * (1.0 - p)
 
 
-def gradient_rows(model: ReleasedModel, leaves: np.ndarray, cls: np.ndarray
+def gradient_rows(model: ReleasedModel, leaves: np.ndarray, label: np.ndarray
                   ) -> SideRows | None:
     """The model's gradient sums over variables given by their leaves ``(n_vars, T)`` and
-    class index, or None when the model has none."""
+    label (class index, or target of a regressor), or None when the model has none."""
     gradients = model.gradients
     if gradients is None or not any(rows.size for rows in gradients.sums):
         return None
-    g, h = gradient_terms(gradients, leaves, cls == 1)
+    g, h = gradient_terms(gradients, leaves, label)
     entries, lower, upper = [], [], []
     first = 0
     for t, rows in enumerate(gradients.sums):
@@ -76,11 +84,12 @@ def gradient_rows(model: ReleasedModel, leaves: np.ndarray, cls: np.ndarray
     return SideRows(matrix, np.concatenate(lower), np.concatenate(upper))
 
 
-def largest_gradient_miss(model: ReleasedModel, leaves: np.ndarray, cls: np.ndarray
+def largest_gradient_miss(model: ReleasedModel, leaves: np.ndarray, label: np.ndarray
                           ) -> tuple[float, str]:
-    """How far rows (their leaves and class indices) fall outside the model's gradient
-    sums, relative to each sum's tolerance (at most 1 inside), and where the worst is."""
-    side = gradient_rows(model, leaves, cls)
+    """How far rows (their leaves and labels, as `gradient_rows` takes them) fall outside
+    the model's gradient sums, relative to each sum's tolerance (at most 1 inside), and
+    where the worst is."""
+    side = gradient_rows(model, leaves, label)
     if side is None:
         return 0.0, ""
     total = side.matrix @ np.ones(leaves.shape[0])

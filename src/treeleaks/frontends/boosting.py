@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from treeleaks.model import ModelFormatError, Tree
+from treeleaks.model import SQUARED_ERROR, LeafGradients, ModelFormatError, Tree
 
 SOLVER_SLACK = 1e-4  # the least half-width of a gradient sum's interval
 # the largest split threshold read: past 2^53, float64 no longer holds every whole number,
 # so neither a reconstructed value nor its routing can be trusted (and 1e30 is no data)
 MAX_THRESHOLD = 2.0**53
+# what a squared-error booster's leaf values say, in its facts
+LEAF_VALUES = ("tree 0: each leaf's target mean (a leaf of one row gives that row's "
+               "target); every tree: each leaf's sum of residuals (targets minus the earlier "
+               "trees' prediction)")
 Nodes = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
@@ -81,3 +85,26 @@ def sum_rows(a: np.ndarray | float, b: np.ndarray | float, c: np.ndarray,
 def no_sums() -> np.ndarray:
     """The first tree's rows: its class counts already say what its gradients would."""
     return np.zeros((0, 5))
+
+
+def squared_error_gradients(start: float, added: list[np.ndarray], rows: list[np.ndarray],
+                            eta: float, l2: float, row_precision: float) -> LeafGradients:
+    """A squared-error booster's sums, every tree's (the first's too): each leaf adds
+    u = -η·G/(H + λ) to its rows' scores, with G = Σ(score - y) and H = n (a hessian of 1
+    a row), so ``G + (u/η)·n = -u·λ/η``. scikit-learn's GradientBoostingRegressor is the
+    case λ = 0 with u = η·(mean residual). The interval allows ``row_precision`` of each
+    row's gradient, at the scale of the targets (the first tree's leaf means, `_scale`)."""
+    scale = _scale(start, added[0], rows[0], eta, l2)
+    sums = []
+    for u, n in zip(added, rows, strict=True):
+        c = -u * l2 / eta
+        sums.append(sum_rows(1.0, u / eta, c, row_precision * (n * scale + np.abs(c))))
+    return LeafGradients(start, added, sums, loss=SQUARED_ERROR)
+
+
+def _scale(start: float, first: np.ndarray, rows: np.ndarray, eta: float, l2: float) -> float:
+    """How large a row's gradient can be, for the sums' interval: twice the largest target
+    mean of the first tree's leaves (the start and the leaf means bound no single row; the
+    factor covers the rows beyond their leaf's mean), and at least 1."""
+    means = start + first * (rows + l2) / (eta * np.maximum(rows, 1))
+    return 2.0 * float(np.abs(means).max(initial=0.0)) + abs(start) + 1.0

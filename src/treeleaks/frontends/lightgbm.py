@@ -26,10 +26,12 @@ import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.boosting import (
+    LEAF_VALUES,
     booster_trees,
     check_thresholds,
     float32_positives,
     no_sums,
+    squared_error_gradients,
     sum_rows,
     whole_positives,
 )
@@ -132,13 +134,15 @@ def _regression(converted: list[_Converted], params: dict[str, str], names: list
     out = [Tree(*shape, rows[:, None].copy(), n_samples=rows.copy(),
                 values=means if t == 0 else None)
            for t, (shape, rows, _, _) in enumerate(converted)]
+    # the first tree's values carry the start: its rows' gradients were taken at s
+    added = [value - start] + [c[3] for c in converted[1:]]
+    gradients = squared_error_gradients(start, added, [c[1] for c in converted], eta, l2,
+                                        ROW_PRECISION)
     model = ReleasedModel(out, [], list(names), label_name=label_name, source="LightGBM",
-                          task="regression",
+                          task="regression", gradients=gradients,
                           facts={"model kind": "gradient-boosted regressor (LightGBM)",
                                  "learning_rate": eta, "lambda_l2": l2,
-                                 "leaf values": "tree 0: each leaf's target mean (a leaf of "
-                                 "one row gives that row's target); later trees: steps, "
-                                 "not targets"})
+                                 "leaf values": LEAF_VALUES})
     model.validate()
     return model
 

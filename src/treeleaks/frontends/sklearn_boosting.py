@@ -26,10 +26,12 @@ import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.boosting import (
+    LEAF_VALUES,
     Nodes,
     booster_trees,
     float32_positives,
     no_sums,
+    squared_error_gradients,
     sum_rows,
     whole_positives,
 )
@@ -92,11 +94,14 @@ def booster_regression_model(estimator: Any, names: list[str], label_name: str
             np.ravel(getattr(init, "constant_", [np.nan]))[0])
         nodes, rows, steps = _gradient_boosting_trees(estimator, kind)
         means = start + steps[0]
+        gradients = squared_error_gradients(start, [eta * v for v in steps], rows, eta, 0.0,
+                                            FLOAT64_ROW)
     else:
         l2 = float(estimator.l2_regularization)
         start = float(np.ravel(estimator._baseline_prediction)[0])
         nodes, rows, values = _predictor_trees(estimator, names)
         means = start + values[0] * (rows[0] + l2) / (eta * rows[0])
+        gradients = squared_error_gradients(start, values, rows, eta, l2, FLOAT32_ROW)
         # unweighted, the start is the mean target: the leaves' means add up to N times it
         total, scale = float(rows[0] @ means), float(rows[0] @ np.abs(means))
         if abs(total - rows[0].sum() * start) > 1e-5 * (scale + 1.0):
@@ -112,12 +117,10 @@ def booster_regression_model(estimator: Any, names: list[str], label_name: str
                   values=means if t == 0 else None)
              for t, (shape, count) in enumerate(zip(nodes, rows))]
     model = ReleasedModel(trees, [], names, label_name=label_name, source=f"sklearn.{kind}",
-                          task="regression",
+                          task="regression", gradients=gradients,
                           facts={"model kind": f"gradient-boosted regressor (scikit-learn "
                                  f"{kind})", "learning_rate": eta,
-                                 "leaf values": "tree 0: each leaf's target mean (a leaf of "
-                                 "one row gives that row's target); later trees: steps, "
-                                 "not targets"})
+                                 "leaf values": LEAF_VALUES})
     model.validate()
     return model
 

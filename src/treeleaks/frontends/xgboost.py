@@ -28,12 +28,14 @@ from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.boosting import check_thresholds, no_sums, sum_rows, whole_positives
 from treeleaks.frontends.numbers import checked, checked_one
 from treeleaks.frontends.stripped import counts_removed, structure_only
+from treeleaks.frontends.xgboost_regression import regression_model
 from treeleaks.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
 
 FILE, PARAMS = "XGBoost model file", "learner.learner_model_param"
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 WHOLE_TOLERANCE = 1e-3  # float32 values: derived counts this close to whole are whole
 COUNT_TOLERANCE = 1e-3  # of a row, for n = cover / (b(1-b))
+REGRESSION = "reg:squarederror"
 FLOAT32 = 1e-5  # precision of a later tree's sums: per row, and relative to the stored value
 
 
@@ -64,12 +66,13 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
             raise ModelFormatError(f"XGBoost model file: not JSON ({exc})") from None
     learner = _field(data, "learner", "")
     objective = _field(_field(learner, "objective", "learner"), "name", "learner.objective")
-    if objective != "binary:logistic":
+    if objective not in ("binary:logistic", REGRESSION):
         raise UnsupportedModelError(f"XGBoost objective {objective!r}: treeleaks reads binary "
-                                    "classifiers (objective 'binary:logistic') so far")
+                                    "classifiers (objective 'binary:logistic') and "
+                                    f"squared-error regressors ({REGRESSION!r}) so far")
     params = _field(learner, "learner_model_param", "learner")
     base = checked_one(_field(params, "base_score", PARAMS), FILE, f"{PARAMS}.base_score")
-    if not 0.0 < base < 1.0:
+    if objective == "binary:logistic" and not 0.0 < base < 1.0:
         raise ModelFormatError(f"{FILE}: field '{PARAMS}.base_score' holds {base:g}, not a "
                                "probability strictly between 0 and 1: an edited file?")
     booster = _field(learner, "gradient_booster", "learner")
@@ -96,8 +99,12 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
     if any(not cover.any() for _, cover, _ in parsed):
         if not counts_removed_ok:
             raise counts_removed("XGBoost model", "its covers, sum_hessian, are 0")
-        return structure_only([p[0] for p in parsed], classes, list(names), label_name,
-                              "XGBoost", "gradient-boosted (XGBoost)")
+        regressor = objective == REGRESSION
+        return structure_only([p[0] for p in parsed], [] if regressor else classes,
+                              list(names), label_name, "XGBoost", "gradient-boosted (XGBoost)",
+                              np.full(parsed[0][2].size, base) if regressor else None)
+    if objective == REGRESSION:
+        return regression_model(trees, parsed, base, list(names), label_name, objective)
     nodes, cover, value = parsed[0]
     count = cover / (base * (1.0 - base))
     rows = np.rint(count)
