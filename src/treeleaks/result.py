@@ -98,6 +98,9 @@ class Reconstruction:
     positions: np.ndarray | None = None
     # a regressor's: how many rows' targets are proven exact (the label column holds them)
     targets_exact: int | None = None
+    # a regressor's: each row's target interval (lower, upper), when not every target is
+    # exact (the label column holds the interval's midpoint)
+    target_bounds: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def empty(cls, model: ReleasedModel, **fields: Any) -> Reconstruction:

@@ -47,3 +47,6 @@ class Formulation(StrEnum):
     REGRESSION_BOOTSTRAP_KNOWN = "regression-bootstrap-known"
     # a regression model whose trees each saw every row once, target by target
     REGRESSION_EXACT = "regression-exact"
+    # a boosted regressor: its cells' rows and target sums, or the rows single-row leaves
+    # prove, each target within its interval
+    REGRESSION_BOOSTED = "regression-boosted"

@@ -10,6 +10,8 @@ for, and the call. Each formulation lives in a module of its own:
   from the model (`treeleaks.attacks.regression`).
 - ``regression-exact``: a regression model whose trees each saw every row once, its rows
   with their targets, target by target (`treeleaks.attacks.regression_exact`).
+- ``regression-boosted``: a boosted regressor's rows with their targets, from its counts and
+  leaves' sums of residuals (`treeleaks.attacks.regression_boosted`).
 
 Side knowledge wraps the first two (`treeleaks.attacks.side_knowledge`).
 """
@@ -27,6 +29,10 @@ from treeleaks.attacks.exact import reconstruct_exact
 from treeleaks.attacks.options import RunOptions
 from treeleaks.attacks.per_row import reconstruct_per_row
 from treeleaks.attacks.regression import reconstruct_regression, refuse_regression
+from treeleaks.attacks.regression_boosted import (
+    is_boosted_regressor,
+    reconstruct_boosted_regression,
+)
 from treeleaks.attacks.regression_exact import reconstruct_regression_exact
 from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
 from treeleaks.attacks.uncounted_trees import (
@@ -127,6 +133,10 @@ def reconstruct(
     noisy = NoisyCountOptions(n_rows, n_unknown, shrinkage)
     if model.is_regression:
         noisy.refuse_for_exact_counts(model)
+        if is_boosted_regressor(model):
+            run.check(max_rows)
+            _refuse_too_many_rows(int(model.trees[0].counts.sum()), max_rows)
+            return reconstruct_boosted_regression(model, schema, run)
         refuse_regression(model, strategy, knowledge, ignore_draws)
         run.check(max_rows)
         if not model.bootstrap:

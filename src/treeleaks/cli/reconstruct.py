@@ -307,7 +307,8 @@ def _noisy_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
 def _details(recon: Reconstruction) -> pd.DataFrame:
     """Per row: its training position where known (``row``), proven, proven_pattern, and
     each feature's free flag and bounds (and, for numerical and ordinal columns, the
-    bounds' width as a share of the column's range)."""
+    bounds' width as a share of the column's range); a regressor's target interval and
+    whether it is exact, where the attack gives one."""
     import numpy as np
     import pandas as pd
 
@@ -320,6 +321,11 @@ def _details(recon: Reconstruction) -> pd.DataFrame:
         parts[f"{name}:upper"] = recon.upper[name].to_numpy()
         if recon.width is not None and recon.width[name].notna().any():
             parts[f"{name}:width"] = recon.width[name].to_numpy()  # a share of its range
+    if recon.target_bounds is not None:  # a regressor's targets known within an interval
+        label = recon.rows.columns[-1]
+        low, high = recon.target_bounds
+        parts[f"{label}:lower"], parts[f"{label}:upper"] = low, high
+        parts[f"{label}:exact"] = low == high
     return pd.DataFrame(parts)
 
 

@@ -6,7 +6,8 @@ every tree. A leaf stores w = η·ω, where ω = -G/(n + λ) is its unscaled wei
 ``base_weights``) and G = Σ(score - y) over its rows: the ratio of the two gives the
 learning rate η. Every row starts at the base score b, which XGBoost estimates as the mean
 target, so the first tree's G add up to 0: λ = -Σ ω·n / Σ ω. A first-tree leaf's mean
-target is then b + ω(n + λ)/n, and every tree's leaf says ``G + (w/η)·n = -w·λ/η``
+target is then b + ω(n + λ)/n (see `_rate_and_penalty` for a base score that is not the
+mean), and every tree's leaf says ``G + (w/η)·n = -w·λ/η``
 (`treeleaks.frontends.boosting.squared_error_gradients`).
 """
 
@@ -23,7 +24,8 @@ from treeleaks.model import ReleasedModel, Tree
 FILE = "XGBoost model file"
 COUNT_TOLERANCE = 1e-3  # of a row, for a cover read as a count
 ROW_PRECISION = 2e-6  # of a leaf's gradient sum per row: float32 gradients and scores
-SNAP = 1e-5  # relative: how close a fitted η or λ must be to a short decimal to become it
+EARLY_TREES = 10  # the trees after the first that give η
+SNAP = 1e-4  # relative: how close a fitted η or λ must be to a short decimal to become it
 RATE_FIT = 1e-4  # of the trees' sums' scale: how well one η and λ must fit them all
 
 
@@ -74,31 +76,41 @@ def _rate_and_penalty(values: list[np.ndarray], rows: list[np.ndarray]
                       ) -> tuple[float, float]:
     """η and λ from the trees' leaf values and counts, refused when they do not fit.
 
-    A tree t's leaves add up to ``Σ w(n + λ) = -η·R_t``, where R_t = Σ_i (F(x_i) - y_i) over
-    every row before tree t: 0 before the first (the base score is the mean target), then
-    the earlier trees' ``Σ n·w``. One equation a tree, linear in (λ, η): least squares."""
-    before = np.cumsum([0.0] + [float(v @ n) for v, n in zip(values, rows)])[:-1]
-    design = np.column_stack([[float(v.sum()) for v in values], before])
-    target = -np.array([float(v @ n) for v, n in zip(values, rows)])
-    if len(values) < 2 or np.linalg.matrix_rank(design) < 2:
+    A tree t's leaves add up to ``Σ w(n + λ) = -η·(R_t + δ)``: R_t + δ = Σ_i (F(x_i) - y_i)
+    over every row before tree t, R_t the earlier trees' ``Σ n·w`` and δ = N(b - ȳ) what
+    the base score b misses the mean target by (float32 rounding, or a base score of the
+    user's own). The first tree (R = 0) gives λ once η·δ is known; the early trees, whose
+    R_t vary most and carry the least float32 drift of XGBoost's per-row scores, give η
+    and η·δ by least squares; two rounds settle both."""
+    if len(values) < 3 or not float(np.abs(values[0]).sum()) > 0.0:
         raise UnsupportedModelError(
             "this XGBoost regressor's trees do not tell its learning rate and L2 penalty "
-            "apart (one tree, or leaf values that give no residual sums), which its leaf "
+            "apart (fewer than three trees, or a first tree of zero values), which its leaf "
             "means need; treeleaks refuses to guess them")
-    (l2, eta), *_ = np.linalg.lstsq(design, target, rcond=None)
-    miss = np.abs(design @ [l2, eta] - target).max()
-    scale = float(np.abs(target).max()) + float(np.abs(design).max()) + 1.0
+    weighted = np.array([float(v @ n) for v, n in zip(values, rows)])
+    totals = np.array([float(v.sum()) for v in values])
+    before = np.concatenate([[0.0], np.cumsum(weighted)[:-1]])
+    early = slice(1, min(len(values), EARLY_TREES + 1))
+    design = np.column_stack([before[early], np.ones(early.stop - 1)])
+    shift = 0.0  # η·δ
+    for _ in range(2):
+        l2 = -(weighted[0] + shift) / totals[0] if totals[0] else 1.0
+        (eta, shift), *_ = np.linalg.lstsq(design, -(weighted + l2 * totals)[early],
+                                           rcond=None)
+    eta, l2 = _snapped(float(eta)), _snapped(float(l2))
+    miss = np.abs(weighted + l2 * totals + eta * before + shift).max()
+    scale = float(np.abs(weighted).max() + np.abs(before).max() + 1.0)
     if not (0.0 < eta <= 1.0 and l2 > -1e-3 and miss <= RATE_FIT * scale):
         raise UnsupportedModelError(
             "this XGBoost regressor's leaf values fit no one learning rate and L2 penalty "
             f"(best η = {eta:.3g}, λ = {l2:.3g}): it was trained with a base score of its own, "
             "sample weights or alpha, which the file does not record, or the file was "
             "edited; treeleaks refuses to guess its targets")
-    return _snapped(float(eta)), max(_snapped(float(l2)), 0.0)
+    return eta, max(l2, 0.0)
 
 
 def _snapped(value: float) -> float:
     """``value`` at 4 significant digits when it is that within the fit's precision (a
-    learning rate of 0.3 read as 0.2999997), else as fitted."""
+    learning rate of 0.3 read as 0.29999), else as fitted."""
     short = float(f"{value:.4g}")
     return short if abs(short - value) <= SNAP * max(abs(value), 1e-12) else value
