@@ -107,3 +107,16 @@ def test_the_details_carry_each_targets_interval(tmp_path) -> None:
     label = pd.read_csv(tmp_path / "rows.partial.csv").columns[-1]
     assert {f"{label}:lower", f"{label}:upper", f"{label}:exact"} <= set(frame.columns)
     assert (frame[f"{label}:lower"] <= frame[f"{label}:upper"]).all()
+
+
+def test_options_the_route_does_not_take_are_refused() -> None:
+    from treeleaks.errors import UnsupportedModelError
+    from treeleaks.knowledge import Knowledge
+
+    X, y = _small_table(0)
+    model = _read("gb", X, y)
+    with pytest.raises(UnsupportedModelError, match="leave strategy at 'auto'"):
+        reconstruct(model, strategy="per-row")
+    known = Knowledge(columns=pd.DataFrame({"x0": X[:, 0]}))
+    with pytest.raises(UnsupportedModelError, match="side knowledge on a boosted regressor"):
+        reconstruct(model, knowledge=known)

@@ -32,6 +32,7 @@ from treeleaks.attacks.regression import reconstruct_regression, refuse_regressi
 from treeleaks.attacks.regression_boosted import (
     is_boosted_regressor,
     reconstruct_boosted_regression,
+    refuse_boosted_regression,
 )
 from treeleaks.attacks.regression_exact import reconstruct_regression_exact
 from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
@@ -134,6 +135,7 @@ def reconstruct(
     if model.is_regression:
         noisy.refuse_for_exact_counts(model)
         if is_boosted_regressor(model):
+            refuse_boosted_regression(strategy, knowledge)
             run.check(max_rows)
             _refuse_too_many_rows(int(model.trees[0].counts.sum()), max_rows)
             return reconstruct_boosted_regression(model, schema, run)

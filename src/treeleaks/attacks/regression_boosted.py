@@ -21,7 +21,6 @@ the sums are linear in each cell's row count ``x`` and target sum ``s``.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -33,17 +32,21 @@ from treeleaks.clock import RunClock
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.gradient_rows import gradient_rows
 from treeleaks.counts.materialize import rows_in_boxes
+from treeleaks.counts.peel import Region, single_row_regions
 from treeleaks.counts.system import count_incidence
 from treeleaks.counts.verify_boosted import verify_boosted_regression, verify_boosted_within
 from treeleaks.errors import UnsupportedModelError
-from treeleaks.model import SQUARED_ERROR, ReleasedModel
+from treeleaks.knowledge import Knowledge
+from treeleaks.model import SQUARED_ERROR, LeafGradients, ReleasedModel
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
 from treeleaks.vocabulary import Formulation, Status, Strategy
 
 CELL_SHARE = 0.3  # of the limit, at most, for listing the cells
 SOLVE_SHARE = 0.8  # of what is left, for the MILP: the single-row rows take the rest
-MAX_CELLS = 20_000  # cells beyond which the MILP is not tried (HiGHS stalls in presolve)
+# cells beyond which the MILP is not tried: over 1,388 cells (diabetes cut in thirds, 20
+# trees) HiGHS found no dataset in 60 s (docs/lab/2026-11-26-boosted-regression.md)
+MAX_CELLS = 500
 # the targets the MILP searches: the first tree's leaf means widened this many spans
 TARGET_REACH = 4.0
 # of each sum's interval the MILP may use: its solution, recomputed by the certificate in
@@ -69,6 +72,17 @@ def is_boosted_regressor(model: ReleasedModel) -> bool:
     return model.gradients is not None and model.gradients.loss == SQUARED_ERROR
 
 
+def refuse_boosted_regression(strategy: str, knowledge: Knowledge | None) -> None:
+    """Raise `UnsupportedModelError` for options this route does not take."""
+    if strategy != Strategy.AUTO:
+        raise UnsupportedModelError(
+            f"strategy {strategy!r} on a boosted regressor: it lists the cells when they are "
+            "few and reads its single-row leaves otherwise; leave strategy at 'auto'")
+    if knowledge is not None and not knowledge.empty:
+        raise UnsupportedModelError("side knowledge on a boosted regressor is not supported "
+                                    "yet: reconstruct without it")
+
+
 def reconstruct_boosted_regression(model: ReleasedModel, schema: FeatureSchema | None,
                                    run: RunOptions) -> Reconstruction:
     """A boosted regressor's training rows with their targets (see the module doc)."""
@@ -79,9 +93,10 @@ def reconstruct_boosted_regression(model: ReleasedModel, schema: FeatureSchema |
     clock = RunClock(run.time_limit)
     view = replace(model, classes=["row"])  # one occupant: a row, whatever its target
     bound = (schema if schema is not None else FeatureSchema.infer(view)).bind(view)
-    budget = run.cell_budget or CellBudget(max_cells=MAX_CELLS)
-    listing = replace(budget, deadline=min(budget.deadline or np.inf,
-                                           clock.start + CELL_SHARE * run.time_limit))
+    budget = run.cell_budget or CellBudget()
+    listing = replace(budget, max_cells=min(budget.max_cells, MAX_CELLS),
+                      deadline=min(budget.deadline or np.inf,
+                                   clock.start + CELL_SHARE * run.time_limit))
     try:
         cells = enumerate_cells(view, bound, listing, run.progress)
     except CellBudgetExceeded as exc:
@@ -180,7 +195,8 @@ def _from_single_rows(model: ReleasedModel, bound: FeatureSchema, clock: RunCloc
     common = {"solver": "", "strategy": Strategy.ENUMERATE, "proof": PROOF,
               "formulation": Formulation.REGRESSION_BOOSTED, "partial": True}
     n = int(model.trees[0].counts[:, 0].sum())
-    found = _single_row_rows(model, clock.deadline)
+    found = _within_counts(model, bound, _single_row_rows(replace(model, classes=["row"]),
+                                                          bound, clock.deadline))
     clock.lap("single-row leaves")
     if not found.lower.shape[0]:
         return Reconstruction.empty(model, status=Status.UNKNOWN, time_s=clock.elapsed(),
@@ -208,59 +224,70 @@ def _from_single_rows(model: ReleasedModel, bound: FeatureSchema, clock: RunCloc
                               f"within an interval; the rest are not found: {why}"))
 
 
-def _single_row_rows(model: ReleasedModel, deadline: float) -> _SingleRows:
-    """Every single-row leaf's row with its target interval, keeping rows whose boxes meet
-    none kept before (so that they are distinct rows): exact ones first, then the
-    narrowest intervals."""
+def _single_row_rows(model: ReleasedModel, bound: FeatureSchema, deadline: float
+                     ) -> _SingleRows:
+    """Every single-row leaf's row, its box narrowed as the peeling narrows it
+    (`single_row_regions`), with its target interval; rows whose boxes meet none kept
+    before (so that they are distinct rows), exact ones first, then the narrowest."""
     gradients = model.gradients
     assert gradients is not None
-    m = model.n_features
-    boxes = [tree.leaf_boxes(m) for tree in model.trees]
-    held = [tree.counts[:, 0] > 0 for tree in model.trees]
     candidates = []
-    for t, tree in enumerate(model.trees):
-        if time.perf_counter() >= deadline:
-            break
-        for leaf in np.flatnonzero(tree.counts[:, 0] == 1):
-            lower, upper = boxes[t][0][leaf], boxes[t][1][leaf]
-            if t == 0:
-                low = high = float(tree.values[leaf])
-            else:
-                low, high = _later_target(gradients, boxes, held, t, int(leaf), lower, upper)
-            candidates.append((high - low, t, lower, upper, low, high))
+    for t, leaf, region in single_row_regions(model, bound, deadline):
+        low, high = _target_interval(gradients, t, leaf, region)
+        candidates.append((high - low, t, region.lower, region.upper, low, high))
     candidates.sort(key=lambda c: (c[0], c[1]))
     kept: list[tuple[np.ndarray, np.ndarray, float, float]] = []
     for _, _, lower, upper, low, high in candidates:
         if all(_apart(lower, upper, other[0], other[1]) for other in kept):
             kept.append((lower, upper, low, high))
+    m = model.n_features
     if not kept:
         return _SingleRows(np.zeros((0, m)), np.zeros((0, m)), np.zeros(0), np.zeros(0))
     lower, upper, low, high = zip(*kept)
     return _SingleRows(np.array(lower), np.array(upper), np.array(low), np.array(high))
 
 
-def _later_target(gradients, boxes, held, t: int, leaf: int, lower: np.ndarray,
-                  upper: np.ndarray) -> tuple[float, float]:
+def _target_interval(gradients: LeafGradients, t: int, leaf: int, region: Region
+                     ) -> tuple[float, float]:
     """The target of the one row of leaf ``leaf`` in tree ``t``: its sum row says
-    ``a·(F - y) + b`` lies in ``[low, high]`` with F its score before the tree, which lies
-    between the sums of each earlier tree's least and greatest value over the leaves
-    holding rows that meet the box."""
+    ``a·(F - y) + b`` lies in ``[low, high]`` with F the row's score before the tree,
+    between the sums of each earlier tree's least and greatest value over the leaves the
+    row may lie in. When each earlier tree leaves it one leaf, F is known and the target is
+    the one the sum's centre gives (exact to the file's precision)."""
     score_low = score_high = gradients.start
     for before in range(t):
-        meet = held[before] & _meets(boxes[before][0], boxes[before][1], lower, upper)
-        values = gradients.values[before][meet]
+        values = gradients.values[before][region.leaves[before]]
         score_low += float(values.min())
         score_high += float(values.max())
     rows = gradients.sums[t]
     _, a, b, sum_low, sum_high = rows[np.flatnonzero(rows[:, 0] == leaf)[0]]
+    if score_low == score_high:
+        exact = score_low - ((sum_low + sum_high) / 2 - b) / a
+        return exact, exact
     # a > 0 for every reader's rows: F - y between (sum_low - b)/a and (sum_high - b)/a
-    return (score_low - (sum_high - b) / a, score_high - (sum_low - b) / a)
+    return score_low - (sum_high - b) / a, score_high - (sum_low - b) / a
 
 
-def _meets(lower: np.ndarray, upper: np.ndarray, box_lower: np.ndarray,
-           box_upper: np.ndarray) -> np.ndarray:
-    """Which boxes ``lower < x <= upper`` (rows) meet the box given."""
-    return ((lower < box_upper) & (box_lower < upper)).all(axis=1)
+def _within_counts(model: ReleasedModel, bound: FeatureSchema, found: _SingleRows
+                   ) -> _SingleRows:
+    """``found`` without the rows whose filled values would put more rows in some leaf
+    than it released (the true rows lie elsewhere in their boxes), in order."""
+    if not found.lower.shape[0]:
+        return found
+    target = np.zeros(found.lower.shape[0])
+    frames = rows_in_boxes(replace(model, classes=target.tolist()), bound, found.lower,
+                           found.upper, np.arange(target.size),
+                           np.zeros(target.size, dtype=bool))
+    leaves = model.apply(frames["rows"][list(model.feature_names)].to_numpy(np.float64))
+    room = [tree.counts[:, 0].copy() for tree in model.trees]
+    keep = np.zeros(target.size, dtype=bool)
+    for i, row in enumerate(leaves):
+        if all(room[t][leaf] > 0 for t, leaf in enumerate(row)):
+            keep[i] = True
+            for t, leaf in enumerate(row):
+                room[t][leaf] -= 1
+    return _SingleRows(found.lower[keep], found.upper[keep], found.target_low[keep],
+                       found.target_high[keep])
 
 
 def _apart(lower: np.ndarray, upper: np.ndarray, other_lower: np.ndarray,

@@ -91,7 +91,8 @@ def peel_rows(model: ReleasedModel, schema: FeatureSchema, deadline: float,
             before = settled.get(key)
             if before is not None and emptied_at[before[0], cls].max() < before[1]:
                 continue  # its candidates are unchanged, and so is its narrowing
-            chosen = _narrow(leaves, feasible, int(anchor), int(cls))
+            narrowed = _narrow(leaves, feasible, int(anchor), int(cls))
+            chosen = None if narrowed is None else narrowed[0]
             if chosen is None:
                 settled.pop(key, None)
                 continue
@@ -130,10 +131,10 @@ def with_pinned(model: ReleasedModel, cells: Cells, peeled: Peeled) -> Cells:
 
 
 def _narrow(leaves: _Leaves, feasible: Callable[[np.ndarray, np.ndarray], np.ndarray],
-            anchor: int, cls: int) -> np.ndarray | None:
+            anchor: int, cls: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The leaves of class ``cls`` the row of a single-row leaf may lie in, once its box is
-    narrowed to their hull tree by tree; None when some tree has none left (the counts
-    leave that row nowhere to go, which the solvers will report)."""
+    narrowed to their hull tree by tree, and that box; None when some tree has none left
+    (the counts leave that row nowhere to go, which the solvers will report)."""
     lower, upper = leaves.lower[anchor], leaves.upper[anchor]
     candidates = np.flatnonzero(leaves.counts[:, cls] > 0)
     while True:
@@ -148,8 +149,46 @@ def _narrow(leaves: _Leaves, feasible: Callable[[np.ndarray, np.ndarray], np.nda
         new_lower = np.maximum(lower, np.minimum.reduceat(lo, starts, axis=0).max(axis=0))
         new_upper = np.minimum(upper, np.maximum.reduceat(hi, starts, axis=0).min(axis=0))
         if np.array_equal(new_lower, lower) and np.array_equal(new_upper, upper):
-            return candidates
+            return candidates, lower, upper
         lower, upper = new_lower, new_upper
+
+
+@dataclass
+class Region:
+    """Where the one row of a single-row leaf lies: a box (``lower < x <= upper``) and,
+    per tree, the leaves that may hold it (stacked per tree in tree order)."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+    leaves: list[np.ndarray]
+
+    @property
+    def pinned(self) -> bool:
+        """Whether every tree has one leaf left: the row's cell is known."""
+        return all(leaves.size == 1 for leaves in self.leaves)
+
+
+def single_row_regions(model: ReleasedModel, schema: FeatureSchema, deadline: float
+                       ) -> list[tuple[int, int, Region]]:
+    """For every leaf of one row (of a model with one count column), ``(tree, leaf,
+    region)``: the row's box narrowed as the peeling narrows it, with its candidate leaves,
+    until ``deadline`` (``time.perf_counter()``). Leaves whose row has nowhere to go are
+    left out."""
+    leaves = _Leaves(model)
+    feasible = schema.feasibility()
+    found = []
+    for anchor in np.flatnonzero(leaves.counts[:, 0] == 1):
+        if time.perf_counter() >= deadline:
+            break
+        narrowed = _narrow(leaves, feasible, int(anchor), 0)
+        if narrowed is None:
+            continue
+        candidates, lower, upper = narrowed
+        per_tree = [leaves.index[candidates[leaves.tree[candidates] == t]]
+                    for t in range(leaves.n_trees)]
+        found.append((int(leaves.tree[anchor]), int(leaves.index[anchor]),
+                      Region(lower, upper, per_tree)))
+    return found
 
 
 def _result(found_leaves: list[np.ndarray], found_cls: list[int], n_trees: int, rounds: int,
