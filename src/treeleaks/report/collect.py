@@ -153,9 +153,12 @@ def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
 def _regression_refusal(model: ReleasedModel) -> str:
     """Why the reconstruction does not read this regressor, or "" when it does."""
     from treeleaks.attacks.regression import refuse_regression
+    from treeleaks.attacks.regression_boosted import is_boosted_regressor
     from treeleaks.errors import UnsupportedModelError
     from treeleaks.vocabulary import Strategy
 
+    if is_boosted_regressor(model):  # its own route, which takes every such booster
+        return ""
     try:
         refuse_regression(model, Strategy.AUTO, None, False)
     except UnsupportedModelError as exc:
