@@ -6,10 +6,10 @@ framework's defaults; ``fine``: leaves of one row allowed, see MODELS) with
 model text, XGBoost's JSON), check every derived count and sum against the training rows,
 reconstruct, and score against them. Rows come in no order: each returned row is paired
 with a true row (the assignment of least feature error, `scipy.optimize
-linear_sum_assignment`), and scored on its features (mean absolute difference over the
-columns' ranges) and its target (over the target's range), beside random guessing
-(uniform in each range, paired the same way). ``inside``: the share of returned rows whose
-target interval holds their paired row's target.
+linear_sum_assignment`, a true row inside the returned row's bounds first), and scored on
+its features (mean absolute difference over the columns' ranges) and its target (over the
+target's range), beside random guessing (uniform in each range, paired the same way).
+``inside``: the share of returned rows whose target interval holds their paired row's target.
 
 Datasets: ``diabetes`` (442 x 10 raw) and ``diabetes-binned:B`` (each column cut at its B-1
 inner quantiles, the values 0..B-1: a table whose cells can be listed),
@@ -37,6 +37,7 @@ from treeleaks.counts.gradient_rows import largest_gradient_miss
 from treeleaks.model import ReleasedModel
 
 RESULTS = Path(__file__).parent / "results"
+OUTSIDE = 10.0  # the pairing's cost of a true row outside a returned row's bounds
 FRAMEWORKS = ("gb", "hgb", "lightgbm", "xgboost")
 MODELS = {  # "fine": leaves of one row allowed; "default": each framework's defaults
     "gb": {"fine": {"max_depth": None, "max_leaf_nodes": 31}, "default": {}},
@@ -124,7 +125,8 @@ def run_one(spec: str, framework: str, kind: str, seed: int, trees: int,
     guess_X = rng.uniform(X.min(axis=0), X.max(axis=0), size=got_X.shape)
     guess_y = rng.uniform(y.min(), y.max(), size=got_y.shape)
     low, high = rec.target_bounds if rec.target_bounds is not None else (got_y, got_y)
-    mine, theirs = _paired(X, got_X, span)
+    box_low, box_high = rec.lower[names].to_numpy(float), rec.upper[names].to_numpy(float)
+    mine, theirs = _paired(X, got_X, span, box_low, box_high)
     guess_mine, guess_theirs = _paired(X, guess_X, span)
     row.update(
         feature_error=float(np.mean(np.abs(got_X[mine] - X[theirs]) / span)),
@@ -139,10 +141,16 @@ def run_one(spec: str, framework: str, kind: str, seed: int, trees: int,
     return row
 
 
-def _paired(X: np.ndarray, got: np.ndarray, span: np.ndarray) -> tuple[np.ndarray,
-                                                                       np.ndarray]:
-    """The pairing of returned and true rows of least feature error."""
+def _paired(X: np.ndarray, got: np.ndarray, span: np.ndarray,
+            low: np.ndarray | None = None, high: np.ndarray | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The pairing of returned and true rows of least feature error, a true row inside a
+    returned row's bounds (``low``/``high``, when given) before any outside them."""
     cost = (np.abs(got[:, None] - X[None]) / span).mean(axis=2)
+    if low is not None and high is not None:
+        inside = ((low[:, None] - 1e-9 <= X[None]) & (X[None] <= high[:, None] + 1e-9)
+                  ).all(axis=2)
+        cost = cost + OUTSIDE * ~inside
     return linear_sum_assignment(cost)
 
 
