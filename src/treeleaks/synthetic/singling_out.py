@@ -15,7 +15,8 @@ Baseline: the same predicate for a random record of D succeeds with probability 
 The success rate over released tables comes with a 95% Wilson interval.
 
 With the custodian's X, the attack is also aimed at X's own most isolated rows (the worst
-case for this release, ``custodian``), and that figure is the one a verdict reads.
+case for this release, ``custodian``), and that figure is the one a verdict reads, unless
+only the study targets' figure lies above its baseline.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import pandas as pd
 from treeleaks.errors import BudgetError, TreeleaksError
 from treeleaks.progress import ProgressCallback
 from treeleaks.synthetic.attack import Series, attack_rounds
-from treeleaks.synthetic.custodian import WorstCaseTables
+from treeleaks.synthetic.custodian import WorstCase, worst_case
 from treeleaks.synthetic.encoding import Encoding, TableMismatchError, found_in
 from treeleaks.synthetic.privbayes import check_epsilon
 from treeleaks.synthetic.rate import Rate
@@ -80,8 +81,12 @@ class SyntheticSinglingOut:
 
     @property
     def risk_from(self) -> str:
-        """The figure a verdict reads: the worst case when there is one."""
-        return STUDY if self.worst_case is None else WORST_CASE
+        """The figure a verdict reads: the worst case when there is one, unless only the
+        study targets' interval lies above its baseline (the worse of the two, then)."""
+        if self.worst_case is None or (self.study.verdict == "above the baseline"
+                                       and self.worst_case.verdict != "above the baseline"):
+            return STUDY
+        return WORST_CASE
 
     @property
     def risk_rate(self) -> Rate:
@@ -148,18 +153,18 @@ def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
     train_seed, attack_seed, worst_seed = np.random.SeedSequence(seed).spawn(3)
     study = most_vulnerable(unique, encoding.sizes, n_targets)
     worst = (None if private_codes is None else
-             WorstCaseTables.build(unique, encoding.sizes, private_codes, n_targets, baseline))
-    if worst is not None and not len(worst.targets):
+             worst_case(unique, encoding.sizes, private_codes, n_targets, baseline))
+    if private_codes is not None and worst is None:
         notes.append("no row of your table occurs once in it: none can be singled out, so "
                      "there is no worst case to attack")
-        worst = None
     training = train_targets(setup, _interleave(study, worst), n_shadows, train_seed,
                              start + TRAINING_SHARE * (deadline - start), progress)
     lap = time.monotonic()
     series = [Series(_among(training.models, study), _study_tables(setup, private_codes),
                      np.random.default_rng(attack_seed))]
     if worst is not None:
-        series.append(Series(_among(training.models, worst.targets), worst.draw,
+        series.append(Series(_among(training.models, worst.targets),
+                             _study_tables(setup, private_codes),
                              np.random.default_rng(worst_seed)))
     if not all(s.models for s in series):
         raise BudgetError("the time budget ran out before a classifier was trained for "
@@ -168,10 +173,11 @@ def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
     made = attack_rounds(setup, series, n_attacks, deadline, progress)
     notes += [n for n in (training.note(n_shadows), _attacks_note(made, n_attacks, worst))
               if n]
-    if worst is not None and len(worst.targets) < n_targets:
-        notes.append(f"the worst case attacks {len(worst.targets)} of your rows, not "
-                     f"{n_targets}: only so many occur once in your table and can be "
-                     "swapped for a population row outside it")
+    if worst is not None:
+        notes.append(f"the worst case aims at {worst.own} of your rows among "
+                     f"{len(worst.targets) - worst.own} decoys outside your table (the "
+                     "population's most isolated), so a random pick succeeds with "
+                     f"probability {worst.baseline:.2f}, its baseline")
     end = time.monotonic()
     head = series[0]
     return SyntheticSinglingOut(
@@ -180,11 +186,11 @@ def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
         _described(head, encoding, private_codes), {"training": lap - start,
                                                     "attacks": end - lap},
         white_box, notes, singles,
-        None if worst is None else Rate(series[1].successes, made, baseline),
+        None if worst is None else Rate(series[1].successes, made, worst.baseline),
         [] if worst is None else _described(series[1], encoding, private_codes))
 
 
-def _interleave(study: np.ndarray, worst: WorstCaseTables | None) -> np.ndarray:
+def _interleave(study: np.ndarray, worst: WorstCase | None) -> np.ndarray:
     """The targets to train, the study's and the worst case's taking turns (each once), so
     a deadline leaves both sets with classifiers."""
     if worst is None:
@@ -202,15 +208,15 @@ def _among(models: list[TargetModel], targets: np.ndarray) -> list[TargetModel]:
 
 def _study_tables(setup: Setup, private: np.ndarray | None
                   ) -> Callable[[np.random.Generator], np.ndarray]:
-    """Where the study's attacked tables come from: the custodian's X every time, or a
-    fresh sample of the population (the study's protocol)."""
+    """Where the attacked tables come from: the custodian's X every time, or a fresh sample
+    of the population (the study's protocol)."""
     if private is not None:
         return lambda rng: private
     return lambda rng: setup.population[rng.choice(len(setup.population), setup.n_private,
                                                    replace=False)]
 
 
-def _attacks_note(made: int, asked: int, worst: WorstCaseTables | None) -> str | None:
+def _attacks_note(made: int, asked: int, worst: WorstCase | None) -> str | None:
     if made == asked:
         return None
     each = " (one release per figure each)" if worst is not None else ""
