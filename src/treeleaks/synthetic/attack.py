@@ -43,12 +43,16 @@ class Series:
 
 def attack_rounds(setup: Setup, series: list[Series], n_attacks: int, deadline: float,
                   progress: ProgressCallback | None = None) -> int:
-    """Up to n_attacks rounds, each attacking one release per series, stopping at the
-    deadline after one round at least (so every series has a rate); the rounds made."""
+    """Up to n_attacks rounds, each attacking one release per series; after the first (so
+    every series has a rate), no round is started that the last one's time says would end
+    past the deadline. The rounds made."""
+    last = 0.0
     for a in range(n_attacks):
-        if a and time.monotonic() >= deadline:
+        begun = time.monotonic()
+        if a and begun + last >= deadline:
             return a
         for s in series:
             s.attack(setup)
+        last = time.monotonic() - begun
         report(progress, "attacks", a + 1, n_attacks)
     return n_attacks
