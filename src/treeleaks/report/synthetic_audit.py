@@ -61,7 +61,7 @@ WHICH = {"worst_case": "aimed at your own most isolated rows (the worst case)",
 
 
 def risk_figure(f: dict[str, Any]) -> dict[str, Any]:
-    """The attack's figure the rules read: the worst case when there is one."""
+    """The attack's figure the rules read, the one ``risk_from`` names."""
     return f["worst_case"] if f["risk_from"] == "worst_case" else f
 
 
@@ -74,8 +74,8 @@ def _attack_says(f: dict[str, Any]) -> str:
     r = risk_figure(f)
     return (f"the shadow-model attack {WHICH[f['risk_from']]} singles out a private row in "
             f"{r['success_rate']:.1%} of releases (95% interval {r['ci'][0]:.1%} to "
-            f"{r['ci'][1]:.1%}), above the {r['baseline']:.1%} a random population record "
-            "achieves")
+            f"{r['ci'][1]:.1%}), above the {r['baseline']:.1%} a random pick among the "
+            "records it attacks achieves")
 
 
 def _anonymeter_above(f: dict[str, Any]) -> bool:

@@ -160,11 +160,11 @@ def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
     training = train_targets(setup, _interleave(study, worst), n_shadows, train_seed,
                              start + TRAINING_SHARE * (deadline - start), progress)
     lap = time.monotonic()
-    series = [Series(_among(training.models, study), _study_tables(setup, private_codes),
+    series = [Series(_among(training.models, study), _tables(setup, private_codes),
                      np.random.default_rng(attack_seed))]
     if worst is not None:
         series.append(Series(_among(training.models, worst.targets),
-                             _study_tables(setup, private_codes),
+                             _tables(setup, private_codes),
                              np.random.default_rng(worst_seed)))
     if not all(s.models for s in series):
         raise BudgetError("the time budget ran out before a classifier was trained for "
@@ -206,7 +206,7 @@ def _among(models: list[TargetModel], targets: np.ndarray) -> list[TargetModel]:
     return [by_index[int(t)] for t in targets if int(t) in by_index]
 
 
-def _study_tables(setup: Setup, private: np.ndarray | None
+def _tables(setup: Setup, private: np.ndarray | None
                   ) -> Callable[[np.random.Generator], np.ndarray]:
     """Where the attacked tables come from: the custodian's X every time, or a fresh sample
     of the population (the study's protocol)."""
