@@ -80,9 +80,9 @@ def _section(f: dict[str, Any], risk: dict[str, Any]) -> str:
             "release names the record it is surest of; it succeeds when that record's "
             "values match exactly one of your rows. Aimed at the population's most isolated "
             "records, it succeeds only when they are your rows; aimed at your own most "
-            "isolated rows (each kept in the released table as often as a population "
-            "record would be, |X|/|D| of the time, otherwise swapped for a record outside "
-            "it), it measures the worst case for your table, which the verdict reads.</p>"
+            "isolated rows, among as many decoys outside your table as keep their share at "
+            "|X|/|D| (the most isolated records outside it), it measures the worst case for "
+            "your table, which the verdict reads.</p>"
             f'<table class="verdict" id="synthetic-figures">{body}</table>'
             + (f"<ul>{notes}</ul>" if notes else ""))
 

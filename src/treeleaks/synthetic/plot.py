@@ -53,7 +53,8 @@ def tradeoff_png(points: Sequence[Point], title: str) -> bytes:
         top.errorbar([p["epsilon"] for p in rows], rates,
                      yerr=[[r - p["ci_low"] for r, p in zip(rates, rows)],
                            [p["ci_high"] - r for r, p in zip(rates, rows)]],
-                     fmt="o-", capsize=4, label=f"{'white' if white else 'black'}-box attack")
+                     fmt="o-", capsize=4,
+                     label=f"{'white' if white else 'black'}-box attack, the study's targets")
     _worst_case(top, points)
     _anonymeter(top, points)
     baseline = points[0]["baseline"]
