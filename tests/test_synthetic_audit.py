@@ -36,9 +36,9 @@ def targets(n: int = 4) -> np.ndarray:
     return found_in(codes, unique[most_vulnerable(unique, encoding.sizes, n)])
 
 
-def audit(private: pd.DataFrame, epsilon: float = 1e6):
+def audit(private: pd.DataFrame, epsilon: float = 1e6, n_targets: int = 4):
     inp = SyntheticInput(private, POPULATION, epsilon, "private.csv", "population.csv", 60.0,
-                         targets=4, shadows=5, attacks=20)
+                         targets=n_targets, shadows=5, attacks=20)
     return run_synthetic_audit(inp)
 
 
@@ -65,8 +65,9 @@ def test_a_table_holding_the_isolated_records_is_high_risk(
     assert f["utility"] == release_utility(private, POPULATION, 1e6, releases=5)
     page = render_release(result)
     assert "Singling out from the synthetic release" in page
-    assert "100.0% (20 of 20 releases attacked, black-box)" in page
-    assert "83.9% to 100.0%" in page and "19.2% (20 private of 104 population rows)" in page
+    assert "100.0% (20 of 20 releases attacked)" in page
+    assert "83.9% to 100.0%, above the baseline 19.2%" in page
+    assert "19.2% (20 private of 104 population rows)" in page
     assert 'id="plot-synthetic"' in page and "data:image/png;base64," in page
 
 
@@ -78,8 +79,32 @@ def test_a_table_without_them_is_low_risk(monkeypatch: pytest.MonkeyPatch) -> No
     assert (f["successes"], f["attacks"]) == (0, 20)
     assert f["ci"][1] < f["baseline"] and f["verdict"] == "below the baseline"
     assert not any(t["in_private"] for t in f["targets"])
-    assert report["risk"]["level"] == "LOW"
-    assert "does not lie above the baseline 19.2%" in report["risk"]["why"]
+    assert report["risk"]["level"] == "LOW" and f["risk_from"] == "worst_case"
+    assert f["worst_case"]["baseline"] == 0.25  # 1 of the 4 rows attacked is private
+    assert ("aimed at your own most isolated rows (the worst case): its 95% interval"
+            in report["risk"]["why"])
+    assert "does not lie above its baseline 25.0%" in report["risk"]["why"]
+
+
+def test_the_verdict_reads_the_worst_case_on_your_own_rows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(anonymeter_check, "available_in_process", lambda: False)
+    # The study's 2 targets are outliers outside the table; a third outlier is private.
+    outlier = POPULATION[~targets(2) & (POPULATION["rare"] > 0)].iloc[:1]
+    private = pd.concat([outlier, POPULATION[POPULATION["rare"] == 0].iloc[:19]])
+    result = audit(private, 1e4, n_targets=2)
+    report = json.loads(to_json(result))
+    f = report["attacks"][0]["figures"]
+    assert (f["successes"], f["verdict"]) == (0, "below the baseline")
+    w = f["worst_case"]
+    assert w["baseline"] == 0.5 and w["ci"][0] > 0.5 and w["verdict"] == "above the baseline"
+    assert [t["in_private"] for t in w["targets"]] == [True, False]
+    assert f["risk_from"] == "worst_case" and report["risk"]["level"] == "HIGH"
+    assert "aimed at your own most isolated rows" in report["risk"]["why"]
+    page = render_release(result)
+    assert "Success rate: Your own rows (the worst case" in page
+    assert "the attack aimed at your own most isolated rows (the worst case)" in page
+    assert "your rows&#x27;" in page  # the targets table names both sets
 
 
 @pytest.fixture(scope="module")

@@ -55,6 +55,11 @@ def test_the_json_and_the_plot_are_written(files: dict[str, Path],
     assert report["attacks"] == 6 and len(report["targets"]) == 3
     assert report["attack"] == "black-box"
     assert sum(t["picked"] for t in report["targets"]) == 6
+    worst = report["worst_case"]
+    assert report["risk_from"] in {"worst_case", "study_targets"} and worst["attacks"] == 6
+    assert sum(t["picked"] for t in worst["targets"]) == 6
+    assert any(t["in_private"] for t in worst["targets"])
+    assert "Success, your rows" in result.stdout and "(from the worst case" in result.stdout
     assert report["anonymeter"] == {"skipped": anonymeter_check.HOW_TO}
     assert result.stderr.strip() == f"note: {anonymeter_check.HOW_TO}"
     utility = report["utility"]
@@ -64,7 +69,7 @@ def test_the_json_and_the_plot_are_written(files: dict[str, Path],
     assert utility["releases"] == 2 and "auc_synthetic_sd" in utility
     assert "Utility of 2 releases" in result.stdout
     assert png.read_bytes().startswith(b"\x89PNG")
-    assert "Success rate" in result.stdout
+    assert "Success, study targets" in result.stdout
 
 
 def test_the_white_box_attack_runs(files: dict[str, Path]) -> None:

@@ -11,8 +11,10 @@ import pandas as pd
 import pytest
 
 from treeleaks.errors import BudgetError
-from treeleaks.synthetic.encoding import TableMismatchError
+from treeleaks.synthetic import shadows
+from treeleaks.synthetic.encoding import Encoding, TableMismatchError
 from treeleaks.synthetic.privbayes import PrivBayes
+from treeleaks.synthetic.setup import Setup
 from treeleaks.synthetic.singling_out import SyntheticSinglingOut, single_out_synthetic
 from treeleaks.synthetic.targets import most_vulnerable
 from treeleaks.synthetic.white_box import model_features
@@ -71,6 +73,72 @@ def test_a_tiny_epsilon_stays_near_the_baseline(pop: pd.DataFrame) -> None:
     low, high = result.ci
     assert low <= result.baseline <= high
     assert result.success_rate < 0.45
+
+
+def isolated_private(pop: pd.DataFrame, n_targets: int) -> pd.DataFrame:
+    """47 ordinary rows and one outlier that is not among the study's n targets (the
+    population's most isolated records, as the attack ranks them)."""
+    encoding = Encoding.fit(pop)
+    unique = np.unique(encoding.codes(pop, "population"), axis=0)
+    study = {encoding.decode(unique[i])["rare"]
+             for i in most_vulnerable(unique, encoding.sizes, n_targets)}
+    outlier = pop[(pop["rare"] > 0) & ~pop["rare"].astype(str).isin(study)].iloc[:1]
+    return pd.concat([outlier, pop[pop["rare"] == 0].iloc[:47]])
+
+
+@pytest.mark.parametrize("epsilon", [1e4, 1e-3])
+def test_the_worst_case_aims_at_the_custodians_own_isolated_row(pop: pd.DataFrame,
+                                                                epsilon: float) -> None:
+    # The study's targets are not private: no release of X can be singled out through
+    # them. X's own outlier, attacked among 3 decoys, is found at a large ε only.
+    private = isolated_private(pop, 4)
+    result = single_out_synthetic(private, pop, epsilon, seed=1, n_targets=4, n_shadows=10,
+                                  n_attacks=30)
+    assert result.successes == 0 and not any(t["in_private"] for t in result.targets)
+    worst = result.worst_case
+    assert worst is not None and worst.baseline == 0.25 and worst.attacks == 30
+    assert [t["in_private"] for t in result.worst_case_targets] == [True, False, False, False]
+    assert result.risk_from == "worst_case"
+    summary = result.summary()
+    assert summary["risk_from"] == "worst_case"
+    assert summary["worst_case"]["successes"] == worst.successes
+    if epsilon > 1:
+        assert worst.ci[0] > worst.baseline and worst.verdict == "above the baseline"
+    else:
+        assert worst.ci[0] <= worst.baseline <= worst.ci[1]
+
+
+def test_without_the_custodians_table_there_is_no_worst_case(pop: pd.DataFrame) -> None:
+    result = run(pop, 1.0, n_targets=2, n_shadows=2, n_attacks=3)
+    assert result.worst_case is None and result.risk_from == "study_targets"
+    assert result.summary()["worst_case"] is None
+
+
+def test_shadow_training_keeps_time_for_its_forests(pop: pd.DataFrame,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # A forest said to take 10 s: after the first pair, a second target's forest would not
+    # fit before the deadline (2 forests x 2 x 10 s > 5 s), so one target is trained, on one
+    # pair, however fast the machine.
+    monkeypatch.setattr(shadows, "_forest_seconds", lambda rows: 10.0)
+    setup = Setup(pop.to_numpy(), [4] * 6 + [9], 48, 1.0)
+    training = shadows.train_targets(setup, np.arange(20), 50, np.random.SeedSequence(0),
+                                     time.monotonic() + 5.0)
+    assert [m.pairs for m in training.models] == [1] and not training.complete
+    assert training.note(50) == ("time ran out during shadow training: 1 of 20 targets "
+                                 "trained, 1 to 1 pairs each of 50")
+
+
+def test_a_small_budget_stops_training_and_attacks_early(pop: pd.DataFrame) -> None:
+    # 248 targets x 50 pairs and their forests take minutes; 2 s leaves some targets
+    # untrained and the rest with a few pairs, then at least one round of attacks.
+    result = single_out_synthetic(isolated_private(pop, 4), pop, 1.0, n_targets=1000,
+                                  n_shadows=50, n_attacks=1000,
+                                  deadline=time.monotonic() + 2.0)
+    pairs = [t["shadow_pairs"] for t in result.targets + result.worst_case_targets]
+    assert result.status == "partial" and 1 <= result.attacks < 1000
+    assert len(result.targets) < 248 and 1 <= min(pairs) <= max(pairs) < 50
+    assert any("targets trained" in note for note in result.notes)
+    assert any("every one is a target" in note for note in result.notes)
 
 
 def test_the_custodians_own_table_is_attacked(pop: pd.DataFrame) -> None:

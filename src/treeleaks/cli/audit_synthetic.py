@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -82,6 +82,7 @@ def audit_release(out: Path, data: Path | None, population: Path | None,
 
 
 def _verdict_table(data: Path, audit: Audit) -> Table:
+    from treeleaks.report.synthetic_audit import WHICH
     from treeleaks.synthetic.anonymeter_check import summary
 
     f, risk = audit.attacks[0].figures, audit.risk
@@ -92,10 +93,17 @@ def _verdict_table(data: Path, audit: Audit) -> Table:
     table.add_column()
     table.add_row("Risk", Text.assemble((f" {risk['level']} ", RISK_STYLE[risk["level"]]),
                                         f" {risk['why']}"))
-    low, high = f["ci"]
-    table.add_row("Singled out", f"{f['success_rate']:.1%} of releases (95% interval "
-                  f"{low:.1%} to {high:.1%}); baseline {f['baseline']:.1%}")
+    table.add_row("Singled out, study targets", _rate(f))
+    if f["worst_case"] is not None:
+        table.add_row("Singled out, your rows", _rate(f["worst_case"]))
+    table.add_row("The risk reads", f"the attack {WHICH[f['risk_from']]}")
     table.add_row("Utility", f"mean Jensen-Shannon distance "
                   f"{f['utility']['js_distance_mean']:.3f}")
     table.add_row("anonymeter", escape(summary(f["anonymeter"])))
     return table
+
+
+def _rate(r: dict[str, Any]) -> str:
+    low, high = r["ci"]
+    return (f"{r['success_rate']:.1%} of releases (95% interval {low:.1%} to {high:.1%}; "
+            f"{r['successes']} of {r['attacks']}; baseline {r['baseline']:.1%})")

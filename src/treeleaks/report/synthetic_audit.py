@@ -3,9 +3,12 @@ custodian's table, attacked by the shadow-model singling-out attack (with anonym
 evaluator beside it when it is available), in the same report shape as a model's audit.
 
 The report holds one attack run, ``synthetic_singling_out``, whose figures are the
-section "Singling out from the synthetic release"; the risk rules are the release's own:
-HIGH when the attack's 95% interval lies above the baseline |X|/|D|, MEDIUM when
-anonymeter's risk interval lies above zero, LOW otherwise.
+section "Singling out from the synthetic release": the attack aimed at the study's targets
+(the population's most isolated records) and at the custodian's own most isolated rows (the
+worst case for this release). The risk rules are the release's own and read the worst
+case, or the study's targets when only their figure lies above its baseline
+(``risk_from`` says which): HIGH when its 95% interval lies above its baseline, MEDIUM
+when anonymeter's risk interval lies above zero, LOW otherwise.
 """
 
 from __future__ import annotations
@@ -53,8 +56,26 @@ class SyntheticInput:
     anonymeter_python: Path | None = None
 
 
+WHICH = {"worst_case": "aimed at your own most isolated rows (the worst case)",
+         "study_targets": "aimed at the population's most isolated records"}
+
+
+def risk_figure(f: dict[str, Any]) -> dict[str, Any]:
+    """The attack's figure the rules read, the one ``risk_from`` names."""
+    return f["worst_case"] if f["risk_from"] == "worst_case" else f
+
+
 def _attack_above(f: dict[str, Any]) -> bool:
-    return f["ci"][0] > f["baseline"]
+    r = risk_figure(f)
+    return r["ci"][0] > r["baseline"]
+
+
+def _attack_says(f: dict[str, Any]) -> str:
+    r = risk_figure(f)
+    return (f"the shadow-model attack {WHICH[f['risk_from']]} singles out a private row in "
+            f"{r['success_rate']:.1%} of releases (95% interval {r['ci'][0]:.1%} to "
+            f"{r['ci'][1]:.1%}), above the {r['baseline']:.1%} a random pick among the "
+            "records it attacks achieves")
 
 
 def _anonymeter_above(f: dict[str, Any]) -> bool:
@@ -62,12 +83,10 @@ def _anonymeter_above(f: dict[str, Any]) -> bool:
 
 
 RULES = (
-    Rule("HIGH", "singled out from the release", _attack_above,
-         lambda f: f"the shadow-model attack singles out a private row in "
-         f"{f['success_rate']:.1%} of releases (95% interval {f['ci'][0]:.1%} to "
-         f"{f['ci'][1]:.1%}), above the {f['baseline']:.1%} a random population record "
-         "achieves",
-         "HIGH if the attack's 95% interval lies above the baseline |X|/|D|"),
+    Rule("HIGH", "singled out from the release", _attack_above, _attack_says,
+         "HIGH if the attack's 95% interval lies above its baseline: the attack aimed at "
+         "your own rows (the worst case), or at the population's most isolated records "
+         "when only that one does"),
     Rule("MEDIUM", "anonymeter", _anonymeter_above,
          lambda f: f"anonymeter's singling-out risk is {f['anonymeter']['risk']:.1%} (95% "
          f"interval {f['anonymeter']['ci'][0]:.1%} to {f['anonymeter']['ci'][1]:.1%}): "
@@ -79,9 +98,10 @@ RULES = (
 
 def assess_release(figures: dict[str, Any], partial: bool) -> dict[str, Any]:
     """The release's level (see `treeleaks.report.risk.apply_rules`)."""
-    low, high = figures["ci"]
-    why = (f"the attack's 95% interval ({low:.1%} to {high:.1%}) does not lie above the "
-           f"baseline {figures['baseline']:.1%}, and anonymeter "
+    r = risk_figure(figures)
+    low, high = r["ci"]
+    why = (f"the attack {WHICH[figures['risk_from']]}: its 95% interval ({low:.1%} to "
+           f"{high:.1%}) does not lie above its baseline {r['baseline']:.1%}, and anonymeter "
            + ("finds no risk above zero" if "risk" in figures["anonymeter"] else "did not run"))
     return apply_rules(RULES, figures, partial, why)
 
@@ -100,7 +120,7 @@ def run_synthetic_audit(inp: SyntheticInput,
                                   progress=progress)
     anonymeter = anonymeter_check.run(inp.private, inp.population, inp.epsilon, inp.seed,
                                       inp.anonymeter_python, deadline)
-    figures = {**result.summary(), "verdict": _verdict(result), "utility": utility,
+    figures = {**result.summary(), "verdict": result.study.verdict, "utility": utility,
                "anonymeter": anonymeter}
     partial = result.status == Status.PARTIAL
     run = AttackRun(NAME, TITLE, PARTIAL if partial else COMPLETE,
@@ -110,13 +130,6 @@ def run_synthetic_audit(inp: SyntheticInput,
                  exposed=_exposed(inp, result), assumptions=_assumptions(inp, result),
                  attacks=[run], verdict=_headline(result), risk=assess_release(figures,
                                                                                partial))
-
-
-def _verdict(result: SyntheticSinglingOut) -> str:
-    """Where the attack's interval lies against the baseline."""
-    low, high = result.ci
-    return ("above the baseline" if low > result.baseline else
-            "below the baseline" if high < result.baseline else "contains the baseline")
 
 
 def _release(inp: SyntheticInput, n_columns: int) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 from treeleaks import __version__
 from treeleaks.report.findings import Audit
 from treeleaks.report.html_report import CSS, _assumptions, _img, _rules
-from treeleaks.report.synthetic_audit import NAME
+from treeleaks.report.synthetic_audit import NAME, WHICH
 from treeleaks.synthetic.plot import tradeoff_png
 
 
@@ -51,15 +51,16 @@ def render_release(audit: Audit) -> str:
 
 def _section(f: dict[str, Any], risk: dict[str, Any]) -> str:
     """The attack's success against its baseline, the utility, and anonymeter."""
-    low, high = f["ci"]
     u = f["utility"]
-    rows = [
-        ("Success rate", f"{f['success_rate']:.1%} ({f['successes']} of {f['attacks']} "
-         f"releases attacked, {f['attack']})"),
-        ("95% interval (Wilson)", f"{low:.1%} to {high:.1%}"),
+    rows = [*_rate_rows("The study's targets (the population's most isolated records)", f)]
+    if f["worst_case"] is not None:
+        rows += _rate_rows("Your own rows (the worst case: your most isolated rows)",
+                           f["worst_case"])
+    rows += [
         ("Baseline |X|/|D|", f"{f['baseline']:.1%} ({f['n_private']:,} private of "
-         f"{f['n_population']:,} population rows): a random record's predicate"),
-        ("The interval", f"{f['verdict']}"),
+         f"{f['n_population']:,} population rows): a random record's predicate; for your "
+         "own rows, the share of them among the records attacked"),
+        ("The verdict reads", f"the attack {WHICH[f['risk_from']]}"),
         ("Rule triggered", f"{risk['level']}: {risk['rule']}"),
         ("Utility: mean Jensen-Shannon distance", f"{u['js_distance_mean']:.3f} ± "
          f"{u['js_distance_mean_sd']:.3f} over {u['releases']} releases (0 = the release "
@@ -77,9 +78,22 @@ def _section(f: dict[str, Any], risk: dict[str, Any]) -> str:
             "shadow-model attack (Sedlmeyr 2024): it ranks the population's records by "
             "isolation, learns from shadow releases whether each was in the table, and on a "
             "release names the record it is surest of; it succeeds when that record's "
-            "values match exactly one of your rows.</p>"
+            "values match exactly one of your rows. Aimed at the population's most isolated "
+            "records, it succeeds only when they are your rows; aimed at your own most "
+            "isolated rows, among as many decoys outside your table as keep their share at "
+            "|X|/|D| (the most isolated records outside it), it measures the worst case for "
+            "your table, which the verdict reads.</p>"
             f'<table class="verdict" id="synthetic-figures">{body}</table>'
             + (f"<ul>{notes}</ul>" if notes else ""))
+
+
+def _rate_rows(what: str, r: dict[str, Any]) -> list[tuple[str, str]]:
+    """One figure: its success rate, its interval, and where the interval lies."""
+    low, high = r["ci"]
+    return [(f"Success rate: {what}", f"{r['success_rate']:.1%} ({r['successes']} of "
+             f"{r['attacks']} releases attacked)"),
+            ("95% interval (Wilson)", f"{low:.1%} to {high:.1%}, {r['verdict']} "
+             f"{r['baseline']:.1%}")]
 
 
 def _picture(f: dict[str, Any]) -> str:
@@ -118,19 +132,23 @@ def _anonymeter_rows(a: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _targets(f: dict[str, Any]) -> str:
-    """The attacked records: their values, shadow pairs, picks, and whether private."""
-    if not f["targets"]:
+    """The attacked records: which figure attacked them, their values, shadow pairs, picks,
+    and whether private."""
+    attacked = [("the study's", t) for t in f["targets"]]
+    attacked += [("your rows'", t) for t in (f["worst_case"] or {}).get("targets", [])]
+    if not attacked:
         return ""
-    columns = list(f["targets"][0]["record"])
+    columns = list(attacked[0][1]["record"])
     head = "".join(f"<th>{_e(c)}</th>" for c in
-                   [*columns, "shadow pairs", "picked", "a private row"])
+                   ["targets", *columns, "shadow pairs", "picked", "a private row"])
     body = []
-    for t in f["targets"]:
+    for which, t in attacked:
         inside = "-" if t["in_private"] is None else "yes" if t["in_private"] else "no"
-        cells = [*t["record"].values(), t["shadow_pairs"], t["picked"], inside]
+        cells = [which, *t["record"].values(), t["shadow_pairs"], t["picked"], inside]
         body.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
     return ('<h2 id="targets">The records attacked</h2><p>The population\'s most isolated '
-            "records, how many shadow pairs trained each one's classifier, how often the "
+            "records (the study's targets) and your own most isolated rows (the worst "
+            "case), how many shadow pairs trained each one's classifier, how often the "
             "attack named it, and whether it is one of your rows.</p>"
             f'<div class="wide"><table id="targets-table"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table></div>")

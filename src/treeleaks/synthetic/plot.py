@@ -1,8 +1,9 @@
 """The privacy-utility trade-off as a PNG, ε on the horizontal: above, the attack's success
-rate with its 95% interval beside the baseline |X|/|D| (and anonymeter's risk with its
-interval, where it ran); below, the releases' utility (mean
-Jensen-Shannon distance, and the train-on-synthetic AUC on a second axis when measured),
-mean ± sd over releases. Drawn on matplotlib's Agg canvas (no pyplot, no display needed)."""
+rate with its 95% interval beside the baseline |X|/|D| (and, where they ran, the worst
+case on the custodian's own rows and anonymeter's risk, with their intervals); below, the
+releases' utility (mean Jensen-Shannon distance, and the train-on-synthetic AUC on a
+second axis when measured), mean ± sd over releases. Drawn on matplotlib's Agg canvas (no
+pyplot, no display needed)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ def point(result: SyntheticSinglingOut, utility: dict[str, Any],
             "ci_high": high, "baseline": result.baseline, "white_box": result.white_box,
             **{k: utility.get(k) for k in ("js_distance_mean", "js_distance_mean_sd",
                                            "auc_synthetic", "auc_synthetic_sd")},
-            "anonymeter": anonymeter}
+            "anonymeter": anonymeter,
+            "worst_case": None if result.worst_case is None else result.worst_case.summary()}
 
 
 def success_png(result: SyntheticSinglingOut, utility: dict[str, Any],
@@ -51,7 +53,9 @@ def tradeoff_png(points: Sequence[Point], title: str) -> bytes:
         top.errorbar([p["epsilon"] for p in rows], rates,
                      yerr=[[r - p["ci_low"] for r, p in zip(rates, rows)],
                            [p["ci_high"] - r for r, p in zip(rates, rows)]],
-                     fmt="o-", capsize=4, label=f"{'white' if white else 'black'}-box attack")
+                     fmt="o-", capsize=4,
+                     label=f"{'white' if white else 'black'}-box attack, the study's targets")
+    _worst_case(top, points)
     _anonymeter(top, points)
     baseline = points[0]["baseline"]
     top.axhline(baseline, linestyle="--", color="grey",
@@ -67,6 +71,20 @@ def tradeoff_png(points: Sequence[Point], title: str) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110)
     return buffer.getvalue()
+
+
+def _worst_case(ax: Any, points: Sequence[Point]) -> None:
+    """The attack aimed at the custodian's own rows, with its 95% interval, where it ran."""
+    rows = sorted((p for p in points if p.get("worst_case")), key=lambda p: p["epsilon"])
+    if not rows:
+        return
+    rates = [p["worst_case"]["success_rate"] for p in rows]
+    # drawn a little to the left, so a rate equal to the study targets' does not hide it
+    ax.errorbar([p["epsilon"] / 1.12 for p in rows], rates,
+                yerr=[[r - p["worst_case"]["ci"][0] for r, p in zip(rates, rows)],
+                      [p["worst_case"]["ci"][1] - r for r, p in zip(rates, rows)]],
+                fmt="v--", capsize=4, color="tab:orange",
+                label="worst case: the attack on your own rows")
 
 
 def _anonymeter(ax: Any, points: Sequence[Point]) -> None:

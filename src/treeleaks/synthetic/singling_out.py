@@ -13,78 +13,43 @@ attribute equals this record's"; it succeeds when it matches exactly one row of 
 
 Baseline: the same predicate for a random record of D succeeds with probability |X|/|D|.
 The success rate over released tables comes with a 95% Wilson interval.
+
+With the custodian's X, the attack is also aimed at X's own most isolated rows (the worst
+case for this release, ``custodian``), and that figure is the one a verdict reads, unless
+only the study targets' figure lies above its baseline.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
-from sklearn.ensemble import RandomForestClassifier
 
 from treeleaks.errors import BudgetError, TreeleaksError
-from treeleaks.progress import ProgressCallback, report
+from treeleaks.progress import ProgressCallback
+from treeleaks.synthetic.attack import Series, attack_rounds
+from treeleaks.synthetic.custodian import WorstCase, worst_case
 from treeleaks.synthetic.encoding import Encoding, TableMismatchError, found_in
-from treeleaks.synthetic.privbayes import PrivBayes, check_epsilon
-from treeleaks.synthetic.queries import answers, query_sets
+from treeleaks.synthetic.privbayes import check_epsilon
+from treeleaks.synthetic.rate import Rate
+from treeleaks.synthetic.setup import Setup
+from treeleaks.synthetic.shadows import TargetModel, train_targets
 from treeleaks.synthetic.tables import check_seed, check_tables
 from treeleaks.synthetic.targets import most_vulnerable
-from treeleaks.synthetic.white_box import model_features
 from treeleaks.vocabulary import Status
 
 TRAINING_SHARE = 0.8  # of the time left, what shadow training may use before the attacks
-TREES = 100  # the meta-classifier's
-
-
-@dataclass
-class Setup:
-    """What the attacker and the evaluator share: the encoded population, PrivBayes's
-    settings, and what is released: synthetic rows (black box) or the fitted model (white
-    box)."""
-
-    population: np.ndarray
-    sizes: list[int]
-    n_private: int
-    epsilon: float
-    white_box: bool = False
-    degree: int = 2
-    sets: list[tuple[int, ...]] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.sets = query_sets(self.population.shape[1])
-
-    def release(self, rows: np.ndarray, seed: int) -> PrivBayes | np.ndarray:
-        """PrivBayes fitted on ``rows``: the model, or |rows| synthetic rows from it."""
-        model = PrivBayes(self.epsilon, self.degree, random_state=seed).fit(rows, self.sizes)
-        return model if self.white_box else model.sample(len(rows))
-
-    def features(self, release: PrivBayes | np.ndarray, target: np.ndarray) -> np.ndarray:
-        """What the meta-classifier reads of a release about one target."""
-        if isinstance(release, PrivBayes):
-            return model_features(release, target)
-        return answers(release, target, self.sets)
-
-
-@dataclass
-class TargetModel:
-    """One target's membership classifier."""
-
-    record: np.ndarray
-    classifier: RandomForestClassifier
-    pairs: int
-
-    def score(self, features: np.ndarray) -> float:
-        """How sure the classifier is that the target was in the table behind a release."""
-        return float(self.classifier.predict_proba(features[None, :])[0, 1])
+STUDY, WORST_CASE = "study_targets", "worst_case"  # which figure a verdict reads
 
 
 @dataclass
 class SyntheticSinglingOut:
-    """The attack's outcome over the released tables."""
+    """The attack's outcome over the released tables: the study's targets' figure and,
+    when the custodian's X was given, the worst case on X's own rows."""
 
     successes: int
     attacks: int
@@ -98,89 +63,46 @@ class SyntheticSinglingOut:
     white_box: bool = False
     notes: list[str] = field(default_factory=list)
     baseline_rows: int | None = None  # private rows that occur once: those a predicate singles
+    worst_case: Rate | None = None
+    worst_case_targets: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def study(self) -> Rate:
+        return Rate(self.successes, self.attacks, self.baseline)
 
     @property
     def success_rate(self) -> float:
-        return self.successes / self.attacks
+        return self.study.success_rate
 
     @property
     def ci(self) -> tuple[float, float]:
         """The 95% Wilson interval of the success rate."""
-        interval = binomtest(self.successes, self.attacks).proportion_ci(method="wilson")
-        return float(interval.low), float(interval.high)
+        return self.study.ci
+
+    @property
+    def risk_from(self) -> str:
+        """The figure a verdict reads: the worst case when there is one, unless only the
+        study targets' interval lies above its baseline (the worse of the two, then)."""
+        if self.worst_case is None or (self.study.verdict == "above the baseline"
+                                       and self.worst_case.verdict != "above the baseline"):
+            return STUDY
+        return WORST_CASE
+
+    @property
+    def risk_rate(self) -> Rate:
+        return self.worst_case or self.study
 
     def summary(self) -> dict[str, Any]:
+        worst = (None if self.worst_case is None else
+                 {**self.worst_case.summary(), "targets": self.worst_case_targets})
         return {"attack": "white-box" if self.white_box else "black-box",
                 "success_rate": self.success_rate, "ci": list(self.ci),
                 "baseline": self.baseline, "epsilon": self.epsilon,
                 "n_private": self.n_private, "n_population": self.n_population,
                 "baseline_rows": self.baseline_rows,
                 "status": str(self.status), "successes": self.successes,
-                "attacks": self.attacks, "targets": self.targets, "seconds": self.seconds,
-                "notes": self.notes}
-
-
-def train_targets(setup: Setup, n_targets: int, n_shadows: int, seed: np.random.SeedSequence,
-                  deadline: float, progress: ProgressCallback | None = None
-                  ) -> tuple[list[TargetModel], bool]:
-    """A membership classifier for each of the n most vulnerable records, from up to
-    n_shadows shadow pairs each (round robin, so a deadline leaves every target with as many
-    pairs as the others, give or take one); whether every pair was fitted."""
-    population, n = setup.population, setup.n_private
-    targets = most_vulnerable(population, setup.sizes, n_targets)
-    rng = np.random.default_rng(seed)
-    features: list[list[np.ndarray]] = [[] for _ in targets]
-    done, total = 0, len(targets) * n_shadows
-    for _ in range(n_shadows):
-        for j, t in enumerate(targets):
-            if time.monotonic() >= deadline:
-                return _classifiers(population, targets, features, rng), False
-            others = np.delete(np.arange(len(population)), t)
-            out_rows = population[rng.choice(others, n, replace=False)]
-            in_rows = out_rows.copy()
-            in_rows[rng.integers(n)] = population[t]
-            for rows in (out_rows, in_rows):
-                release = setup.release(rows, int(rng.integers(2**63)))
-                features[j].append(setup.features(release, population[t]))
-            done += 1
-            report(progress, "shadows", done, total)
-    return _classifiers(population, targets, features, rng), True
-
-
-def _classifiers(population: np.ndarray, targets: np.ndarray, features: list[list[np.ndarray]],
-                 rng: np.random.Generator) -> list[TargetModel]:
-    """A random forest per target with at least one shadow pair (out, in alternate)."""
-    models = []
-    for t, rows in zip(targets, features):
-        if not rows:
-            continue
-        labels = np.tile([0, 1], len(rows) // 2)
-        forest = RandomForestClassifier(TREES, random_state=int(rng.integers(2**31)))
-        models.append(TargetModel(population[t], forest.fit(np.array(rows), labels),
-                                  len(rows) // 2))
-    return models
-
-
-def attack_releases(setup: Setup, models: list[TargetModel], private: np.ndarray | None,
-                    n_attacks: int, seed: np.random.SeedSequence, deadline: float,
-                    progress: ProgressCallback | None = None) -> tuple[int, list[int], bool]:
-    """Release up to n_attacks synthetic tables and attack each: the successes, how often
-    each target was picked, and whether every attack was made. Each release comes from
-    ``private`` (the custodian's table, refitted) or, when it is None, from a fresh sample of
-    the population (the study's protocol)."""
-    rng = np.random.default_rng(seed)
-    successes, picked = 0, [0] * len(models)
-    for a in range(n_attacks):
-        if a and time.monotonic() >= deadline:  # one attack at least, so a rate exists
-            return successes, picked, False
-        rows = private if private is not None else setup.population[
-            rng.choice(len(setup.population), setup.n_private, replace=False)]
-        release = setup.release(rows, int(rng.integers(2**63)))
-        best = int(np.argmax([m.score(setup.features(release, m.record)) for m in models]))
-        picked[best] += 1
-        successes += int((rows == models[best].record).all(axis=1).sum() == 1)
-        report(progress, "attacks", a + 1, n_attacks)
-    return successes, picked, True
+                "attacks": self.attacks, "targets": self.targets, "worst_case": worst,
+                "risk_from": self.risk_from, "seconds": self.seconds, "notes": self.notes}
 
 
 def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
@@ -190,11 +112,13 @@ def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
                          progress: ProgressCallback | None = None) -> SyntheticSinglingOut:
     """Run the attack on PrivBayes releases of ``private`` (or, when it is None, of fresh
     samples of n_private population rows) and measure how often it singles out a row: black
-    box on the synthetic rows, or with ``white_box`` on the fitted models.
+    box on the synthetic rows, or with ``white_box`` on the fitted models. With ``private``
+    the attack is also aimed at its own most isolated rows (``custodian``).
 
-    ``deadline`` (``time.monotonic()`` seconds) stops shadow training at 80% of the time
-    left and the attacks at the deadline (after one attack at least); the result then has
-    status ``partial``. A deadline before one shadow pair is fitted is a ``BudgetError``.
+    ``deadline`` (``time.monotonic()`` seconds) stops shadow training, its forests included,
+    at 80% of the time left and the attacks at the deadline (after one round at least); the
+    result then has status ``partial``. A deadline before one classifier per figure is
+    trained is a ``BudgetError``.
     """
     start = time.monotonic()
     epsilon = check_epsilon(epsilon)
@@ -221,29 +145,82 @@ def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
     for name, value in (("targets", n_targets), ("shadows", n_shadows), ("attacks", n_attacks)):
         if value < 1:
             raise TreeleaksError(f"the number of {name} must be at least 1, not {value}")
+    if n_targets > len(unique):
+        notes.append(f"{n_targets} targets asked; the population has {len(unique)} distinct "
+                     "rows, so every one is a target")
     setup = Setup(unique, encoding.sizes, n_private, epsilon, white_box)
-    train_seed, attack_seed = np.random.SeedSequence(seed).spawn(2)
-    train_until = start + TRAINING_SHARE * (deadline - start)
-    models, trained = train_targets(setup, n_targets, n_shadows, train_seed, train_until,
-                                    progress)
-    if not models:
-        raise BudgetError("the time budget ran out before one shadow pair was fitted; give "
-                          "a larger --budget or smaller tables")
+    baseline = singles / len(unique)
+    train_seed, attack_seed, worst_seed = np.random.SeedSequence(seed).spawn(3)
+    study = most_vulnerable(unique, encoding.sizes, n_targets)
+    worst = (None if private_codes is None else
+             worst_case(unique, encoding.sizes, private_codes, n_targets, baseline))
+    if private_codes is not None and worst is None:
+        notes.append("no row of your table occurs once in it: none can be singled out, so "
+                     "there is no worst case to attack")
+    training = train_targets(setup, _interleave(study, worst), n_shadows, train_seed,
+                             start + TRAINING_SHARE * (deadline - start), progress)
     lap = time.monotonic()
-    successes, picked, attacked = attack_releases(setup, models, private_codes, n_attacks,
-                                                  attack_seed, deadline, progress)
-    made = sum(picked)
-    if not trained:
-        notes.append(f"time ran out during shadow training: {min(m.pairs for m in models)} "
-                     f"to {max(m.pairs for m in models)} pairs per target of {n_shadows}")
-    if not attacked:
-        notes.append(f"time ran out after {made} of {n_attacks} attacks")
+    series = [Series(_among(training.models, study), _tables(setup, private_codes),
+                     np.random.default_rng(attack_seed))]
+    if worst is not None:
+        series.append(Series(_among(training.models, worst.targets),
+                             _tables(setup, private_codes),
+                             np.random.default_rng(worst_seed)))
+    if not all(s.models for s in series):
+        raise BudgetError("the time budget ran out before a classifier was trained for "
+                          "every set of targets; give a larger --budget, fewer --targets or "
+                          "smaller tables")
+    made = attack_rounds(setup, series, n_attacks, deadline, progress)
+    notes += [n for n in (training.note(n_shadows), _attacks_note(made, n_attacks, worst))
+              if n]
+    if worst is not None:
+        notes.append(f"the worst case aims at {worst.own} of your rows among "
+                     f"{len(worst.targets) - worst.own} decoys outside your table (the "
+                     "population's most isolated), so a random pick succeeds with "
+                     f"probability {worst.baseline:.2f}, its baseline")
     end = time.monotonic()
+    head = series[0]
     return SyntheticSinglingOut(
-        successes, made, singles / len(unique), epsilon, n_private, len(unique),
-        Status.DONE if trained and attacked else Status.PARTIAL,
-        [_describe(m, encoding, p, private_codes) for m, p in zip(models, picked)],
-        {"training": lap - start, "attacks": end - lap}, white_box, notes, singles)
+        head.successes, made, baseline, epsilon, n_private, len(unique),
+        Status.DONE if training.complete and made == n_attacks else Status.PARTIAL,
+        _described(head, encoding, private_codes), {"training": lap - start,
+                                                    "attacks": end - lap},
+        white_box, notes, singles,
+        None if worst is None else Rate(series[1].successes, made, worst.baseline),
+        [] if worst is None else _described(series[1], encoding, private_codes))
+
+
+def _interleave(study: np.ndarray, worst: WorstCase | None) -> np.ndarray:
+    """The targets to train, the study's and the worst case's taking turns (each once), so
+    a deadline leaves both sets with classifiers."""
+    if worst is None:
+        return study
+    pairs = [t for both in zip(study, worst.targets) for t in both]
+    rest = [*study[len(worst.targets):], *worst.targets[len(study):]]
+    return np.array(list(dict.fromkeys(int(t) for t in [*pairs, *rest])), dtype=int)
+
+
+def _among(models: list[TargetModel], targets: np.ndarray) -> list[TargetModel]:
+    """The trained classifiers of these targets, in the targets' order."""
+    by_index = {m.index: m for m in models}
+    return [by_index[int(t)] for t in targets if int(t) in by_index]
+
+
+def _tables(setup: Setup, private: np.ndarray | None
+                  ) -> Callable[[np.random.Generator], np.ndarray]:
+    """Where the attacked tables come from: the custodian's X every time, or a fresh sample
+    of the population (the study's protocol)."""
+    if private is not None:
+        return lambda rng: private
+    return lambda rng: setup.population[rng.choice(len(setup.population), setup.n_private,
+                                                   replace=False)]
+
+
+def _attacks_note(made: int, asked: int, worst: WorstCase | None) -> str | None:
+    if made == asked:
+        return None
+    each = " (one release per figure each)" if worst is not None else ""
+    return f"time ran out after {made} of {asked} attacks{each}"
 
 
 def _singles(private: np.ndarray, notes: list[str]) -> int:
@@ -267,10 +244,11 @@ def _check_inside(private: np.ndarray, population: np.ndarray) -> None:
             f"{outside[0]}); the population must contain every private row")
 
 
-def _describe(model: TargetModel, encoding: Encoding, picked: int,
-              private: np.ndarray | None) -> dict[str, Any]:
-    """A target as the report shows it: its values, its shadow pairs, how often the attack
-    picked it, and (the custodian knows) whether it is a private row."""
-    inside = None if private is None else bool((private == model.record).all(axis=1).any())
-    return {"record": encoding.decode(model.record), "shadow_pairs": model.pairs,
-            "picked": picked, "in_private": inside}
+def _described(series: Series, encoding: Encoding,
+               private: np.ndarray | None) -> list[dict[str, Any]]:
+    """A series' targets as the report shows them: their values, their shadow pairs, how
+    often the attack picked them, and (the custodian knows) whether they are private rows."""
+    return [{"record": encoding.decode(m.record), "shadow_pairs": m.pairs, "picked": p,
+             "in_private": None if private is None
+             else bool((private == m.record).all(axis=1).any())}
+            for m, p in zip(series.models, series.picked)]

@@ -22,7 +22,12 @@ def vulnerability(codes: np.ndarray, sizes: list[int], k: int = NEIGHBOURS) -> n
     return distances[:, 1:].mean(axis=1)  # column 0 is the record itself
 
 
-def most_vulnerable(codes: np.ndarray, sizes: list[int], n: int) -> np.ndarray:
-    """Indices of the n most isolated records, most isolated first (ties: lower index)."""
+def most_vulnerable(codes: np.ndarray, sizes: list[int], n: int,
+                    among: np.ndarray | None = None) -> np.ndarray:
+    """Indices of the n most isolated records, most isolated first (ties: lower index);
+    with ``among`` (indices), only those records compete, each scored against them all."""
     scores = vulnerability(codes, sizes)
-    return np.argsort(-scores, kind="stable")[:n]
+    ranked = np.argsort(-scores, kind="stable")
+    if among is not None:
+        ranked = ranked[np.isin(ranked, among)]
+    return ranked[:n]
