@@ -37,6 +37,8 @@ from treeleaks.counts.gradient_rows import largest_gradient_miss
 from treeleaks.model import ReleasedModel
 
 RESULTS = Path(__file__).parent / "results"
+# of the target's range: a target exact to the file's float32 precision is inside
+PRECISION = 1e-6
 OUTSIDE = 10.0  # the pairing's cost of a true row outside a returned row's bounds
 FRAMEWORKS = ("gb", "hgb", "lightgbm", "xgboost")
 MODELS = {  # "fine": leaves of one row allowed; "default": each framework's defaults
@@ -135,8 +137,8 @@ def run_one(spec: str, framework: str, kind: str, seed: int, trees: int,
         target_error=float(np.mean(np.abs(got_y[mine] - y[theirs]) / y_span)),
         random_target_error=float(np.mean(np.abs(guess_y[guess_mine] - y[guess_theirs])
                                           / y_span)),
-        inside=float(np.mean((low[mine] - 1e-6 <= y[theirs]) & (y[theirs] <= high[mine]
-                                                                 + 1e-6))),
+        inside=float(np.mean((low[mine] - PRECISION * y_span <= y[theirs])
+                             & (y[theirs] <= high[mine] + PRECISION * y_span))),
         interval_width=float(np.median((high - low) / y_span)))
     return row
 

@@ -271,23 +271,27 @@ def _target_interval(gradients: LeafGradients, t: int, leaf: int, region: Region
 def _within_counts(model: ReleasedModel, bound: FeatureSchema, found: _SingleRows
                    ) -> _SingleRows:
     """``found`` without the rows whose filled values would put more rows in some leaf
-    than it released (the true rows lie elsewhere in their boxes), in order."""
-    if not found.lower.shape[0]:
-        return found
-    target = np.zeros(found.lower.shape[0])
-    frames = rows_in_boxes(replace(model, classes=target.tolist()), bound, found.lower,
-                           found.upper, np.arange(target.size),
-                           np.zeros(target.size, dtype=bool))
-    leaves = model.apply(frames["rows"][list(model.feature_names)].to_numpy(np.float64))
-    room = [tree.counts[:, 0].copy() for tree in model.trees]
-    keep = np.zeros(target.size, dtype=bool)
-    for i, row in enumerate(leaves):
-        if all(room[t][leaf] > 0 for t, leaf in enumerate(row)):
-            keep[i] = True
-            for t, leaf in enumerate(row):
-                room[t][leaf] -= 1
-    return _SingleRows(found.lower[keep], found.upper[keep], found.target_low[keep],
-                       found.target_high[keep])
+    than it released (the true rows lie elsewhere in their boxes), in order. A value's
+    fill depends on the boxes filled beside it, so the rows left are filled and checked
+    again, until none is dropped."""
+    while found.lower.shape[0]:
+        target = np.zeros(found.lower.shape[0])
+        frames = rows_in_boxes(replace(model, classes=target.tolist()), bound, found.lower,
+                               found.upper, np.arange(target.size),
+                               np.zeros(target.size, dtype=bool))
+        leaves = model.apply(frames["rows"][list(model.feature_names)].to_numpy(np.float64))
+        room = [tree.counts[:, 0].copy() for tree in model.trees]
+        keep = np.zeros(target.size, dtype=bool)
+        for i, row in enumerate(leaves):
+            if all(room[t][leaf] > 0 for t, leaf in enumerate(row)):
+                keep[i] = True
+                for t, leaf in enumerate(row):
+                    room[t][leaf] -= 1
+        if keep.all():
+            break
+        found = _SingleRows(found.lower[keep], found.upper[keep], found.target_low[keep],
+                            found.target_high[keep])
+    return found
 
 
 def _apart(lower: np.ndarray, upper: np.ndarray, other_lower: np.ndarray,
