@@ -35,6 +35,7 @@ from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegr
 from treeleaks import from_sklearn, reconstruct
 from treeleaks.counts.gradient_rows import largest_gradient_miss
 from treeleaks.model import ReleasedModel
+from treeleaks.result import Reconstruction
 
 RESULTS = Path(__file__).parent / "results"
 # of the target's range: a target exact to the file's float32 precision is inside
@@ -116,8 +117,15 @@ def run_one(spec: str, framework: str, kind: str, seed: int, trees: int,
         "status": str(rec.status), "verified": rec.verified, "partial": rec.partial,
         "time_s": round(took, 2), "rows": rec.n_rows, "n": len(y),
         "targets_exact": rec.targets_exact}
-    if not rec.n_rows:
-        return row
+    if rec.n_rows:
+        row.update(interval_scores(rec, model, X, y, seed))
+    return row
+
+
+def interval_scores(rec: Reconstruction, model: ReleasedModel, X: np.ndarray,
+                    y: np.ndarray, seed: int) -> dict[str, float]:
+    """Rows in no order, with target intervals, scored against the training rows (see the
+    module doc)."""
     names = list(model.feature_names)
     got_X = rec.rows[names].to_numpy(float)
     got_y = rec.rows[model.label_name].to_numpy(float)
@@ -130,7 +138,7 @@ def run_one(spec: str, framework: str, kind: str, seed: int, trees: int,
     box_low, box_high = rec.lower[names].to_numpy(float), rec.upper[names].to_numpy(float)
     mine, theirs = _paired(X, got_X, span, box_low, box_high)
     guess_mine, guess_theirs = _paired(X, guess_X, span)
-    row.update(
+    return dict(
         feature_error=float(np.mean(np.abs(got_X[mine] - X[theirs]) / span)),
         random_feature_error=float(np.mean(np.abs(guess_X[guess_mine] - X[guess_theirs])
                                            / span)),
@@ -140,7 +148,6 @@ def run_one(spec: str, framework: str, kind: str, seed: int, trees: int,
         inside=float(np.mean((low[mine] - PRECISION * y_span <= y[theirs])
                              & (y[theirs] <= high[mine] + PRECISION * y_span))),
         interval_width=float(np.median((high - low) / y_span)))
-    return row
 
 
 def _paired(X: np.ndarray, got: np.ndarray, span: np.ndarray,

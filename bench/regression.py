@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from boosted_regression import interval_scores
 from default_forest import truth_boxes
 from scipy.optimize import linear_sum_assignment
 from sklearn.datasets import load_diabetes, make_friedman1
@@ -85,6 +86,9 @@ def run_one(spec: str, kind: str, seed: int, n_trees: int, leaf: int,
         "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
     if not rec.n_rows:
         return row
+    if rec.target_bounds is not None:  # targets within intervals: scored as the boosters'
+        row.update(interval_scores(rec, model, X, y, seed))
+        return row
     names = list(model.feature_names)
     got_X, got_y = rec.rows[names].to_numpy(float), rec.rows[model.label_name].to_numpy(float)
     low, high = rec.lower[names].to_numpy(), rec.upper[names].to_numpy()
@@ -122,7 +126,7 @@ def main() -> None:
     rows = []
     print(f"{'dataset':>15} {'model':>5} {'seed':>4} {'status':>10} {'verified':>8} "
           f"{'time s':>7} {'rows':>7} {'targets':>8} {'inside':>7} {'error':>6} "
-          f"{'truth':>6} {'random':>6} {'MB':>5}")
+          f"{'truth':>6} {'random':>6} {'y err':>6} {'random':>6} {'MB':>5}")
     for spec in args.datasets.split(","):
         for kind in args.models.split(","):
             for seed in range(seeds):
@@ -140,7 +144,9 @@ def main() -> None:
                       f"{row['rows']:>7} {row.get('targets_right', 0):>8.1%} "
                       f"{row.get('inside', 0):>7.1%} {row.get('error', 0):>6.3f} "
                       f"{row.get('truth_box_error', 0):>6.3f} "
-                      f"{row.get('random_error', 0):>6.3f} {row['peak_mb']:>5}")
+                      f"{row.get('random_error', 0):>6.3f} "
+                      f"{row.get('target_error', 0):>6.3f} "
+                      f"{row.get('random_target_error', 0):>6.3f} {row['peak_mb']:>5}")
     RESULTS.mkdir(exist_ok=True)
     out.write_text(json.dumps({"arguments": {**vars(args), "out": str(out)}, "rows": rows},
                               indent=2) + "\n")

@@ -218,6 +218,21 @@ def test_the_audit_says_why_a_regressor_is_not_reconstructed(tmp_path) -> None:
     import json
 
     X, y = regression_data(60, 3, seed=13, integer=False)
+    path = tmp_path / "medians.skops"
+    sio.dump(ExtraTreesRegressor(n_estimators=5, criterion="absolute_error",
+                                 random_state=0).fit(X, y), path)
+    result = CliRunner().invoke(app, ["audit", str(path), "--budget", "20", "--out",
+                                      str(tmp_path / "audit")])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "audit" / "report.json").read_text())
+    reconstruction = next(a for a in report["attacks"] if a["name"] == "reconstruct")
+    assert reconstruction["status"] == "not run" and "absolute_error" in reconstruction["why"]
+
+
+def test_the_audit_bounds_the_targets_of_a_limited_regressor(tmp_path) -> None:
+    import json
+
+    X, y = regression_data(60, 3, seed=13, integer=False)
     path = tmp_path / "shallow.skops"
     sio.dump(ExtraTreesRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y),
              path)
@@ -226,7 +241,8 @@ def test_the_audit_says_why_a_regressor_is_not_reconstructed(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "audit" / "report.json").read_text())
     reconstruction = next(a for a in report["attacks"] if a["name"] == "reconstruct")
-    assert reconstruction["status"] == "not run" and "max_depth=3" in reconstruction["why"]
+    assert reconstruction["figures"]["formulation"] == "regression-leaves"
+    assert reconstruction["status"] == "partial"
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])

@@ -50,3 +50,6 @@ class Formulation(StrEnum):
     # a boosted regressor: its cells' rows and target sums, or the rows single-row leaves
     # prove, each target within its interval
     REGRESSION_BOOSTED = "regression-boosted"
+    # a regression forest grown with limits: one tree's rows, each target within the
+    # interval its leaf's mean and variance allow
+    REGRESSION_LEAVES = "regression-leaves"

@@ -10,6 +10,8 @@ for, and the call. Each formulation lives in a module of its own:
   from the model (`treeleaks.attacks.regression`).
 - ``regression-exact``: a regression model whose trees each saw every row once, its rows
   with their targets, target by target (`treeleaks.attacks.regression_exact`).
+- ``regression-leaves``: a regression forest grown with limits: one tree's rows, each target
+  within what its leaf's mean and variance allow (`treeleaks.attacks.regression_leaves`).
 - ``regression-boosted``: a boosted regressor's rows with their targets, from its counts and
   leaves' sums of residuals (`treeleaks.attacks.regression_boosted`).
 
@@ -28,13 +30,18 @@ from treeleaks.attacks.draw_search_stage import reconstruct_drawn_partial
 from treeleaks.attacks.exact import reconstruct_exact
 from treeleaks.attacks.options import RunOptions
 from treeleaks.attacks.per_row import reconstruct_per_row
-from treeleaks.attacks.regression import reconstruct_regression, refuse_regression
+from treeleaks.attacks.regression import (
+    growth_limit,
+    reconstruct_regression,
+    refuse_regression,
+)
 from treeleaks.attacks.regression_boosted import (
     is_boosted_regressor,
     reconstruct_boosted_regression,
     refuse_boosted_regression,
 )
 from treeleaks.attacks.regression_exact import reconstruct_regression_exact
+from treeleaks.attacks.regression_leaves import reconstruct_regression_leaves
 from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
 from treeleaks.attacks.uncounted_trees import (
     counted_only,
@@ -141,6 +148,8 @@ def reconstruct(
             return reconstruct_boosted_regression(model, schema, run)
         refuse_regression(model, strategy, knowledge, ignore_draws)
         run.check(max_rows)
+        if growth_limit(model):
+            return reconstruct_regression_leaves(model, schema, run)
         if not model.bootstrap:
             _refuse_too_many_rows(int(model.trees[0].counts.sum()), max_rows)
             return reconstruct_regression_exact(model, schema, run)

@@ -19,6 +19,7 @@ from dataclasses import replace
 from treeleaks.attacks.options import RunOptions
 from treeleaks.attacks.per_row import PROOF, reconstruct_per_row
 from treeleaks.attacks.regression_draws import reconstruct_by_draws
+from treeleaks.attacks.regression_leaves import reads_leaf_intervals
 from treeleaks.counts.target_classes import target_class_view, unheld_leaf
 from treeleaks.counts.verify import verify_regression
 from treeleaks.errors import UnsupportedModelError
@@ -57,10 +58,14 @@ def refuse_regression(model: ReleasedModel, strategy: str, knowledge: Knowledge 
         raise UnsupportedModelError(
             f"criterion {criterion!r} (leaf values that are not the mean of the leaf's "
             f"targets) is {READS}")
-    for name, unlimited in FULL_GROWTH.items():
-        if facts.get(name, unlimited) != unlimited:
-            raise UnsupportedModelError(
-                f"{name}={facts[name]!r} leaves leaves of several targets, which is {READS}")
+    limit = growth_limit(model)
+    if limit and not reads_leaf_intervals(model):
+        raise UnsupportedModelError(
+            f"{limit} leaves leaves of several targets, and this file keeps no leaf "
+            f"variance to bound them by, which is {READS}")
+    if limit and strategy != Strategy.AUTO:
+        raise UnsupportedModelError(f"strategy {strategy!r} on a regressor grown with "
+                                    f"{limit}: leave strategy at 'auto'")
     allowed = (Strategy.AUTO, Strategy.PER_ROW) if model.bootstrap else (Strategy.AUTO,
                                                                           Strategy.ENUMERATE)
     if strategy not in allowed:
@@ -68,6 +73,14 @@ def refuse_regression(model: ReleasedModel, strategy: str, knowledge: Knowledge 
                                     f"with strategy {' or '.join(map(repr, allowed))}")
     if knowledge is not None and not knowledge.empty:
         raise UnsupportedModelError(f"side knowledge on a regressor is {READS}, without it")
+
+
+def growth_limit(model: ReleasedModel) -> str:
+    """The first growth limit the model's facts record (``name=value``), or ""."""
+    for name, unlimited in FULL_GROWTH.items():
+        if model.facts.get(name, unlimited) != unlimited:
+            return f"{name}={model.facts[name]!r}"
+    return ""
 
 
 def reconstruct_regression(model: ReleasedModel, schema: FeatureSchema | None,

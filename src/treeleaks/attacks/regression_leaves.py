@@ -1,0 +1,114 @@
+"""Regression forests grown with limits (``min_samples_leaf=5``, ``max_depth``, ...): each
+row's target within an interval, from one tree's leaves (issue 39).
+
+A leaf of a limited tree holds rows of several targets; what it keeps is their mean m, the
+(weighted) variance v of their targets and how many rows it holds. That bounds every one of
+them: a row of weight w in a leaf of weight W lies within ``sqrt(v·(W - w)/w) <=
+sqrt(v·(W - 1))`` of m (the other rows' deviations add up to the opposite of its own, and
+their squares are at least that sum squared over their weight). A leaf of variance 0 gives
+its rows' target exactly.
+
+The rows returned are one tree's: the n distinct rows of each leaf in its box, with the
+target interval, from the tree whose intervals are narrowest on average. They are proven
+in their boxes; their places in the other trees are not known, so their values, filled in
+those boxes, are only checked not to crowd the other trees' leaves, and the result says
+whether they do. No target is called exact unless its leaf's variance
+is 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from treeleaks.attacks.options import RunOptions
+from treeleaks.clock import RunClock
+from treeleaks.counts.materialize import rows_in_boxes
+from treeleaks.counts.verify import Certificate
+from treeleaks.model import ReleasedModel, Tree
+from treeleaks.result import Reconstruction
+from treeleaks.schema import FeatureSchema
+from treeleaks.vocabulary import Formulation, Status, Strategy
+
+# the variance below which a leaf's targets are one value: rounding of the file's float64
+PURE = 1e-9
+PROOF = ("each row of a leaf lies in its box, its target within sqrt(v·(W - 1)) of the "
+         "leaf's mean (v the leaf's variance, W its weighted rows); exact where v is 0")
+
+
+def reads_leaf_intervals(model: ReleasedModel) -> bool:
+    """Whether every tree keeps each leaf's value, impurity and distinct rows."""
+    return all(tree.values is not None and tree.impurity is not None
+               and tree.n_samples is not None for tree in model.trees)
+
+
+def reconstruct_regression_leaves(model: ReleasedModel, schema: FeatureSchema | None,
+                                  run: RunOptions) -> Reconstruction:
+    """One tree's rows with their target intervals (see the module doc)."""
+    clock = RunClock(run.time_limit)
+    bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
+    widths = [_mean_width(tree) for tree in model.trees]
+    best = int(np.argmin(widths))
+    tree = model.trees[best]
+    low, high = leaf_intervals(tree)
+    held = np.flatnonzero(tree.n_samples > 0)
+    per_row = np.repeat(held, tree.n_samples[held])
+    lower, upper = tree.leaf_boxes(model.n_features)
+    target = tree.values[per_row]
+    frames = rows_in_boxes(replace(model, classes=target.tolist()), bound, lower[per_row],
+                           upper[per_row], np.arange(per_row.size),
+                           np.ones(per_row.size, dtype=bool))
+    exact = int((low[per_row] == high[per_row]).sum())
+    n = per_row.size
+    certificate = _within_rows(model, frames["rows"])
+    clock.lap("intervals")
+    span = float(np.ptp(tree.values[held])) or 1.0
+    return Reconstruction(
+        **frames, status=Status.FEASIBLE if certificate.verified else Status.UNKNOWN,
+        certificate=certificate, time_s=clock.elapsed(),
+        timings=clock.timings, solver="", strategy=Strategy.ENUMERATE, proof=PROOF,
+        formulation=Formulation.REGRESSION_LEAVES, partial=True, targets_exact=exact,
+        target_bounds=(low[per_row], high[per_row]), message=(
+            f"{n} rows of tree {best}, each in its leaf's box with its target within "
+            f"{np.mean(high[per_row] - low[per_row]) / span:.0%} of the leaf means' span "
+            f"on average ({exact} exact, in leaves of one target); the trees' growth "
+            "limits leave leaves of several targets, so the rows are not placed in the "
+            "other trees: their values are filled in tree "
+            f"{best}'s boxes" + ("" if certificate.verified else
+                                 f", which crowd other trees' leaves "
+                                 f"({certificate.first_mismatch})")))
+
+
+def leaf_intervals(tree: Tree) -> tuple[np.ndarray, np.ndarray]:
+    """Per leaf, where every one of its rows' targets lies (see the module doc)."""
+    assert tree.values is not None and tree.impurity is not None
+    weight = tree.counts[:, 0].astype(np.float64)
+    variance = np.where(tree.impurity > PURE * max(float(np.abs(tree.values).max()), 1.0)
+                        ** 2, tree.impurity, 0.0)
+    reach = np.sqrt(variance * np.maximum(weight - 1.0, 0.0))
+    return tree.values - reach, tree.values + reach
+
+
+def _mean_width(tree: Tree) -> float:
+    """The average interval width over a tree's distinct rows (infinite without rows)."""
+    low, high = leaf_intervals(tree)
+    rows = tree.n_samples
+    return float((rows * (high - low)).sum() / rows.sum()) if rows.sum() else np.inf
+
+
+def _within_rows(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
+    """Whether the rows, routed through every tree, put no more rows in any leaf than its
+    distinct rows (the chosen tree's leaves hold exactly theirs)."""
+    leaves = model.apply(rows[list(model.feature_names)].to_numpy(dtype=np.float64))
+    wrong, first = 0, ""
+    for t, tree in enumerate(model.trees):
+        held = np.bincount(leaves[:, t], minlength=tree.n_leaves)
+        off = held > tree.n_samples
+        wrong += int(off.sum())
+        if off.any() and not first:
+            leaf = int(np.argmax(off))
+            first = (f"tree {t} leaf {leaf}: released {tree.n_samples[leaf]} distinct rows, "
+                     f"the rows filled in tree {t}'s boxes put {held[leaf]} there")
+    return Certificate(wrong == 0, sum(tree.n_leaves for tree in model.trees), wrong, first)
