@@ -26,6 +26,10 @@ from treeleaks.counts.cells import Cells
 from treeleaks.model import ReleasedModel
 from treeleaks.schema import FeatureSchema
 
+# relative: how close a lone threshold must be to k + 1/2 (XGBoost's float32 thresholds sit
+# just below it) to be read as the cut between the integers k and k + 1
+HALF_INTEGER = 1e-6
+
 
 @dataclass
 class CellValues:
@@ -147,15 +151,21 @@ def _spacing(thresholds: np.ndarray, range_low: float, range_high: float) -> flo
     The median gap between consecutive thresholds: each threshold lies between two
     neighbouring values, so consecutive thresholds are about one value gap apart, and the
     median ignores the few wide gaps between clusters of values. A single threshold gives
-    no gap: then the schema range's width (so the reach covers the range), or max(|t|, 1)
-    when the range is unbounded or a single point.
+    no gap: then the schema range's width (so the reach covers the range); else, at a
+    half-integer t, 1: a column split once, however many trees, holds two values, and at
+    k + 1/2 they are most likely the integers k and k + 1 (a 0/1 flag, a 1/2 code); else
+    max(|t|, 1).
     """
     if thresholds.size >= 2:
         return float(np.median(np.diff(thresholds)))
     width = range_high - range_low
     if np.isfinite(width) and width > 0:
         return float(width)
-    return max(abs(float(thresholds[0])), 1.0)
+    only = float(thresholds[0])
+    if abs(2 * only - round(2 * only)) <= HALF_INTEGER * max(abs(only), 1.0) and (
+            round(2 * only) % 2 == 1):
+        return 1.0
+    return max(abs(only), 1.0)
 
 
 def _box_thresholds(lower: np.ndarray, upper: np.ndarray) -> list[np.ndarray]:
