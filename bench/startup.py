@@ -4,14 +4,20 @@ item 8), where starting up, not the attack, is most of the run.
 Fits scikit-learn's default forest (``RandomForestClassifier(random_state=0)``: 100 bootstrap
 trees) on N rows of a shared binarized dataset (sampled by the seed, as
 ``bench/default_forest.py`` does), saves it with skops (`treeleaks.io.save_model`), then runs
-the ``treeleaks reconstruct`` command in a fresh process ``--runs`` times. Each run's wall
-time is taken around the process; the attack's own time is the ``time_s`` of its ``--json``
-summary. The reconstructed rows' CSV is hashed so that two results files (before and after a
-change) show the same reconstruction. The heavy libraries a run imported are listed from one
-more run with ``-X importtime``.
+the ``treeleaks reconstruct`` command in a fresh process ``--runs`` times, after one run not
+counted (it leaves Python's bytecode cached, as an installed package has it; the children run
+without ``PYTHONDONTWRITEBYTECODE``). Each run's wall time is taken around the process, and
+its CPU time (user + system) from the operating system, which other work on the machine
+disturbs less; the attack's own time is the ``time_s`` of its ``--json`` summary. The
+reconstructed rows' CSV is hashed so that two results files (before and after a change) show
+the same reconstruction. The heavy libraries a run imported are listed from one more run with
+``-X importtime``. ``--src`` runs the treeleaks of another source tree (an export of the
+commit before a change) with the same interpreter and libraries.
 
     python bench/startup.py                       # compas:100, 5 runs
-    python bench/startup.py --label before --out bench/results/startup_before.json
+    git archive main | tar -x -C /tmp/before
+    python bench/startup.py --src /tmp/before/src --label before \
+        --out bench/results/startup_before.json
 
 See bench/README.md for what is measured.
 """
@@ -21,6 +27,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -43,34 +51,41 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--src", type=Path, help="run the treeleaks package under this folder")
     parser.add_argument("--label", default="after", help="what this run measures")
     parser.add_argument("--out", type=Path, default=BENCH_DIR / "results" / "startup.json")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as tmp:
         model = _fitted_model(args.dataset, args.rows, args.seed, args.data_dir, Path(tmp))
-        runs = [_run(model, Path(tmp), index) for index in range(args.runs)]
-        heavy = _heavy_imports(model, Path(tmp))
-    walls = [r["wall_s"] for r in runs]
-    attacks = [r["time_s"] for r in runs]
+        env = _child_environment(args.src)
+        _run(model, Path(tmp), -1, env)  # caches the bytecode
+        runs = [_run(model, Path(tmp), index, env) for index in range(args.runs)]
+        heavy = _heavy_imports(model, Path(tmp), env)
     record = {
         "label": args.label,
+        "src": str(args.src) if args.src else None,
         "model": {"dataset": f"{args.dataset}:{args.rows}", "seed": args.seed,
                   "estimator": "RandomForestClassifier(random_state=seed)"},
         "runs": runs,
-        "median_wall_s": statistics.median(walls),
-        "median_time_s": statistics.median(attacks),
+        "median_wall_s": statistics.median(r["wall_s"] for r in runs),
+        "median_cpu_s": statistics.median(r["cpu_s"] for r in runs),
+        "median_time_s": statistics.median(r["time_s"] for r in runs),
+        "load_average": os.getloadavg(),
         "results": sorted({r["rows_sha256"] for r in runs}),
         "statuses": sorted({r["status"] for r in runs}),
         "heavy_imports": heavy,
         "environment": environment(),
     }
     write_json(args.out, record)
-    print(f"{'run':>4} {'wall_s':>8} {'time_s':>8}  status")
+    print(f"{'run':>4} {'wall_s':>8} {'cpu_s':>8} {'time_s':>8}  status")
     for index, run in enumerate(runs):
-        print(f"{index:>4} {fmt(run['wall_s']):>8} {fmt(run['time_s']):>8}  {run['status']}")
-    print(f"median wall {fmt(record['median_wall_s'])} s, attack {fmt(record['median_time_s'])} s;"
-          f" rows {', '.join(h[:12] for h in record['results'])}")
+        print(f"{index:>4} {fmt(run['wall_s']):>8} {fmt(run['cpu_s']):>8} "
+              f"{fmt(run['time_s']):>8}  {run['status']}")
+    print(f"median wall {fmt(record['median_wall_s'])} s, CPU {fmt(record['median_cpu_s'])} s, "
+          f"attack {fmt(record['median_time_s'])} s; rows "
+          f"{', '.join(h[:12] for h in record['results'])}; load average "
+          f"{', '.join(f'{x:.2f}' for x in record['load_average'])}")
     print(f"heavy imports: {', '.join(heavy) or 'none'}")
     print(f"wrote {args.out}")
 
@@ -93,28 +108,42 @@ def _command(*options: str) -> list[str]:
     return [sys.executable, *options, "-c", "from treeleaks.cli import app; app()"]
 
 
-def _run(model: Path, where: Path, index: int) -> dict[str, Any]:
-    """One ``treeleaks reconstruct`` run: its wall time, the attack's time and status, and the
-    hash of the rows it wrote."""
+def _child_environment(src: Path | None) -> dict[str, str]:
+    """This process's environment, bytecode caching on, ``src`` first on the path if given."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if src is not None:
+        env["PYTHONPATH"] = str(src.resolve())
+    return env
+
+
+def _cpu_seconds() -> float:
+    """User and system seconds of every child process waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(model: Path, where: Path, index: int, env: dict[str, str]) -> dict[str, Any]:
+    """One ``treeleaks reconstruct`` run: its wall and CPU time, the attack's time and
+    status, and the hash of the rows it wrote."""
     summary, rows = where / f"run{index}.json", where / f"rows{index}.csv"
-    start = time.perf_counter()
+    cpu, start = _cpu_seconds(), time.perf_counter()
     done = subprocess.run([*_command(), "reconstruct", str(model), "--json", str(summary),
-                           "--out", str(rows)], capture_output=True, text=True)
-    wall = time.perf_counter() - start
+                           "--out", str(rows)], capture_output=True, text=True, env=env)
+    wall, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
     if not summary.exists():
         raise SystemExit(f"run {index} failed ({done.returncode}): {done.stderr.strip()}")
     result = json.loads(summary.read_text())
-    return {"wall_s": wall, "time_s": result.get("time_s"), "status": result.get("status"),
-            "exit_code": done.returncode,
+    return {"wall_s": wall, "cpu_s": cpu, "time_s": result.get("time_s"),
+            "status": result.get("status"), "exit_code": done.returncode,
             "rows_sha256": hashlib.sha256(rows.read_bytes()).hexdigest()}
 
 
-def _heavy_imports(model: Path, where: Path) -> dict[str, float]:
+def _heavy_imports(model: Path, where: Path, env: dict[str, str]) -> dict[str, float]:
     """The heavy packages one run imported, with the seconds each took (``-X importtime``,
     cumulative, top-level module only)."""
     done = subprocess.run([*_command("-X", "importtime"), "reconstruct", str(model),
                            "--json", str(where / "importtime.json")],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
     seconds: dict[str, float] = {}
     for line in done.stderr.splitlines():
         parts = line.split("|")

@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 
 from treeleaks.errors import TreeleaksError, UnsupportedModelError, UntrustedPickleError
-from treeleaks.formats import read_json
 from treeleaks.frontends.sklearn import from_sklearn
 from treeleaks.frontends.sklearn_draws import recorded_samples
 from treeleaks.frontends.xgboost import is_xgboost_json
+from treeleaks.json_files import read_json
 from treeleaks.model import ModelFormatError, ReleasedModel
 from treeleaks.paths import unreadable
 
