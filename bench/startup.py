@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> None:
           f"attack {fmt(record['median_time_s'])} s; rows "
           f"{', '.join(h[:12] for h in record['results'])}; load average "
           f"{', '.join(f'{x:.2f}' for x in record['load_average'])}")
-    print(f"heavy imports: {', '.join(heavy) or 'none'}")
+    shown = sorted(heavy.items(), key=lambda item: -item[1])
+    print(f"heavy imports: {', '.join(f'{n} {s:.2f} s' for n, s in shown) or 'none'}")
     print(f"wrote {args.out}")
 
 
@@ -139,19 +140,19 @@ def _run(model: Path, where: Path, index: int, env: dict[str, str]) -> dict[str,
 
 
 def _heavy_imports(model: Path, where: Path, env: dict[str, str]) -> dict[str, float]:
-    """The heavy packages one run imported, with the seconds each took (``-X importtime``,
-    cumulative, top-level module only)."""
+    """The heavy packages one run imported, with the seconds their own modules took to
+    import (``-X importtime``: the self times of every module in the package, summed)."""
     done = subprocess.run([*_command("-X", "importtime"), "reconstruct", str(model),
                            "--json", str(where / "importtime.json")],
                           capture_output=True, text=True, env=env)
     seconds: dict[str, float] = {}
     for line in done.stderr.splitlines():
-        parts = line.split("|")
-        if len(parts) != 3 or not parts[1].strip().isdigit():
+        fields = line.removeprefix("import time:").split("|")  # self µs | cumulative | name
+        if len(fields) != 3 or not fields[0].strip().isdigit():
             continue
-        name = parts[2].strip()
-        if name in HEAVY:
-            seconds[name] = int(parts[1]) / 1e6
+        package = fields[2].strip().split(".")[0]
+        if package in HEAVY:
+            seconds[package] = seconds.get(package, 0.0) + int(fields[0]) / 1e6
     return seconds
 
 
