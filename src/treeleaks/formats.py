@@ -4,13 +4,13 @@ Files come from elsewhere: every field is checked here once, for type and range 
 read as a boolean, no fractional index truncated, no NaN threshold), with a one-line message
 naming the field. Past this edge the package trusts the model IR; what needs the whole model
 (the nodes form one tree, splits name existing features) is checked by `ReleasedModel.validate`.
+The readers of the shapes import this module when they parse a file, not before: pydantic
+takes a tenth of a second to load (`treeleaks.json_files` reads the files themselves).
 """
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
@@ -26,11 +26,9 @@ from pydantic import (
 )
 
 from treeleaks.errors import TreeleaksError
+from treeleaks.json_files import FORMAT_VERSION, MAX_COUNT, MAX_NODES
 
 Shape = TypeVar("Shape", bound=BaseModel)
-
-MAX_COUNT = 2**53  # the largest count a JSON number holds exactly
-MAX_NODES = 2**31  # more nodes than any tree a framework builds
 
 
 def _finite(value: float) -> float:
@@ -59,9 +57,6 @@ def _unique(values: list[Any]) -> list[Any]:
             raise ValueError(f"lists {value!r} twice; each entry must be distinct")
         seen.add(key)
     return values
-
-
-FORMAT_VERSION = 1  # the model file format this treeleaks reads and writes
 
 
 def _supported_version(value: int) -> int:
@@ -181,20 +176,6 @@ def parse_model(data: Any, error: type[TreeleaksError]) -> ModelRecord:
 def parse_schema(data: Any, error: type[TreeleaksError]) -> SchemaRecord:
     """The schema file's fields, checked; ``error`` carries the first problem found."""
     return _parse(SchemaRecord, data, "schema", error)
-
-
-def read_json(path: Path, what: str, error: type[TreeleaksError]) -> Any:
-    """A JSON file's content; malformed or too deeply nested text is one ``error``."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise error(f"{what} file {path.name} is not UTF-8 text: {exc.reason}") from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise error(f"{what} file {path.name} is not valid JSON: {exc}") from exc
-    except RecursionError as exc:
-        raise error(f"{what} file {path.name} nests its JSON too deeply to be a {what}") from exc
 
 
 def _parse(shape: type[Shape], data: Any, what: str, error: type[TreeleaksError]) -> Shape:

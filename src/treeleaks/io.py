@@ -8,10 +8,12 @@ level holds ``learner``), and, only on explicit opt-in, pickles (``.pkl``,
 hands you must not let that model execute code on the auditor's machine, so skops files are
 loaded with only the scikit-learn tree types trusted and pickles are refused by default.
 
-A skops archive holding a no-bootstrap tree classifier and nothing else is read straight
-from its JSON and numpy arrays, constructing no object at all: importing skops and
-scikit-learn takes seconds, longer than the rest of ``treeleaks inspect``. Anything else in
-an archive (other types, bootstrap forests, another skops protocol) goes through skops.
+A skops archive holding a scikit-learn tree model and nothing else is read straight from
+its JSON and numpy arrays, constructing no object at all: importing skops and scikit-learn
+takes seconds, longer than the rest of ``treeleaks inspect`` or of a small reconstruction. A
+bootstrap forest's draws are recomputed as scikit-learn draws them
+(`treeleaks.frontends.sklearn_draws`). Anything else in an archive (other types, a forest
+whose draws only scikit-learn can repeat, another skops protocol) goes through skops.
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ from typing import Any
 import numpy as np
 
 from treeleaks.errors import TreeleaksError, UnsupportedModelError, UntrustedPickleError
-from treeleaks.formats import read_json
 from treeleaks.frontends.sklearn import from_sklearn
+from treeleaks.frontends.sklearn_draws import recorded_samples
 from treeleaks.frontends.xgboost import is_xgboost_json
+from treeleaks.json_files import read_json
 from treeleaks.model import ModelFormatError, ReleasedModel
 from treeleaks.paths import unreadable
 
@@ -263,8 +266,9 @@ class _NotPlain(Exception):
 
 
 def _read_plain_skops(path: Path) -> Any | None:
-    """A no-bootstrap tree classifier as plain records named after its classes (what
-    `from_sklearn` reads), or None when the archive needs skops."""
+    """A tree model as plain records named after its classes (what `from_sklearn` reads; a
+    bootstrap forest with its trees' draws as ``estimators_samples_``), or None when the
+    archive needs skops."""
     try:
         with zipfile.ZipFile(path) as archive:
             schema = json.loads(archive.read("schema.json"))
@@ -274,8 +278,13 @@ def _read_plain_skops(path: Path) -> Any | None:
     except (_NotPlain, zipfile.BadZipFile, OSError, KeyError, ValueError, TypeError,
             AttributeError):
         return None  # skops reads it, or explains what is wrong with it
-    if not isinstance(estimator, SimpleNamespace) or getattr(estimator, "bootstrap", False):
-        return None  # bootstrap draws are recomputed by scikit-learn itself
+    if not isinstance(estimator, SimpleNamespace):
+        return None
+    if getattr(estimator, "bootstrap", False):
+        samples = recorded_samples(estimator)
+        if samples is None:
+            return None  # the draws are recomputed by scikit-learn itself
+        estimator.estimators_samples_ = samples
     return estimator
 
 

@@ -14,12 +14,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from treeleaks.errors import TreeleaksError, UnsupportedModelError
-from treeleaks.formats import FORMAT_VERSION, MAX_COUNT, TreeRecord, parse_model, read_json
+from treeleaks.json_files import FORMAT_VERSION, MAX_COUNT, read_json
+
+if TYPE_CHECKING:  # the checked shapes load pydantic: imported when a file is parsed
+    from treeleaks.formats import TreeRecord
 
 
 class ModelFormatError(TreeleaksError, ValueError):
@@ -388,6 +391,8 @@ class ReleasedModel:
     @classmethod
     def from_dict(cls, data: Any) -> ReleasedModel:
         """A model from the JSON form `to_dict` writes, every field checked."""
+        from treeleaks.formats import parse_model
+
         record = parse_model(data, ModelFormatError)
         model = cls(
             trees=[Tree.from_record(tree) for tree in record.trees],

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from treeleaks.errors import SchemaError
-from treeleaks.formats import parse_schema, read_json
+from treeleaks.json_files import read_json
 from treeleaks.model import ModelFormatError, ReleasedModel
 
 if TYPE_CHECKING:  # pandas is needed only to read a frame
@@ -73,6 +73,8 @@ class FeatureSchema:
     @classmethod
     def from_dict(cls, data: Any) -> FeatureSchema:
         """A partial schema in the ``--schema`` JSON form, every field checked."""
+        from treeleaks.formats import parse_schema  # pydantic: loaded for a schema file only
+
         record = parse_schema(data, SchemaError)
         features: dict[str, FeatureSpec] = {}
         for kind in ("numerical", "ordinal"):

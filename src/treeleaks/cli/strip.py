@@ -143,9 +143,9 @@ def _read(path: Path, trust_pickle: bool) -> Any:
     """What the file holds, for `strip`: a scikit-learn estimator, a LightGBM model text or
     a parsed XGBoost JSON model; a treeleaks JSON model is refused naming its kind."""
     from treeleaks.errors import UnsupportedModelError
-    from treeleaks.formats import read_json
     from treeleaks.frontends.xgboost import is_xgboost_json
     from treeleaks.io import load_estimator
+    from treeleaks.json_files import read_json
     from treeleaks.model import ModelFormatError
 
     suffix = path.suffix.lower()
