@@ -133,6 +133,51 @@ def load_model(
     return _translated(estimator, path, feature_names, allow_regression, counts_removed_ok)
 
 
+def load_lightgbm(path: str | Path, feature_names: list[str] | None = None
+                  ) -> ReleasedModel:
+    """A LightGBM model text file (``booster.save_model("m.txt")``), classifier or regressor.
+
+    Parameters
+    ----------
+    path : str or Path
+        The ``.txt`` file; a fitted object is read by `treeleaks.from_lightgbm`.
+    feature_names : list of str, optional
+        The columns' names, when the file's own are not wanted.
+    """
+    _require_suffix(path, (LIGHTGBM_SUFFIX,), "a LightGBM model text file", "load_lightgbm")
+    return load_model(path, feature_names=feature_names, allow_regression=True)
+
+
+def load_xgboost(path: str | Path, feature_names: list[str] | None = None
+                 ) -> ReleasedModel:
+    """An XGBoost model file (``booster.save_model("m.json")`` or ``"m.ubj"``), classifier
+    or regressor.
+
+    Parameters
+    ----------
+    path : str or Path
+        The ``.json`` or ``.ubj`` file; a fitted object is read by `treeleaks.from_xgboost`.
+    feature_names : list of str, optional
+        The columns' names, when the file's own are not wanted.
+    """
+    _require_suffix(path, (".json", UBJSON_SUFFIX), "an XGBoost model file", "load_xgboost")
+    checked = _checked_path(path, False)
+    if checked.suffix.lower() == ".json" and not is_xgboost_json(
+            read_json(checked, "model", ModelFormatError)):
+        raise ModelFormatError(f"{checked.name} is JSON but not an XGBoost model file (no "
+                               "'learner' at its top level); treeleaks.load_model reads "
+                               "treeleaks JSON")
+    return load_model(path, feature_names=feature_names, allow_regression=True)
+
+
+def _require_suffix(path: str | Path, suffixes: tuple[str, ...], what: str,
+                    reader: str) -> None:
+    """Refuse a path whose extension is not one of ``suffixes``, naming the reader."""
+    if Path(path).suffix.lower() not in suffixes:
+        raise ModelFormatError(f"{reader} reads {what} ({', '.join(suffixes)}), not "
+                               f"{Path(path).name}; treeleaks.load_model reads any model file")
+
+
 def _read_ubjson(path: Path, feature_names: list[str] | None,
                  counts_removed_ok: bool) -> ReleasedModel:
     """An XGBoost ``.ubj`` file (binary JSON), decoded in Python and read as its JSON.

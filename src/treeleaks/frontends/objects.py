@@ -1,0 +1,56 @@
+"""The boosters' readers for fitted objects, named as treelite names its loaders:
+``from_*`` takes an object in memory, ``load_*`` (`treeleaks.io`) a file. The older
+``read_lightgbm`` and ``read_xgboost`` take either and stay, as aliases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from treeleaks.errors import UnsupportedModelError
+from treeleaks.model import ReleasedModel
+
+
+def from_lightgbm(model: Any, feature_names: list[str] | None = None,
+                  label_name: str = "label") -> ReleasedModel:
+    """The `ReleasedModel` of a fitted LightGBM ``Booster``, ``LGBMClassifier`` or
+    ``LGBMRegressor``.
+
+    Parameters
+    ----------
+    model : lightgbm.Booster or lightgbm.LGBMModel
+        The fitted model; a file is read by `treeleaks.io.load_lightgbm`.
+    feature_names : list of str, optional
+        The columns' names, when the model's own are not wanted.
+    label_name : str
+        The name of the label column of reconstructed rows.
+    """
+    if not (hasattr(model, "booster_") or hasattr(model, "model_to_string")):
+        raise UnsupportedModelError(
+            f"from_lightgbm takes a fitted LightGBM Booster or LGBMModel, not "
+            f"{type(model).__name__}; read a model file with treeleaks.io.load_lightgbm")
+    from treeleaks.frontends.lightgbm import read_lightgbm
+
+    return read_lightgbm(model, feature_names, label_name)
+
+
+def from_xgboost(model: Any, feature_names: list[str] | None = None,
+                 label_name: str = "label") -> ReleasedModel:
+    """The `ReleasedModel` of a fitted XGBoost ``Booster``, ``XGBClassifier`` or
+    ``XGBRegressor``.
+
+    Parameters
+    ----------
+    model : xgboost.Booster or xgboost.XGBModel
+        The fitted model; a file is read by `treeleaks.io.load_xgboost`.
+    feature_names : list of str, optional
+        The columns' names, when the model's own are not wanted.
+    label_name : str
+        The name of the label column of reconstructed rows.
+    """
+    if not (hasattr(model, "get_booster") or hasattr(model, "save_raw")):
+        raise UnsupportedModelError(
+            f"from_xgboost takes a fitted XGBoost Booster or XGBModel, not "
+            f"{type(model).__name__}; read a model file with treeleaks.io.load_xgboost")
+    from treeleaks.frontends.xgboost import read_xgboost
+
+    return read_xgboost(model, feature_names, label_name)
