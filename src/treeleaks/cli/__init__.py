@@ -10,8 +10,8 @@ ran out of time, or memory ran out); 4 an unexpected error (a bug, please report
 # Each module registers its commands on `app`; `treeleaks --help` lists them in this order.
 # isort: off
 from treeleaks.cli.app import app
-from treeleaks.cli import audit, reconstruct, inspect, worst_case, dp, leak, single_out  # noqa: F401
-from treeleaks.cli import strip, synthetic, sweep  # noqa: F401
+from treeleaks.cli import audit, demo, reconstruct, inspect, worst_case, dp  # noqa: F401
+from treeleaks.cli import leak_test, leak, single_out, prune, strip, synthetic, sweep  # noqa: F401
 # isort: on
 
 __all__ = ["app"]

@@ -115,6 +115,7 @@ SchemaOption = Annotated[
     typer.Option(help="Feature schema JSON (one_hot_groups, at_most_one_groups, numerical, "
                  "ordinal). Default: inferred from the model's splits."),
 ]
+LabelOption = Annotated[str | None, typer.Option(help="The label column of --data.")]
 TrustPickle = Annotated[
     bool,
     typer.Option(

@@ -1,5 +1,4 @@
-"""``treeleaks reconstruct`` and ``treeleaks demo``: rebuild a forest's training set and
-show the result."""
+"""``treeleaks reconstruct``: rebuild a forest's training set and show the result."""
 
 from __future__ import annotations
 
@@ -62,31 +61,11 @@ FORMULATIONS = {  # what Reconstruction.formulation solved
     "regression-exact": "a regression model whose trees each saw every row once, its rows "
                         "found target by target (regression-exact): rows in no particular "
                         "order",
+    "regression-leaves": "a regression forest grown with limits: one tree's rows, each "
+                         "target within its leaf's interval (regression-leaves)",
+    "regression-boosted": "a boosted regressor's counts and leaf sums of residuals "
+                          "(regression-boosted): rows in no particular order",
 }
-
-
-@app.command()
-def demo(
-    seed: Annotated[
-        int, typer.Option(min=0, max=SEED_MAX, help="Random state of the forest.")
-    ] = 0,
-    binarized: Annotated[
-        bool, typer.Option(help="Attack a forest whose trees each see every row once, on "
-                           "binarized data, instead: which rows the model proves were "
-                           "training rows.")
-    ] = False,
-) -> None:
-    """Train scikit-learn's default forest on built-in raw data, reconstruct its training
-    set from the model alone, score it."""
-    if binarized:
-        from treeleaks.demo import run_demo
-
-        summary = run_demo(seed=seed, console=Console())
-    else:
-        from treeleaks.demo_raw import run_raw_demo
-
-        summary = run_raw_demo(seed=seed, console=Console())
-    check_outcome(summary["status"], summary["verified"], summary["message"])
 
 
 @app.command("reconstruct")
