@@ -15,11 +15,14 @@ for, and the call. Each formulation lives in a module of its own:
 - ``regression-boosted``: a boosted regressor's rows with their targets, from its counts and
   leaves' sums of residuals (`treeleaks.attacks.regression_boosted`).
 
-Side knowledge wraps the first two (`treeleaks.attacks.side_knowledge`).
+Side knowledge wraps the first two (`treeleaks.attacks.side_knowledge`). `reconstruct` walks
+`ROUTES` in order and runs the first formulation that applies; each refuses, before it runs,
+what it does not read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -56,7 +59,7 @@ from treeleaks.model import ReleasedModel
 from treeleaks.progress import ProgressCallback
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Status, Strategy
+from treeleaks.vocabulary import Formulation, Status, Strategy
 
 # Raw measurements: the trees' thresholds on their finely split columns (two or more
 # thresholds) cut a domain of more than 2**24 points. Wine's default forest cuts 2**73,
@@ -138,56 +141,175 @@ def reconstruct(
     (`NoisyCountOptions`); its schema defaults to the public domains its file records.
     """
     run = RunOptions(time_limit, certainty_time_limit, threads, seed, cell_budget, progress)
-    noisy = NoisyCountOptions(n_rows, n_unknown, shrinkage)
-    if model.is_regression:
-        noisy.refuse_for_exact_counts(model)
-        if is_boosted_regressor(model):
-            refuse_boosted_regression(strategy, knowledge)
-            run.check(max_rows)
-            _refuse_too_many_rows(int(model.trees[0].counts.sum()), max_rows)
-            return reconstruct_boosted_regression(model, schema, run)
-        refuse_regression(model, strategy, knowledge, ignore_draws)
-        run.check(max_rows)
-        if growth_limit(model):
-            return reconstruct_regression_leaves(model, schema, run)
-        if not model.bootstrap:
-            _refuse_too_many_rows(int(model.trees[0].counts.sum()), max_rows)
-            return reconstruct_regression_exact(model, schema, run)
-        _refuse_too_many_rows(len(model.trees[0].draws), max_rows)
-        return reconstruct_regression(model, schema, run)
-    if model.noise is not None:
-        run.check(max_rows)
-        return _noisy_counts(model, schema, noisy, knowledge, run)
-    noisy.refuse_for_exact_counts(model)
-    if strategy not in tuple(Strategy):
-        raise ValueError(f"unknown strategy {strategy!r}; choose one of "
-                         f"{', '.join(tuple(Strategy))}")
-    run.check(max_rows)
-    n_rows = len(model.trees[0].draws) if has_draws(model) else model.n_rows
-    _refuse_too_many_rows(n_rows, max_rows)
-    bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
-    knows = knowledge is not None and not knowledge.empty
-    if strategy == Strategy.PER_ROW:
-        _refuse_per_row(model, knows, ignore_draws)
-        return reconstruct_per_row(model, bound, run)
-    if model.bootstrap and (ignore_draws or not has_draws(model)):
-        if knows:
-            raise KnowledgeError("side knowledge is not supported yet for a bootstrap forest "
-                                 "whose draws are unknown")
-        return _draws_unknown(model, bound, run, ignore_draws)
-    if knows:
-        if has_uncounted(model):  # side knowledge joins the trees with counts
-            model = counted_only(model)
-        return _with_knowledge(model, bound, knowledge, n_rows, run, solver, strategy)
-    if model.bootstrap:
-        return _draws_known(model, bound, run, strategy)
-    if has_uncounted(model):
-        return reconstruct_with_uncounted(model, bound, run, solver, strategy)
+    request = Request(strategy, solver, knowledge, ignore_draws,
+                      NoisyCountOptions(n_rows, n_unknown, shrinkage), max_rows)
+    route = next(route for route in ROUTES if route.applies(model, request))
+    return route.run(model, schema, run, request)
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a call asks beyond the run's options (`RunOptions`): the strategy and solver,
+    side knowledge, whether a bootstrap forest's draws are set aside, a DP forest's
+    options, and the most rows the counts may imply."""
+
+    strategy: str
+    solver: str
+    knowledge: Knowledge | None
+    ignore_draws: bool
+    noisy: NoisyCountOptions
+    max_rows: int
+
+    @property
+    def knows(self) -> bool:
+        """Whether side knowledge was given."""
+        return self.knowledge is not None and not self.knowledge.empty
+
+
+Runner = Callable[[ReleasedModel, FeatureSchema | None, RunOptions, Request], Reconstruction]
+
+
+@dataclass(frozen=True)
+class Route:
+    """One formulation: whether it takes a model (given the request), and its call, which
+    refuses what the formulation does not read before it runs."""
+
+    formulation: str
+    applies: Callable[[ReleasedModel, Request], bool]
+    run: Runner
+
+
+def _boosted_regression(model: ReleasedModel, schema: FeatureSchema | None,
+                        run: RunOptions, request: Request) -> Reconstruction:
+    request.noisy.refuse_for_exact_counts(model)
+    refuse_boosted_regression(request.strategy, request.knowledge)
+    run.check(request.max_rows)
+    _refuse_too_many_rows(int(model.trees[0].counts.sum()), request.max_rows)
+    return reconstruct_boosted_regression(model, schema, run)
+
+
+def _regressor(formulation: Runner, rows: Callable[[ReleasedModel], int | None]) -> Runner:
+    """A regression forest's route: what no regression route reads refused, then
+    ``formulation``, the rows the counts imply (``rows``) within the limit."""
+    def run_it(model: ReleasedModel, schema: FeatureSchema | None, run: RunOptions,
+               request: Request) -> Reconstruction:
+        request.noisy.refuse_for_exact_counts(model)
+        refuse_regression(model, request.strategy, request.knowledge, request.ignore_draws)
+        run.check(request.max_rows)
+        _refuse_too_many_rows(rows(model), request.max_rows)
+        return formulation(model, schema, run)
+    return run_it
+
+
+def _noisy_counts(model: ReleasedModel, schema: FeatureSchema | None, run: RunOptions,
+                  request: Request) -> Reconstruction:
+    """A DP forest: the most likely dataset (`treeleaks.attacks.dp`)."""
+    from treeleaks.attacks.dp import reconstruct_dp  # OR-Tools: loaded when needed
+
+    run.check(request.max_rows)
+    noisy = request.noisy
+    bound = (schema if schema is not None else FeatureSchema.for_model(model)).bind(model)
+    return reconstruct_dp(model, bound, n_rows=noisy.n_rows, n_unknown=noisy.n_unknown,
+                          knowledge=request.knowledge, time_limit=run.time_limit,
+                          cell_budget=run.cell_budget, progress=run.progress, seed=run.seed,
+                          threads=run.threads,
+                          **({} if noisy.shrinkage is None else {"shrinkage": noisy.shrinkage}))
+
+
+def _classifier(formulation: Callable[[ReleasedModel, FeatureSchema, RunOptions, Request],
+                                      Reconstruction]) -> Runner:
+    """A classifier with exact counts: the request checked, the schema bound, then
+    ``formulation``."""
+    def run_it(model: ReleasedModel, schema: FeatureSchema | None, run: RunOptions,
+               request: Request) -> Reconstruction:
+        request.noisy.refuse_for_exact_counts(model)
+        if request.strategy not in tuple(Strategy):
+            raise ValueError(f"unknown strategy {request.strategy!r}; choose one of "
+                             f"{', '.join(tuple(Strategy))}")
+        run.check(request.max_rows)
+        _refuse_too_many_rows(_implied_rows(model), request.max_rows)
+        bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
+        return formulation(model, bound, run, request)
+    return run_it
+
+
+def _implied_rows(model: ReleasedModel) -> int | None:
+    """N as the model implies it: its draws' length, or its counts' total."""
+    return len(model.trees[0].draws) if has_draws(model) else model.n_rows
+
+
+def _per_row(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
+             request: Request) -> Reconstruction:
+    _refuse_per_row(model, request.knows, request.ignore_draws)
+    return reconstruct_per_row(model, bound, run)
+
+
+def _unknown_draws(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
+                   request: Request) -> Reconstruction:
+    if request.knows:
+        raise KnowledgeError("side knowledge is not supported yet for a bootstrap forest "
+                             "whose draws are unknown")
+    return _draws_unknown(model, bound, run, request.ignore_draws)
+
+
+def _knowledge(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
+               request: Request) -> Reconstruction:
+    assert request.knowledge is not None
+    n_rows = _implied_rows(model)
+    if has_uncounted(model):  # side knowledge joins the trees with counts
+        model = counted_only(model)
+    return _with_knowledge(model, bound, request.knowledge, n_rows, run, request.solver,
+                           request.strategy)
+
+
+def _exact(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
+           request: Request) -> Reconstruction:
     # the row search reads per-class counts in every tree (a booster's later trees pool them)
     searchable = not any(tree.pooled for tree in model.trees)
-    return reconstruct_exact(model, bound, run, solver=solver, strategy=strategy,
-                             row_search=strategy == Strategy.AUTO and raw_measurements(model)
-                             and searchable)
+    return reconstruct_exact(model, bound, run, solver=request.solver,
+                             strategy=request.strategy,
+                             row_search=request.strategy == Strategy.AUTO
+                             and raw_measurements(model) and searchable)
+
+
+def _counted_rows(model: ReleasedModel) -> int:
+    return int(model.trees[0].counts.sum())
+
+
+def _drawn_rows(model: ReleasedModel) -> int:
+    return len(model.trees[0].draws)
+
+
+# The formulations in the order `reconstruct` tries them: the first that applies runs.
+ROUTES: tuple[Route, ...] = (
+    Route(Formulation.REGRESSION_BOOSTED,
+          lambda model, _: model.is_regression and is_boosted_regressor(model),
+          _boosted_regression),
+    Route(Formulation.REGRESSION_LEAVES,
+          lambda model, _: model.is_regression and bool(growth_limit(model)),
+          _regressor(reconstruct_regression_leaves, _counted_rows)),
+    Route(Formulation.REGRESSION_EXACT,
+          lambda model, _: model.is_regression and not model.bootstrap,
+          _regressor(reconstruct_regression_exact, _counted_rows)),
+    Route(Formulation.REGRESSION_BOOTSTRAP_KNOWN, lambda model, _: model.is_regression,
+          _regressor(reconstruct_regression, _drawn_rows)),
+    Route(Formulation.DP, lambda model, _: model.noise is not None, _noisy_counts),
+    Route(Formulation.BOOTSTRAP_KNOWN,  # one row per (row, drawing tree): strategy per-row
+          lambda _, request: request.strategy == Strategy.PER_ROW, _classifier(_per_row)),
+    Route(Formulation.BOOTSTRAP_UNKNOWN,
+          lambda model, request: model.bootstrap and (request.ignore_draws
+                                                      or not has_draws(model)),
+          _classifier(_unknown_draws)),
+    Route(Formulation.EXACT,  # or bootstrap-known: side knowledge wraps either
+          lambda _, request: request.knows, _classifier(_knowledge)),
+    Route(Formulation.BOOTSTRAP_KNOWN, lambda model, _: model.bootstrap,
+          _classifier(lambda model, bound, run, request: _draws_known(
+              model, bound, run, request.strategy))),
+    Route(Formulation.EXACT, lambda model, _: has_uncounted(model),
+          _classifier(lambda model, bound, run, request: reconstruct_with_uncounted(
+              model, bound, run, request.solver, request.strategy))),
+    Route(Formulation.EXACT, lambda *_: True, _classifier(_exact)),
+)
 
 
 def _refuse_per_row(model: ReleasedModel, knows: bool, ignore_draws: bool) -> None:
@@ -210,20 +332,6 @@ def _refuse_too_many_rows(n_rows: int | None, max_rows: int) -> None:
             f"{max_rows:,}; raise it (--max-rows) if that size is right: time and memory "
             "grow with it"
         )
-
-
-def _noisy_counts(model: ReleasedModel, schema: FeatureSchema | None,
-                  noisy: NoisyCountOptions, knowledge: Knowledge | None,
-                  run: RunOptions) -> Reconstruction:
-    """A DP forest: the most likely dataset (`treeleaks.attacks.dp`)."""
-    from treeleaks.attacks.dp import reconstruct_dp  # OR-Tools: loaded when needed
-
-    bound = (schema if schema is not None else FeatureSchema.for_model(model)).bind(model)
-    return reconstruct_dp(model, bound, n_rows=noisy.n_rows, n_unknown=noisy.n_unknown,
-                          knowledge=knowledge, time_limit=run.time_limit,
-                          cell_budget=run.cell_budget, progress=run.progress, seed=run.seed,
-                          threads=run.threads,
-                          **({} if noisy.shrinkage is None else {"shrinkage": noisy.shrinkage}))
 
 
 def _draws_unknown(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
