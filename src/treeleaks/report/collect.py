@@ -24,7 +24,7 @@ from treeleaks.report import evidence, remedies
 from treeleaks.report.budget import AuditClock
 from treeleaks.report.custodian import row_table
 from treeleaks.report.evidence import AuditInput, Evidence
-from treeleaks.report.findings import FAILED, NOT_RUN, PARTIAL, AttackRun, Audit, Defence
+from treeleaks.report.findings import FAILED, NOT_RUN, PARTIAL, AttackRun, Audit, Defence, Verdict
 from treeleaks.report.rebuilt import rebuilt_rows
 from treeleaks.report.risk import assess
 
@@ -207,7 +207,7 @@ def _conclude(audit: Audit, inp: AuditInput, ev: Evidence, defences: list[Defenc
 
 
 def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
-    """The headline figures (None: not measured)."""
+    """The headline figures (`Verdict`; None: not measured)."""
     model = inp.model
     figures = {a.name: a.figures for a in audit.attacks if a.figures}
     single_tree = model.n_trees == 1 and not model.bootstrap
@@ -220,29 +220,29 @@ def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
         proven = exact if model.n_rows is not None else 0
     singled = figures.get("single-out", {})
     leak_test = figures.get("leak-test", {})
-    return {
-        "rows_reconstructed": recon.get("n_rows"),
-        "rows_reconstructed_partial": bool(recon.get("partial", False)),
-        "rows_reconstructed_exactly": exact,
-        "rows_proven": proven,
-        "targets_given_away": recon.get("targets_exact"),
-        "rows_singled_out": singled.get("rows_singled_out",
-                                        singled.get("rows_singled_out_at_least")),
-        "singled_out_measured_on_data": "rows_singled_out" in singled,
-        "singling_predicates": singled.get("n_predicates"),
-        "singling_predicates_proven": singled.get("n_proven"),
-        "singling_predicates_valid": singled.get("predicates_matching_one_row"),
-        "dist_g": leak.get("dist_g"),
-        "error": recon.get("error"),
-        "baseline_error": recon.get("baseline_error"),
-        "values_pinned_within_5pct": recon.get("pinned_within_5pct"),
-        "leak_test_p_value": leak_test.get("p_value"),
-        "leak_test_leak": leak_test.get("leak"),
-        "n_rows_given_away": audit.exposed["n_rows"],
-        "class_balance_given_away": audit.exposed["class_balance"],
-        "class_balance_estimated": audit.exposed.get("class_balance_estimated", False),
-        "rows_in_data": None if inp.data is None else len(inp.data),
-    }
+    return Verdict(
+        rows_reconstructed=recon.get("n_rows"),
+        rows_reconstructed_partial=bool(recon.get("partial", False)),
+        rows_reconstructed_exactly=exact,
+        rows_proven=proven,
+        targets_given_away=recon.get("targets_exact"),
+        rows_singled_out=singled.get("rows_singled_out",
+                                     singled.get("rows_singled_out_at_least")),
+        singled_out_measured_on_data="rows_singled_out" in singled,
+        singling_predicates=singled.get("n_predicates"),
+        singling_predicates_proven=singled.get("n_proven"),
+        singling_predicates_valid=singled.get("predicates_matching_one_row"),
+        dist_g=leak.get("dist_g"),
+        error=recon.get("error"),
+        baseline_error=recon.get("baseline_error"),
+        values_pinned_within_5pct=recon.get("pinned_within_5pct"),
+        leak_test_p_value=leak_test.get("p_value"),
+        leak_test_leak=leak_test.get("leak"),
+        n_rows_given_away=audit.exposed["n_rows"],
+        class_balance_given_away=audit.exposed["class_balance"],
+        class_balance_estimated=audit.exposed.get("class_balance_estimated", False),
+        rows_in_data=None if inp.data is None else len(inp.data),
+    ).as_dict()
 
 
 def plot_data(inp: AuditInput, ev: Evidence, audit: Audit) -> dict[str, Any]:

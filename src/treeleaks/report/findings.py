@@ -56,6 +56,41 @@ class Defence:
                 "source": self.source}
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """An audit's headline figures, each named once here (None: not measured). Every audit
+    writes all of them, and `report/schema.json` lists the same keys (a test holds the two
+    equal)."""
+
+    rows_reconstructed: int | None = None
+    rows_reconstructed_partial: bool = False
+    rows_reconstructed_exactly: int | None = None
+    rows_proven: int | None = None
+    targets_given_away: int | None = None  # a regressor's targets given away exactly
+    rows_singled_out: int | None = None
+    singled_out_measured_on_data: bool = False
+    singling_predicates: int | None = None
+    singling_predicates_proven: int | None = None
+    singling_predicates_valid: int | None = None
+    dist_g: float | None = None
+    error: float | None = None
+    baseline_error: float | None = None
+    values_pinned_within_5pct: float | None = None
+    leak_test_p_value: float | None = None
+    leak_test_leak: bool | None = None
+    n_rows_given_away: int | None = None
+    class_balance_given_away: dict[str, int] | None = None
+    class_balance_estimated: bool = False
+    rows_in_data: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The figures by name, as the report's JSON holds them."""
+        return {name: getattr(self, name) for name in VERDICT_KEYS}
+
+
+VERDICT_KEYS = tuple(Verdict.__dataclass_fields__)
+
+
 @dataclass
 class Audit:
     """Everything the report says. ``verdict`` holds the headline figures (None: not

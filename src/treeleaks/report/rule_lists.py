@@ -13,7 +13,7 @@ from treeleaks.report import remedies
 from treeleaks.report.budget import AuditClock
 from treeleaks.report.collect import Interrupted, attempt
 from treeleaks.report.evidence import fully_determined
-from treeleaks.report.findings import COMPLETE, NOT_RUN, AttackRun, Audit
+from treeleaks.report.findings import COMPLETE, NOT_RUN, AttackRun, Audit, Verdict
 from treeleaks.report.risk import assess
 
 if TYPE_CHECKING:
@@ -73,12 +73,9 @@ def run_rule_list_audit(rule_list: RuleList, path: str, schema: FeatureSchema | 
         audit.attacks.append(AttackRun(name, title, NOT_RUN, TREES_ONLY))
     figures = audit.attacks[0].figures
     exact = figures.get("rows_fully_determined")
-    audit.verdict = {
-        "rows_reconstructed_exactly": exact, "rows_proven": exact, "rows_singled_out": None,
-        "singled_out_measured_on_data": False, "dist_g": figures.get("dist_g"),
-        "error": None, "baseline_error": None, "leak_test_p_value": None,
-        "leak_test_leak": None, "n_rows_given_away": rule_list.n_rows,
-        "class_balance_given_away": balance, "rows_in_data": None}
+    audit.verdict = Verdict(rows_reconstructed_exactly=exact, rows_proven=exact,
+                            dist_g=figures.get("dist_g"), n_rows_given_away=rule_list.n_rows,
+                            class_balance_given_away=balance).as_dict()
     audit.risk = assess(audit.verdict, audit.partial)
     audit.defences = [remedies.retrain_with_dp(None)]
     if summaries:

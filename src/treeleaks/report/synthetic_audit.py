@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from treeleaks.report.findings import COMPLETE, PARTIAL, AttackRun, Audit
+from treeleaks.report.findings import COMPLETE, PARTIAL, AttackRun, Audit, Verdict
 from treeleaks.report.risk import Rule, apply_rules
 from treeleaks.synthetic import anonymeter_check
 from treeleaks.synthetic.singling_out import single_out_synthetic
@@ -141,10 +141,8 @@ def _release(inp: SyntheticInput, n_columns: int) -> dict[str, Any]:
 def _headline(result: SyntheticSinglingOut) -> dict[str, Any]:
     """The model verdict's fields: a release of |X| rows gives its size away; nothing is
     reconstructed or proven."""
-    return {"rows_reconstructed_exactly": None, "rows_proven": None, "rows_singled_out": None,
-            "singled_out_measured_on_data": True, "dist_g": None, "error": None,
-            "baseline_error": None, "n_rows_given_away": result.n_private,
-            "class_balance_given_away": None, "rows_in_data": result.n_private}
+    return Verdict(singled_out_measured_on_data=True, n_rows_given_away=result.n_private,
+                   rows_in_data=result.n_private).as_dict()
 
 
 def _exposed(inp: SyntheticInput, result: SyntheticSinglingOut) -> dict[str, Any]:
