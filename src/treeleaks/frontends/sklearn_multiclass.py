@@ -1,0 +1,96 @@
+"""scikit-learn's gradient-boosted classifiers of more than two classes: their first
+round's class counts.
+
+Both grow K trees a round, tree k fitting class k, and start every row at the same
+probabilities π (the class shares; 1/K for ``GradientBoostingClassifier(init="zero")``):
+
+- ``GradientBoostingClassifier`` stores a leaf's step v = (K-1)/K · Σ(y_k - π_k) /
+  Σ π_k(1-π_k), so a leaf of n rows holding P of class k has P = n·π_k + v·K/(K-1)·n·π_k(1-π_k).
+- ``HistGradientBoostingClassifier`` stores v = -η·G/(H + λ) over float32 gradients
+  g = π_k - y_k and hessians h = float32(π_k(1-π_k)), so P follows as for two classes
+  (`treeleaks.frontends.boosting.float32_positives`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from treeleaks.errors import UnsupportedModelError
+from treeleaks.frontends.boosting import Nodes, float32_positives
+from treeleaks.frontends.multiclass import (
+    check_round,
+    multiclass_facts,
+    multiclass_trees,
+    softmax,
+)
+from treeleaks.frontends.sklearn_boosting import (
+    _gradient_boosting_trees,
+    _same_rows,
+    _whole,
+    check_classifier,
+    predictor_tree,
+)
+from treeleaks.model import ReleasedModel
+
+GB, HGB = "GradientBoostingClassifier", "HistGradientBoostingClassifier"
+
+
+def multiclass_booster_model(estimator: Any, names: list[str], label_name: str
+                             ) -> ReleasedModel:
+    """The `ReleasedModel` of a fitted scikit-learn booster of K > 2 classes."""
+    kind = type(estimator).__name__
+    check_classifier(estimator, kind)
+    classes = [c.item() if isinstance(c, np.generic) else c for c in estimator.classes_]
+    n_classes = len(classes)
+    if kind == GB:
+        nodes, rows, steps = _gradient_boosting_trees(estimator, kind)
+        start = _gb_start(estimator, n_classes)
+        derived = [_whole(n * p + v * n_classes / (n_classes - 1) * n * p * (1.0 - p), n, kind)
+                   for n, v, p in zip(rows[:n_classes], steps, start)]
+        more: dict[str, Any] = {}
+    else:
+        nodes, rows, values = _predictor_rounds(estimator, names)
+        start = softmax(np.ravel(estimator._baseline_prediction))
+        eta, l2 = float(estimator.learning_rate), float(estimator.l2_regularization)
+        derived = []
+        for n, v, p in zip(rows[:n_classes], values, start):
+            hessian = n * float(np.float32(p * (1.0 - p)))
+            derived.append(_whole(float32_positives(n, -v * (hessian + l2) / eta, p), n, kind))
+        more = {"l2_regularization": l2}
+    _same_rows(rows, kind)
+    check_round(derived, int(rows[0].sum()), kind)
+    model = ReleasedModel(multiclass_trees(nodes, list(rows), derived), classes, names,
+                          label_name=label_name, source=f"sklearn.{kind}",
+                          facts=multiclass_facts(f"gradient-boosted (scikit-learn {kind})",
+                                                 n_classes, len(nodes), objective="log_loss",
+                                                 learning_rate=float(estimator.learning_rate),
+                                                 **more))
+    model.validate()
+    return model
+
+
+def _gb_start(estimator: Any, n_classes: int) -> np.ndarray:
+    """Every row's starting probabilities: the class prior of the default initial
+    estimator, or 1/K for ``init="zero"``."""
+    init = getattr(estimator, "init_", None)
+    if isinstance(init, str) and init == "zero":
+        return np.full(n_classes, 1.0 / n_classes)
+    prior = getattr(init, "class_prior_", None)
+    if type(init).__name__ != "DummyClassifier" or prior is None or (
+            getattr(init, "strategy", "prior") != "prior"):
+        raise UnsupportedModelError(
+            f"this {GB} starts from an initial estimator of its own (init=...), so its rows "
+            "start at different scores; treeleaks derives class counts for the default start "
+            "(init=None) or init='zero'")
+    return np.asarray(prior, dtype=np.float64)
+
+
+def _predictor_rounds(estimator: Any, names: list[str]
+                      ) -> tuple[list[Nodes], list[np.ndarray], list[np.ndarray]]:
+    """Every histogram-boosting predictor's IR nodes, leaf row counts and leaf values,
+    round after round."""
+    read = [predictor_tree(p.nodes, t, names)
+            for t, p in enumerate(p for round_ in estimator._predictors for p in round_)]
+    return [r[0] for r in read], [r[1] for r in read], [r[2] for r in read]
