@@ -1,6 +1,7 @@
 """Multiclass boosters of every framework (issue 41, item 6): the first round's class
-counts derived from the leaf values against the training rows, the model reconstructed and
-verified, the certificate checking what it claims, and what stays refused."""
+counts derived from the leaf values and the later rounds' softmax gradient sums against the
+training rows, the model reconstructed and verified, the certificate checking what it
+claims, and what stays refused."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from sklearn.ensemble import GradientBoostingClassifier, HistGradientBoostingCla
 
 from treeleaks import FeatureSchema, reconstruct
 from treeleaks.attacks.singling_out import single_out
+from treeleaks.counts.gradient_rows import largest_gradient_miss
 from treeleaks.counts.verify import verify
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.evaluation.metrics import evaluate
@@ -75,6 +77,9 @@ def test_every_derived_count_is_the_training_rows(framework, name, leaves) -> No
         else:
             assert framework == "xgboost"
     assert model.class_totals().tolist() == np.bincount(y).tolist()
+    # every later leaf's softmax gradient and hessian sums hold for the training rows
+    miss, where = largest_gradient_miss(model, model.apply(X.to_numpy(dtype=float)), y)
+    assert miss <= 1.0, where
 
 
 @pytest.mark.parametrize("framework", sorted(FINE))

@@ -261,23 +261,28 @@ def _optional_int_array(values: Any) -> np.ndarray | None:
 
 @dataclass(eq=False)
 class LeafGradients:
-    """What a binary booster's leaf values say beyond its counts.
+    """What a booster's leaf values say beyond its counts.
 
     Each row's raw score starts at ``start`` and adds ``values[t][leaf]`` for its leaf in
     every tree t. Before tree t the row's probability of the positive class (``classes[1]``)
-    is p = sigmoid(score), its gradient g = p - y and its hessian h = p(1 - p). Each row
+    is p = sigmoid(score), its gradient g = p - y and its hessian h = p(1 - p). A ``start``
+    of K scores is a softmax booster's: its trees come in rounds of K, tree k of a round
+    adding to class k's score, and before it p_k = softmax(scores)_k, g = p_k - [y = k] and
+    h = p_k(1 - p_k) (a framework's scaled hessian is scaled in ``sums``). Each row
     ``(leaf, a, b, low, high)`` of ``sums[t]`` says ``low <= a·Σg + b·Σh <= high`` over the
     leaf's training rows: the frontends turn each framework's stored leaf values and hessian
     sums into these, the interval covering the file's floating-point precision.
     """
 
-    start: float
+    start: float | np.ndarray
     values: list[np.ndarray]
     sums: list[np.ndarray]
 
     def validate(self, trees: list[Tree]) -> None:
-        if len(self.values) != len(trees) or len(self.sums) != len(trees):
-            raise ModelFormatError("the booster's leaf values do not cover every tree")
+        if len(self.values) != len(trees) or len(self.sums) != len(trees) or (
+                len(trees) % np.size(self.start)):
+            raise ModelFormatError("the booster's leaf values do not cover every tree, "
+                                   "round after round")
         for index, (tree, value, rows) in enumerate(zip(trees, self.values, self.sums)):
             if value.shape != (tree.n_leaves,) or not np.isfinite(value).all():
                 raise ModelFormatError(f"tree {index}: one finite leaf value per leaf needed")
@@ -476,8 +481,11 @@ class ReleasedModel:
         if not self.trees[0].counted:
             raise ModelFormatError("the first tree must have counts")
         if self.gradients is not None:
-            if self.n_classes != 2:
-                raise ModelFormatError("gradient sums are those of a binary booster")
+            scores = int(np.size(self.gradients.start))
+            if (scores == 1) != (self.n_classes == 2) or scores not in (1, self.n_classes):
+                raise ModelFormatError(f"gradient sums of {scores} start score(s) for "
+                                       f"{self.n_classes} classes: one for two classes, one "
+                                       "per class for more")
             self.gradients.validate(self.trees)
 
     def require_classifier(self, attack: str) -> None:

@@ -47,10 +47,7 @@ def reconstruct_with_uncounted(model: ReleasedModel, schema: FeatureSchema, run:
         return reconstruct_exact(model, schema, run, solver=solver, strategy=strategy)
     note = ""
     left = run.time_limit
-    if model.gradients is None:  # a multiclass XGBoost: the later trees say nothing yet
-        note = (f"the trees without counts give no gradient sums read yet; the "
-                f"{_counted(model)} tree(s) with counts were reconstructed alone")
-    elif strategy == Strategy.AUTO:
+    if strategy == Strategy.AUTO:
         first = replace(run, time_limit=run.time_limit * LISTING_SHARE,
                         certainty_time_limit=min(run.certainty_time_limit,
                                                  run.time_limit * LISTING_SHARE / 2))

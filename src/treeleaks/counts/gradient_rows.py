@@ -36,15 +36,30 @@ class SideRows:
                         self.upper - shift)
 
 
-def gradient_terms(gradients: LeafGradients, leaves: np.ndarray, positive: np.ndarray
+def gradient_terms(gradients: LeafGradients, leaves: np.ndarray, cls: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Per row (its leaf in every tree, ``(n, T)``, and whether it is positive), the
-    gradient and hessian it adds in each tree, both ``(n, T)``."""
+    """Per row (its leaf in every tree, ``(n, T)``, and its class index), the gradient and
+    hessian it adds in each tree, both ``(n, T)``."""
     n_trees = leaves.shape[1]
     added = np.column_stack([gradients.values[t][leaves[:, t]] for t in range(n_trees)])
+    if np.ndim(gradients.start):
+        return softmax_terms(np.asarray(gradients.start, dtype=np.float64), added, cls)
     before = gradients.start + np.cumsum(added, axis=1) - added
     p = expit(before)
-    return p - positive[:, None], p * (1.0 - p)
+    return p - (cls == 1)[:, None], p * (1.0 - p)
+
+
+def softmax_terms(start: np.ndarray, added: np.ndarray, cls: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """A softmax booster's gradients and hessians (`LeafGradients`): ``added`` ``(n, R·K)``,
+    each row's leaf value in every tree, round after round of K."""
+    n, n_classes = added.shape[0], start.size
+    steps = added.reshape(n, -1, n_classes)
+    scores = start + np.cumsum(steps, axis=1) - steps  # (n, rounds, K) before each round
+    p = np.exp(scores - scores.max(axis=2, keepdims=True))
+    p /= p.sum(axis=2, keepdims=True)
+    own = np.arange(n_classes) == np.asarray(cls)[:, None, None]
+    return (p - own).reshape(n, -1), (p * (1.0 - p)).reshape(n, -1)
 
 
 def gradient_rows(model: ReleasedModel, leaves: np.ndarray, cls: np.ndarray
@@ -54,7 +69,7 @@ def gradient_rows(model: ReleasedModel, leaves: np.ndarray, cls: np.ndarray
     gradients = model.gradients
     if gradients is None or not any(rows.size for rows in gradients.sums):
         return None
-    g, h = gradient_terms(gradients, leaves, cls == 1)
+    g, h = gradient_terms(gradients, leaves, cls)
     entries, lower, upper = [], [], []
     first = 0
     for t, rows in enumerate(gradients.sums):

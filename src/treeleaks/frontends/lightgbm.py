@@ -168,8 +168,13 @@ def _multiclass(converted: list[_Converted], classes: list[Any], names: list[str
                for k, (_, count, hessian, value) in enumerate(converted[:n_classes])]
     check_round(derived, int(converted[0][1].sum()), "LightGBM")
     trees = multiclass_trees([c[0] for c in converted], [c[1] for c in converted], derived)
+    scale = n_classes / (n_classes - 1)  # LightGBM's softmax hessian: K/(K-1)·p(1-p)
+    sums = [no_sums()] * n_classes + [_sums(count, hessian, value, eta, l2, scale)
+                                      for _, count, hessian, value in converted[n_classes:]]
+    # the first round's values hold the start scores log(π_k): every score starts at 0
+    gradients = LeafGradients(np.zeros(n_classes), [c[3] for c in converted], sums)
     model = ReleasedModel(trees, classes, list(names), label_name=label_name,
-                          source="LightGBM",
+                          source="LightGBM", gradients=gradients,
                           facts=multiclass_facts("gradient-boosted (LightGBM)", n_classes,
                                                  len(trees), objective="multiclass",
                                                  learning_rate=eta, lambda_l2=l2))
@@ -242,14 +247,14 @@ def _hessians_fit_counts(converted: list[_Converted]) -> None:
 
 
 def _sums(count: np.ndarray, hessian: np.ndarray, value: np.ndarray, eta: float,
-          l2: float) -> np.ndarray:
-    """A later tree's gradient and hessian sums per leaf: H as stored, G from the value
-    v = -η·G/(H + λ). LightGBM keeps each row's gradient in float32: the sums are trusted to
-    `ROW_PRECISION` per row."""
+          l2: float, scale: float = 1.0) -> np.ndarray:
+    """A later tree's gradient and hessian sums per leaf: H as stored (``scale`` times the
+    rows' p(1-p)), G from the value v = -η·G/(H + λ). LightGBM keeps each row's gradient in
+    float32: the sums are trusted to `ROW_PRECISION` per row."""
     gradient = -value * (hessian + l2) / eta
     tolerance = count * ROW_PRECISION
     return np.vstack([sum_rows(1.0, 0.0, gradient, tolerance),
-                      sum_rows(0.0, 1.0, hessian, tolerance)])
+                      sum_rows(0.0, scale, hessian, tolerance)])
 
 
 def first_tree_positives(count: np.ndarray, hessian: np.ndarray, value: np.ndarray,

@@ -5,8 +5,9 @@ g = p_k - [y = k] and hessian h ∝ p_k(1 - p_k). In the first round every row s
 same scores, so every row has the same p_k and tree k's leaf value is a known function of
 the leaf's count of class k: each first-round leaf gives one class's count against the
 rest (`Tree.apart`). Later trees keep their row counts pooled over the classes (or none,
-XGBoost); their gradient sums mix every class's score through the softmax and are left
-out, so they are not yet side rows of the solver.
+XGBoost), and their leaf values give each leaf's sums of g and h, where p follows from the
+row's leaves in the earlier rounds through the softmax (`LeafGradients` with a start score
+per class): side rows of the solver, as a binary booster's.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from treeleaks.frontends.boosting import Nodes
 from treeleaks.model import Tree
 
 LATER_SUMS = ("first round: each tree's class counts against the rest, derived from its "
-              "leaf values; later rounds: rows per leaf pooled over the classes, their "
-              "softmax gradient sums not read yet")
+              "leaf values; later rounds: rows per leaf pooled over the classes (XGBoost: "
+              "none), and each leaf's softmax gradient and hessian sums")
 
 
 def softmax(scores: np.ndarray) -> np.ndarray:

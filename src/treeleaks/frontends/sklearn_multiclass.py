@@ -9,6 +9,10 @@ probabilities π (the class shares; 1/K for ``GradientBoostingClassifier(init="z
 - ``HistGradientBoostingClassifier`` stores v = -η·G/(H + λ) over float32 gradients
   g = π_k - y_k and hessians h = float32(π_k(1-π_k)), so P follows as for two classes
   (`treeleaks.frontends.boosting.float32_positives`).
+
+Later rounds' leaf values give each leaf's softmax gradient sums in the same way as a binary
+booster's (`treeleaks.frontends.sklearn_boosting`), p from the softmax of every class's
+score.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
-from treeleaks.frontends.boosting import Nodes, float32_positives
+from treeleaks.frontends.boosting import Nodes, float32_positives, no_sums, sum_rows
 from treeleaks.frontends.multiclass import (
     check_round,
     multiclass_facts,
@@ -26,13 +30,15 @@ from treeleaks.frontends.multiclass import (
     softmax,
 )
 from treeleaks.frontends.sklearn_boosting import (
+    FLOAT32_ROW,
+    FLOAT64_ROW,
     _gradient_boosting_trees,
     _same_rows,
     _whole,
     check_classifier,
     predictor_tree,
 )
-from treeleaks.model import ReleasedModel
+from treeleaks.model import LeafGradients, ReleasedModel
 
 GB, HGB = "GradientBoostingClassifier", "HistGradientBoostingClassifier"
 
@@ -47,8 +53,15 @@ def multiclass_booster_model(estimator: Any, names: list[str], label_name: str
     if kind == GB:
         nodes, rows, steps = _gradient_boosting_trees(estimator, kind)
         start = _gb_start(estimator, n_classes)
-        derived = [_whole(n * p + v * n_classes / (n_classes - 1) * n * p * (1.0 - p), n, kind)
+        scale = n_classes / (n_classes - 1)
+        derived = [_whole(n * p + v * scale * n * p * (1.0 - p), n, kind)
                    for n, v, p in zip(rows[:n_classes], steps, start)]
+        eta = float(estimator.learning_rate)
+        # a later leaf's step v = (K-1)/K·Σ(y - p)/Σp(1 - p): Σg + v·K/(K-1)·Σh = 0
+        gradients = LeafGradients(np.log(start), [eta * v for v in steps], [no_sums()] * (
+            n_classes) + [sum_rows(1.0, v * scale, np.zeros(v.size),
+                                   n * (1.0 + np.abs(v * scale)) * FLOAT64_ROW)
+                          for v, n in zip(steps[n_classes:], rows[n_classes:])])
         more: dict[str, Any] = {}
     else:
         nodes, rows, values = _predictor_rounds(estimator, names)
@@ -58,15 +71,21 @@ def multiclass_booster_model(estimator: Any, names: list[str], label_name: str
         for n, v, p in zip(rows[:n_classes], values, start):
             hessian = n * float(np.float32(p * (1.0 - p)))
             derived.append(_whole(float32_positives(n, -v * (hessian + l2) / eta, p), n, kind))
+        # a later leaf's value v = -η·G/(H + λ): Σg + (v/η)·Σh = -v·λ/η, float32 per row
+        gradients = LeafGradients(np.ravel(estimator._baseline_prediction).astype(np.float64),
+                                  values, [no_sums()] * n_classes + [
+                                      sum_rows(1.0, v / eta, -v * l2 / eta,
+                                               n * (1.0 + np.abs(v / eta)) * FLOAT32_ROW)
+                                      for v, n in zip(values[n_classes:], rows[n_classes:])])
         more = {"l2_regularization": l2}
     _same_rows(rows, kind)
     check_round(derived, int(rows[0].sum()), kind)
+    facts = multiclass_facts(f"gradient-boosted (scikit-learn {kind})", n_classes,
+                             len(nodes), objective="log_loss",
+                             learning_rate=float(estimator.learning_rate), **more)
     model = ReleasedModel(multiclass_trees(nodes, list(rows), derived), classes, names,
                           label_name=label_name, source=f"sklearn.{kind}",
-                          facts=multiclass_facts(f"gradient-boosted (scikit-learn {kind})",
-                                                 n_classes, len(nodes), objective="log_loss",
-                                                 learning_rate=float(estimator.learning_rate),
-                                                 **more))
+                          gradients=gradients, facts=facts)
     model.validate()
     return model
 

@@ -163,12 +163,13 @@ def _multiclass(parsed: list[tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarra
     starts every class alike), so tree k of round one has covers n·2p_k(1-p_k) (XGBoost's
     softmax hessian is doubled) and class-k counts P = n·p_k + w(H + λ)/η, η and λ
     recovered as for two classes and the same for every class. Later trees enter without
-    counts and, their softmax sums not read yet, without gradient sums."""
+    counts, with their softmax gradient sums (from the class scores ``base_score``)."""
     n_classes = len(classes)
     if [int(k) for k in tree_info] != [t % n_classes for t in range(len(parsed))]:
         raise ModelFormatError(f"{FILE}: 'tree_info' does not give rounds of {n_classes} "
                                "trees, one per class in order: an edited file?")
-    start = softmax(_class_scores(params, n_classes))
+    scores = _class_scores(params, n_classes)
+    start = softmax(scores)
     options, penalties = [], []
     for k in range(n_classes):
         _, cover, value = parsed[k]
@@ -192,7 +193,10 @@ def _multiclass(parsed: list[tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarra
     trees = multiclass_trees([p[0] for p in parsed],
                              [np.rint(r) for r in rows_of] + [None] * (len(parsed) - n_classes),
                              derived)
+    gradients = LeafGradients(scores, [p[2] for p in parsed], [no_sums()] * n_classes + [
+        _sums(cover, value, eta, l2, n_rows, 2.0) for _, cover, value in parsed[n_classes:]])
     model = ReleasedModel(trees, classes, names, label_name=label_name, source="XGBoost",
+                          gradients=gradients,
                           facts=multiclass_facts("gradient-boosted (XGBoost)", n_classes,
                                                  len(parsed), objective=objective,
                                                  **{"learning rate (recovered)": eta,
@@ -232,13 +236,14 @@ def _class_scores(params: dict[str, Any], n_classes: int) -> np.ndarray:
     return scores
 
 
-def _sums(cover: np.ndarray, value: np.ndarray, eta: float, l2: float, n_rows: int
-          ) -> np.ndarray:
-    """A later tree's hessian sums (its covers) and gradient sums G = -w(H + λ)/η per leaf,
-    trusted to XGBoost's float32 per row and in the stored value."""
+def _sums(cover: np.ndarray, value: np.ndarray, eta: float, l2: float, n_rows: int,
+          scale: float = 1.0) -> np.ndarray:
+    """A later tree's hessian sums (its covers, ``scale`` times the rows' p(1-p): 2 for
+    softmax) and gradient sums G = -w(H + λ)/η per leaf, trusted to XGBoost's float32 per
+    row and in the stored value."""
     gradient = -value * (cover + l2) / eta
     return np.vstack([sum_rows(1.0, 0.0, gradient, FLOAT32 * (n_rows + np.abs(gradient))),
-                      sum_rows(0.0, 1.0, cover, FLOAT32 * (n_rows + cover))])
+                      sum_rows(0.0, scale, cover, FLOAT32 * (n_rows + cover))])
 
 
 def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
