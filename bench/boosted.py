@@ -169,8 +169,10 @@ def run_one(spec: str, framework: str, model_kind: str, n_trees: int, seed: int,
         load_s = time.perf_counter() - start
     counts_right = counts_match(model, matrix, y_index)
     rec = reconstruct(model, schema, time_limit=time_limit, threads=1, seed=seed)
+    certificate = rec.certificate
     record.update(trees_read=model.n_trees, load_s=load_s, derived_counts_right=counts_right,
                   status=rec.status, verified=rec.verified, time_s=rec.time_s,
+                  leaf_values_match=certificate and certificate.leaf_values_match,
                   rows=rec.n_rows, proven_rows=rec.proven_rows, message=rec.message)
     if rec.n_rows:
         truth = X.assign(**{model.label_name: np.asarray(model.classes)[y_index]})

@@ -90,6 +90,7 @@ def test_a_multiclass_booster_is_reconstructed_and_verified(framework, leaves) -
     schema = FeatureSchema.from_frame(X)
     rec = reconstruct(model, schema, time_limit=60, threads=1, seed=0)
     assert rec.n_rows == len(y) and rec.verified and rec.time_s < 60
+    assert rec.certificate.leaf_values_match is not None  # the later rounds' sums checked
     truth = X.assign(**{model.label_name: y})
     score = evaluate(truth, rec.rows, schema, label=model.label_name)
     # XGBoost's later trees have no counts and their softmax sums are not read yet: on
@@ -103,7 +104,9 @@ def test_the_certificate_catches_rows_of_the_wrong_class() -> None:
     X, y = dataset("iris")
     model = fitted_model("lightgbm", FINE["lightgbm"], X, y, 3)
     rows = X.assign(**{model.label_name: y})
-    assert verify(model, rows).verified
+    truth = verify(model, rows)
+    assert truth.verified and truth.leaf_values_match
+    assert not verify(model, rows.iloc[:0]).verified  # no rows: checked, not an error
     wrong = rows.copy()
     wrong.loc[0, model.label_name] = 1
     certificate = verify(model, wrong)

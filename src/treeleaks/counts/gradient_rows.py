@@ -54,12 +54,12 @@ def softmax_terms(start: np.ndarray, added: np.ndarray, cls: np.ndarray
     """A softmax booster's gradients and hessians (`LeafGradients`): ``added`` ``(n, R·K)``,
     each row's leaf value in every tree, round after round of K."""
     n, n_classes = added.shape[0], start.size
-    steps = added.reshape(n, -1, n_classes)
+    steps = added.reshape(n, added.shape[1] // n_classes, n_classes)
     scores = start + np.cumsum(steps, axis=1) - steps  # (n, rounds, K) before each round
     p = np.exp(scores - scores.max(axis=2, keepdims=True))
     p /= p.sum(axis=2, keepdims=True)
     own = np.arange(n_classes) == np.asarray(cls)[:, None, None]
-    return (p - own).reshape(n, -1), (p * (1.0 - p)).reshape(n, -1)
+    return (p - own).reshape(added.shape), (p * (1.0 - p)).reshape(added.shape)
 
 
 def gradient_rows(model: ReleasedModel, leaves: np.ndarray, cls: np.ndarray
