@@ -141,6 +141,9 @@ def test_what_stays_refused_says_why() -> None:
     weighted = xgb.XGBClassifier(n_estimators=2).fit(X, y, sample_weight=weights)
     with pytest.raises(UnsupportedModelError, match="XGBoost"):
         read_xgboost(weighted)
+    uniform = xgb.XGBClassifier(n_estimators=2, base_score=0.5).fit(X, y)
+    with pytest.raises(UnsupportedModelError, match="base_score of its own"):
+        read_xgboost(uniform)
     for estimator, message in ((GradientBoostingClassifier(n_estimators=2), "sample_weight"),
                                (HistGradientBoostingClassifier(max_iter=2),
                                 "no whole class counts")):

@@ -170,15 +170,20 @@ def _multiclass(parsed: list[tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarra
                                "trees, one per class in order: an edited file?")
     scores = _class_scores(params, n_classes)
     start = softmax(scores)
-    options, penalties = [], []
+    options, penalties, first = [], [], []
     for k in range(n_classes):
         _, cover, value = parsed[k]
         per_row = 2.0 * start[k] * (1.0 - start[k])
         rows = _first_rows(cover, per_row, f"2p(1-p) for class {k}'s start p = "
                            f"{start[k]:.6g}", k)
+        if first and rows.sum() != first[0].sum():
+            raise ModelFormatError(f"{FILE}: the first-round trees' covers give {int(rows.sum())} "
+                                   f"rows to tree {k}, {int(first[0].sum())} to tree 0: an "
+                                   "edited file?")
         by_rate, l2 = whole_by_rate(rows, cover, value, float(start[k]))
         options.append({round(eta, RATE_DIGITS): whole for eta, whole in by_rate})
         penalties.append(l2)
+        first.append(rows)
     derived, eta = _one_rate(options)
     l2 = penalties[0]
     if max(abs(p - l2) for p in penalties) > 1e-3 * max(1.0, abs(l2)):
@@ -186,13 +191,10 @@ def _multiclass(parsed: list[tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarra
             "the first-round XGBoost trees give L2 penalties that differ between classes "
             f"({', '.join(f'{p:.6g}' for p in penalties)}): trained with sample weights or "
             "an initial margin, which the file does not record; treeleaks refuses to guess")
-    n_rows = int(parsed[0][1].sum() / (2.0 * start[0] * (1.0 - start[0])) + 0.5)
+    n_rows = int(first[0].sum())
     check_round(derived, n_rows, "XGBoost")
-    rows_of = [p[1] / (2.0 * start[k] * (1.0 - start[k])) for k, p in
-               enumerate(parsed[:n_classes])]
     trees = multiclass_trees([p[0] for p in parsed],
-                             [np.rint(r) for r in rows_of] + [None] * (len(parsed) - n_classes),
-                             derived)
+                             [*first, *([None] * (len(parsed) - n_classes))], derived)
     gradients = LeafGradients(scores, [p[2] for p in parsed], [no_sums()] * n_classes + [
         _sums(cover, value, eta, l2, n_rows, 2.0) for _, cover, value in parsed[n_classes:]])
     model = ReleasedModel(trees, classes, names, label_name=label_name, source="XGBoost",
@@ -216,9 +218,9 @@ def _one_rate(options: list[dict[float, np.ndarray]]) -> tuple[list[np.ndarray],
                f"several learning rates ({', '.join(f'{e:g}' for e in answers.values())}) "
                "give every class's tree whole counts that disagree")
         raise UnsupportedModelError(
-            f"the first-round XGBoost trees' leaf values: {why}: trained with sample "
-            "weights, alpha or max_delta_step (which the file does not record), or an "
-            "edited file; treeleaks refuses to guess its classes")
+            f"the first-round XGBoost trees' leaf values: {why}: trained with a base_score "
+            "of its own, sample weights, alpha or max_delta_step (which the file does not "
+            "record), or an edited file; treeleaks refuses to guess its classes")
     eta = next(iter(answers.values()))
     return [o[eta] for o in options], eta
 
