@@ -12,9 +12,11 @@ import pandas as pd
 import pytest
 from sklearn.datasets import load_digits, load_iris, load_wine
 from sklearn.ensemble import GradientBoostingClassifier, HistGradientBoostingClassifier
+from typer.testing import CliRunner
 
 from treeleaks import FeatureSchema, reconstruct
 from treeleaks.attacks.singling_out import single_out
+from treeleaks.cli import app
 from treeleaks.counts.gradient_rows import largest_gradient_miss
 from treeleaks.counts.verify import verify
 from treeleaks.errors import UnsupportedModelError
@@ -151,3 +153,26 @@ def test_what_stays_refused_says_why() -> None:
             from_sklearn(estimator.fit(X, y, sample_weight=weights))
     with pytest.raises(UnsupportedModelError, match="subsample"):
         from_sklearn(GradientBoostingClassifier(n_estimators=2, subsample=0.5).fit(X, y))
+
+
+def test_the_commands_read_the_saved_files(tmp_path) -> None:
+    """`inspect` gives the class balance from the first round; `single-out` checks its
+    predicates against the training rows; `reconstruct` writes verified rows."""
+    X, y = dataset("iris")
+    X = X.set_axis([f"x{j}" for j in range(X.shape[1])], axis=1)  # LightGBM's own names
+    lgb.LGBMClassifier(n_estimators=5, verbose=-1, **FINE["lightgbm"]).fit(
+        X, y).booster_.save_model(tmp_path / "m.txt")
+    xgb.XGBClassifier(n_estimators=5).fit(X, y).save_model(tmp_path / "m.json")
+    X.assign(label=y).to_csv(tmp_path / "iris.csv", index=False)
+    for model in ("m.txt", "m.json"):
+        path = str(tmp_path / model)
+        shown = CliRunner().invoke(app, ["inspect", path])
+        assert shown.exit_code == 0, shown.output
+        assert "150 (0: 50, 1: 50, 2: 50)" in shown.output
+        singled = CliRunner().invoke(app, ["single-out", path, "--data",
+                                           str(tmp_path / "iris.csv"), "--label", "label"])
+        assert singled.exit_code == 0, singled.output
+    rebuilt = CliRunner().invoke(app, ["reconstruct", str(tmp_path / "m.txt"), "--out",
+                                       str(tmp_path / "rows.csv"), "--time-limit", "30"])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert len(pd.read_csv(tmp_path / "rows.csv")) == len(y)
