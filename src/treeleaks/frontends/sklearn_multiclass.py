@@ -41,6 +41,8 @@ from treeleaks.frontends.sklearn_boosting import (
 from treeleaks.model import LeafGradients, ReleasedModel
 
 GB, HGB = "GradientBoostingClassifier", "HistGradientBoostingClassifier"
+# nodes, row counts, the first round's class counts, the gradient sums, more facts
+_Read = tuple[list[Nodes], list[np.ndarray], list[np.ndarray], LeafGradients, dict[str, Any]]
 
 
 def multiclass_booster_model(estimator: Any, names: list[str], label_name: str
@@ -49,38 +51,11 @@ def multiclass_booster_model(estimator: Any, names: list[str], label_name: str
     kind = type(estimator).__name__
     check_classifier(estimator, kind)
     classes = [c.item() if isinstance(c, np.generic) else c for c in estimator.classes_]
-    n_classes = len(classes)
-    if kind == GB:
-        nodes, rows, steps = _gradient_boosting_trees(estimator, kind)
-        start = _gb_start(estimator, n_classes)
-        scale = n_classes / (n_classes - 1)
-        derived = [_whole(n * p + v * scale * n * p * (1.0 - p), n, kind)
-                   for n, v, p in zip(rows[:n_classes], steps, start)]
-        eta = float(estimator.learning_rate)
-        # a later leaf's step v = (K-1)/K·Σ(y - p)/Σp(1 - p): Σg + v·K/(K-1)·Σh = 0
-        gradients = LeafGradients(np.log(start), [eta * v for v in steps], [no_sums()] * (
-            n_classes) + [sum_rows(1.0, v * scale, np.zeros(v.size),
-                                   n * (1.0 + np.abs(v * scale)) * FLOAT64_ROW)
-                          for v, n in zip(steps[n_classes:], rows[n_classes:])])
-        more: dict[str, Any] = {}
-    else:
-        nodes, rows, values = _predictor_rounds(estimator, names)
-        start = softmax(np.ravel(estimator._baseline_prediction))
-        eta, l2 = float(estimator.learning_rate), float(estimator.l2_regularization)
-        derived = []
-        for n, v, p in zip(rows[:n_classes], values, start):
-            hessian = n * float(np.float32(p * (1.0 - p)))
-            derived.append(_whole(float32_positives(n, -v * (hessian + l2) / eta, p), n, kind))
-        # a later leaf's value v = -η·G/(H + λ): Σg + (v/η)·Σh = -v·λ/η, float32 per row
-        gradients = LeafGradients(np.ravel(estimator._baseline_prediction).astype(np.float64),
-                                  values, [no_sums()] * n_classes + [
-                                      sum_rows(1.0, v / eta, -v * l2 / eta,
-                                               n * (1.0 + np.abs(v / eta)) * FLOAT32_ROW)
-                                      for v, n in zip(values[n_classes:], rows[n_classes:])])
-        more = {"l2_regularization": l2}
+    read = _gradient_boosting if kind == GB else _hist_gradient_boosting
+    nodes, rows, derived, gradients, more = read(estimator, names, len(classes))
     _same_rows(rows, kind)
     check_round(derived, int(rows[0].sum()), kind)
-    facts = multiclass_facts(f"gradient-boosted (scikit-learn {kind})", n_classes,
+    facts = multiclass_facts(f"gradient-boosted (scikit-learn {kind})", len(classes),
                              len(nodes), objective="log_loss",
                              learning_rate=float(estimator.learning_rate), **more)
     model = ReleasedModel(multiclass_trees(nodes, list(rows), derived), classes, names,
@@ -88,6 +63,39 @@ def multiclass_booster_model(estimator: Any, names: list[str], label_name: str
                           gradients=gradients, facts=facts)
     model.validate()
     return model
+
+
+def _gradient_boosting(estimator: Any, names: list[str], n_classes: int) -> _Read:
+    """GradientBoostingClassifier's trees, first-round class counts and later sums."""
+    nodes, rows, steps = _gradient_boosting_trees(estimator, GB)
+    start = _gb_start(estimator, n_classes)
+    scale = n_classes / (n_classes - 1)
+    derived = [_whole(n * p + v * scale * n * p * (1.0 - p), n, GB)
+               for n, v, p in zip(rows[:n_classes], steps, start)]
+    eta = float(estimator.learning_rate)
+    # a later leaf's step v = (K-1)/K·Σ(y - p)/Σp(1 - p): Σg + v·K/(K-1)·Σh = 0
+    sums = [sum_rows(1.0, v * scale, np.zeros(v.size),
+                     n * (1.0 + np.abs(v * scale)) * FLOAT64_ROW)
+            for v, n in zip(steps[n_classes:], rows[n_classes:])]
+    gradients = LeafGradients(np.log(start), [eta * v for v in steps],
+                              [no_sums()] * n_classes + sums)
+    return nodes, rows, derived, gradients, {}
+
+
+def _hist_gradient_boosting(estimator: Any, names: list[str], n_classes: int) -> _Read:
+    """HistGradientBoostingClassifier's trees, first-round class counts and later sums."""
+    nodes, rows, values = _predictor_rounds(estimator, names)
+    scores = np.ravel(estimator._baseline_prediction).astype(np.float64)
+    eta, l2 = float(estimator.learning_rate), float(estimator.l2_regularization)
+    derived = []
+    for n, v, p in zip(rows[:n_classes], values, softmax(scores)):
+        hessian = n * float(np.float32(p * (1.0 - p)))
+        derived.append(_whole(float32_positives(n, -v * (hessian + l2) / eta, p), n, HGB))
+    # a later leaf's value v = -η·G/(H + λ): Σg + (v/η)·Σh = -v·λ/η, float32 per row
+    sums = [sum_rows(1.0, v / eta, -v * l2 / eta, n * (1.0 + np.abs(v / eta)) * FLOAT32_ROW)
+            for v, n in zip(values[n_classes:], rows[n_classes:])]
+    gradients = LeafGradients(scores, values, [no_sums()] * n_classes + sums)
+    return nodes, rows, derived, gradients, {"l2_regularization": l2}
 
 
 def _gb_start(estimator: Any, n_classes: int) -> np.ndarray:
