@@ -10,11 +10,14 @@ data's schema and score the rows against the truth beside random guessing.
 Models: ``fine`` (leaves as fine as a forest's, see MODELS) and ``default`` (each
 framework's defaults).
 Datasets: the shared binarized ``compas``, ``adult``, ``default_credit`` (``name:N``
-samples N rows by the seed; skipped with a line when the data is absent) and ``cancer``
-(scikit-learn's breast cancer, 569 x 30 raw).
+samples N rows by the seed; skipped with a line when the data is absent) and
+scikit-learn's bundled data, raw: ``cancer`` (breast cancer, 569 x 30) and, with more than
+two classes (issue 41), ``iris`` (150 x 4, 3 classes), ``wine`` (178 x 13, 3) and
+``digits:500`` (500 of the 1,797 digit images, 64 pixel counts, 10 classes).
 
     python bench/boosted.py --smoke      # cancer, 10 trees, one seed, every framework
     python bench/boosted.py --datasets compas:100,adult:100,default_credit:100 --seeds 3
+    python bench/boosted.py --datasets iris,wine,digits:500 --trees 10,100 --seeds 3
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import pandas as pd
 from common import (
     BENCH_DIR,
     DEFAULT_DATA_DIR,
+    SKLEARN_DATASETS,
     environment,
     fmt,
     load_dataset,
@@ -57,8 +61,8 @@ def training_table(spec: str, seed: int, data_dir: Path
     from treeleaks import FeatureSchema
 
     name, _, size = spec.partition(":")
-    if name == "cancer":
-        data = sklearn_dataset("cancer")
+    if name in SKLEARN_DATASETS:
+        data = sklearn_dataset(name)
     elif not (data_dir / f"{name}.csv").exists():
         return None
     else:
@@ -101,14 +105,14 @@ def fitted_file(framework: str, model_kind: str, n_trees: int, seed: int, X: np.
 
 def counts_match(model: Any, X: np.ndarray, y_index: np.ndarray) -> bool:
     """Every count the file gave equals the training rows' (pooled trees: summed over the
-    classes; trees without counts have none), the rows routed through the model, and the
-    rows meet every gradient sum the file gave."""
+    classes, a multiclass booster's first round: one class against the rest; trees without
+    counts have none), the rows routed through the model, and the rows meet every gradient
+    sum the file gave."""
     from treeleaks.counts.gradient_rows import largest_gradient_miss
 
     truth = model.leaf_counts_of(X, np.asarray(model.classes)[y_index])
-    counts = all(True if not tree.counted else
-                 (tree.counts[:, 0] == held.sum(axis=1)).all() if tree.pooled else
-                 (tree.counts == held).all() for tree, held in zip(model.trees, truth))
+    counts = all(not tree.counted or (tree.counts == tree.in_columns(held)).all()
+                 for tree, held in zip(model.trees, truth))
     return counts and largest_gradient_miss(model, model.apply(X), y_index)[0] <= 1.0
 
 
@@ -165,8 +169,10 @@ def run_one(spec: str, framework: str, model_kind: str, n_trees: int, seed: int,
         load_s = time.perf_counter() - start
     counts_right = counts_match(model, matrix, y_index)
     rec = reconstruct(model, schema, time_limit=time_limit, threads=1, seed=seed)
+    certificate = rec.certificate
     record.update(trees_read=model.n_trees, load_s=load_s, derived_counts_right=counts_right,
                   status=rec.status, verified=rec.verified, time_s=rec.time_s,
+                  leaf_values_match=certificate and certificate.leaf_values_match,
                   rows=rec.n_rows, proven_rows=rec.proven_rows, message=rec.message)
     if rec.n_rows:
         truth = X.assign(**{model.label_name: np.asarray(model.classes)[y_index]})
@@ -184,6 +190,7 @@ def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         groups.setdefault(key, []).append(run)
     return [{"dataset": d, "framework": f, "model": m, "trees": t, "seeds": len(rs),
              "verified": sum(bool(r["verified"]) for r in rs),
+             "complete": sum(bool(r["verified"]) and r["rows"] == r["n_rows"] for r in rs),
              "counts_right": sum(bool(r["derived_counts_right"]) for r in rs),
              "time_s": median(r["time_s"] for r in rs),
              "load_s": median(r["load_s"] for r in rs),
@@ -237,16 +244,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                         runs.append(record)
                         print(f"{spec} {framework} {kind} {n_trees} trees seed={seed}: "
                               f"{record['status']} verified={record['verified']} "
+                              f"rows={record['rows']}/{record['n_rows']} "
                               f"{record['time_s']:.2f} s error={fmt(record['error'])} "
                               f"random={fmt(record['baseline_error'])} "
                               f"counts right={record['derived_counts_right']}", flush=True)
     rows = aggregate(runs)
-    print("\n| dataset | framework | model | trees | verified | derived counts right "
-          "| median time s | load s | error | random | proven rows | proofs hold |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| dataset | framework | model | trees | verified | complete | derived counts "
+          "right | median time s | load s | error | random | proven rows | proofs hold |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['dataset']} | {r['framework']} | {r['model']} | {r['trees']} "
-              f"| {r['verified']}/{r['seeds']} | {r['counts_right']}/{r['seeds']} "
+              f"| {r['verified']}/{r['seeds']} | {r['complete']}/{r['seeds']} "
+              f"| {r['counts_right']}/{r['seeds']} "
               f"| {fmt(r['time_s'])} | {fmt(r['load_s'])} | {fmt(r['error'])} "
               f"| {fmt(r['baseline_error'])} | {fmt(r['proven_rows'])} "
               f"| {r['proofs_hold']}/{r['seeds']} |")

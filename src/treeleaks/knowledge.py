@@ -83,7 +83,7 @@ class Knowledge:
                     f"{n_rows}: give one value per training row")
             _check_values(frame, model, schema, "known columns")
             if model.label_name in frame and model.n_rows is not None:
-                totals = dict(zip(model.classes, model.trees[0].counts.sum(axis=0).tolist()))
+                totals = dict(zip(model.classes, model.class_totals().tolist()))
                 given = Counter(frame[model.label_name].tolist())
                 if any(given[c] != n for c, n in totals.items()):
                     raise KnowledgeError(
@@ -186,16 +186,19 @@ class Knowledge:
         cls = model.class_index(self.rows[model.label_name].to_numpy())
         leaves = model.apply(X)
         trees = []
-        for t, (tree, taken) in enumerate(zip(model.trees, model.leaf_counts_at(leaves, cls))):
+        for t, (tree, per_class) in enumerate(zip(model.trees,
+                                                  model.leaf_counts_at(leaves, cls))):
+            taken = tree.in_columns(per_class)
             over = np.argwhere(taken > tree.counts)
             if over.size:
                 leaf, c = over[0]
-                who = np.flatnonzero((leaves[:, t] == leaf) & (cls == c))
+                who = np.flatnonzero((leaves[:, t] == leaf) & (tree.count_column(cls) == c))
+                of = tree.column_name(c, model.classes) if tree.pooled else "that class"
                 raise KnowledgeError(
                     f"known row{'s' if who.size > 1 else ''} {_listing(who)} (label "
-                    f"{model.classes[c]!r}) land in tree {t}, leaf {leaf}, which holds "
-                    f"{int(tree.counts[leaf, c])} training rows of that class: the known rows "
-                    "contradict the model")
+                    f"{model.classes[cls[who[0]]]!r}) land in tree {t}, leaf {leaf}, which "
+                    f"holds {int(tree.counts[leaf, c])} training rows of {of}: the known "
+                    "rows contradict the model")
             trees.append(replace(tree, counts=tree.counts - taken))
         return replace(model, trees=trees)
 

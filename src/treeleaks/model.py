@@ -50,7 +50,9 @@ class Tree:
     model file keeps the field name ``"multiplicities"`` for them, so files saved earlier
     still load and files written now still load in older versions.
     A ``pooled`` tree holds every class's rows in the first column of ``counts`` (the rest
-    are 0): side knowledge that says nothing of the label (`treeleaks.knowledge`).
+    are 0): side knowledge that says nothing of the label (`treeleaks.knowledge`). A pooled
+    tree may count one class ``apart`` (a multiclass booster's first-round tree for that
+    class): its rows in column ``apart``, every other class's in `rest_column`.
     A regression tree has one column of ``counts`` (the rows in each leaf) and ``values``, each
     leaf's predicted target value (a booster's later trees have none: their leaves hold
     steps towards the target, not targets) and, when the file keeps it, ``impurity``: each
@@ -72,6 +74,7 @@ class Tree:
     values: np.ndarray | None = None
     counted: bool = True
     impurity: np.ndarray | None = None
+    apart: int | None = None
 
     @property
     def n_leaves(self) -> int:
@@ -104,9 +107,31 @@ class Tree:
         order = np.argsort(self.leaf_of_node[leaf_nodes])
         return lower[leaf_nodes[order]], upper[leaf_nodes[order]]
 
+    @property
+    def rest_column(self) -> int:
+        """The column a tree counting one class `apart` keeps the other classes' rows in."""
+        return 1 if self.apart == 0 else 0
+
     def count_column(self, cls: Any) -> Any:
         """The column of ``counts`` that holds rows of class ``cls`` (an index or an array)."""
+        if self.apart is not None:
+            return np.where(np.equal(cls, self.apart), self.apart, self.rest_column)
         return cls * 0 if self.pooled else cls
+
+    def in_columns(self, per_class: np.ndarray) -> np.ndarray:
+        """Per-class leaf counts ``(n_leaves, n_classes)`` summed into the columns this
+        tree releases them in (`count_column`)."""
+        out = np.zeros_like(per_class)
+        np.add.at(out.T, self.count_column(np.arange(per_class.shape[1])), per_class.T)
+        return out
+
+    def column_name(self, column: int, classes: list[Any]) -> str:
+        """What column ``column`` of ``counts`` counts, for a message."""
+        if self.apart is not None:
+            named = classes[self.apart]
+            return (f"class {named!r}" if column == self.apart
+                    else f"classes other than {named!r}")
+        return "all classes" if self.pooled else f"class {classes[column]!r}"
 
     def holds(self) -> np.ndarray:
         """``(n_leaves, n_classes)``: whether each leaf holds training rows of each class
@@ -114,8 +139,7 @@ class Tree:
         if not self.counted:
             return np.ones(self.counts.shape, dtype=bool)
         if self.pooled:
-            occupied = self.counts.sum(axis=1, keepdims=True) > 0
-            return np.repeat(occupied, self.counts.shape[1], axis=1)
+            return self.counts[:, self.count_column(np.arange(self.counts.shape[1]))] > 0
         return self.counts > 0
 
     def internal_nodes(self) -> list[int]:
@@ -246,23 +270,28 @@ class LeafGradients:
     """What a booster's leaf values say beyond its counts.
 
     Each row's raw score starts at ``start`` and adds ``values[t][leaf]`` for its leaf in
-    every tree t. With ``loss`` log_loss (a binary classifier), before tree t the row's
-    probability of the positive class (``classes[1]``) is p = sigmoid(score), its gradient
-    g = p - y and its hessian h = p(1 - p); with squared_error (a regressor), g = score - y
-    for its target y and h = 1. Each row ``(leaf, a, b, low, high)`` of ``sums[t]`` says
+    every tree t. With ``loss`` log_loss (a classifier), before tree t the row's probability
+    of the positive class (``classes[1]``) is p = sigmoid(score), its gradient g = p - y and
+    its hessian h = p(1 - p). A ``start`` of K scores is a softmax booster's: its trees come
+    in rounds of K, tree k of a round adding to class k's score, and before it
+    p_k = softmax(scores)_k, g = p_k - [y = k] and h = p_k(1 - p_k) (a framework's scaled
+    hessian is scaled in ``sums``). With squared_error (a regressor), g = score - y for its
+    target y and h = 1. Each row ``(leaf, a, b, low, high)`` of ``sums[t]`` says
     ``low <= a·Σg + b·Σh <= high`` over the leaf's training rows: the frontends turn each
     framework's stored leaf values and hessian sums into these, the interval covering the
     file's floating-point precision.
     """
 
-    start: float
+    start: float | np.ndarray
     values: list[np.ndarray]
     sums: list[np.ndarray]
     loss: str = LOG_LOSS
 
     def validate(self, trees: list[Tree]) -> None:
-        if len(self.values) != len(trees) or len(self.sums) != len(trees):
-            raise ModelFormatError("the booster's leaf values do not cover every tree")
+        if len(self.values) != len(trees) or len(self.sums) != len(trees) or (
+                len(trees) % np.size(self.start)):
+            raise ModelFormatError("the booster's leaf values do not cover every tree, "
+                                   "round after round")
         for index, (tree, value, rows) in enumerate(zip(trees, self.values, self.sums)):
             if value.shape != (tree.n_leaves,) or not np.isfinite(value).all():
                 raise ModelFormatError(f"tree {index}: one finite leaf value per leaf needed")
@@ -316,6 +345,20 @@ class ReleasedModel:
         if self.bootstrap or self.noise is not None or not self.trees:
             return None
         return int(self.trees[0].counts.sum())
+
+    def class_totals(self) -> np.ndarray:
+        """Each class's training rows as the counts give them: a tree's per-class counts,
+        or each class's from the tree counting it apart (a multiclass booster's first
+        round). Read with `n_rows` (without it the trees' totals differ)."""
+        totals = np.full(self.n_classes, -1, dtype=np.int64)
+        for tree in self.trees:
+            if tree.counted and not tree.pooled:
+                return tree.counts.sum(axis=0)
+            if tree.counted and tree.apart is not None and totals[tree.apart] < 0:
+                totals[tree.apart] = tree.counts[:, tree.apart].sum()
+        if (totals < 0).any():
+            raise ValueError("no tree of this model gives every class's rows")
+        return totals
 
     def thresholds(self) -> list[np.ndarray]:
         """Sorted distinct split thresholds of each feature over all trees."""
@@ -450,10 +493,15 @@ class ReleasedModel:
             raise ModelFormatError("the first tree must have counts")
         if self.gradients is not None:
             if self.gradients.loss == SQUARED_ERROR:
-                if not self.is_regression:
-                    raise ModelFormatError("squared-error sums are those of a regressor")
-            elif self.n_classes != 2:
-                raise ModelFormatError("gradient sums are those of a binary booster")
+                if not self.is_regression or np.size(self.gradients.start) != 1:
+                    raise ModelFormatError("squared-error sums are those of a regressor, "
+                                           "of one start score")
+            else:
+                scores = int(np.size(self.gradients.start))
+                if (scores == 1) != (self.n_classes == 2) or scores not in (1, self.n_classes):
+                    raise ModelFormatError(f"gradient sums of {scores} start score(s) for "
+                                           f"{self.n_classes} classes: one for two classes, "
+                                           "one per class for more")
             self.gradients.validate(self.trees)
 
     def require_classifier(self, attack: str) -> None:

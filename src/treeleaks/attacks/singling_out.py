@@ -129,10 +129,14 @@ def tree_predicates(model: ReleasedModel, index: int) -> list[Predicate]:
         leaves = np.flatnonzero(tree.feature < 0)
         hits = [(int(n), 0) for n in leaves if rows[tree.leaf_of_node[n]] == 1]
     else:
-        hits = [(int(n), int(c)) for n, c in zip(*np.nonzero(node_counts(tree) == 1))]
+        counts = node_counts(tree)
+        hits = [(int(n), int(c)) for n, c in zip(*np.nonzero(counts == 1))]
+        if tree.apart is not None:  # one row of the other classes is alone only in its node
+            hits = [(n, c) for n, c in hits if c == tree.apart or counts[n].sum() == 1]
     out: list[Predicate] = []
     for node, cls in hits:
-        label = (None if tree.pooled or (model.is_regression and tree.values is None)
+        label = (model.classes[cls] if tree.apart is not None and cls == tree.apart
+                 else None if tree.pooled or (model.is_regression and tree.values is None)
                  else float(tree.values[tree.leaf_of_node[node]]) if model.is_regression
                  else model.classes[cls])
         same_node = out and out[-1].node == node  # another class of the node just listed

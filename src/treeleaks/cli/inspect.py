@@ -150,7 +150,7 @@ def _smallest_leaf(model: ReleasedModel) -> str:
 def _rows_known(model: ReleasedModel, draws_exposed: bool) -> str:
     """N and the class balance when the counts give them away."""
     if model.n_rows is not None:
-        per_class = model.trees[0].counts.sum(axis=0)
+        per_class = model.class_totals()
         balance = ", ".join(f"{c}: {int(k)}" for c, k in zip(model.classes, per_class))
         return escape(f"{model.n_rows} ({balance})")
     if draws_exposed:

@@ -104,7 +104,10 @@ class ColumnPool:
         self.n_classes = model.n_classes
         self.offsets = np.cumsum([0] + [t.n_leaves * model.n_classes for t in model.trees])
         self.counts = np.concatenate([t.counts.ravel() for t in model.trees]).astype(np.int64)
-        self.own_class = np.array([not t.pooled for t in model.trees])  # else column 0
+        # column_of[t, c]: the column of tree t's counts that holds class c's rows
+        self.column_of = np.array([t.count_column(np.arange(model.n_classes))
+                                   for t in model.trees], dtype=np.int64).reshape(
+                                       len(model.trees), model.n_classes)
         self.leaves: list[np.ndarray] = []
         self.cls: list[int] = []
         self.banned: set[int] = set()
@@ -145,13 +148,14 @@ class ColumnPool:
 
     def rows_of(self, cls: int, leaves: np.ndarray) -> np.ndarray:
         """The (tree, leaf, class) counts a cell of class ``cls`` in ``leaves`` lies in."""
-        return self.offsets[:-1] + leaves.astype(np.int64) * self.n_classes + cls * self.own_class
+        return (self.offsets[:-1] + leaves.astype(np.int64) * self.n_classes
+                + self.column_of[:, cls])
 
     def matrix(self) -> sp.csc_matrix:
         """``(n_counts, n_columns)``: column j has a 1 in each (tree, leaf, class) it lies in."""
         leaves = np.array(self.leaves, dtype=np.int64).reshape(len(self), self.model.n_trees)
         rows = (self.offsets[:-1][None, :] + leaves * self.n_classes
-                + np.array(self.cls)[:, None] * self.own_class[None, :])
+                + self.column_of[:, np.array(self.cls, dtype=np.int64)].T)
         cols = np.repeat(np.arange(len(self)), leaves.shape[1])
         data = np.ones(rows.size)
         return sp.csc_matrix((data, (rows.ravel(), cols)), shape=(self.counts.size, len(self)))
@@ -159,8 +163,8 @@ class ColumnPool:
     def unfilled(self, count: int, by: float) -> str:
         """Where a best LP leaves (tree, leaf, class) count ``count`` short by ``by`` rows."""
         tree = int(np.searchsorted(self.offsets, count, side="right")) - 1
-        leaf, cls = divmod(count - int(self.offsets[tree]), self.n_classes)
-        of = f"class {cls}" if self.own_class[tree] else "all classes"
+        leaf, column = divmod(count - int(self.offsets[tree]), self.n_classes)
+        of = self.model.trees[tree].column_name(column, self.model.classes)
         return (f"tree {tree} leaf {leaf} releases {self.counts[count]} rows of {of}, and "
                 f"the cells that fit the other trees best leave {by:.3g} of them unplaced")
 

@@ -36,10 +36,16 @@ class SideRows:
                         self.upper - shift)
 
 
-def scores_before(gradients: LeafGradients, leaves: np.ndarray) -> np.ndarray:
-    """Per row (its leaf in every tree, ``(n, T)``), its raw score before each tree."""
+def leaf_added(gradients: LeafGradients, leaves: np.ndarray) -> np.ndarray:
+    """Per row (its leaf in every tree, ``(n, T)``), the value each tree adds, ``(n, T)``."""
     n_trees = leaves.shape[1]
-    added = np.column_stack([gradients.values[t][leaves[:, t]] for t in range(n_trees)])
+    return np.column_stack([gradients.values[t][leaves[:, t]] for t in range(n_trees)])
+
+
+def scores_before(gradients: LeafGradients, leaves: np.ndarray) -> np.ndarray:
+    """Per row (its leaf in every tree, ``(n, T)``), its raw score before each tree (one
+    start score: a binary classifier's or a regressor's)."""
+    added = leaf_added(gradients, leaves)
     return gradients.start + np.cumsum(added, axis=1) - added
 
 
@@ -48,11 +54,27 @@ def gradient_terms(gradients: LeafGradients, leaves: np.ndarray, label: np.ndarr
     """Per row (its leaf in every tree, ``(n, T)``, and its label: its class index under
     log_loss, its target under squared_error), the gradient and hessian it adds in each
     tree, both ``(n, T)``."""
+    if np.ndim(gradients.start):
+        return softmax_terms(np.asarray(gradients.start, dtype=np.float64),
+                             leaf_added(gradients, leaves), label)
     before = scores_before(gradients, leaves)
     if gradients.loss == SQUARED_ERROR:
         return before - np.asarray(label, dtype=np.float64)[:, None], np.ones_like(before)
     p = expit(before)
     return p - (np.asarray(label) == 1)[:, None], p * (1.0 - p)
+
+
+def softmax_terms(start: np.ndarray, added: np.ndarray, cls: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """A softmax booster's gradients and hessians (`LeafGradients`): ``added`` ``(n, R·K)``,
+    each row's leaf value in every tree, round after round of K."""
+    n, n_classes = added.shape[0], start.size
+    steps = added.reshape(n, added.shape[1] // n_classes, n_classes)
+    scores = start + np.cumsum(steps, axis=1) - steps  # (n, rounds, K) before each round
+    p = np.exp(scores - scores.max(axis=2, keepdims=True))
+    p /= p.sum(axis=2, keepdims=True)
+    own = np.arange(n_classes) == np.asarray(cls)[:, None, None]
+    return (p - own).reshape(added.shape), (p * (1.0 - p)).reshape(added.shape)
 
 
 def gradient_rows(model: ReleasedModel, leaves: np.ndarray, label: np.ndarray

@@ -53,7 +53,7 @@ def verify(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
         if len(diff) and not first:
             leaf, c = diff[0]
             first = (
-                f"tree {t} leaf {leaf} class {model.classes[c]!r}: released "
+                f"tree {t} leaf {leaf} {tree.column_name(c, model.classes)}: released "
                 f"{tree.counts[leaf, c]}, reconstructed rows give {counts[leaf, c]}"
             )
         if model.bootstrap and tree.n_samples is not None:
@@ -106,7 +106,7 @@ def verify_within(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
         wrong += len(over)
         if len(over) and not first:
             leaf, c = over[0]
-            first = (f"tree {t} leaf {leaf} class {model.classes[c]!r}: released "
+            first = (f"tree {t} leaf {leaf} {tree.column_name(c, model.classes)}: released "
                      f"{tree.counts[leaf, c]}, the partial rows put {counts[leaf, c]} there")
     return Certificate(wrong == 0, checked, wrong, first)
 

@@ -35,6 +35,8 @@ from treeleaks.frontends.boosting import (
     sum_rows,
     whole_positives,
 )
+from treeleaks.frontends.lightgbm_multiclass import class_counts
+from treeleaks.frontends.multiclass import check_round, multiclass_facts, multiclass_trees
 from treeleaks.frontends.numbers import checked, checked_one
 from treeleaks.frontends.stripped import counts_removed, structure_only
 from treeleaks.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
@@ -67,10 +69,18 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     objective = head.get("objective", "").split()
     if not objective:
         raise ModelFormatError("LightGBM model file: field 'objective' is missing")
-    if objective[0] not in ("binary", "regression"):
+    if objective[0] == "multiclassova":
+        raise UnsupportedModelError(
+            "LightGBM objective 'multiclassova': its trees are K binary boosters whose "
+            "sigmoid start scores the file does not keep; treeleaks reads the softmax "
+            "objective 'multiclass'")
+    if objective[0] not in ("binary", "regression", "multiclass"):
         raise UnsupportedModelError(
             f"LightGBM objective {objective[0]!r}: treeleaks reads binary classifiers "
-            "(objective 'binary') and squared-error regressors ('regression') so far")
+            "(objective 'binary'), softmax multiclass ones ('multiclass') and squared-error "
+            "regressors ('regression') so far")
+    if objective[0] == "multiclass" and classes == [0, 1]:  # a file: its classes by index
+        classes = list(range(int(_option(objective, "num_class", 2))))
     if _option(objective, "sigmoid", 1.0) != 1.0:
         raise UnsupportedModelError("LightGBM binary objective with sigmoid other than 1: its "
                                     "first tree's class counts are not derived")
@@ -99,6 +109,8 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     l2 = _float(params, "lambda_l2", 0.0)
     if objective[0] == "regression":
         return _regression(converted, params, names, eta, l2, label_name)
+    if objective[0] == "multiclass":
+        return _multiclass(converted, classes, names, eta, l2, label_name)
     _hessians_fit_counts(converted)
     _, count, hessian, value = converted[0]
     positives = first_tree_positives(count, hessian, value, eta, l2, _options_used(params))
@@ -143,6 +155,33 @@ def _regression(converted: list[_Converted], params: dict[str, str], names: list
                           facts={"model kind": "gradient-boosted regressor (LightGBM)",
                                  "learning_rate": eta, "lambda_l2": l2,
                                  "leaf values": LEAF_VALUES})
+    model.validate()
+    return model
+
+
+def _multiclass(converted: list[_Converted], classes: list[Any], names: list[str],
+                eta: float, l2: float, label_name: str) -> ReleasedModel:
+    """A softmax multiclass booster: K trees a round, the first round's counting each
+    class apart (`treeleaks.frontends.lightgbm_multiclass`), the rest pooled."""
+    n_classes = len(classes)
+    if len(converted) % n_classes:
+        raise ModelFormatError(f"LightGBM model file: {len(converted)} trees is not whole "
+                               f"rounds of {n_classes} (num_class): a truncated file?")
+    _hessians_fit_counts(converted)
+    derived = [class_counts(count, hessian, value, n_classes, eta, l2, k)
+               for k, (_, count, hessian, value) in enumerate(converted[:n_classes])]
+    check_round(derived, int(converted[0][1].sum()), "LightGBM")
+    trees = multiclass_trees([c[0] for c in converted], [c[1] for c in converted], derived)
+    scale = n_classes / (n_classes - 1)  # LightGBM's softmax hessian: K/(K-1)·p(1-p)
+    sums = [no_sums()] * n_classes + [_sums(count, hessian, value, eta, l2, scale)
+                                      for _, count, hessian, value in converted[n_classes:]]
+    # the first round's values hold the start scores log(π_k): every score starts at 0
+    gradients = LeafGradients(np.zeros(n_classes), [c[3] for c in converted], sums)
+    model = ReleasedModel(trees, classes, list(names), label_name=label_name,
+                          source="LightGBM", gradients=gradients,
+                          facts=multiclass_facts("gradient-boosted (LightGBM)", n_classes,
+                                                 len(trees), objective="multiclass",
+                                                 learning_rate=eta, lambda_l2=l2))
     model.validate()
     return model
 
@@ -212,14 +251,14 @@ def _hessians_fit_counts(converted: list[_Converted]) -> None:
 
 
 def _sums(count: np.ndarray, hessian: np.ndarray, value: np.ndarray, eta: float,
-          l2: float) -> np.ndarray:
-    """A later tree's gradient and hessian sums per leaf: H as stored, G from the value
-    v = -η·G/(H + λ). LightGBM keeps each row's gradient in float32: the sums are trusted to
-    `ROW_PRECISION` per row."""
+          l2: float, scale: float = 1.0) -> np.ndarray:
+    """A later tree's gradient and hessian sums per leaf: H as stored (``scale`` times the
+    rows' p(1-p)), G from the value v = -η·G/(H + λ). LightGBM keeps each row's gradient in
+    float32: the sums are trusted to `ROW_PRECISION` per row."""
     gradient = -value * (hessian + l2) / eta
     tolerance = count * ROW_PRECISION
     return np.vstack([sum_rows(1.0, 0.0, gradient, tolerance),
-                      sum_rows(0.0, 1.0, hessian, tolerance)])
+                      sum_rows(0.0, scale, hessian, tolerance)])
 
 
 def first_tree_positives(count: np.ndarray, hessian: np.ndarray, value: np.ndarray,

@@ -23,6 +23,7 @@ from treeleaks.frontends.sklearn_boosting import (
     predictor_tree,
     tree_nodes,
 )
+from treeleaks.frontends.sklearn_multiclass import multiclass_booster_model
 from treeleaks.frontends.stripped import counts_removed, structure_only
 from treeleaks.model import ReleasedModel, Tree
 from treeleaks.sklearn_compat import node_class_counts
@@ -74,7 +75,8 @@ def from_sklearn(
                 getattr(estimator, "bootstrap", False)))
         return _structure(estimator, kind, names, label_name, regression)
     if kind in BOOSTERS:
-        return booster_model(estimator, names, label_name)
+        read = multiclass_booster_model if len(estimator.classes_) > 2 else booster_model
+        return read(estimator, names, label_name)
     if kind in REGRESSION_BOOSTERS:
         return booster_regression_model(estimator, names, label_name)
     if kind.startswith("DecisionTree"):

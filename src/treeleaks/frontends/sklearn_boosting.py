@@ -1,5 +1,5 @@
 """scikit-learn's gradient-boosted classifiers: binary ``GradientBoostingClassifier`` and
-``HistGradientBoostingClassifier``.
+``HistGradientBoostingClassifier`` (more classes: `treeleaks.frontends.sklearn_multiclass`).
 
 Both keep each node's training rows (``n_node_samples``; a predictor node's ``count``):
 without subsampling every tree's leaves hold all N rows, pooled over the classes. The first
@@ -51,17 +51,9 @@ def booster_model(estimator: Any, names: list[str], label_name: str) -> Released
     classes = [c.item() if isinstance(c, np.generic) else c for c in estimator.classes_]
     if len(classes) != 2:
         raise UnsupportedModelError(
-            f"this {kind} has {len(classes)} classes: its first round's trees each give one "
-            "class's count per leaf against the rest, and treeleaks reconstructs binary "
-            "boosters so far")
-    if getattr(estimator, "loss", "log_loss") != "log_loss":
-        raise UnsupportedModelError(
-            f"this {kind} was trained with loss={estimator.loss!r}; treeleaks derives class "
-            "counts for loss='log_loss' (the default)")
-    if getattr(estimator, "class_weight", None) is not None:
-        raise UnsupportedModelError(
-            f"this {kind} was trained with class_weight, which its leaf values mix into the "
-            "class counts; treeleaks needs unweighted training")
+            f"this {kind} has {len(classes)} classes: booster_model reads two "
+            "(sklearn_multiclass.multiclass_booster_model reads more)")
+    check_classifier(estimator, kind)
     read = _gradient_boosting if kind == "GradientBoostingClassifier" else (
         _hist_gradient_boosting)
     nodes, rows, positives, gradients, facts = read(estimator, names)
@@ -73,6 +65,19 @@ def booster_model(estimator: Any, names: list[str], label_name: str) -> Released
                                  "learning_rate": float(estimator.learning_rate), **facts})
     model.validate()
     return model
+
+
+def check_classifier(estimator: Any, kind: str) -> None:
+    """Refuse a booster trained with a loss or class weights its leaf values do not
+    give class counts for."""
+    if getattr(estimator, "loss", "log_loss") != "log_loss":
+        raise UnsupportedModelError(
+            f"this {kind} was trained with loss={estimator.loss!r}; treeleaks derives class "
+            "counts for loss='log_loss' (the default)")
+    if getattr(estimator, "class_weight", None) is not None:
+        raise UnsupportedModelError(
+            f"this {kind} was trained with class_weight, which its leaf values mix into the "
+            "class counts; treeleaks needs unweighted training")
 
 
 def booster_regression_model(estimator: Any, names: list[str], label_name: str

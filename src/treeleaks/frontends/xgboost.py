@@ -26,12 +26,20 @@ import numpy as np
 
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.boosting import check_thresholds, no_sums, sum_rows, whole_positives
+from treeleaks.frontends.multiclass import (
+    check_round,
+    multiclass_facts,
+    multiclass_trees,
+    softmax,
+)
 from treeleaks.frontends.numbers import checked, checked_one
 from treeleaks.frontends.stripped import counts_removed, structure_only
 from treeleaks.frontends.xgboost_regression import regression_model
 from treeleaks.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
 
 FILE, PARAMS = "XGBoost model file", "learner.learner_model_param"
+MULTICLASS = ("multi:softprob", "multi:softmax")
+RATE_DIGITS = 4  # a learning rate recovered from float32 values, matched across classes
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 WHOLE_TOLERANCE = 1e-3  # float32 values: derived counts this close to whole are whole
 COUNT_TOLERANCE = 1e-3  # of a row, for n = cover / (b(1-b))
@@ -66,12 +74,18 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
             raise ModelFormatError(f"XGBoost model file: not JSON ({exc})") from None
     learner = _field(data, "learner", "")
     objective = _field(_field(learner, "objective", "learner"), "name", "learner.objective")
-    if objective not in ("binary:logistic", REGRESSION):
+    multiclass = objective in MULTICLASS
+    if objective not in ("binary:logistic", REGRESSION) and not multiclass:
         raise UnsupportedModelError(f"XGBoost objective {objective!r}: treeleaks reads binary "
-                                    "classifiers (objective 'binary:logistic') and "
+                                    "classifiers (objective 'binary:logistic'), softmax "
+                                    "multiclass ones ('multi:softprob', 'multi:softmax') and "
                                     f"squared-error regressors ({REGRESSION!r}) so far")
     params = _field(learner, "learner_model_param", "learner")
-    base = checked_one(_field(params, "base_score", PARAMS), FILE, f"{PARAMS}.base_score")
+    if multiclass and classes == [0, 1]:  # a file: its classes by index
+        classes = list(range(int(checked_one(_field(params, "num_class", PARAMS), FILE,
+                                             f"{PARAMS}.num_class", whole=True, low=2))))
+    base = 0.5 if multiclass else checked_one(_field(params, "base_score", PARAMS), FILE,
+                                              f"{PARAMS}.base_score")
     if objective == "binary:logistic" and not 0.0 < base < 1.0:
         raise ModelFormatError(f"{FILE}: field '{PARAMS}.base_score' holds {base:g}, not a "
                                "probability strictly between 0 and 1: an edited file?")
@@ -105,16 +119,11 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
                               np.full(parsed[0][2].size, base) if regressor else None)
     if objective == REGRESSION:
         return regression_model(trees, parsed, base, list(names), label_name, objective)
+    if multiclass:
+        return _multiclass(parsed, params, booster["model"].get("tree_info", []), classes,
+                           list(names), label_name, objective)
     nodes, cover, value = parsed[0]
-    count = cover / (base * (1.0 - base))
-    rows = np.rint(count)
-    off = (np.abs(count - rows) > COUNT_TOLERANCE) | (rows < 1)
-    if off.any():
-        raise UnsupportedModelError(
-            "the first XGBoost tree's covers are not whole row counts times b(1-b) for its "
-            f"base score b = {base:g}: the file's values contradict each other at tree 0 "
-            f"leaf {int(np.argmax(off))}: edited or truncated? (or trained with sample "
-            "weights, which the file does not record; treeleaks refuses to guess its counts)")
+    rows = _first_rows(cover, base * (1.0 - base), f"b(1-b) for its base score b = {base:g}")
     positives, eta, l2 = first_tree_positives(rows, cover, value, base,
                                               _scale_pos_weight(learner))
     counts = np.column_stack([rows - positives, positives]).astype(np.int64)
@@ -138,13 +147,112 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
     return model
 
 
-def _sums(cover: np.ndarray, value: np.ndarray, eta: float, l2: float, n_rows: int
-          ) -> np.ndarray:
-    """A later tree's hessian sums (its covers) and gradient sums G = -w(H + λ)/η per leaf,
-    trusted to XGBoost's float32 per row and in the stored value."""
+def _first_rows(cover: np.ndarray, per_row: float, what: str, tree: int = 0) -> np.ndarray:
+    """A first-round tree's row counts: its covers over every row's hessian ``per_row``,
+    refused unless whole."""
+    count = cover / per_row
+    rows = np.rint(count)
+    off = (np.abs(count - rows) > COUNT_TOLERANCE) | (rows < 1)
+    if off.any():
+        raise UnsupportedModelError(
+            f"the first-round XGBoost tree {tree}'s covers are not whole row counts times "
+            f"{what}: the file's values contradict each other at tree {tree} leaf "
+            f"{int(np.argmax(off))}: edited or truncated? (or trained with sample weights, "
+            "which the file does not record; treeleaks refuses to guess its counts)")
+    return rows
+
+
+def _multiclass(parsed: list[tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]],
+                params: dict[str, Any], tree_info: list[Any], classes: list[Any],
+                names: list[str], label_name: str, objective: str) -> ReleasedModel:
+    """A softmax booster of K classes (`treeleaks.frontends.multiclass`): every row starts
+    at the probabilities p = softmax(base_score) (one score per class; a single number
+    starts every class alike), so tree k of round one has covers n·2p_k(1-p_k) (XGBoost's
+    softmax hessian is doubled) and class-k counts P = n·p_k + w(H + λ)/η, η and λ
+    recovered as for two classes and the same for every class. Later trees enter without
+    counts, with their softmax gradient sums (from the class scores ``base_score``)."""
+    n_classes = len(classes)
+    if [int(k) for k in tree_info] != [t % n_classes for t in range(len(parsed))]:
+        raise ModelFormatError(f"{FILE}: 'tree_info' does not give rounds of {n_classes} "
+                               "trees, one per class in order: an edited file?")
+    scores = _class_scores(params, n_classes)
+    start = softmax(scores)
+    options, penalties, first = [], [], []
+    for k in range(n_classes):
+        _, cover, value = parsed[k]
+        per_row = 2.0 * start[k] * (1.0 - start[k])
+        rows = _first_rows(cover, per_row, f"2p(1-p) for class {k}'s start p = "
+                           f"{start[k]:.6g}", k)
+        if first and rows.sum() != first[0].sum():
+            raise ModelFormatError(f"{FILE}: the first-round trees' covers give {int(rows.sum())} "
+                                   f"rows to tree {k}, {int(first[0].sum())} to tree 0: an "
+                                   "edited file?")
+        by_rate, l2 = whole_by_rate(rows, cover, value, float(start[k]))
+        options.append({round(eta, RATE_DIGITS): whole for eta, whole in by_rate})
+        penalties.append(l2)
+        first.append(rows)
+    derived, eta = _one_rate(options)
+    l2 = penalties[0]
+    if max(abs(p - l2) for p in penalties) > 1e-3 * max(1.0, abs(l2)):
+        raise UnsupportedModelError(
+            "the first-round XGBoost trees give L2 penalties that differ between classes "
+            f"({', '.join(f'{p:.6g}' for p in penalties)}): trained with sample weights or "
+            "an initial margin, which the file does not record; treeleaks refuses to guess")
+    n_rows = int(first[0].sum())
+    check_round(derived, n_rows, "XGBoost")
+    trees = multiclass_trees([p[0] for p in parsed],
+                             [*first, *([None] * (len(parsed) - n_classes))], derived)
+    gradients = LeafGradients(scores, [p[2] for p in parsed], [no_sums()] * n_classes + [
+        _sums(cover, value, eta, l2, n_rows, 2.0) for _, cover, value in parsed[n_classes:]])
+    model = ReleasedModel(trees, classes, names, label_name=label_name, source="XGBoost",
+                          gradients=gradients,
+                          facts=multiclass_facts("gradient-boosted (XGBoost)", n_classes,
+                                                 len(parsed), objective=objective,
+                                                 **{"learning rate (recovered)": eta,
+                                                    "L2 penalty (recovered)":
+                                                    float(f"{l2:.6g}")}))
+    model.validate()
+    return model
+
+
+def _one_rate(options: list[dict[float, np.ndarray]]) -> tuple[list[np.ndarray], float]:
+    """The first round's class counts for the one learning rate under which every class's
+    tree gives whole counts (a tree of pure leaves alone fits many), or a refusal."""
+    shared = sorted(set.intersection(*(set(o) for o in options)))
+    answers = {b"".join(o[eta].tobytes() for o in options): eta for eta in shared}
+    if len(answers) != 1:
+        why = ("no learning rate gives every class's tree whole counts" if not answers else
+               f"several learning rates ({', '.join(f'{e:g}' for e in answers.values())}) "
+               "give every class's tree whole counts that disagree")
+        raise UnsupportedModelError(
+            f"the first-round XGBoost trees' leaf values: {why}: trained with a base_score "
+            "of its own, sample weights, alpha or max_delta_step (which the file does not "
+            "record), or an edited file; treeleaks refuses to guess its classes")
+    eta = next(iter(answers.values()))
+    return [o[eta] for o in options], eta
+
+
+def _class_scores(params: dict[str, Any], n_classes: int) -> np.ndarray:
+    """Every class's start score: ``base_score`` as one number per class (XGBoost 3
+    writes ``[s0,s1,...]``), or one number for all."""
+    raw = str(_field(params, "base_score", PARAMS)).strip().strip("[]")
+    scores = checked(raw.split(","), FILE, f"{PARAMS}.base_score")
+    if scores.size == 1:
+        return np.zeros(n_classes)
+    if scores.size != n_classes:
+        raise ModelFormatError(f"{FILE}: field '{PARAMS}.base_score' holds {scores.size} "
+                               f"scores for {n_classes} classes: an edited file?")
+    return scores
+
+
+def _sums(cover: np.ndarray, value: np.ndarray, eta: float, l2: float, n_rows: int,
+          scale: float = 1.0) -> np.ndarray:
+    """A later tree's hessian sums (its covers, ``scale`` times the rows' p(1-p): 2 for
+    softmax) and gradient sums G = -w(H + λ)/η per leaf, trusted to XGBoost's float32 per
+    row and in the stored value."""
     gradient = -value * (cover + l2) / eta
     return np.vstack([sum_rows(1.0, 0.0, gradient, FLOAT32 * (n_rows + np.abs(gradient))),
-                      sum_rows(0.0, 1.0, cover, FLOAT32 * (n_rows + cover))])
+                      sum_rows(0.0, scale, cover, FLOAT32 * (n_rows + cover))])
 
 
 def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
@@ -152,25 +260,10 @@ def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
     """Each leaf's positives in the first tree (see the module doc), with the learning
     rate and L2 penalty that make them whole, or a refusal (blaming ``used``, the options
     the file records that the derivation leaves out, else an edit)."""
-    total = float(value.sum())
-    l2 = -float((value * cover).sum()) / total if abs(total) > 1e-12 else 1.0
-    # η = -w(H + λ)/G with G = n·b - P: every leaf's pure cases (P = 0 or n), and every P
-    # of the smallest leaf, so that a tree without a pure leaf is read too
-    smallest = int(np.argmin(rows))
-    cases = [(leaf, p) for leaf in range(rows.size) for p in (0, rows[leaf])]
-    cases += [(smallest, p) for p in range(1, int(rows[smallest]))]
-    candidates = []
-    for leaf, positives in cases:
-        gradient = rows[leaf] * base - positives
-        if abs(gradient) > 1e-12:
-            candidates.append(-float(value[leaf]) * (cover[leaf] + l2) / gradient)
+    by_rate, l2 = whole_by_rate(rows, cover, value, base)
     found: dict[bytes, tuple[np.ndarray, float]] = {}
-    rates = {round(c, 6) for c in candidates}  # rounded first: a rate of 0 divides by 0
-    for eta in sorted(r for r in rates if 0.0 < r <= 1.0):
-        whole = whole_positives(rows * base + value * (cover + l2) / eta, rows,
-                                WHOLE_TOLERANCE)
-        if whole is not None:
-            found.setdefault(whole.tobytes(), (whole, eta))
+    for eta, whole in by_rate:
+        found.setdefault(whole.tobytes(), (whole, eta))
     if len(found) == 1:
         whole, eta = next(iter(found.values()))
         return whole, eta, l2
@@ -189,6 +282,32 @@ def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
         f"{head}: the file's values contradict each other at tree 0: edited or truncated? "
         "(or trained with sample weights, a base score of its own, alpha or max_delta_step, "
         "which the file does not record; treeleaks refuses to guess its classes)")
+
+
+def whole_by_rate(rows: np.ndarray, cover: np.ndarray, value: np.ndarray, base: float
+                  ) -> tuple[list[tuple[float, np.ndarray]], float]:
+    """Every learning rate for which a first-round tree's values give whole counts, with
+    those counts, and the L2 penalty (see the module doc)."""
+    total = float(value.sum())
+    l2 = -float((value * cover).sum()) / total if abs(total) > 1e-12 else 1.0
+    # η = -w(H + λ)/G with G = n·b - P: every leaf's pure cases (P = 0 or n), and every P
+    # of the smallest leaf, so that a tree without a pure leaf is read too
+    smallest = int(np.argmin(rows))
+    cases = [(leaf, p) for leaf in range(rows.size) for p in (0, rows[leaf])]
+    cases += [(smallest, p) for p in range(1, int(rows[smallest]))]
+    candidates = []
+    for leaf, positives in cases:
+        gradient = rows[leaf] * base - positives
+        if abs(gradient) > 1e-12:
+            candidates.append(-float(value[leaf]) * (cover[leaf] + l2) / gradient)
+    found = []
+    rates = {round(c, 6) for c in candidates}  # rounded first: a rate of 0 divides by 0
+    for eta in sorted(r for r in rates if 0.0 < r <= 1.0):
+        whole = whole_positives(rows * base + value * (cover + l2) / eta, rows,
+                                WHOLE_TOLERANCE)
+        if whole is not None:
+            found.append((eta, whole))
+    return found, l2
 
 
 def _scale_pos_weight(learner: dict[str, Any]) -> str:

@@ -290,7 +290,7 @@ def exposed_facts(model: ReleasedModel) -> dict[str, Any]:
     n_rows: Any = model.n_rows if model.counts_released else None  # stripped: all zero
     balance, estimated = None, False
     if n_rows is not None and not model.is_regression:
-        per_class = model.trees[0].counts.sum(axis=0)
+        per_class = model.class_totals()
         balance = {str(c): int(k) for c, k in zip(model.classes, per_class)}
     elif draws:
         n_rows = len(model.trees[0].draws)
