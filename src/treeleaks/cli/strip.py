@@ -14,7 +14,6 @@ from rich.text import Text
 
 from treeleaks.cli.app import (
     EXIT_BAD_INPUT,
-    ModelArg,
     TrustPickle,
     app,
     describe,
@@ -38,7 +37,11 @@ _FORMAT_OF_SUFFIX = {".skops": "skops", ".pkl": "pickle", ".pickle": "pickle",
 
 @app.command("strip")
 def strip_command(
-    model_path: ModelArg,
+    model_path: Annotated[Path, typer.Argument(
+        metavar="MODEL", show_default=False,
+        help="A framework's model file: scikit-learn .skops, LightGBM .txt, XGBoost .json, "
+             "or a pickle (with --trust-pickle); a treeleaks .json has no "
+             "framework's file to strip.")],
     out: Annotated[Path, typer.Option(help="Write the stripped model here, in the input's "
                                       "format (same extension).", show_default=False)],
     data: Annotated[Path | None, typer.Option(
