@@ -34,7 +34,7 @@ from treeleaks.counts.gradient_rows import gradient_rows
 from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.peel import Region, single_row_regions
 from treeleaks.counts.system import count_incidence
-from treeleaks.counts.verify_boosted import verify_boosted_regression, verify_boosted_within
+from treeleaks.counts.verify_boosted import verify_boosted_regression, verify_rows_within
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.knowledge import Knowledge
 from treeleaks.model import SQUARED_ERROR, LeafGradients, ReleasedModel
@@ -59,7 +59,8 @@ PROOF = ("a leaf of one row holds exactly one training row, in its box; a first-
 
 @dataclass
 class _SingleRows:
-    """Rows proven by single-row leaves: boxes, target intervals, and which are exact."""
+    """Rows proven by single-row leaves: their boxes and target intervals (an exact
+    target is an interval of one point)."""
 
     lower: np.ndarray
     upper: np.ndarray
@@ -89,7 +90,8 @@ def reconstruct_boosted_regression(model: ReleasedModel, schema: FeatureSchema |
     if not is_boosted_regressor(model):
         raise UnsupportedModelError(
             "this boosted regressor's file keeps no leaf sums (stripped, or a reader without "
-            "them); treeleaks reconstructs boosted regressors from their leaf values")
+            "them); treeleaks reconstructs boosted regressors from their leaf values: give "
+            "the framework's own model file")
     clock = RunClock(run.time_limit)
     view = replace(model, classes=["row"])  # one occupant: a row, whatever its target
     bound = (schema if schema is not None else FeatureSchema.infer(view)).bind(view)
@@ -210,7 +212,7 @@ def _from_single_rows(model: ReleasedModel, bound: FeatureSchema, clock: RunCloc
     frames = rows_in_boxes(replace(model, classes=target.tolist()), bound, found.lower,
                            found.upper, np.arange(target.size),
                            np.ones(target.size, dtype=bool))
-    certificate = verify_boosted_within(model, frames["rows"])
+    certificate = verify_rows_within(model, frames["rows"])
     clock.lap("verify")
     rows = target.size
     status = Status.FEASIBLE if certificate.verified else Status.UNKNOWN

@@ -21,12 +21,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 
 from treeleaks.attacks.options import RunOptions
 from treeleaks.clock import RunClock
 from treeleaks.counts.materialize import rows_in_boxes
-from treeleaks.counts.verify import Certificate
+from treeleaks.counts.verify_boosted import verify_rows_within
 from treeleaks.model import ReleasedModel, Tree
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
@@ -62,7 +61,7 @@ def reconstruct_regression_leaves(model: ReleasedModel, schema: FeatureSchema | 
                            np.ones(per_row.size, dtype=bool))
     exact = int((low[per_row] == high[per_row]).sum())
     n = per_row.size
-    certificate = _within_rows(model, frames["rows"])
+    certificate = verify_rows_within(model, frames["rows"], distinct=True)
     clock.lap("intervals")
     span = float(np.ptp(tree.values[held])) or 1.0
     return Reconstruction(
@@ -96,19 +95,3 @@ def _mean_width(tree: Tree) -> float:
     low, high = leaf_intervals(tree)
     rows = tree.n_samples
     return float((rows * (high - low)).sum() / rows.sum()) if rows.sum() else np.inf
-
-
-def _within_rows(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
-    """Whether the rows, routed through every tree, put no more rows in any leaf than its
-    distinct rows (the chosen tree's leaves hold exactly theirs)."""
-    leaves = model.apply(rows[list(model.feature_names)].to_numpy(dtype=np.float64))
-    wrong, first = 0, ""
-    for t, tree in enumerate(model.trees):
-        held = np.bincount(leaves[:, t], minlength=tree.n_leaves)
-        off = held > tree.n_samples
-        wrong += int(off.sum())
-        if off.any() and not first:
-            leaf = int(np.argmax(off))
-            first = (f"tree {t} leaf {leaf}: released {tree.n_samples[leaf]} distinct rows, "
-                     f"the rows filled in tree {t}'s boxes put {held[leaf]} there")
-    return Certificate(wrong == 0, sum(tree.n_leaves for tree in model.trees), wrong, first)

@@ -301,7 +301,7 @@ def _details(recon: Reconstruction) -> pd.DataFrame:
         if recon.width is not None and recon.width[name].notna().any():
             parts[f"{name}:width"] = recon.width[name].to_numpy()  # a share of its range
     if recon.target_bounds is not None:  # a regressor's targets known within an interval
-        label = recon.rows.columns[-1]
+        label = next(c for c in recon.rows.columns if c not in recon.free.columns)
         low, high = recon.target_bounds
         parts[f"{label}:lower"], parts[f"{label}:upper"] = low, high
         parts[f"{label}:exact"] = low == high

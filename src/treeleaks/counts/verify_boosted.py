@@ -31,11 +31,13 @@ def verify_boosted_regression(model: ReleasedModel, rows: pd.DataFrame) -> Certi
                        leaf_values=f"worst sum of residuals at {miss:.2g} of its tolerance")
 
 
-def verify_boosted_within(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
-    """Whether ``rows``, some of the training rows, put no more rows in any leaf than it
-    released."""
+def verify_rows_within(model: ReleasedModel, rows: pd.DataFrame,
+                       distinct: bool = False) -> Certificate:
+    """Whether ``rows``, some of a regressor's training rows, put no more rows in any leaf
+    than it released (``distinct``: than its distinct rows, a bootstrap tree's
+    ``n_samples``)."""
     leaves, _ = _routed(model, rows)
-    wrong, checked, first = _count_misses(model, leaves, exact=False)
+    wrong, checked, first = _count_misses(model, leaves, exact=False, distinct=distinct)
     return Certificate(wrong == 0, checked, wrong, first)
 
 
@@ -46,13 +48,15 @@ def _routed(model: ReleasedModel, rows: pd.DataFrame) -> tuple[np.ndarray, np.nd
     return model.apply(X), y
 
 
-def _count_misses(model: ReleasedModel, leaves: np.ndarray, exact: bool
-                  ) -> tuple[int, int, str]:
-    """Leaves whose routed rows differ from their count (``exact``) or exceed it."""
+def _count_misses(model: ReleasedModel, leaves: np.ndarray, exact: bool,
+                  distinct: bool = False) -> tuple[int, int, str]:
+    """Leaves whose routed rows differ from their count (``exact``) or exceed it; the count
+    is of distinct rows with ``distinct``."""
     wrong, checked, first = 0, 0, ""
     for t, tree in enumerate(model.trees):
         held = np.bincount(leaves[:, t], minlength=tree.n_leaves)
-        released = tree.counts[:, 0]
+        released = tree.n_samples if distinct and tree.n_samples is not None else (
+            tree.counts[:, 0])
         off = held != released if exact else held > released
         checked += tree.n_leaves
         wrong += int(off.sum())
