@@ -141,7 +141,7 @@ def _from_cells(model: ReleasedModel, view: ReleasedModel, bound: FeatureSchema,
                                        f"{certificate.first_mismatch}"))
     return Reconstruction(**frames, status=Status.FEASIBLE, certificate=certificate,
                           time_s=clock.elapsed(), timings=clock.timings, targets_exact=0,
-                          target_bounds=(target, target), **common, message=(
+                          **common, message=(
                               f"{n} rows with targets that reproduce every tree's counts "
                               "and every leaf's sum of residuals (verified); no target is "
                               "proven: other datasets may reproduce the booster too"))
