@@ -134,20 +134,33 @@ def interval_scores(rec: Reconstruction, model: ReleasedModel, X: np.ndarray,
     rng = np.random.default_rng(seed)
     guess_X = rng.uniform(X.min(axis=0), X.max(axis=0), size=got_X.shape)
     guess_y = rng.uniform(y.min(), y.max(), size=got_y.shape)
-    low, high = rec.target_bounds if rec.target_bounds is not None else (got_y, got_y)
     box_low, box_high = rec.lower[names].to_numpy(float), rec.upper[names].to_numpy(float)
     mine, theirs = _paired(X, got_X, span, box_low, box_high)
     guess_mine, guess_theirs = _paired(X, guess_X, span)
-    return dict(
+    scores = dict(
         feature_error=float(np.mean(np.abs(got_X[mine] - X[theirs]) / span)),
         random_feature_error=float(np.mean(np.abs(guess_X[guess_mine] - X[guess_theirs])
                                            / span)),
         target_error=float(np.mean(np.abs(got_y[mine] - y[theirs]) / y_span)),
         random_target_error=float(np.mean(np.abs(guess_y[guess_mine] - y[guess_theirs])
-                                          / y_span)),
-        inside=float(np.mean((low[mine] - PRECISION * y_span <= y[theirs])
-                             & (y[theirs] <= high[mine] + PRECISION * y_span))),
-        interval_width=float(np.median((high - low) / y_span)))
+                                          / y_span)))
+    if rec.target_bounds is None:  # each row a group's mean: no interval to hold
+        return scores
+    low, high = rec.target_bounds
+    return {**scores,
+            "inside": float(np.mean((low[mine] - PRECISION * y_span <= y[theirs])
+                                    & (y[theirs] <= high[mine] + PRECISION * y_span))),
+            "interval_width": float(np.median((high - low) / y_span))}
+
+
+def _share(value: float | None) -> str:
+    """A share for the table, a dash where there is none."""
+    return f"{'-':>6}" if value is None else f"{value:>6.1%}"
+
+
+def _width(value: float | None) -> str:
+    """An interval width for the table, a dash where there is none."""
+    return f"{'-':>6}" if value is None else f"{value:>6.3f}"
 
 
 def _paired(X: np.ndarray, got: np.ndarray, span: np.ndarray,
@@ -197,8 +210,8 @@ def main() -> None:
                     print(f"{spec:>18} {framework:>9} {kind:>7} {seed:>4} "
                           f"{row['derived_right']!s:>7} {row['status']:>8} "
                           f"{row['verified']!s:>5} {row['time_s']:>6.1f} {row['rows']:>5} "
-                          f"{row['targets_exact'] or 0:>5} {row.get('inside', 0):>6.1%} "
-                          f"{row.get('interval_width', 0):>6.3f} "
+                          f"{row['targets_exact'] or 0:>5} {_share(row.get('inside'))} "
+                          f"{_width(row.get('interval_width'))} "
                           f"{row.get('target_error', 0):>6.3f} "
                           f"{row.get('random_target_error', 0):>6.3f} "
                           f"{row.get('feature_error', 0):>6.3f} "

@@ -88,6 +88,23 @@ def test_single_row_leaves_prove_rows_and_their_targets_on_raw_columns() -> None
             assert truth == pytest.approx(low[i], abs=1e-6)
 
 
+@pytest.mark.parametrize("framework", ["hgb", "lightgbm"])
+def test_leaves_of_twenty_rows_give_the_first_trees_group_means(framework: str) -> None:
+    X, y = load_diabetes(return_X_y=True)
+    model = _read(framework, X, y)  # the frameworks' defaults: 20 rows a leaf or more
+    rec = reconstruct(model, time_limit=60)
+    assert rec.partial and rec.n_rows == len(X) and rec.targets_exact == 0, rec.message
+    assert "no row is given away on its own" in rec.message
+    first = model.trees[0]
+    truth = model.apply(X)[:, 0]
+    rows = rec.rows[list(model.feature_names)].to_numpy(dtype=float)
+    placed = model.apply(rows)[:, 0]
+    targets = rec.rows[model.label_name].to_numpy(dtype=float)
+    for leaf in np.flatnonzero(first.counts[:, 0]):  # each group: its rows and mean target
+        assert (placed == leaf).sum() == (truth == leaf).sum()
+        assert targets[placed == leaf] == pytest.approx(y[truth == leaf].mean(), rel=1e-4)
+
+
 def test_the_details_carry_each_targets_interval(tmp_path) -> None:
     from typer.testing import CliRunner
 

@@ -28,6 +28,7 @@ import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from treeleaks.attacks.options import RunOptions
+from treeleaks.attacks.regression_leaves import leaf_group_rows
 from treeleaks.clock import RunClock
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.gradient_rows import gradient_rows
@@ -52,6 +53,8 @@ TARGET_REACH = 4.0
 # of each sum's interval the MILP may use: its solution, recomputed by the certificate in
 # another order of additions, stays inside the whole interval
 MILP_SHARE = 0.5
+GROUP_PROOF = ("each row lies in its first-tree leaf's box; the leaf's mean target is "
+               "its rows' mean, no single row's")
 PROOF = ("a leaf of one row holds exactly one training row, in its box; a first-tree leaf "
          "gives its target (the leaf's mean), a later one its target within the earlier "
          "trees' predictions over the box")
@@ -201,12 +204,7 @@ def _from_single_rows(model: ReleasedModel, bound: FeatureSchema, clock: RunCloc
                                                           bound, clock.deadline))
     clock.lap("single-row leaves")
     if not found.lower.shape[0]:
-        return Reconstruction.empty(model, status=Status.UNKNOWN, time_s=clock.elapsed(),
-                                    timings=clock.timings, **common, message=(
-                                        f"{why}; and no leaf holds a single row: the model "
-                                        "gives no "
-                                        "row away on its own (leaves of several rows give "
-                                        "their mean targets only)"))
+        return _from_first_tree(model, bound, clock, why)
     exact = found.target_low == found.target_high
     target = (found.target_low + found.target_high) / 2
     frames = rows_in_boxes(replace(model, classes=target.tolist()), bound, found.lower,
@@ -224,6 +222,46 @@ def _from_single_rows(model: ReleasedModel, bound: FeatureSchema, clock: RunCloc
                               f"{rows} of {n} rows proven, each alone in a leaf's box: "
                               f"{int(exact.sum())} with their exact target, the others "
                               f"within an interval; the rest are not found: {why}"))
+
+
+def _from_first_tree(model: ReleasedModel, bound: FeatureSchema, clock: RunClock,
+                     why: str) -> Reconstruction:
+    """No leaf of one row: the first tree's leaves as groups of rows, each row in its
+    leaf's box with the leaf's mean target (what the first tree's values are). The mean is
+    exact for the group, not for any one row, so no row's target is called exact."""
+    first = model.trees[0]
+    per_row, frames = leaf_group_rows(model, bound, 0, first.counts[:, 0],
+                                      first_tree_means(model))
+    certificate = verify_rows_within(model, frames["rows"])
+    clock.lap("first tree")
+    groups = np.unique(per_row).size
+    return Reconstruction(
+        **frames, status=Status.FEASIBLE if certificate.verified else Status.UNKNOWN,
+        certificate=certificate, time_s=clock.elapsed(), timings=clock.timings,
+        solver="", strategy=Strategy.ENUMERATE, proof=GROUP_PROOF,
+        formulation=Formulation.REGRESSION_BOOSTED, partial=True, targets_exact=0,
+        message=(f"{why}; and no leaf holds a single row, so no row is given away on its "
+                 f"own: the {per_row.size} rows are the first tree's {groups} leaves, "
+                 f"each row in its leaf's box with the mean target of the leaf's "
+                 f"{int(first.counts[per_row, 0].min())} or more rows (each mean exact, "
+                 "no row's target); their values are filled in those boxes"
+                 + ("" if certificate.verified else
+                    f", which crowd other trees' leaves ({certificate.first_mismatch})")))
+
+
+def first_tree_means(model: ReleasedModel) -> np.ndarray:
+    """The mean target of each first-tree leaf's rows (0 for an empty leaf): every row
+    starts at the same score, so its leaf's sum row ``a·Σ(start - y) + b·n`` gives Σy."""
+    gradients = model.gradients
+    assert gradients is not None
+    first = model.trees[0]
+    means = np.zeros(first.n_leaves)
+    for leaf, a, b, low, high in gradients.sums[0]:
+        n = float(first.counts[int(leaf), 0])
+        if n:
+            total = n * float(gradients.start) - ((low + high) / 2 - b * n) / a
+            means[int(leaf)] = total / n
+    return means
 
 
 def _single_row_rows(model: ReleasedModel, bound: FeatureSchema, deadline: float

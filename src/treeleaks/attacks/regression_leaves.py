@@ -52,18 +52,12 @@ def reconstruct_regression_leaves(model: ReleasedModel, schema: FeatureSchema | 
     best = int(np.argmin(widths))
     tree = model.trees[best]
     low, high = leaf_intervals(tree)
-    held = np.flatnonzero(tree.n_samples > 0)
-    per_row = np.repeat(held, tree.n_samples[held])
-    lower, upper = tree.leaf_boxes(model.n_features)
-    target = tree.values[per_row]
-    frames = rows_in_boxes(replace(model, classes=target.tolist()), bound, lower[per_row],
-                           upper[per_row], np.arange(per_row.size),
-                           np.ones(per_row.size, dtype=bool))
+    per_row, frames = leaf_group_rows(model, bound, best, tree.n_samples, tree.values)
     exact = int((low[per_row] == high[per_row]).sum())
     n = per_row.size
     certificate = verify_rows_within(model, frames["rows"], distinct=True)
     clock.lap("intervals")
-    span = float(np.ptp(tree.values[held])) or 1.0
+    span = float(np.ptp(tree.values[per_row])) or 1.0
     return Reconstruction(
         **frames, status=Status.FEASIBLE if certificate.verified else Status.UNKNOWN,
         certificate=certificate, time_s=clock.elapsed(),
@@ -78,6 +72,20 @@ def reconstruct_regression_leaves(model: ReleasedModel, schema: FeatureSchema | 
             f"{best}'s boxes" + ("" if certificate.verified else
                                  f", which crowd other trees' leaves "
                                  f"({certificate.first_mismatch})")))
+
+
+def leaf_group_rows(model: ReleasedModel, bound: FeatureSchema, index: int,
+                    rows: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, dict]:
+    """Tree ``index``'s leaves as rows: ``rows[leaf]`` of them in the leaf's box, each with
+    the leaf's ``targets[leaf]``, filled and proven in the box. Returns each row's leaf and
+    the frames of a `Reconstruction`."""
+    held = np.flatnonzero(rows > 0)
+    per_row = np.repeat(held, rows[held])
+    lower, upper = model.trees[index].leaf_boxes(model.n_features)
+    frames = rows_in_boxes(replace(model, classes=targets[per_row].tolist()), bound,
+                           lower[per_row], upper[per_row], np.arange(per_row.size),
+                           np.ones(per_row.size, dtype=bool))
+    return per_row, frames
 
 
 def leaf_intervals(tree: Tree) -> tuple[np.ndarray, np.ndarray]:

@@ -241,8 +241,10 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
         n = model.n_rows
         table.add_row("Rows reconstructed", Text(
             (f"{s['n_rows']} of {n} ({s['n_rows'] / n:.0%})" if n else f"{s['n_rows']}")
-            + ": a partial dataset within every count (rows that fit the counts, training "
-            "rows only where proven)", "yellow"))
+            + (": a partial dataset within every count (rows that fit the counts, training "
+               "rows only where proven)" if s["verified"] else
+               ": each row in the box the model gives it, their filled values not within "
+               "every count"), "yellow"))
     else:
         table.add_row("Rows reconstructed", str(s["n_rows"]))
     for name, value in _noisy_rows(s) if s["formulation"] == Formulation.DP else []:

@@ -163,10 +163,21 @@ def rows_in_place(recon: Reconstruction, truth: pd.DataFrame, label: str) -> dic
     return figures
 
 
+# formulations whose partial result is what the model gives, not what the budget allowed:
+# leaves of several rows keep the rest apart
+MODEL_LIMITED = (Formulation.REGRESSION_LEAVES, Formulation.REGRESSION_BOOSTED)
+
+
 def shortfall(recon: Reconstruction, budget: float) -> str:
     """Why a reconstruction's figures are only lower bounds ("" when they are not)."""
     lower = "the figures are lower bounds"
     budget = round(budget, 1)  # a share of the audit's budget: 20.7, not 20.7122
+    if recon.partial and recon.formulation in MODEL_LIMITED:
+        fits = ("fits every count" if recon.verified else
+                "lies in the leaves' boxes, its filled values not fitting every count")
+        return (f"leaves of several rows keep a complete dataset out of reach: a partial "
+                f"dataset of "
+                f"{recon.n_rows} rows {fits}; {lower}")
     if recon.partial:  # rows that fit every count are not proven to be training rows
         where = (" at their training positions" if recon.positions is not None else "")
         return (f"no complete reconstruction within the budget of {budget:g} s: a partial "

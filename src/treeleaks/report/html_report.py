@@ -145,6 +145,13 @@ def _size(model: dict[str, Any]) -> str:
     return "1 tree" if model["n_trees"] == 1 else f"{model['n_trees']} trees"
 
 
+def _partial_kind(audit: Audit) -> str:
+    """What a partial reconstruction's rows are: within every count, or only in boxes."""
+    if audit.rebuilt is not None and not audit.rebuilt["checked"]:
+        return "each in the box the model gives it; their filled values do not fit every count"
+    return "a partial dataset that fits every count"
+
+
 def _verdict(audit: Audit) -> str:
     v, risk = audit.verdict, audit.risk
     n = v["rows_in_data"]
@@ -158,8 +165,8 @@ def _verdict(audit: Audit) -> str:
                       "(the proven ones; your rows, --data, measure the rest)"))
     if v.get("rows_reconstructed"):
         lines.append(("Rows rebuilt from the model alone", (
-            f"at least {v['rows_reconstructed']:,}{of_n} (a partial dataset that fits every "
-            "count; see the rebuilt rows)" if v.get("rows_reconstructed_partial")
+            f"at least {v['rows_reconstructed']:,}{of_n} ({_partial_kind(audit)}; see the "
+            "rebuilt rows)" if v.get("rows_reconstructed_partial")
             else f"{v['rows_reconstructed']:,}{of_n}")))
     if v.get("targets_given_away") is not None:
         lines.append(("Training targets given away exactly",

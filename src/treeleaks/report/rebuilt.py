@@ -60,6 +60,11 @@ def rebuilt_headline(rebuilt: dict[str, Any]) -> str:
     """One sentence: how many rows came back, and what they are."""
     n, of, proven = rebuilt["n_rows"], rebuilt["of"], rebuilt["proven"]
     share = f" of {of:,}" if of else ""
+    if rebuilt["partial"] and not rebuilt["checked"]:
+        return (f"{n:,}{share} rows rebuilt in part: each lies in the box the model gives it "
+                "(the trees' growth limits keep several rows a leaf), but their values, "
+                "filled in those boxes, do not fit every count. Their intervals are what the "
+                "model reveals about the data.")
     if rebuilt["partial"]:
         where = (", each at the training position its draws give it" if
                  rebuilt.get("at_positions") else "")
