@@ -64,7 +64,8 @@ def test_the_leak_test(forest) -> None:
     schema = FeatureSchema.from_frame(truth.drop(columns="label"))
     population, _ = binary_frame(200, 6, seed=9)
     population["label"] = population["f0"]
-    result = treeleaks.leak_test(truth, truth, population, schema, label="label", n_samples=5)
+    result = treeleaks.leak_test(truth, truth=truth, population=population, schema=schema,
+                                 label="label", n_samples=5)
     summary = _checked(result)
     assert summary["leak"] is True and summary["error"] == 0.0
 
@@ -73,14 +74,14 @@ def test_the_worst_case() -> None:
     X, y = binary_frame(30, 5, seed=2)
     bagged = RandomForestClassifier(n_estimators=10, max_depth=2, random_state=0).fit(X, y)
     model = from_sklearn(bagged, label_name="label")
-    summary = _checked(treeleaks.worst_case(model, X.assign(label=y), time_limit=20))
+    summary = _checked(treeleaks.worst_case(model, truth=X.assign(label=y), time_limit=20))
     assert summary["n_rows"] == 30
 
 
 def test_the_informed_adversary(forest) -> None:
     model, truth = forest
     schema = FeatureSchema.from_frame(truth.drop(columns="label"))
-    result = treeleaks.informed_adversary(model, schema, truth, "label", n_targets=2,
+    result = treeleaks.informed_adversary(model, schema, train=truth, label="label", n_targets=2,
                                           time_limit=10)
     summary = _checked(result)
     assert summary["n_targets"] == 2 and 0.0 <= summary["error"] <= 1.0

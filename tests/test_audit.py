@@ -194,7 +194,8 @@ def test_dp_forest_runs_the_noisy_attack_and_the_leak_test(dp_case) -> None:
     assert statuses(audit)["leak-test"] == "complete"
     recon = reconstruct(model, time_limit=60.0, certainty_time_limit=30.0)
     schema = FeatureSchema.from_frame(train.drop(columns="label"))
-    expected = leak_test(recon.rows, train, population, schema, label="label")
+    expected = leak_test(recon.rows, truth=train, population=population, schema=schema,
+                         label="label")
     got = audit.attack("leak-test").figures
     assert got["error"] == pytest.approx(expected.error)
     assert got["p_value"] == pytest.approx(expected.p_value)

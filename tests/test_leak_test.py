@@ -89,7 +89,8 @@ def test_row_errors_follow_truth_order_and_mark_unmatched_rows_nan():
 
 def test_the_training_set_itself_is_a_leak(data):
     truth, population, schema = data
-    result = leak_test(truth, truth, population, schema, label="y", n_samples=50)
+    result = leak_test(truth, truth=truth, population=population,
+                       schema=schema, label="y", n_samples=50)
     assert result.error == 0.0
     assert result.perfect_share == 1.0
     assert result.worst_row_error == 0.0
@@ -104,7 +105,8 @@ def test_the_training_set_itself_is_a_leak(data):
 def test_a_fresh_population_sample_is_not_a_leak(data):
     truth, population, schema = data
     fresh, rest = population.iloc[:N_TRAIN], population.iloc[N_TRAIN:]
-    result = leak_test(fresh, truth, rest, schema, label="y", n_samples=100, seed=3)
+    result = leak_test(fresh, truth=truth, population=rest,
+                       schema=schema, label="y", n_samples=100, seed=3)
     assert result.p_value > result.alpha
     assert not result.leak
     assert result.perfect_share < 1.0
@@ -112,7 +114,8 @@ def test_a_fresh_population_sample_is_not_a_leak(data):
 
 def test_alpha_is_the_leak_threshold(data):
     truth, population, schema = data
-    result = leak_test(population.iloc[:N_TRAIN], truth, population.iloc[N_TRAIN:], schema,
+    result = leak_test(population.iloc[:N_TRAIN], truth=truth, population=population.iloc[N_TRAIN:],
+                       schema=schema,
                        label="y", n_samples=20, alpha=0.05)
     assert dataclasses.replace(result, alpha=min(result.p_value * 2, 0.99)).leak
     assert not dataclasses.replace(result, alpha=result.p_value).leak
@@ -120,7 +123,8 @@ def test_alpha_is_the_leak_threshold(data):
 
 def test_same_seed_draws_the_same_reference_datasets(data):
     truth, population, schema = data
-    runs = [leak_test(truth, truth, population, schema, n_samples=5, seed=s) for s in (1, 1, 2)]
+    runs = [leak_test(truth, truth=truth, population=population,
+                      schema=schema, n_samples=5, seed=s) for s in (1, 1, 2)]
     np.testing.assert_array_equal(runs[0].reference_errors, runs[1].reference_errors)
     assert not np.array_equal(runs[0].reference_errors, runs[2].reference_errors)
 
@@ -128,7 +132,8 @@ def test_same_seed_draws_the_same_reference_datasets(data):
 def test_inlier_and_outlier_figures_split_the_row_errors(data):
     truth, population, schema = data
     recon = population.iloc[:N_TRAIN]
-    result = leak_test(recon, truth, population.iloc[N_TRAIN:], schema, label="y",
+    result = leak_test(recon, truth=truth, population=population.iloc[N_TRAIN:],
+                       schema=schema, label="y",
                        n_samples=5, seed=7)
     features = truth.drop(columns="y").to_numpy(float)
     outlier = IsolationForest(random_state=7).fit(features).predict(features) == -1
@@ -145,7 +150,8 @@ def test_inlier_and_outlier_figures_split_the_row_errors(data):
 def test_equal_reference_errors_give_a_step_law():
     truth = pd.DataFrame({"a": [0, 1, 0, 1], "b": [0, 0, 1, 1]})
     population = pd.DataFrame({"a": [1] * 6, "b": [1] * 6})
-    result = leak_test(truth, truth, population, FeatureSchema.from_frame(truth), n_samples=3)
+    result = leak_test(truth, truth=truth, population=population,
+                       schema=FeatureSchema.from_frame(truth), n_samples=3)
     assert result.std == 0.0
     assert result.p_value == 0.0
     assert result.leak
@@ -153,7 +159,8 @@ def test_equal_reference_errors_give_a_step_law():
 
 def test_summary_is_plain_json(data):
     truth, population, schema = data
-    result = leak_test(truth.iloc[:10], truth, population, schema, n_samples=3)
+    result = leak_test(truth.iloc[:10], truth=truth, population=population,
+                       schema=schema, n_samples=3)
     record = dataclasses.replace(result, outlier_error=float("nan")).summary()
     assert json.loads(json.dumps(record, allow_nan=False)) == record
     assert record["outlier_error"] is None

@@ -44,7 +44,7 @@ def _row_errors(rows: pd.DataFrame, truth: pd.DataFrame, model) -> np.ndarray:
 def test_no_consistent_reconstruction_exceeds_the_row_bounds(n_rows, n_features, seed, depth,
                                                             n_trees):
     model, truth, _ = _bagged(n_rows, n_features, seed, depth, n_trees)
-    worst = worst_case(model, truth, time_limit=30)
+    worst = worst_case(model, truth=truth, time_limit=30)
     assert worst.row_bound.shape == (n_rows,)
     assert ((worst.row_bound >= 0) & (worst.row_bound <= 1)).all()
     assert worst.mean_found <= worst.mean_bound + 1e-9
@@ -60,7 +60,7 @@ def test_no_consistent_reconstruction_exceeds_the_row_bounds(n_rows, n_features,
 def test_columns_no_tree_splits_on_count_against_every_row():
     model, truth, _ = _bagged(30, 6, 2, 1, 3)  # three stumps: at most three columns split
     split = {f for tree in model.trees for f in tree.feature[tree.feature >= 0]}
-    worst = worst_case(model, truth)
+    worst = worst_case(model, truth=truth)
     assert worst.status == "OPTIMAL"
     assert (worst.row_bound >= (6 - len(split)) / 6 - 1e-12).all()
     assert worst.guaranteed_recovery <= len(split) / 6 + 1e-12
@@ -68,7 +68,7 @@ def test_columns_no_tree_splits_on_count_against_every_row():
 
 def test_a_full_depth_forest_pins_every_row_of_clean_data():
     model, truth, _ = _bagged(40, 5, 1, None, 30)
-    worst = worst_case(model, truth)
+    worst = worst_case(model, truth=truth)
     rec = reconstruct_rows(model)
     errors = _row_errors(rec.rows, truth, model)
     assert (errors <= worst.row_bound + 1e-9).all()
@@ -78,18 +78,18 @@ def test_a_full_depth_forest_pins_every_row_of_clean_data():
 def test_rows_out_of_order_or_of_another_forest_are_refused():
     model, truth, _ = _bagged(30, 5, 0, None, 5)
     with pytest.raises(TreeleaksError, match="fitted on"):
-        worst_case(model, truth.iloc[::-1].reset_index(drop=True))
+        worst_case(model, truth=truth.iloc[::-1].reset_index(drop=True))
     with pytest.raises(TreeleaksError, match="20 training rows given, but the forest drew from 30"):
-        worst_case(model, truth.iloc[:20])
+        worst_case(model, truth=truth.iloc[:20])
     with pytest.raises(TreeleaksError, match="lack column 'label'"):
-        worst_case(model, truth.drop(columns="label"))
+        worst_case(model, truth=truth.drop(columns="label"))
 
 
 def test_a_forest_that_saw_every_row_once_points_to_the_proofs():
     X, y = binary_frame(20, 4, 0)
     forest = RandomForestClassifier(n_estimators=3, bootstrap=False, random_state=0).fit(X, y)
     with pytest.raises(UnsupportedModelError, match="proven rows"):
-        worst_case(from_sklearn(forest, label_name="label"), X.assign(label=y))
+        worst_case(from_sklearn(forest, label_name="label"), truth=X.assign(label=y))
 
 
 def test_the_cli_prints_the_guarantee_and_writes_json(tmp_path: Path):
@@ -102,5 +102,5 @@ def test_the_cli_prints_the_guarantee_and_writes_json(tmp_path: Path):
     assert result.exit_code == 0, result.output
     assert "Guaranteed recovery" in result.stdout
     summary = json.loads((tmp_path / "worst.json").read_text())
-    expected = worst_case(model, truth).guaranteed_recovery
+    expected = worst_case(model, truth=truth).guaranteed_recovery
     assert summary["guaranteed_recovery"] == pytest.approx(expected)

@@ -39,7 +39,7 @@ class InformedAdversary:
                 "n_targets": self.n_targets}
 
 
-def informed_adversary(model: ReleasedModel, schema: FeatureSchema, train: pd.DataFrame,
+def informed_adversary(model: ReleasedModel, schema: FeatureSchema, *, train: pd.DataFrame,
                        label: str, n_targets: int, time_limit: float) -> InformedAdversary:
     """The first ``n_targets`` rows, each reconstructed with all others known (see the
     module doc)."""

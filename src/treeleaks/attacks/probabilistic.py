@@ -117,7 +117,7 @@ def _big_log2(value: int) -> float:
     return float(np.log2(value >> shift)) + shift
 
 
-def tree_reconstruction(model: ReleasedModel, schema: FeatureSchema | None = None,
+def tree_reconstruction(model: ReleasedModel, schema: FeatureSchema | None = None, *,
                         tree: int = 0) -> ProbabilisticReconstruction:
     """The reduced domains of every leaf of tree ``tree`` of ``model`` under ``schema``
     (default: the one the model records, else what its splits imply). Numerical columns

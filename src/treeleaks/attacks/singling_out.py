@@ -151,8 +151,8 @@ def require_counts(model: ReleasedModel) -> None:
         raise CountsUnavailableError(COUNTS_STRIPPED)
 
 
-def single_out(model: ReleasedModel, cells: bool = True, time_limit: float = 30.0,
-               schema: FeatureSchema | None = None) -> SinglingOut:
+def single_out(model: ReleasedModel, schema: FeatureSchema | None = None, *,
+               cells: bool = True, time_limit: float = 30.0) -> SinglingOut:
     """Every vulnerable (node, label) pair of every tree, shortest predicate first; for a
     no-bootstrap forest of classifiers with ``cells``, also the cells its certainty analysis
     proves to hold one row of a class (within ``time_limit`` seconds; ``schema`` defaults

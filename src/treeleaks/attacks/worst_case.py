@@ -81,9 +81,9 @@ class WorstCase:
 
 def worst_case(
     model: ReleasedModel,
-    truth: pd.DataFrame,
     schema: FeatureSchema | None = None,
     *,
+    truth: pd.DataFrame,
     time_limit: float = 60.0,
 ) -> WorstCase:
     """The worst case of a bootstrap forest with known draws against its training rows

@@ -72,7 +72,7 @@ def leak_command(
         if rule_list is not None:
             parts = [rule_list_reconstruction(rule_list, given)]
         else:
-            parts = [tree_reconstruction(model, given, t) for t in range(model.n_trees)]
+            parts = [tree_reconstruction(model, given, tree=t) for t in range(model.n_trees)]
         summaries = [summarize(part) for part in parts]
     except (TreeleaksError, ValueError, OSError) as exc:
         fail(describe(exc), EXIT_BAD_INPUT)

@@ -58,7 +58,8 @@ def leak_test_command(
         features = true_rows.drop(columns=[label] if label in true_rows else [])
         domains = FeatureSchema.from_frame(features) if schema is None else (
             FeatureSchema.from_json(schema).completed(features))
-        result = leak_test(frames["reconstruction"], true_rows, frames["population"], domains,
+        result = leak_test(frames["reconstruction"], truth=true_rows,
+                           population=frames["population"], schema=domains,
                            label=label, n_samples=samples, seed=seed)
     except (TreeleaksError, ValueError, KeyError) as exc:
         fail(describe(exc), EXIT_BAD_INPUT)

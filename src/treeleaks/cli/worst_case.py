@@ -63,7 +63,7 @@ def worst_case_command(
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         fail(f"cannot read the training rows {str(truth)!r}: {exc}", EXIT_BAD_INPUT)
     try:
-        result = worst_case(model, rows, bound, time_limit=time_limit)
+        result = worst_case(model, bound, truth=rows, time_limit=time_limit)
     except TreeleaksError as exc:
         fail(str(exc), EXIT_BAD_INPUT)
     s = result.summary()

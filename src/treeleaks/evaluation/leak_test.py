@@ -71,6 +71,7 @@ class LeakTest:
 
 def leak_test(
     reconstruction: pd.DataFrame,
+    *,
     truth: pd.DataFrame,
     population: pd.DataFrame,
     schema: FeatureSchema,

@@ -280,7 +280,7 @@ def entropy_leak(inp: AuditInput, ev: Evidence) -> AttackRun:
     for t in counted:
         if time.perf_counter() > deadline:
             break
-        ev.leaks.append(summarize(tree_reconstruction(inp.model, inp.schema, t)))
+        ev.leaks.append(summarize(tree_reconstruction(inp.model, inp.schema, tree=t)))
     dist_g = [s.dist_g for s in ev.leaks]
     best = int(np.argmin(dist_g))
     first = ev.leaks[0]
@@ -316,7 +316,7 @@ def worst_case_bound(inp: AuditInput) -> AttackRun:
     (`treeleaks worst-case`)."""
     from treeleaks.attacks.worst_case import worst_case
 
-    result = worst_case(inp.model, inp.truth, inp.bound, time_limit=inp.budget)
+    result = worst_case(inp.model, inp.bound, truth=inp.truth, time_limit=inp.budget)
     s = result.summary()
     done = s["status"] == Status.OPTIMAL
     return AttackRun("worst-case", "Worst case over every dataset that reproduces the model",
@@ -334,7 +334,8 @@ def leak_or_distribution(inp: AuditInput, ev: Evidence) -> AttackRun:
                          "no reconstruction to test")
     truth = inp.truth
     population = inp.population.rename(columns={inp.label: inp.model.label_name})
-    ev.leak_test = leak_test(ev.recon.rows, truth, population, inp.data_schema,
+    ev.leak_test = leak_test(ev.recon.rows, truth=truth, population=population,
+                             schema=inp.data_schema,
                              label=inp.model.label_name)
     return AttackRun("leak-test", "Leak or distribution?", COMPLETE, "", 0.0,
                      ev.leak_test.summary())

@@ -138,7 +138,7 @@ def _worst_case(model: Any, train: pd.DataFrame, schema: Any,
     from treeleaks.attacks.worst_case import worst_case
 
     tick = time.perf_counter()
-    worst = worst_case(model, train, schema, time_limit=time_limit)
+    worst = worst_case(model, schema, truth=train, time_limit=time_limit)
     return {"worst_time_s": time.perf_counter() - tick, "worst_status": worst.status,
             "worst_recovery": worst.guaranteed_recovery, "worst_mean_found": worst.mean_found,
             "worst_mean_bound": worst.mean_bound,
@@ -177,13 +177,14 @@ def run_dp_forest(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any
         from treeleaks.evaluation.leak_test import leak_test
 
         rest = data.frame.iloc[order[point["n"]:]].reset_index(drop=True)
-        result = leak_test(rec.rows, train, rest,
-                           schema, label=data.label, seed=point["seed"])
+        result = leak_test(rec.rows, truth=train, population=rest,
+                           schema=schema, label=data.label, seed=point["seed"])
         out.update(leak_test=result.summary(), leak_p_value=result.p_value)
     if point["informed"]:
         from treeleaks.attacks.informed import informed_adversary
 
-        informed = informed_adversary(model, schema, train, data.label, point["informed"],
+        informed = informed_adversary(model, schema, train=train, label=data.label,
+                                      n_targets=point["informed"],
                                       time_limit=point["time_limit"] / 4)
         out.update({f"informed_{k}": v for k, v in informed.summary().items()})
     return out
