@@ -17,6 +17,7 @@ from typing import Any
 
 CLOSE_TO_BASELINE = 0.5  # MEDIUM when the error is below this share of the random baseline
 DIST_G_MEDIUM = 0.5  # MEDIUM when a tree leaves less than this share of the rows' entropy
+WIDE = 0.5  # below this share of numerical values pinned within 5%, proven rows are intervals
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,16 @@ def p_value_text(p: float) -> str:
     return f"p = {p:.3g}" if p >= 0.001 else "p < 0.001"
 
 
+def _proven_values(v: dict[str, Any]) -> str:
+    """What a proven row's values are: themselves, or intervals when the measured values are
+    mostly left wide (raw columns, leaves of several rows)."""
+    pinned = v.get("values_pinned_within_5pct")
+    if pinned is None or pinned >= WIDE:
+        return " with their values"
+    return (f", each within the intervals shown ({pinned:.0%} of their numerical values "
+            "pinned within 5% of the range)")
+
+
 def _how_singled(v: dict[str, Any]) -> str:
     """On what grounds rows count as singled out: proofs, or a check against the data."""
     if not v.get("singled_out_measured_on_data"):
@@ -58,8 +69,8 @@ def _how_singled(v: dict[str, Any]) -> str:
 
 RULES = (
     Rule("HIGH", "proven rows", _positive("rows_proven"),
-         lambda v: f"the model file alone proves {v['rows_proven']} row(s) with their values "
-         "to be in the training data",
+         lambda v: f"the model file alone proves {v['rows_proven']} row(s) to be in the "
+         f"training data{_proven_values(v)}",
          "HIGH if the model proves at least one training row"),
     Rule("HIGH", "singled out", _positive("rows_singled_out"),
          lambda v: f"{v['rows_singled_out']} training row(s) are singled out by a predicate "
