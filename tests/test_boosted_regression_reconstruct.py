@@ -74,13 +74,12 @@ def test_single_row_leaves_prove_rows_and_their_targets_on_raw_columns() -> None
     assert rec.partial and rec.n_rows > 0 and rec.proven_pattern.all(), rec.message
     assert rec.certificate.verified and rec.targets_exact is not None
     low, high = rec.target_bounds
-    # a true row in every box, its target in the interval (sex, a column of two values,
-    # is read as binary and filled 0/1: its box is left out)
-    numeric = [j for j in range(X.shape[1]) if np.unique(X[:, j]).size > 2]
+    # a true row in every box, its target in the interval (sex, a scaled column of two
+    # values cut at 0.003, is numerical: its box holds the true value too)
+    features = X
     for i in range(rec.n_rows):
         low_i, high_i = rec.lower.iloc[i].to_numpy(), rec.upper.iloc[i].to_numpy()
-        inside = ((low_i[numeric] < X[:, numeric]) & (X[:, numeric] <= high_i[numeric])
-                  ).all(axis=1)
+        inside = ((low_i < features) & (features <= high_i)).all(axis=1)
         assert inside.sum() == 1, i
         truth = float(y[inside][0])
         assert low[i] - 1e-6 <= truth <= high[i] + 1e-6

@@ -149,3 +149,30 @@ def test_feasible_boxes_are_those_holding_an_allowed_point(seed):
     lower, upper = ends[..., 0], ends[..., 1]
     inside = np.all((points[None] > lower[:, None]) & (points[None] <= upper[:, None]), axis=2)
     assert np.array_equal(schema.feasible(lower, upper), inside.any(axis=1))
+
+
+@pytest.mark.parametrize("cut", [0.5, 1.00000002e-35, 0.99999994])
+def test_a_lone_cut_where_frameworks_cut_a_zero_one_column_is_binary(cut: float) -> None:
+    from treeleaks.schema import cuts_zero_one
+
+    assert cuts_zero_one(cut)
+
+
+def test_a_scaled_two_valued_column_is_numerical_and_filled_at_the_tables_scale() -> None:
+    """scikit-learn's scaled diabetes holds sex as -0.0446 and 0.0507, cut at 0.003: read
+    as binary it was filled 0 and 1, twenty times its range away."""
+    from sklearn.datasets import load_diabetes
+    from sklearn.ensemble import RandomForestRegressor
+
+    from treeleaks import reconstruct
+
+    X, y = load_diabetes(return_X_y=True)
+    model = from_sklearn(RandomForestRegressor(n_estimators=20, random_state=0).fit(X, y),
+                         allow_regression=True)
+    assert FeatureSchema.infer(model).features["x1"].kind == "numerical"
+    rec = reconstruct(model, time_limit=60)
+    assert rec.verified and rec.n_rows == len(X), rec.message
+    sex = rec.rows["x1"].to_numpy(dtype=float)
+    assert np.abs(sex).max() < 0.2  # at the other columns' scale, not a unit apart
+    spread = X[:, 1].max() - X[:, 1].min()
+    assert np.abs(np.sort(sex) - np.sort(X[:, 1])).mean() < 0.25 * spread

@@ -25,6 +25,18 @@ KINDS = ("binary", "ordinal", "numerical", "unknown")
 JSON_KEYS = ("one_hot_groups", "at_most_one_groups", "numerical", "ordinal")
 
 
+
+# how far (float32 rounding) a cut may sit from where a framework cuts a 0/1 column
+ZERO_ONE_SLACK = 1e-6
+
+
+def cuts_zero_one(threshold: float) -> bool:
+    """Whether a lone threshold is where a framework cuts a 0/1 column: the midpoint 0.5
+    (scikit-learn), just above 0 (LightGBM stores 1e-35) or just below 1 (XGBoost's
+    float32 ``x < 1`` read as ``x <= 0.99999994``)."""
+    return (abs(threshold - 0.5) <= ZERO_ONE_SLACK or 0 < threshold <= ZERO_ONE_SLACK
+            or 1 - ZERO_ONE_SLACK <= threshold < 1)
+
 @dataclass(frozen=True)
 class FeatureSpec:
     kind: str
@@ -99,15 +111,16 @@ class FeatureSchema:
 
     @classmethod
     def infer(cls, model: ReleasedModel) -> FeatureSchema:
-        """What the model alone implies: split at one threshold in (0, 1) → binary (every
-        tree cuts a 0/1 column at the same place), unsplit → unknown, else numerical. A
-        column split at several points inside (0, 1), such as a ratio, is numerical:
-        calling it binary would make its real values look impossible."""
+        """What the model alone implies: split at one threshold where the frameworks cut a
+        0/1 column (`cuts_zero_one`) → binary, unsplit → unknown, else numerical. A column
+        split at several points inside (0, 1), such as a ratio, is numerical, and so is a
+        two-valued column split elsewhere (a scaled flag, -0.04 and 0.05 cut at 0.003):
+        calling either binary would fill values the data never held."""
         features = {}
         for name, thresholds in zip(model.feature_names, model.thresholds()):
             if thresholds.size == 0:
                 features[name] = FeatureSpec("unknown")
-            elif thresholds.size == 1 and 0 < thresholds[0] < 1:
+            elif thresholds.size == 1 and cuts_zero_one(float(thresholds[0])):
                 features[name] = FeatureSpec("binary", 0.0, 1.0)
             else:
                 features[name] = FeatureSpec("numerical")
