@@ -1,5 +1,6 @@
-"""The custodian's worst case: how far from the true training set can a dataset that
-reproduces the model be?
+"""The custodian's worst case.
+
+How far from the true training set can a dataset that reproduces the model be?
 
 A bootstrap forest whose draws are known gives its rows back in training order, so row k of
 any reconstruction can be set against training row k. Given the true rows, `worst_case`
@@ -45,11 +46,29 @@ FARTHEST_SHARE = 0.4  # of the time: the farthest dataset (MIP); the row bounds 
 
 @dataclass
 class WorstCase:
-    """``row_bound[k]``: no dataset reproducing the model puts row k farther from training
-    row k (``row_settled[k]``: one does reach it). ``mean_found``: mean error of the
-    farthest consistent dataset found; ``mean_bound``: no consistent dataset is farther on
-    average. Status OPTIMAL: that dataset is proven farthest and every row's bound was
-    tightened to the end."""
+    """The custodian's worst case: how far a consistent dataset can be from the truth.
+
+    Errors are scaled as in `treeleaks.evaluation.metrics` (0 perfect, 1 worst).
+
+    Parameters
+    ----------
+    row_bound : numpy.ndarray
+        ``row_bound[k]``: no dataset reproducing the model puts row k farther from
+        training row k.
+    row_settled : numpy.ndarray
+        ``row_settled[k]``: a consistent dataset reaches ``row_bound[k]``.
+    mean_found : float
+        Mean error of the farthest consistent dataset found (NaN: none found).
+    mean_bound : float
+        No consistent dataset is farther from the truth on average.
+    status : Status
+        OPTIMAL: the dataset found is proven farthest and every row's bound was tightened
+        to the end; FEASIBLE: the time limit cut the search, the bounds stay sound.
+    time_s : float
+        Wall-clock time of the run, in seconds.
+    message : str, default ""
+        What stopped the run short, for people.
+    """
 
     row_bound: np.ndarray
     row_settled: np.ndarray
@@ -65,7 +84,14 @@ class WorstCase:
         return float(1.0 - self.row_bound.max()) if self.row_bound.size else float("nan")
 
     def summary(self) -> dict[str, Any]:
-        """Plain-JSON summary for reports and the CLI's ``--json``."""
+        """Summarize the result as plain JSON, for reports and the CLI's ``--json``.
+
+        Returns
+        -------
+        dict
+            The status, the guaranteed recovery, the worst row bound, the rows settled and
+            the mean errors found and bounded.
+        """
         return {
             "status": self.status,
             "time_s": round(self.time_s, 4),
@@ -86,9 +112,38 @@ def worst_case(
     *,
     time_limit: float = 60.0,
 ) -> WorstCase:
-    """The worst case of a bootstrap forest with known draws against its training rows
-    ``truth`` (features and label, in the order the forest was fitted on); see the module
-    doc. Cut by ``time_limit``, the bounds stay sound but looser (status FEASIBLE)."""
+    """Bound how far any dataset reproducing a bootstrap forest is from its training rows.
+
+    The forest must expose its draws, so that row k of any reconstruction sets against
+    training row k. See the module doc for how rows are charged.
+
+    Parameters
+    ----------
+    model : ReleasedModel
+        A bootstrap forest classifier whose draws are known.
+    truth : pandas.DataFrame
+        The true training rows, features and label, in the order the forest was fitted on.
+    schema : FeatureSchema or None, default None
+        The features' kinds and ranges; None infers it from the model.
+    time_limit : float, default 60.0
+        Seconds for the whole analysis. Cut by it, the bounds stay sound but looser
+        (status FEASIBLE).
+
+    Returns
+    -------
+    WorstCase
+        Each row's error bound, the farthest dataset's mean error and the bound on it.
+
+    Raises
+    ------
+    UnsupportedModelError
+        The model is a regressor, or a forest that does not expose its draws.
+    TreeleaksError
+        ``truth`` lacks a column, has another number of rows than the forest drew from, or
+        does not reproduce the model in this order.
+    SchemaError
+        ``schema`` does not match the model.
+    """
     model.require_classifier("the worst-case analysis")
     clock = RunClock(time_limit)
     deadline = clock.deadline
