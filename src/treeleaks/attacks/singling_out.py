@@ -1,5 +1,6 @@
-"""Predicate singling out (Sedlmeyr 2024): predicates a released tree gives away that match
-exactly one training row.
+"""Predicate singling out (Sedlmeyr 2024).
+
+The predicates a released tree gives away that match exactly one training row.
 
 A node of a tree whose stored counts hold exactly one row of some class is *vulnerable*: the
 conjunction of its path's conditions and "label = that class" matches one training row and
@@ -54,10 +55,24 @@ class DataMismatchError(TreeleaksError):
 
 @dataclass
 class SinglingOut:
-    """Every vulnerable (node, label) pair of a model, shortest predicate first. Status
-    ``done``, or ``partial`` when the forest's cells were not all analysed (the predicates
-    are then a lower bound). ``label_name`` and ``binary_columns`` are the model's, for the
-    predicates' text."""
+    """Every vulnerable (node, label) pair of a model, shortest predicate first.
+
+    `single_out` builds it.
+
+    Parameters
+    ----------
+    predicates : list of Predicate
+        The predicates, each matching one training row, shortest first.
+    notes : list of str, optional
+        Remarks for people: why predicates are not proven, or where the analysis stopped.
+    label_name : str, default "label"
+        The model's label column, for the predicates' text.
+    binary_columns : frozenset of str, default frozenset()
+        The model's binary columns, for the predicates' text.
+    status : Status, default Status.DONE
+        ``done``, or ``partial`` when the forest's cells were not all analysed (the
+        predicates are then a lower bound).
+    """
 
     predicates: list[Predicate]
     notes: list[str] = field(default_factory=list)
@@ -68,7 +83,22 @@ class SinglingOut:
     @classmethod
     def of(cls, model: ReleasedModel, predicates: list[Predicate],
            notes: list[str]) -> SinglingOut:
-        """The predicates found on ``model``, with its label and binary columns."""
+        """Collect the predicates found on a model, with its label and binary columns.
+
+        Parameters
+        ----------
+        model : ReleasedModel
+            The model the predicates were found on.
+        predicates : list of Predicate
+            The predicates, shortest first.
+        notes : list of str
+            Remarks for people; a note of a cut cell analysis makes the status partial.
+
+        Returns
+        -------
+        SinglingOut
+            The result.
+        """
         from treeleaks.schema import FeatureSchema
 
         features = FeatureSchema.infer(model).features
@@ -79,10 +109,17 @@ class SinglingOut:
 
     @property
     def n_proven(self) -> int:
+        """The number of proven predicates."""
         return sum(p.proven for p in self.predicates)
 
     def summary(self) -> dict[str, Any]:
-        """Plain JSON: the status, every predicate, how many are proven, and the notes."""
+        """Summarize the result as plain JSON.
+
+        Returns
+        -------
+        dict
+            The status, every predicate, how many are proven, and the notes.
+        """
         return {
             "status": self.status,
             "predicates": [p.to_dict(self.label_name, set(self.binary_columns))
@@ -104,6 +141,7 @@ def node_counts(tree: Tree) -> np.ndarray:
 
 
 def node_depths(tree: Tree) -> np.ndarray:
+    """Every node's depth, the root's 0."""
     depth = np.zeros(len(tree.feature), dtype=np.int64)
     for node in tree.internal_nodes():
         depth[tree.left[node]] = depth[tree.right[node]] = depth[node] + 1
@@ -147,17 +185,40 @@ def tree_predicates(model: ReleasedModel, index: int) -> list[Predicate]:
 
 
 def require_counts(model: ReleasedModel) -> None:
+    """Refuse a model whose counts were stripped."""
     if not model.counts_released:
         raise CountsUnavailableError(COUNTS_STRIPPED)
 
 
 def single_out(model: ReleasedModel, cells: bool = True, time_limit: float = 30.0,
                schema: FeatureSchema | None = None) -> SinglingOut:
-    """Every vulnerable (node, label) pair of every tree, shortest predicate first; for a
-    no-bootstrap forest of classifiers with ``cells``, also the cells its certainty analysis
-    proves to hold one row of a class (within ``time_limit`` seconds; ``schema`` defaults
-    to the one the splits imply). Raises `CountsUnavailableError` when the counts were
-    stripped."""
+    """Find every predicate the model gives away that matches exactly one training row.
+
+    Every vulnerable (node, label) pair of every tree, shortest predicate first. A tree
+    that saw every row once proves its predicates; a bootstrap or noisy one does not.
+
+    Parameters
+    ----------
+    model : ReleasedModel
+        The model, classifier or regressor, with its counts.
+    cells : bool, default True
+        For a no-bootstrap forest of classifiers, also the cells its certainty analysis
+        proves to hold one row of a class.
+    time_limit : float, default 30.0
+        Seconds for the cell analysis.
+    schema : FeatureSchema or None, default None
+        The columns' domains for the cell analysis; None: what the splits imply.
+
+    Returns
+    -------
+    SinglingOut
+        The predicates, with notes on what is not proven.
+
+    Raises
+    ------
+    CountsUnavailableError
+        The model's counts were stripped.
+    """
     require_counts(model)
     predicates = [p for t in range(model.n_trees) for p in tree_predicates(model, t)]
     proven, how = grounds(model)
@@ -186,6 +247,7 @@ class Exposure:
 
     @property
     def share_exposed(self) -> float:
+        """The share of rows singled out."""
         return len(self.singled_out) / self.n_rows if self.n_rows else 0.0
 
 
