@@ -96,14 +96,43 @@ def load_model(
     allow_regression: bool = False,
     counts_removed_ok: bool = False,
 ) -> ReleasedModel:
-    """Read a model file (chosen by its extension) and return what it exposes as a `ReleasedModel`.
+    """Read a model file, chosen by its extension, as the `ReleasedModel` it exposes.
 
-    ``feature_names`` names the columns when the file does not (or overrides its names).
-    Regressors are refused unless ``allow_regression`` (the reconstruction attacks read
-    classifiers only). A framework's file whose counts were removed (``treeleaks strip``)
-    raises `CountsRemovedError` unless ``counts_removed_ok`` (then its structure alone, every
-    count 0). Raises `TreeleaksError` subclasses with a one-line explanation for every bad
-    input.
+    Every bad input raises a `TreeleaksError` subclass with a one-line explanation.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The model file: treeleaks JSON, skops, LightGBM text, XGBoost JSON or UBJ, or a
+        pickle.
+    trust_pickle : bool, default False
+        Load a pickle (``.pkl``, ``.pickle``, ``.joblib``), which runs code from the file.
+    feature_names : list of str or None, default None
+        The columns' names, when the file has none or its own are not wanted.
+    allow_regression : bool, default False
+        Read a regressor too; the reconstruction attacks read classifiers only.
+    counts_removed_ok : bool, default False
+        Return a framework's file whose counts were removed (``treeleaks strip``) as its
+        structure alone (every count 0), instead of raising.
+
+    Returns
+    -------
+    ReleasedModel
+        The model, validated.
+
+    Raises
+    ------
+    UntrustedPickleError
+        The file is a pickle without ``trust_pickle``, or a skops archive holding types
+        treeleaks does not read.
+    UnsupportedModelError
+        The model is unsupported, or a regressor without ``allow_regression``.
+    CountsRemovedError
+        Its counts were removed and ``counts_removed_ok`` is False.
+    ModelFormatError
+        The file is malformed.
+    TreeleaksError
+        The file type is unknown or the file cannot be read.
     """
     path = _checked_path(path, trust_pickle)
     if path.suffix.lower() == ".json":
@@ -135,14 +164,30 @@ def load_model(
 
 def load_lightgbm(path: str | Path, feature_names: list[str] | None = None
                   ) -> ReleasedModel:
-    """A LightGBM model text file (``booster.save_model("m.txt")``), classifier or regressor.
+    """Read a LightGBM model text file, classifier or regressor.
+
+    The file is what ``booster.save_model("m.txt")`` writes.
 
     Parameters
     ----------
-    path : str or Path
+    path : str or pathlib.Path
         The ``.txt`` file; a fitted object is read by `treeleaks.from_lightgbm`.
     feature_names : list of str, optional
         The columns' names, when the file's own are not wanted.
+
+    Returns
+    -------
+    ReleasedModel
+        The model, validated.
+
+    Raises
+    ------
+    ModelFormatError
+        The path is not a ``.txt`` file, or the file is malformed.
+    UnsupportedModelError
+        The booster is one treeleaks does not read.
+    TreeleaksError
+        The file cannot be read.
     """
     _require_suffix(path, (LIGHTGBM_SUFFIX,), "a LightGBM model text file", "load_lightgbm")
     return load_model(path, feature_names=feature_names, allow_regression=True)
@@ -150,15 +195,31 @@ def load_lightgbm(path: str | Path, feature_names: list[str] | None = None
 
 def load_xgboost(path: str | Path, feature_names: list[str] | None = None
                  ) -> ReleasedModel:
-    """An XGBoost model file (``booster.save_model("m.json")`` or ``"m.ubj"``), classifier
-    or regressor.
+    """Read an XGBoost model file, classifier or regressor.
+
+    The file is what ``booster.save_model("m.json")`` or ``("m.ubj")`` writes.
 
     Parameters
     ----------
-    path : str or Path
+    path : str or pathlib.Path
         The ``.json`` or ``.ubj`` file; a fitted object is read by `treeleaks.from_xgboost`.
     feature_names : list of str, optional
         The columns' names, when the file's own are not wanted.
+
+    Returns
+    -------
+    ReleasedModel
+        The model, validated.
+
+    Raises
+    ------
+    ModelFormatError
+        The path is not a ``.json`` or ``.ubj`` file, the JSON is not an XGBoost model,
+        or the file is malformed.
+    UnsupportedModelError
+        The booster is one treeleaks does not read.
+    TreeleaksError
+        The file cannot be read.
     """
     _require_suffix(path, (".json", UBJSON_SUFFIX), "an XGBoost model file", "load_xgboost")
     checked = _checked_path(path, False)
@@ -248,7 +309,20 @@ def _checked_path(path: str | Path, trust_pickle: bool) -> Path:
 
 
 def save_model(estimator: Any, path: str | Path) -> Path:
-    """Write a fitted scikit-learn estimator as a skops archive (safe to load with `load_model`)."""
+    """Write a fitted scikit-learn estimator as a skops archive, safe to load with `load_model`.
+
+    Parameters
+    ----------
+    estimator : sklearn.base.BaseEstimator
+        The fitted estimator.
+    path : str or pathlib.Path
+        The archive to write, conventionally ``.skops``.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+    """
     import skops.io
 
     path = Path(path)
