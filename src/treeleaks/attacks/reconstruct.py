@@ -123,22 +123,72 @@ def reconstruct(
     n_unknown: bool = False,
     shrinkage: float | None = None,
 ) -> Reconstruction:
-    """Reconstruct the training set of a forest (see the module doc for the formulations).
+    """Reconstruct the training set of a released tree model.
 
-    ``time_limit`` bounds the whole run; the search keeps ``min(certainty_time_limit, 15%
-    of it)`` for the proofs, which use at most ``certainty_time_limit`` (cut short, they
-    stay sound). A run out of time returns its best result with status FEASIBLE, or
-    UNKNOWN with what it proved; counts no dataset produces give INFEASIBLE.
-    ``threads`` and ``seed`` steer the solvers; ``solver`` (``highs`` or ``cp-sat``) and
-    ``strategy`` (``auto``, ``enumerate`` every cell of the trees' common refinement, or
-    ``generate`` cells on demand) apply to the exact formulation; ``cell_budget`` bounds
-    listing cells everywhere. Counts implying more than ``max_rows`` rows are refused
-    (`BudgetError`). ``progress`` receives `treeleaks.progress.Progress` events.
-    ``knowledge`` (known columns, known rows) is respected exactly by the rows returned,
-    and the proofs hold given it. ``ignore_draws`` sets a bootstrap forest's
-    draws aside; a regressor's route is `treeleaks.attacks.regression` (what it does not
-    read yet is refused). ``n_rows``, ``n_unknown`` and ``shrinkage`` are for DP forests
-    (`NoisyCountOptions`); its schema defaults to the public domains its file records.
+    The first formulation that applies runs (see the module doc). A run out of time returns
+    its best result with status FEASIBLE, or UNKNOWN with what it proved; counts no
+    dataset produces give INFEASIBLE.
+
+    Parameters
+    ----------
+    model : ReleasedModel
+        The released model.
+    schema : FeatureSchema or None, default None
+        The columns' domains. None: what the splits imply; for a DP forest, the public
+        domains its file records.
+    time_limit : float, default 60.0
+        Seconds for the whole run.
+    threads : int, default 2
+        Threads the solvers may use.
+    seed : int, default 0
+        The solvers' random seed.
+    solver : str, default "highs"
+        ``highs`` or ``cp-sat``, for the exact formulation.
+    certainty_time_limit : float, default 30.0
+        Most seconds the proofs use; the search keeps ``min(certainty_time_limit, 15% of
+        time_limit)`` for them. Cut short, they stay sound.
+    strategy : str, default "auto"
+        How the cells are found: ``auto``, ``enumerate`` (every cell of the trees' common
+        refinement), ``generate`` (cells on demand), or ``per-row`` (a bootstrap forest
+        with its draws: no cells, one leaf per row and drawing tree).
+    cell_budget : CellBudget or None, default None
+        Limits on listing cells (count, memory, deadline), for every formulation.
+    max_rows : int, default 1_000_000
+        Counts implying more training rows than this are refused.
+    progress : callable or None, default None
+        Receives `treeleaks.progress.Progress` events.
+    knowledge : Knowledge or None, default None
+        Side knowledge (known columns, known rows). The rows returned respect it exactly
+        and the proofs hold given it.
+    ignore_draws : bool, default False
+        Set a bootstrap forest's draws aside and infer them.
+    n_rows : int or None, default None
+        A DP forest's number of training rows N.
+    n_unknown : bool, default False
+        A DP forest's N is unknown: infer it.
+    shrinkage : float or None, default None
+        How far a DP forest's rows are pulled toward typical ones; None: the attack's
+        default.
+
+    Returns
+    -------
+    Reconstruction
+        The rows, the status, the proofs and the certificate.
+
+    Raises
+    ------
+    BudgetError
+        The counts imply more than ``max_rows`` rows.
+    KnowledgeError
+        The side knowledge does not fit the model or contradicts it.
+    SchemaError
+        The schema does not match the model.
+    UnsupportedModelError
+        No formulation reads this model, or it refuses an option given.
+    TreeleaksError
+        An option does not apply to this model, such as ``n_rows`` for exact counts.
+    ValueError
+        ``strategy`` is unknown.
     """
     run = RunOptions(time_limit, certainty_time_limit, threads, seed, cell_budget, progress)
     request = Request(strategy, solver, knowledge, ignore_draws,
