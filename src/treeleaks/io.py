@@ -242,7 +242,8 @@ def _require_suffix(path: str | Path, suffixes: tuple[str, ...], what: str,
 def _read_ubjson(path: Path, feature_names: list[str] | None,
                  counts_removed_ok: bool) -> ReleasedModel:
     """An XGBoost ``.ubj`` file (binary JSON), decoded in Python and read as its JSON.
-    XGBoost's own reader is not used: it crashes the process on a truncated file."""
+    XGBoost's own reader is not used: it crashes the process on a truncated file.
+    """
     import ubjson
 
     try:
@@ -264,7 +265,8 @@ def _read_ubjson(path: Path, feature_names: list[str] | None,
 
 def _json_values(value: Any) -> Any:
     """Binary JSON as its text form parses: arrays of bytes (py-ubjson's reading of a
-    typed uint8 array, such as XGBoost's ``split_type``) become lists of numbers."""
+    typed uint8 array, such as XGBoost's ``split_type``) become lists of numbers.
+    """
     if isinstance(value, bytes | bytearray):
         return list(value)
     if isinstance(value, dict):
@@ -276,7 +278,8 @@ def _json_values(value: Any) -> Any:
 
 def load_estimator(path: str | Path, trust_pickle: bool = False) -> Any:
     """The scikit-learn object a ``.skops`` file (or, with ``trust_pickle``, a pickle)
-    holds, for tools that change the model itself (`treeleaks.defences.prune`)."""
+    holds, for tools that change the model itself (`treeleaks.defences.prune`).
+    """
     path = _checked_path(path, trust_pickle)
     if path.suffix.lower() in (".json", LIGHTGBM_SUFFIX, UBJSON_SUFFIX):
         raise TreeleaksError(
@@ -288,7 +291,8 @@ def load_estimator(path: str | Path, trust_pickle: bool = False) -> Any:
 
 def _checked_path(path: str | Path, trust_pickle: bool) -> Path:
     """The model file's path, refused when it has an unknown type, is a pickle without the
-    opt-in, or is missing."""
+    opt-in, or is missing.
+    """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
@@ -333,7 +337,8 @@ def save_model(estimator: Any, path: str | Path) -> Path:
 def _load_skops(path: Path, plain: bool = True) -> Any:
     """Load a skops archive trusting only the tree types it needs; name any other type.
     With ``plain``, a simple tree classifier comes back as plain records (see
-    `_read_plain_skops`) rather than a scikit-learn object."""
+    `_read_plain_skops`) rather than a scikit-learn object.
+    """
     records = _read_plain_skops(path) if plain else None
     if records is not None:
         return records
@@ -387,7 +392,8 @@ class _NotPlain(Exception):
 def _read_plain_skops(path: Path) -> Any | None:
     """A tree model as plain records named after its classes (what `from_sklearn` reads; a
     bootstrap forest with its trees' draws as ``estimators_samples_``), or None when the
-    archive needs skops."""
+    archive needs skops.
+    """
     try:
         with zipfile.ZipFile(path) as archive:
             schema = json.loads(archive.read("schema.json"))
@@ -409,7 +415,8 @@ def _read_plain_skops(path: Path) -> Any | None:
 
 class _PlainArchive:
     """Reads the nodes of a skops archive that are plain data: JSON values, lists, tuples,
-    string-keyed dicts, numpy arrays (never pickled ones) and the trusted tree types."""
+    string-keyed dicts, numpy arrays (never pickled ones) and the trusted tree types.
+    """
 
     def __init__(self, archive: zipfile.ZipFile) -> None:
         self.archive = archive

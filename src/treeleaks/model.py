@@ -78,10 +78,12 @@ class Tree:
 
     @property
     def n_leaves(self) -> int:
+        """The number of leaves."""
         return int(self.counts.shape[0])
 
     @property
     def depth(self) -> int:
+        """The depth of the deepest leaf, the root's 0."""
         depth = np.zeros(len(self.feature), dtype=np.int64)
         for node in self.internal_nodes():
             depth[self.left[node]] = depth[self.right[node]] = depth[node] + 1
@@ -89,7 +91,8 @@ class Tree:
 
     def node_boxes(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
         """Bounds ``(lower, upper)`` of every node's region, ``(n_nodes, n_features)``:
-        lower < x <= upper."""
+        lower < x <= upper.
+        """
         lower = np.full((len(self.feature), n_features), -np.inf)
         upper = np.full((len(self.feature), n_features), np.inf)
         for node in self.internal_nodes():
@@ -120,7 +123,8 @@ class Tree:
 
     def in_columns(self, per_class: np.ndarray) -> np.ndarray:
         """Per-class leaf counts ``(n_leaves, n_classes)`` summed into the columns this
-        tree releases them in (`count_column`)."""
+        tree releases them in (`count_column`).
+        """
         out = np.zeros_like(per_class)
         np.add.at(out.T, self.count_column(np.arange(per_class.shape[1])), per_class.T)
         return out
@@ -135,7 +139,8 @@ class Tree:
 
     def holds(self) -> np.ndarray:
         """``(n_leaves, n_classes)``: whether each leaf holds training rows of each class
-        (each may, in a tree without counts)."""
+        (each may, in a tree without counts).
+        """
         if not self.counted:
             return np.ones(self.counts.shape, dtype=bool)
         if self.pooled:
@@ -165,6 +170,7 @@ class Tree:
         return self.leaf_of_node[node]
 
     def to_dict(self) -> dict[str, Any]:
+        """The tree in the treeleaks JSON form (the draws under ``multiplicities``)."""
         out: dict[str, Any] = {
             "feature": self.feature.tolist(),
             "threshold": [
@@ -206,7 +212,8 @@ class Tree:
 
     def validate(self, n_classes: int, n_features: int) -> None:
         """Check the node arrays describe one binary tree over ``n_features`` features and
-        the counts fit it; a crafted file gets a one-line error, not an index error later."""
+        the counts fit it; a crafted file gets a one-line error, not an index error later.
+        """
         n_nodes = len(self.feature)
         if n_nodes == 0:
             raise ModelFormatError("a tree has no nodes")
@@ -219,7 +226,8 @@ class Tree:
 
     def _check_leaf_arrays(self, n_leaves: int, n_classes: int) -> None:
         """The per-leaf arrays (counts, n_samples, values, impurity) have one finite entry
-        per leaf."""
+        per leaf.
+        """
         if self.counts.ndim != 2 or self.counts.shape != (n_leaves, n_classes):
             raise ModelFormatError(
                 f"tree 'counts' must have shape (n_leaves={n_leaves}, n_classes={n_classes}), "
@@ -244,7 +252,8 @@ class Tree:
 
     def _check_nodes(self, is_leaf: np.ndarray, n_features: int) -> None:
         """The nodes form one binary tree over ``n_features`` features, with finite splits
-        and its leaves numbered in order."""
+        and its leaves numbered in order.
+        """
         n_nodes, n_leaves = len(self.feature), int(is_leaf.sum())
         if sorted(self.leaf_of_node[is_leaf].tolist()) != list(range(n_leaves)):
             raise ModelFormatError("tree 'leaf_of_node' must number the leaves 0..n_leaves-1")
@@ -298,6 +307,7 @@ class LeafGradients:
     loss: str = LOG_LOSS
 
     def validate(self, trees: list[Tree]) -> None:
+        """Check one finite leaf value per leaf and well-formed sums for every tree."""
         if len(self.values) != len(trees) or len(self.sums) != len(trees) or (
                 len(trees) % np.size(self.start)):
             raise ModelFormatError("the booster's leaf values do not cover every tree, "
@@ -711,7 +721,8 @@ class ReleasedModel:
 
     def _check_gradients(self, gradients: LeafGradients) -> None:
         """A booster's sums fit its task: one start score for a regressor or two classes,
-        one per class for more; then each tree's leaf values and sums."""
+        one per class for more; then each tree's leaf values and sums.
+        """
         if gradients.loss == SQUARED_ERROR:
             if not self.is_regression or np.size(gradients.start) != 1:
                 raise ModelFormatError("squared-error sums are those of a regressor, "
@@ -726,7 +737,8 @@ class ReleasedModel:
 
     def _check_task(self) -> None:
         """A classifier lists its classes; a regression model lists none, has no noise and
-        gives every leaf its value."""
+        gives every leaf its value.
+        """
         if not self.is_regression:
             if not self.classes:
                 raise ModelFormatError("a classifier needs at least one class in 'classes'")
@@ -745,7 +757,8 @@ class ReleasedModel:
     def _check_noise(self) -> None:
         """A Laplace mechanism over T trees spends ε/T per tree: scale T/ε. A file whose ε
         and scale disagree misstates its guarantee or its noise, and the attack would
-        weigh the counts wrongly."""
+        weigh the counts wrongly.
+        """
         noise = self.noise
         if noise.kind != "laplace":
             raise UnsupportedModelError(
@@ -759,7 +772,8 @@ class ReleasedModel:
 
     def _check_unweighted(self) -> None:
         """Noise-free counts are row counts: negative ones are malformed, and counts that
-        disagree with the rows each leaf (or tree) saw come from weighted training."""
+        disagree with the rows each leaf (or tree) saw come from weighted training.
+        """
         weighted = (
             "so it was trained with sample_weight or class_weight (or its counts were "
             "altered); treeleaks reconstructs unweighted training only: refit without weights"

@@ -1,9 +1,9 @@
 """The informed adversary of the DP-forest study (SaTML 2026).
 
-It knows every training row but one and reconstructs the last from the model. Its error is set against two constant
-guesses read off the training set: the per-column majority (the study's baseline, the
-best constant guess for this error, which may break one-hot groups) and the best constant
-row the schema allows (each group's most common member).
+It knows every training row but one and reconstructs the last from the model. Its error
+is set against two constant guesses read off the training set: the per-column majority
+(the study's baseline, the best constant guess for this error, which may break one-hot
+groups) and the best constant row the schema allows (each group's most common member).
 """
 
 from __future__ import annotations

@@ -256,7 +256,8 @@ def bind_rule_list(rule_list: RuleList,
     and the set of columns the given schema declared (None when inferred).
 
     Without a schema: a column tested only against 0/1 is binary, one cut elsewhere is
-    numerical of unknown range, an unused one unknown."""
+    numerical of unknown range, an unused one unknown.
+    """
     names = rule_list.feature_names
     equality = rule_list.equality_columns()
     if schema is None:
@@ -289,7 +290,8 @@ def bind_rule_list(rule_list: RuleList,
 
 def _check_supports(result: ProbabilisticReconstruction) -> None:
     """A path that holds training rows must admit a vector: else the schema contradicts
-    the model (a forced 1 in two columns of a group, a value outside a range, ...)."""
+    the model (a forced 1 in two columns of a group, a value outside a range, ...).
+    """
     if result.counts is None:
         return
     for p, support in enumerate(result.counts.sum(axis=1).tolist()):

@@ -1,5 +1,7 @@
-"""The reconstruction attack's one entry point: which formulation a released forest calls
-for, and the call. Each formulation lives in a module of its own:
+"""The reconstruction attack's one entry point.
+
+Which formulation a released forest calls for, and the call. Each formulation lives in a
+module of its own:
 
 - ``exact``: every tree saw every row once (`treeleaks.attacks.exact`);
 - ``bootstrap-known``: rows drawn with replacement, the draws read from the model
@@ -88,7 +90,8 @@ MIN_SEARCH_TIME = 1.0
 class NoisyCountOptions:
     """The options only a DP forest's reconstruction reads: N (given, or ``n_unknown`` to
     infer it) and how far its rows are pulled toward typical ones (``shrinkage``; None:
-    the attack's default)."""
+    the attack's default).
+    """
 
     n_rows: int | None = None
     n_unknown: bool = False
@@ -201,7 +204,8 @@ def reconstruct(
 class Request:
     """What a call asks beyond the run's options (`RunOptions`): the strategy and solver,
     side knowledge, whether a bootstrap forest's draws are set aside, a DP forest's
-    options, and the most rows the counts may imply."""
+    options, and the most rows the counts may imply.
+    """
 
     strategy: str
     solver: str
@@ -222,7 +226,8 @@ Runner = Callable[[ReleasedModel, FeatureSchema | None, RunOptions, Request], Re
 @dataclass(frozen=True)
 class Route:
     """One formulation: whether it takes a model (given the request), and its call, which
-    refuses what the formulation does not read before it runs."""
+    refuses what the formulation does not read before it runs.
+    """
 
     formulation: str
     applies: Callable[[ReleasedModel, Request], bool]
@@ -240,7 +245,8 @@ def _boosted_regression(model: ReleasedModel, schema: FeatureSchema | None,
 
 def _regressor(formulation: Runner, rows: Callable[[ReleasedModel], int | None]) -> Runner:
     """A regression forest's route: what no regression route reads refused, then
-    ``formulation``, the rows the counts imply (``rows``) within the limit."""
+    ``formulation``, the rows the counts imply (``rows``) within the limit.
+    """
     def run_it(model: ReleasedModel, schema: FeatureSchema | None, run: RunOptions,
                request: Request) -> Reconstruction:
         request.noisy.refuse_for_exact_counts(model)
@@ -269,7 +275,8 @@ def _noisy_counts(model: ReleasedModel, schema: FeatureSchema | None, run: RunOp
 def _classifier(formulation: Callable[[ReleasedModel, FeatureSchema, RunOptions, Request],
                                       Reconstruction]) -> Runner:
     """A classifier with exact counts: the request checked, the schema bound, then
-    ``formulation``."""
+    ``formulation``.
+    """
     def run_it(model: ReleasedModel, schema: FeatureSchema | None, run: RunOptions,
                request: Request) -> Reconstruction:
         request.noisy.refuse_for_exact_counts(model)
@@ -399,7 +406,8 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
     """A bootstrap forest with its draws, rebuilt in training order: over its cells, or
     (``auto``, when they are too many to list) row by row; on raw measurements ``auto``
     places rows first, then searches for a partial dataset with the time that leaves. When
-    the cells fail for size or time, the fallback sets the draws aside."""
+    the cells fail for size or time, the fallback sets the draws aside.
+    """
     if strategy == Strategy.AUTO and raw_measurements(model, ROWS_FIRST_BITS):
         return _rows_then_search(model, bound, run)
 
@@ -423,7 +431,8 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
 def _rows_then_search(model: ReleasedModel, bound: FeatureSchema,
                       run: RunOptions) -> Reconstruction:
     """Raw measurements with their draws: row by row for a complete dataset, then the draw
-    search's partial dataset with the time it leaves (see `SEARCH_RESERVE`)."""
+    search's partial dataset with the time it leaves (see `SEARCH_RESERVE`).
+    """
     first = reconstruct_per_row(model, bound, replace(
         run, time_limit=(1 - SEARCH_RESERVE) * run.time_limit))
     left = run.time_limit - first.time_s
@@ -438,7 +447,8 @@ def _rows_then_search(model: ReleasedModel, bound: FeatureSchema,
 
 def raw_measurements(model: ReleasedModel, bits: float = RAW_DOMAIN_BITS) -> bool:
     """Whether the trees cut their finely split columns into more than ``2**bits`` points:
-    raw measurements, whose cells are out of reach (see `RAW_DOMAIN_BITS`)."""
+    raw measurements, whose cells are out of reach (see `RAW_DOMAIN_BITS`).
+    """
     sizes = np.array([cuts.size for cuts in model.thresholds()])
     return float(np.log2(sizes[sizes > 1] + 1).sum()) > bits
 
@@ -447,7 +457,8 @@ def _with_knowledge(model: ReleasedModel, bound: FeatureSchema, knowledge: Knowl
                     n_rows: int | None, run: RunOptions, solver: str,
                     strategy: str) -> Reconstruction:
     """Side knowledge around the exact or bootstrap-known formulation (``n_rows``: the
-    N the counts imply, when they do)."""
+    N the counts imply, when they do).
+    """
     knowledge.check(model, bound, n_rows)
     bound = knowledge.schema_for(bound, model)
     if model.bootstrap:

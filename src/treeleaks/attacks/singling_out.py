@@ -278,7 +278,8 @@ def split_data(model: ReleasedModel, frame: pd.DataFrame, label: str
 def check_against_data(result: SinglingOut, model: ReleasedModel, frame: pd.DataFrame,
                        label: str) -> Exposure:
     """Fill each predicate's ``matches`` (rows of its label it selects in ``frame``) and
-    list the rows singled out: those some predicate selects alone."""
+    list the rows singled out: those some predicate selects alone.
+    """
     X, y = split_data(model, frame, label)
     singled: set[int] = set()
     valid = 0
@@ -303,7 +304,8 @@ def check_against_data(result: SinglingOut, model: ReleasedModel, frame: pd.Data
 class Tries:
     """The deepest-first ranking's cost: ``expected`` tries to the first valid predicate
     with ties in depth broken at random (None: no candidate is valid), ``in_order`` the
-    tries in the listed order, over ``n_candidates`` of which ``n_valid`` are valid."""
+    tries in the listed order, over ``n_candidates`` of which ``n_valid`` are valid.
+    """
 
     expected: float | None
     in_order: int | None
@@ -314,7 +316,8 @@ class Tries:
 def no_counts_ranking(model: ReleasedModel, tree: int = 0) -> list[tuple[int, int, int]]:
     """The adversary's candidates in tree ``tree`` without counts: ``(node, label index,
     depth)`` for every leaf and label, deepest leaves first (for a regressor the one label
-    is the leaf's value)."""
+    is the leaf's value).
+    """
     t = model.trees[tree]
     depth = node_depths(t)
     leaves = np.flatnonzero(t.feature < 0)
@@ -326,7 +329,8 @@ def no_counts_ranking(model: ReleasedModel, tree: int = 0) -> list[tuple[int, in
 def no_counts_guesses(model: ReleasedModel) -> SinglingOut:
     """The no-counts adversary's candidates as (unproven) predicates, in the order tried:
     every tree's leaves deepest first, every label (a regressor's: the leaf's value). What
-    a stripped file still allows (``single-out --no-counts``)."""
+    a stripped file still allows (``single-out --no-counts``).
+    """
     guesses = []
     for t, tree in enumerate(model.trees):
         lower, upper = tree.node_boxes(model.n_features)
@@ -344,7 +348,8 @@ def tries_without_counts(model: ReleasedModel, tree: int = 0,
                          leaf_counts: np.ndarray | None = None) -> Tries:
     """The number of tries the deepest-first ranking needs in tree ``tree``; a candidate is
     valid when its leaf holds one row of its label, by the model's counts or by
-    ``leaf_counts`` (``(n_leaves, labels)``, measured on the training data)."""
+    ``leaf_counts`` (``(n_leaves, labels)``, measured on the training data).
+    """
     t = model.trees[tree]
     if leaf_counts is None:
         require_counts(model)
@@ -360,7 +365,8 @@ def tries_without_counts(model: ReleasedModel, tree: int = 0,
 def expected_tries(depths: np.ndarray, valid: np.ndarray) -> float | None:
     """Expected position of the first valid candidate when candidates are tried deepest
     first and in random order within a depth: all of every deeper group without a valid
-    one, then ``(m + 1) / (v + 1)`` within the first group of ``m`` holding ``v`` valid."""
+    one, then ``(m + 1) / (v + 1)`` within the first group of ``m`` holding ``v`` valid.
+    """
     tried = 0
     for depth in sorted(set(depths.tolist()), reverse=True):
         group = depths == depth
@@ -374,7 +380,8 @@ def expected_tries(depths: np.ndarray, valid: np.ndarray) -> float | None:
 def measured_leaf_counts(model: ReleasedModel, frame: pd.DataFrame, label: str,
                          tree: int = 0) -> np.ndarray:
     """``(n_leaves, labels)`` rows of each label per leaf of tree ``tree`` in the data (a
-    regressor's leaves: rows per leaf)."""
+    regressor's leaves: rows per leaf).
+    """
     X, y = split_data(model, frame, label)
     leaves = model.trees[tree].apply(X.to_numpy(dtype=np.float64))
     n_labels = 1 if model.is_regression else model.n_classes

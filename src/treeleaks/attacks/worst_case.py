@@ -203,7 +203,8 @@ def _check_truth(model: ReleasedModel, truth: pd.DataFrame) -> None:
 def _charges(problem: Placements, schema: FeatureSchema, truth: pd.DataFrame,
              model: ReleasedModel) -> np.ndarray:
     """Per placement: the mean over features of the farthest value its cell allows from
-    the row's true value, scaled and capped at 1 as `treeleaks.evaluation.metrics` scores."""
+    the row's true value, scaled and capped at 1 as `treeleaks.evaluation.metrics` scores.
+    """
     names, scale = feature_scales(truth, schema, model.label_name)
     cells = problem.cells
     values = cell_values(schema, cells.lower, cells.upper, np.ones(len(cells)),
@@ -223,7 +224,8 @@ def _charges(problem: Placements, schema: FeatureSchema, truth: pd.DataFrame,
 def _farthest(problem: Placements, charge: np.ndarray, deadline: float,
               ) -> tuple[np.ndarray | None, bool]:
     """The placements of the consistent dataset farthest from the truth (MIP) or None, and
-    whether it is proven farthest."""
+    whether it is proven farthest.
+    """
     from scipy.optimize import Bounds, LinearConstraint
 
     from treeleaks.counts.bounded_milp import bounded_milp
@@ -262,7 +264,8 @@ def _row_bounds(problem: Placements, charge: np.ndarray, found: np.ndarray, have
     a consistent dataset reaches it, and whether every row was settled in time.
 
     A placement is ruled out at once when it and the other rows' least charges add up to
-    more than ``total_bound`` (the LP's largest total), else by an LP with it forced in."""
+    more than ``total_bound`` (the LP's largest total), else by an LP with it forced in.
+    """
     n_rows = found.size
     least = np.full(n_rows, np.inf)
     np.minimum.at(least, problem.row, charge)

@@ -188,7 +188,8 @@ def _random_tree(
     """A complete tree of ``depth`` whose splits read only the schema and ``rng``, counts 0.
 
     Nodes are in breadth-first order (node i's children are 2i+1 and 2i+2), so the leaves
-    are the last 2**depth nodes, numbered left to right."""
+    are the last 2**depth nodes, numbered left to right.
+    """
     lower = np.full((1, len(schema.features)), -np.inf)
     upper = np.full((1, len(schema.features)), np.inf)
     features, thresholds = [], []
@@ -219,7 +220,8 @@ def _draw_splits(
 ) -> tuple[np.ndarray, np.ndarray]:
     """One split per box ``lower < x <= upper``: a feature drawn uniformly among those that
     cut the box into two feasible halves, with a threshold drawn uniformly among its cut
-    points; where none cuts, any feature, with a threshold that leaves one half empty."""
+    points; where none cuts, any feature, with a threshold that leaves one half empty.
+    """
     kinds = schema.kind_array()
     low, high = schema.range_arrays()
     n_boxes, n_features = lower.shape
@@ -256,9 +258,12 @@ def _draw_splits(
 def _both_halves_feasible(
     schema: FeatureSchema, lower: np.ndarray, upper: np.ndarray, cols: np.ndarray
 ) -> np.ndarray:
-    """``(n_boxes, len(cols))``: whether splitting each box on each grouped binary column
-    leaves a row the groups allow on both sides. (A column outside every group needs only
-    to be unfixed in a feasible box, so only grouped columns pay for this check.)"""
+    """Whether splitting each box on each grouped binary column leaves an allowed row.
+
+    ``(n_boxes, len(cols))``: a row the groups allow must lie on both sides. A column
+    outside every group needs only to be unfixed in a feasible box, so only grouped columns
+    pay for this check.
+    """
     n_boxes, k = len(lower), len(cols)
     box_lower, box_upper = np.repeat(lower, k, axis=0), np.repeat(upper, k, axis=0)
     rows, col = np.arange(n_boxes * k), np.tile(cols, n_boxes)

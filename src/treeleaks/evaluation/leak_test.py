@@ -1,4 +1,4 @@
-"""Is a reconstruction a privacy leak, or does it only reflect the data distribution?
+"""Whether a reconstruction is a privacy leak or only reflects the data distribution.
 
 A model may legitimately reveal its training data's distribution; a privacy leak is
 information about the particular rows it was trained on. The test (after the SaTML 2026

@@ -95,7 +95,8 @@ def from_sklearn(
 def _check_estimator(estimator: Any, kind: str, regression: bool,
                      allow_regression: bool) -> None:
     """Refuse what `from_sklearn` does not read: a regressor unasked, another estimator, an
-    unfitted or a multi-output one."""
+    unfitted or a multi-output one.
+    """
     if regression and not allow_regression:
         raise UnsupportedModelError(
             f"{kind} is a regressor, read only when asked: from_sklearn(..., "
@@ -122,7 +123,8 @@ def _check_estimator(estimator: Any, kind: str, regression: bool,
 def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
                 regression: bool) -> ReleasedModel:
     """A decision tree's or a forest's model: each tree's counts, with the forest's draws
-    when it bootstraps."""
+    when it bootstraps.
+    """
     if kind.startswith("DecisionTree"):
         estimators, bootstrap, samples = [estimator], False, None
     else:
@@ -166,7 +168,8 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
 
 def _counts_zeroed(estimator: Any) -> bool:
     """Whether a tree of the model has every node's row count at 0: a fitted tree holds
-    rows at its root, so its counts were removed."""
+    rows at its root, so its counts were removed.
+    """
     if hasattr(estimator, "_predictors"):
         return any(not np.asarray(p.nodes["count"]).any()
                    for per_round in estimator._predictors for p in per_round)
@@ -243,7 +246,8 @@ def _regression_tree(
     sk_tree: Any, index: int, kind: str, draws: np.ndarray | None, criterion: str
 ) -> Tree:
     """A regressor's tree: the rows (with their draws) in each leaf, its predicted value and,
-    under a variance criterion, its impurity (the weighted variance of its targets)."""
+    under a variance criterion, its impurity (the weighted variance of its targets).
+    """
     is_leaf = np.asarray(sk_tree.children_left) < 0
     weighted = np.asarray(sk_tree.weighted_n_node_samples, dtype=np.float64)[is_leaf]
     rows = np.round(weighted)
