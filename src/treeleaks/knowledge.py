@@ -345,9 +345,11 @@ class Knowledge:
 
         Returns
         -------
-        lower, upper : numpy.ndarray
-            Bounds ``lower < x <= upper`` per training row, shape ``(N, M)``, in training
+        lower : numpy.ndarray
+            Lower bounds ``lower < x`` per training row, shape ``(N, M)``, in training
             order.
+        upper : numpy.ndarray
+            Upper bounds ``x <= upper``, of the same shape.
         cls : numpy.ndarray
             Each row's class index, -1 when the label is not known.
         """

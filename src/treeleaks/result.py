@@ -60,8 +60,10 @@ class Reconstruction:
         regressor's label column holds each row's target).
     free : pandas.DataFrame
         True where the model leaves a value open; such values are filled from a prior.
-    lower, upper : pandas.DataFrame
-        Bounds on each value, as the model implies.
+    lower : pandas.DataFrame
+        A lower bound on each value, as the model implies.
+    upper : pandas.DataFrame
+        An upper bound on each value, as the model implies.
     proven : numpy.ndarray
         ``proven[i]``: row i is provably a training row on the columns the model
         constrains. Every binary value is pinned, ordinal and numerical values lie within

@@ -401,8 +401,10 @@ class FeatureSchema:
 
         Returns
         -------
-        low, high : numpy.ndarray
-            The lower and upper ends, in column order (infinite when unbounded).
+        low : numpy.ndarray
+            Each column's lower end, in column order (-inf when unbounded).
+        high : numpy.ndarray
+            Each column's upper end (inf when unbounded).
         """
         specs = list(self.features.values())
         return np.array([s.low for s in specs]), np.array([s.high for s in specs])
@@ -526,7 +528,9 @@ class FeatureSchema:
 
         Returns
         -------
-        can0, can1 : numpy.ndarray
-            Boolean arrays of the boxes' shape.
+        can0 : numpy.ndarray
+            Whether 0 lies in each box's interval, of the boxes' shape.
+        can1 : numpy.ndarray
+            Whether 1 lies in each box's interval, of the boxes' shape.
         """
         return (lower < 0) & (upper >= 0), (lower < 1) & (upper >= 1)

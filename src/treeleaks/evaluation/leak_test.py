@@ -44,8 +44,10 @@ class LeakTest:
         The error against the true training set.
     reference_errors : numpy.ndarray
         The errors against each dataset sampled from the population.
-    mean, std : float
-        The normal law fitted to ``reference_errors``.
+    mean : float
+        The mean of the normal law fitted to ``reference_errors``.
+    std : float
+        The standard deviation of that law.
     p_value : float
         P(reference error <= error) under the fitted law.
     n_samples : int
@@ -56,10 +58,14 @@ class LeakTest:
         The share of true rows reconstructed exactly.
     worst_row_error : float
         The largest row error.
-    inlier_error, outlier_error : float
-        The mean row error over matched inliers and over matched outliers (NaN: none).
-    inlier_perfect_share, outlier_perfect_share : float
-        The share of inliers and of outliers reconstructed exactly (NaN: none).
+    inlier_error : float
+        The mean row error over matched inliers (NaN: none).
+    outlier_error : float
+        The mean row error over matched outliers (NaN: none).
+    inlier_perfect_share : float
+        The share of inliers reconstructed exactly (NaN: none).
+    outlier_perfect_share : float
+        The share of outliers reconstructed exactly (NaN: none).
     n_outliers : int
         The number of true rows the isolation forest calls outliers.
     status : Status, default Status.DONE
