@@ -186,6 +186,8 @@ def load_lightgbm(path: str | Path, feature_names: list[str] | None = None
         The path is not a ``.txt`` file, or the file is malformed.
     UnsupportedModelError
         The booster is one treeleaks does not read.
+    CountsRemovedError
+        Its counts were removed (``treeleaks strip``).
     TreeleaksError
         The file cannot be read.
     """
@@ -218,6 +220,8 @@ def load_xgboost(path: str | Path, feature_names: list[str] | None = None
         or the file is malformed.
     UnsupportedModelError
         The booster is one treeleaks does not read.
+    CountsRemovedError
+        Its counts were removed (``treeleaks strip``).
     TreeleaksError
         The file cannot be read.
     """

@@ -36,6 +36,8 @@ def from_lightgbm(model: Any, feature_names: list[str] | None = None,
     ------
     UnsupportedModelError
         ``model`` is not a fitted LightGBM model, or one treeleaks does not read.
+    CountsRemovedError
+        Its counts were removed (``treeleaks strip``).
     """
     if not (hasattr(model, "booster_") or hasattr(model, "model_to_string")):
         raise UnsupportedModelError(
@@ -70,6 +72,8 @@ def from_xgboost(model: Any, feature_names: list[str] | None = None,
     ------
     UnsupportedModelError
         ``model`` is not a fitted XGBoost model, or one treeleaks does not read.
+    CountsRemovedError
+        Its covers were zeroed (``treeleaks strip``).
     """
     if not (hasattr(model, "get_booster") or hasattr(model, "save_raw")):
         raise UnsupportedModelError(
