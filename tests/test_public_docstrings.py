@@ -53,20 +53,23 @@ def _is_unconstructed(obj: object) -> bool:
         issubclass(obj, enum.Enum) or Protocol in getattr(obj, "__mro__", ()))
 
 
-def public_objects() -> list[tuple[str, object]]:
-    """The import path of each exported name and of its classes' own public members."""
+def public_objects() -> list[tuple[str, object | None]]:
+    """The import path of each exported name and of its classes' own public members.
+
+    Beside each path, the exported object itself, or None for a member.
+    """
     found = []
     for name in treeleaks.__all__:
         obj = getattr(treeleaks, name)
         found.append((f"treeleaks.{name}", obj))
-        if not inspect.isclass(obj) or _is_unconstructed(obj):
+        if not inspect.isclass(obj):
             continue
         for member, value in vars(obj).items():
             if member.startswith("_"):
                 continue
             if isinstance(value, classmethod | staticmethod | property) \
                     or inspect.isfunction(value):
-                found.append((f"{obj.__module__}.{obj.__qualname__}.{member}", obj))
+                found.append((f"{obj.__module__}.{obj.__qualname__}.{member}", None))
     return found
 
 
