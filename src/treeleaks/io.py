@@ -246,6 +246,7 @@ def _require_suffix(path: str | Path, suffixes: tuple[str, ...], what: str,
 def _read_ubjson(path: Path, feature_names: list[str] | None,
                  counts_removed_ok: bool) -> ReleasedModel:
     """An XGBoost ``.ubj`` file (binary JSON), decoded in Python and read as its JSON.
+
     XGBoost's own reader is not used: it crashes the process on a truncated file.
     """
     import ubjson
@@ -268,8 +269,10 @@ def _read_ubjson(path: Path, feature_names: list[str] | None,
 
 
 def _json_values(value: Any) -> Any:
-    """Binary JSON as its text form parses: arrays of bytes (py-ubjson's reading of a
-    typed uint8 array, such as XGBoost's ``split_type``) become lists of numbers.
+    """Binary JSON as its text form parses.
+
+    Arrays of bytes (py-ubjson's reading of a typed uint8 array, such as XGBoost's
+    ``split_type``) become lists of numbers.
     """
     if isinstance(value, bytes | bytearray):
         return list(value)
@@ -281,8 +284,9 @@ def _json_values(value: Any) -> Any:
 
 
 def load_estimator(path: str | Path, trust_pickle: bool = False) -> Any:
-    """The scikit-learn object a ``.skops`` file (or, with ``trust_pickle``, a pickle)
-    holds, for tools that change the model itself (`treeleaks.defences.prune`).
+    """The scikit-learn object a ``.skops`` file (or, with ``trust_pickle``, a pickle) holds.
+
+    For tools that change the model itself (`treeleaks.defences.prune`).
     """
     path = _checked_path(path, trust_pickle)
     if path.suffix.lower() in (".json", LIGHTGBM_SUFFIX, UBJSON_SUFFIX):
@@ -294,8 +298,9 @@ def load_estimator(path: str | Path, trust_pickle: bool = False) -> Any:
 
 
 def _checked_path(path: str | Path, trust_pickle: bool) -> Path:
-    """The model file's path, refused when it has an unknown type, is a pickle without the
-    opt-in, or is missing.
+    """The model file's path.
+
+    Refused when it has an unknown type, is a pickle without the opt-in, or is missing.
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -340,6 +345,7 @@ def save_model(estimator: Any, path: str | Path) -> Path:
 
 def _load_skops(path: Path, plain: bool = True) -> Any:
     """Load a skops archive trusting only the tree types it needs; name any other type.
+
     With ``plain``, a simple tree classifier comes back as plain records (see
     `_read_plain_skops`) rather than a scikit-learn object.
     """
@@ -394,9 +400,10 @@ class _NotPlain(Exception):
 
 
 def _read_plain_skops(path: Path) -> Any | None:
-    """A tree model as plain records named after its classes (what `from_sklearn` reads; a
-    bootstrap forest with its trees' draws as ``estimators_samples_``), or None when the
-    archive needs skops.
+    """A tree model as plain records named after its classes, or None.
+
+    The records are what `from_sklearn` reads; a bootstrap forest has its trees' draws as
+    ``estimators_samples_``. None when the archive needs skops.
     """
     try:
         with zipfile.ZipFile(path) as archive:
@@ -418,8 +425,10 @@ def _read_plain_skops(path: Path) -> Any | None:
 
 
 class _PlainArchive:
-    """Reads the nodes of a skops archive that are plain data: JSON values, lists, tuples,
-    string-keyed dicts, numpy arrays (never pickled ones) and the trusted tree types.
+    """Reads the nodes of a skops archive that are plain data.
+
+    JSON values, lists, tuples, string-keyed dicts, numpy arrays (never pickled ones) and
+    the trusted tree types.
     """
 
     def __init__(self, archive: zipfile.ZipFile) -> None:

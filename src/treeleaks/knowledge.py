@@ -157,9 +157,11 @@ class Knowledge:
                 self._check_rows_in_columns()
 
     def _check_columns_fit(self, model: ReleasedModel) -> None:
-        """Each known row of values (with its label, when known) must fit a leaf of every
-        tree that holds training rows (of its class), or of every tree that drew it when
-        the draws are known; else name the first that fits none.
+        """Each known row of values must fit a leaf of every tree; else name the first.
+
+        A row (with its label, when known) must fit a leaf of every tree that holds
+        training rows (of its class), or of every tree that drew it when the draws are
+        known.
         """
         features = [n for n in self.columns.columns if n != model.label_name]
         if not features or (model.bootstrap and not self.linked):
@@ -438,11 +440,12 @@ class Knowledge:
 
 def _value_tree(features: list[int], binary: list[bool], values: np.ndarray, cls: np.ndarray,
                 n_classes: int, pooled: bool) -> Tree:
-    """A tree over ``features`` with a leaf ``(v-, v]`` (v- the float just below v; split
-    at 0.5 for a binary column) for each distinct value of the first feature, below it the
-    same for the next, and so on; its counts are the rows with each tuple of values (per
-    class, or pooled in column 0). Balanced on each feature, so its depth grows with the
-    log of the number of values.
+    """A tree over ``features`` that pins each known tuple of values.
+
+    A leaf ``(v-, v]`` (v- the float just below v; split at 0.5 for a binary column) for
+    each distinct value of the first feature, below it the same for the next, and so on;
+    its counts are the rows with each tuple of values (per class, or pooled in column 0).
+    Balanced on each feature, so its depth grows with the log of the number of values.
     """
     feature: list[int] = []
     threshold: list[float] = []

@@ -90,8 +90,9 @@ class Tree:
         return int(depth.max())
 
     def node_boxes(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
-        """Bounds ``(lower, upper)`` of every node's region, ``(n_nodes, n_features)``:
-        lower < x <= upper.
+        """Bounds ``(lower, upper)`` of every node's region, ``(n_nodes, n_features)``.
+
+        The region is lower < x <= upper.
         """
         lower = np.full((len(self.feature), n_features), -np.inf)
         upper = np.full((len(self.feature), n_features), np.inf)
@@ -122,8 +123,9 @@ class Tree:
         return cls * 0 if self.pooled else cls
 
     def in_columns(self, per_class: np.ndarray) -> np.ndarray:
-        """Per-class leaf counts ``(n_leaves, n_classes)`` summed into the columns this
-        tree releases them in (`count_column`).
+        """Sum per-class leaf counts into the columns this tree releases them in.
+
+        ``per_class`` is ``(n_leaves, n_classes)``; the columns are `count_column`'s.
         """
         out = np.zeros_like(per_class)
         np.add.at(out.T, self.count_column(np.arange(per_class.shape[1])), per_class.T)
@@ -138,8 +140,9 @@ class Tree:
         return "all classes" if self.pooled else f"class {classes[column]!r}"
 
     def holds(self) -> np.ndarray:
-        """``(n_leaves, n_classes)``: whether each leaf holds training rows of each class
-        (each may, in a tree without counts).
+        """``(n_leaves, n_classes)``: whether each leaf holds training rows of each class.
+
+        In a tree without counts, each may.
         """
         if not self.counted:
             return np.ones(self.counts.shape, dtype=bool)
@@ -211,8 +214,10 @@ class Tree:
         )
 
     def validate(self, n_classes: int, n_features: int) -> None:
-        """Check the node arrays describe one binary tree over ``n_features`` features and
-        the counts fit it; a crafted file gets a one-line error, not an index error later.
+        """Check the node arrays describe one binary tree and the counts fit it.
+
+        The tree splits on ``n_features`` features at most. A crafted file gets a one-line
+        error, not an index error later.
         """
         n_nodes = len(self.feature)
         if n_nodes == 0:
@@ -225,9 +230,7 @@ class Tree:
         self._check_nodes(is_leaf, n_features)
 
     def _check_leaf_arrays(self, n_leaves: int, n_classes: int) -> None:
-        """The per-leaf arrays (counts, n_samples, values, impurity) have one finite entry
-        per leaf.
-        """
+        """The per-leaf arrays (counts, n_samples, values, impurity): one entry per leaf."""
         if self.counts.ndim != 2 or self.counts.shape != (n_leaves, n_classes):
             raise ModelFormatError(
                 f"tree 'counts' must have shape (n_leaves={n_leaves}, n_classes={n_classes}), "
@@ -251,8 +254,9 @@ class Tree:
                                    f"one entry per leaf ({n_leaves}), beside 'values'")
 
     def _check_nodes(self, is_leaf: np.ndarray, n_features: int) -> None:
-        """The nodes form one binary tree over ``n_features`` features, with finite splits
-        and its leaves numbered in order.
+        """The nodes form one binary tree over ``n_features`` features.
+
+        Its splits are finite and its leaves numbered in order.
         """
         n_nodes, n_leaves = len(self.feature), int(is_leaf.sum())
         if sorted(self.leaf_of_node[is_leaf].tolist()) != list(range(n_leaves)):
@@ -720,8 +724,9 @@ class ReleasedModel:
             )
 
     def _check_gradients(self, gradients: LeafGradients) -> None:
-        """A booster's sums fit its task: one start score for a regressor or two classes,
-        one per class for more; then each tree's leaf values and sums.
+        """A booster's sums fit its task, then each tree's leaf values and sums.
+
+        One start score for a regressor or two classes, one per class for more.
         """
         if gradients.loss == SQUARED_ERROR:
             if not self.is_regression or np.size(gradients.start) != 1:
@@ -736,8 +741,9 @@ class ReleasedModel:
         gradients.validate(self.trees)
 
     def _check_task(self) -> None:
-        """A classifier lists its classes; a regression model lists none, has no noise and
-        gives every leaf its value.
+        """A classifier lists its classes; a regression model lists none.
+
+        A regression model has no noise and gives every leaf its value.
         """
         if not self.is_regression:
             if not self.classes:
@@ -755,9 +761,10 @@ class ReleasedModel:
                                    "'values'")
 
     def _check_noise(self) -> None:
-        """A Laplace mechanism over T trees spends ε/T per tree: scale T/ε. A file whose ε
-        and scale disagree misstates its guarantee or its noise, and the attack would
-        weigh the counts wrongly.
+        """A Laplace mechanism over T trees spends ε/T per tree: scale T/ε.
+
+        A file whose ε and scale disagree misstates its guarantee or its noise, and the
+        attack would weigh the counts wrongly.
         """
         noise = self.noise
         if noise.kind != "laplace":
@@ -771,8 +778,10 @@ class ReleasedModel:
                 f"scale {noise.scale:g}; fix the file's 'noise' (scale = trees / epsilon)")
 
     def _check_unweighted(self) -> None:
-        """Noise-free counts are row counts: negative ones are malformed, and counts that
-        disagree with the rows each leaf (or tree) saw come from weighted training.
+        """Noise-free counts are row counts.
+
+        Negative ones are malformed, and counts that disagree with the rows each leaf (or
+        tree) saw come from weighted training.
         """
         weighted = (
             "so it was trained with sample_weight or class_weight (or its counts were "

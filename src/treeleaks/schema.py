@@ -335,8 +335,10 @@ class FeatureSchema:
         return bound
 
     def _check_leaves(self, model: ReleasedModel) -> None:
-        """Every leaf that holds training rows must admit a row: else the counts are not
-        to blame for the INFEASIBLE that follows, and the message says what is.
+        """Every leaf that holds training rows must admit a row.
+
+        Else the counts are not to blame for the INFEASIBLE that follows, and the message
+        says what is.
         """
         for t, tree in enumerate(model.trees):
             lower, upper = tree.leaf_boxes(model.n_features)

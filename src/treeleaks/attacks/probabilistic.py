@@ -252,8 +252,10 @@ def rule_list_reconstruction(rule_list: RuleList,
 
 def bind_rule_list(rule_list: RuleList,
                    schema: FeatureSchema | None) -> tuple[FeatureSchema, set[str] | None]:
-    """A complete schema over the rule list's columns (unlisted ones binary, as for trees)
-    and the set of columns the given schema declared (None when inferred).
+    """Bind a schema to a rule list's columns.
+
+    A complete schema over the rule list's columns (unlisted ones binary, as for trees) and
+    the set of columns the given schema declared (None when inferred).
 
     Without a schema: a column tested only against 0/1 is binary, one cut elsewhere is
     numerical of unknown range, an unused one unknown.
@@ -289,8 +291,10 @@ def bind_rule_list(rule_list: RuleList,
 
 
 def _check_supports(result: ProbabilisticReconstruction) -> None:
-    """A path that holds training rows must admit a vector: else the schema contradicts
-    the model (a forced 1 in two columns of a group, a value outside a range, ...).
+    """A path that holds training rows must admit a vector.
+
+    Else the schema contradicts the model (a forced 1 in two columns of a group, a value
+    outside a range, ...).
     """
     if result.counts is None:
         return

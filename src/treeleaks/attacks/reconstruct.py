@@ -88,9 +88,10 @@ MIN_SEARCH_TIME = 1.0
 
 @dataclass(frozen=True)
 class NoisyCountOptions:
-    """The options only a DP forest's reconstruction reads: N (given, or ``n_unknown`` to
-    infer it) and how far its rows are pulled toward typical ones (``shrinkage``; None:
-    the attack's default).
+    """The options only a DP forest's reconstruction reads.
+
+    N (given, or ``n_unknown`` to infer it) and how far its rows are pulled toward typical
+    ones (``shrinkage``; None: the attack's default).
     """
 
     n_rows: int | None = None
@@ -202,9 +203,10 @@ def reconstruct(
 
 @dataclass(frozen=True)
 class Request:
-    """What a call asks beyond the run's options (`RunOptions`): the strategy and solver,
-    side knowledge, whether a bootstrap forest's draws are set aside, a DP forest's
-    options, and the most rows the counts may imply.
+    """What a call asks beyond the run's options (`RunOptions`).
+
+    The strategy and solver, side knowledge, whether a bootstrap forest's draws are set
+    aside, a DP forest's options, and the most rows the counts may imply.
     """
 
     strategy: str
@@ -225,8 +227,9 @@ Runner = Callable[[ReleasedModel, FeatureSchema | None, RunOptions, Request], Re
 
 @dataclass(frozen=True)
 class Route:
-    """One formulation: whether it takes a model (given the request), and its call, which
-    refuses what the formulation does not read before it runs.
+    """One formulation: whether it takes a model (given the request), and its call.
+
+    The call refuses what the formulation does not read before it runs.
     """
 
     formulation: str
@@ -244,8 +247,10 @@ def _boosted_regression(model: ReleasedModel, schema: FeatureSchema | None,
 
 
 def _regressor(formulation: Runner, rows: Callable[[ReleasedModel], int | None]) -> Runner:
-    """A regression forest's route: what no regression route reads refused, then
-    ``formulation``, the rows the counts imply (``rows``) within the limit.
+    """A regression forest's route.
+
+    What no regression route reads is refused, then ``formulation`` runs, the rows the
+    counts imply (``rows``) within the limit.
     """
     def run_it(model: ReleasedModel, schema: FeatureSchema | None, run: RunOptions,
                request: Request) -> Reconstruction:
@@ -274,9 +279,7 @@ def _noisy_counts(model: ReleasedModel, schema: FeatureSchema | None, run: RunOp
 
 def _classifier(formulation: Callable[[ReleasedModel, FeatureSchema, RunOptions, Request],
                                       Reconstruction]) -> Runner:
-    """A classifier with exact counts: the request checked, the schema bound, then
-    ``formulation``.
-    """
+    """A classifier with exact counts: the request checked, the schema bound, then run."""
     def run_it(model: ReleasedModel, schema: FeatureSchema | None, run: RunOptions,
                request: Request) -> Reconstruction:
         request.noisy.refuse_for_exact_counts(model)
@@ -403,10 +406,12 @@ def _draws_unknown(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
 
 def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
                  strategy: str) -> Reconstruction:
-    """A bootstrap forest with its draws, rebuilt in training order: over its cells, or
-    (``auto``, when they are too many to list) row by row; on raw measurements ``auto``
-    places rows first, then searches for a partial dataset with the time that leaves. When
-    the cells fail for size or time, the fallback sets the draws aside.
+    """A bootstrap forest with its draws, rebuilt in training order.
+
+    Over its cells, or (``auto``, when they are too many to list) row by row; on raw
+    measurements ``auto`` places rows first, then searches for a partial dataset with the
+    time that leaves. When the cells fail for size or time, the fallback sets the draws
+    aside.
     """
     if strategy == Strategy.AUTO and raw_measurements(model, ROWS_FIRST_BITS):
         return _rows_then_search(model, bound, run)
@@ -430,8 +435,10 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
 
 def _rows_then_search(model: ReleasedModel, bound: FeatureSchema,
                       run: RunOptions) -> Reconstruction:
-    """Raw measurements with their draws: row by row for a complete dataset, then the draw
-    search's partial dataset with the time it leaves (see `SEARCH_RESERVE`).
+    """Raw measurements with their draws: row by row, then the draw search.
+
+    Row by row for a complete dataset, then the draw search's partial dataset with the time
+    it leaves (see `SEARCH_RESERVE`).
     """
     first = reconstruct_per_row(model, bound, replace(
         run, time_limit=(1 - SEARCH_RESERVE) * run.time_limit))
@@ -446,8 +453,9 @@ def _rows_then_search(model: ReleasedModel, bound: FeatureSchema,
 
 
 def raw_measurements(model: ReleasedModel, bits: float = RAW_DOMAIN_BITS) -> bool:
-    """Whether the trees cut their finely split columns into more than ``2**bits`` points:
-    raw measurements, whose cells are out of reach (see `RAW_DOMAIN_BITS`).
+    """Whether the trees cut their finely split columns into more than ``2**bits`` points.
+
+    Such are raw measurements, whose cells are out of reach (see `RAW_DOMAIN_BITS`).
     """
     sizes = np.array([cuts.size for cuts in model.thresholds()])
     return float(np.log2(sizes[sizes > 1] + 1).sum()) > bits
@@ -456,8 +464,9 @@ def raw_measurements(model: ReleasedModel, bits: float = RAW_DOMAIN_BITS) -> boo
 def _with_knowledge(model: ReleasedModel, bound: FeatureSchema, knowledge: Knowledge,
                     n_rows: int | None, run: RunOptions, solver: str,
                     strategy: str) -> Reconstruction:
-    """Side knowledge around the exact or bootstrap-known formulation (``n_rows``: the
-    N the counts imply, when they do).
+    """Side knowledge around the exact or bootstrap-known formulation.
+
+    ``n_rows``: the N the counts imply, when they do.
     """
     knowledge.check(model, bound, n_rows)
     bound = knowledge.schema_for(bound, model)

@@ -277,8 +277,10 @@ def split_data(model: ReleasedModel, frame: pd.DataFrame, label: str
 
 def check_against_data(result: SinglingOut, model: ReleasedModel, frame: pd.DataFrame,
                        label: str) -> Exposure:
-    """Fill each predicate's ``matches`` (rows of its label it selects in ``frame``) and
-    list the rows singled out: those some predicate selects alone.
+    """Fill each predicate's ``matches`` and list the rows singled out.
+
+    ``matches``: the rows of its label a predicate selects in ``frame``. A row is singled
+    out when some predicate selects it alone.
     """
     X, y = split_data(model, frame, label)
     singled: set[int] = set()
@@ -302,9 +304,11 @@ def check_against_data(result: SinglingOut, model: ReleasedModel, frame: pd.Data
 
 @dataclass(frozen=True)
 class Tries:
-    """The deepest-first ranking's cost: ``expected`` tries to the first valid predicate
-    with ties in depth broken at random (None: no candidate is valid), ``in_order`` the
-    tries in the listed order, over ``n_candidates`` of which ``n_valid`` are valid.
+    """The deepest-first ranking's cost.
+
+    ``expected`` tries to the first valid predicate with ties in depth broken at random
+    (None: no candidate is valid), ``in_order`` the tries in the listed order, over
+    ``n_candidates`` of which ``n_valid`` are valid.
     """
 
     expected: float | None
@@ -314,9 +318,10 @@ class Tries:
 
 
 def no_counts_ranking(model: ReleasedModel, tree: int = 0) -> list[tuple[int, int, int]]:
-    """The adversary's candidates in tree ``tree`` without counts: ``(node, label index,
-    depth)`` for every leaf and label, deepest leaves first (for a regressor the one label
-    is the leaf's value).
+    """The adversary's candidates in tree ``tree`` without counts.
+
+    ``(node, label index, depth)`` for every leaf and label, deepest leaves first (for a
+    regressor the one label is the leaf's value).
     """
     t = model.trees[tree]
     depth = node_depths(t)
@@ -327,8 +332,9 @@ def no_counts_ranking(model: ReleasedModel, tree: int = 0) -> list[tuple[int, in
 
 
 def no_counts_guesses(model: ReleasedModel) -> SinglingOut:
-    """The no-counts adversary's candidates as (unproven) predicates, in the order tried:
-    every tree's leaves deepest first, every label (a regressor's: the leaf's value). What
+    """The no-counts adversary's candidates as (unproven) predicates, in the order tried.
+
+    Every tree's leaves deepest first, every label (a regressor's: the leaf's value). What
     a stripped file still allows (``single-out --no-counts``).
     """
     guesses = []
@@ -346,9 +352,10 @@ def no_counts_guesses(model: ReleasedModel) -> SinglingOut:
 
 def tries_without_counts(model: ReleasedModel, tree: int = 0,
                          leaf_counts: np.ndarray | None = None) -> Tries:
-    """The number of tries the deepest-first ranking needs in tree ``tree``; a candidate is
-    valid when its leaf holds one row of its label, by the model's counts or by
-    ``leaf_counts`` (``(n_leaves, labels)``, measured on the training data).
+    """The number of tries the deepest-first ranking needs in tree ``tree``.
+
+    A candidate is valid when its leaf holds one row of its label, by the model's counts or
+    by ``leaf_counts`` (``(n_leaves, labels)``, measured on the training data).
     """
     t = model.trees[tree]
     if leaf_counts is None:
@@ -363,9 +370,11 @@ def tries_without_counts(model: ReleasedModel, tree: int = 0,
 
 
 def expected_tries(depths: np.ndarray, valid: np.ndarray) -> float | None:
-    """Expected position of the first valid candidate when candidates are tried deepest
-    first and in random order within a depth: all of every deeper group without a valid
-    one, then ``(m + 1) / (v + 1)`` within the first group of ``m`` holding ``v`` valid.
+    """Expected position of the first valid candidate, deepest first.
+
+    Candidates are tried deepest first and in random order within a depth: all of every
+    deeper group without a valid one, then ``(m + 1) / (v + 1)`` within the first group of
+    ``m`` holding ``v`` valid.
     """
     tried = 0
     for depth in sorted(set(depths.tolist()), reverse=True):
@@ -379,8 +388,9 @@ def expected_tries(depths: np.ndarray, valid: np.ndarray) -> float | None:
 
 def measured_leaf_counts(model: ReleasedModel, frame: pd.DataFrame, label: str,
                          tree: int = 0) -> np.ndarray:
-    """``(n_leaves, labels)`` rows of each label per leaf of tree ``tree`` in the data (a
-    regressor's leaves: rows per leaf).
+    """``(n_leaves, labels)``: rows of each label per leaf of tree ``tree`` in the data.
+
+    A regressor's leaves: rows per leaf.
     """
     X, y = split_data(model, frame, label)
     leaves = model.trees[tree].apply(X.to_numpy(dtype=np.float64))

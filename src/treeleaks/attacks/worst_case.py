@@ -202,8 +202,10 @@ def _check_truth(model: ReleasedModel, truth: pd.DataFrame) -> None:
 
 def _charges(problem: Placements, schema: FeatureSchema, truth: pd.DataFrame,
              model: ReleasedModel) -> np.ndarray:
-    """Per placement: the mean over features of the farthest value its cell allows from
-    the row's true value, scaled and capped at 1 as `treeleaks.evaluation.metrics` scores.
+    """Per placement: the mean over features of the farthest value its cell allows.
+
+    Each is the distance from the row's true value, scaled and capped at 1 as
+    `treeleaks.evaluation.metrics` scores.
     """
     names, scale = feature_scales(truth, schema, model.label_name)
     cells = problem.cells
@@ -223,8 +225,9 @@ def _charges(problem: Placements, schema: FeatureSchema, truth: pd.DataFrame,
 
 def _farthest(problem: Placements, charge: np.ndarray, deadline: float,
               ) -> tuple[np.ndarray | None, bool]:
-    """The placements of the consistent dataset farthest from the truth (MIP) or None, and
-    whether it is proven farthest.
+    """The placements of the consistent dataset farthest from the truth (MIP), or None.
+
+    Beside them, whether that dataset is proven farthest.
     """
     from scipy.optimize import Bounds, LinearConstraint
 
@@ -260,8 +263,10 @@ def _lp_bound(problem: Placements, charge: np.ndarray, deadline: float) -> float
 
 def _row_bounds(problem: Placements, charge: np.ndarray, found: np.ndarray, have_found: bool,
                 total_bound: float, deadline: float) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Per row: the largest charge among its placements the LP does not rule out, whether
-    a consistent dataset reaches it, and whether every row was settled in time.
+    """Per row: the largest charge among its placements the LP does not rule out.
+
+    Beside it, whether a consistent dataset reaches it, and whether every row was settled
+    in time.
 
     A placement is ruled out at once when it and the other rows' least charges add up to
     more than ``total_bound`` (the LP's largest total), else by an LP with it forced in.

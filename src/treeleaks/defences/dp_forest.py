@@ -218,9 +218,11 @@ def _random_tree(
 def _draw_splits(
     schema: FeatureSchema, lower: np.ndarray, upper: np.ndarray, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One split per box ``lower < x <= upper``: a feature drawn uniformly among those that
-    cut the box into two feasible halves, with a threshold drawn uniformly among its cut
-    points; where none cuts, any feature, with a threshold that leaves one half empty.
+    """One split per box ``lower < x <= upper``.
+
+    A feature drawn uniformly among those that cut the box into two feasible halves, with a
+    threshold drawn uniformly among its cut points; where none cuts, any feature, with a
+    threshold that leaves one half empty.
     """
     kinds = schema.kind_array()
     low, high = schema.range_arrays()

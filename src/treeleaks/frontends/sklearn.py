@@ -1,5 +1,7 @@
-"""scikit-learn frontend: DecisionTreeClassifier, RandomForestClassifier, ExtraTreesClassifier,
-and on request their regressor counterparts; the gradient-boosted classifiers are read by
+"""The scikit-learn frontend.
+
+DecisionTreeClassifier, RandomForestClassifier, ExtraTreesClassifier, and on request their
+regressor counterparts; the gradient-boosted classifiers are read by
 `treeleaks.frontends.sklearn_boosting`.
 
 Reads each fitted tree's nodes and turns its stored class frequencies into integer counts (a
@@ -94,8 +96,9 @@ def from_sklearn(
 
 def _check_estimator(estimator: Any, kind: str, regression: bool,
                      allow_regression: bool) -> None:
-    """Refuse what `from_sklearn` does not read: a regressor unasked, another estimator, an
-    unfitted or a multi-output one.
+    """Refuse what `from_sklearn` does not read.
+
+    A regressor unasked, another estimator, an unfitted or a multi-output one.
     """
     if regression and not allow_regression:
         raise UnsupportedModelError(
@@ -122,8 +125,9 @@ def _check_estimator(estimator: Any, kind: str, regression: bool,
 
 def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
                 regression: bool) -> ReleasedModel:
-    """A decision tree's or a forest's model: each tree's counts, with the forest's draws
-    when it bootstraps.
+    """A decision tree's or a forest's model.
+
+    Each tree's counts, with the forest's draws when it bootstraps.
     """
     if kind.startswith("DecisionTree"):
         estimators, bootstrap, samples = [estimator], False, None
@@ -167,8 +171,9 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
 
 
 def _counts_zeroed(estimator: Any) -> bool:
-    """Whether a tree of the model has every node's row count at 0: a fitted tree holds
-    rows at its root, so its counts were removed.
+    """Whether a tree of the model has every node's row count at 0.
+
+    A fitted tree holds rows at its root, so its counts were removed.
     """
     if hasattr(estimator, "_predictors"):
         return any(not np.asarray(p.nodes["count"]).any()
@@ -245,8 +250,10 @@ def _tree(
 def _regression_tree(
     sk_tree: Any, index: int, kind: str, draws: np.ndarray | None, criterion: str
 ) -> Tree:
-    """A regressor's tree: the rows (with their draws) in each leaf, its predicted value and,
-    under a variance criterion, its impurity (the weighted variance of its targets).
+    """A regressor's tree.
+
+    The rows (with their draws) in each leaf, its predicted value and, under a variance
+    criterion, its impurity (the weighted variance of its targets).
     """
     is_leaf = np.asarray(sk_tree.children_left) < 0
     weighted = np.asarray(sk_tree.weighted_n_node_samples, dtype=np.float64)[is_leaf]
