@@ -18,10 +18,14 @@ class UntrustedPickleError(TreeleaksError):
 
 
 class BudgetError(TreeleaksError):
-    """The run would exceed a limit set on it (training rows, memory); the message says
-    which limit to raise."""
+    """The run would exceed a limit set on it (training rows, memory).
+
+    The message says which limit to raise.
+    """
 
 
 class CountsRemovedError(UnsupportedModelError):
-    """The file's counts were removed (``treeleaks strip``): no attack that reads them
-    applies; the message says what an adversary can still do."""
+    """The file's counts were removed (``treeleaks strip``).
+
+    No attack that reads them applies; the message says what an adversary can still do.
+    """

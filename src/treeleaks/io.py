@@ -96,14 +96,43 @@ def load_model(
     allow_regression: bool = False,
     counts_removed_ok: bool = False,
 ) -> ReleasedModel:
-    """Read a model file (chosen by its extension) and return what it exposes as a `ReleasedModel`.
+    """Read a model file, chosen by its extension, as the `ReleasedModel` it exposes.
 
-    ``feature_names`` names the columns when the file does not (or overrides its names).
-    Regressors are refused unless ``allow_regression`` (the reconstruction attacks read
-    classifiers only). A framework's file whose counts were removed (``treeleaks strip``)
-    raises `CountsRemovedError` unless ``counts_removed_ok`` (then its structure alone, every
-    count 0). Raises `TreeleaksError` subclasses with a one-line explanation for every bad
-    input.
+    Every bad input raises a `TreeleaksError` subclass with a one-line explanation.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The model file: treeleaks JSON, skops, LightGBM text, XGBoost JSON or UBJ, or a
+        pickle.
+    trust_pickle : bool, default False
+        Load a pickle (``.pkl``, ``.pickle``, ``.joblib``), which runs code from the file.
+    feature_names : list of str or None, default None
+        The columns' names, when the file has none or its own are not wanted.
+    allow_regression : bool, default False
+        Read a regressor too; the reconstruction attacks read classifiers only.
+    counts_removed_ok : bool, default False
+        Return a framework's file whose counts were removed (``treeleaks strip``) as its
+        structure alone (every count 0), instead of raising.
+
+    Returns
+    -------
+    ReleasedModel
+        The model, validated.
+
+    Raises
+    ------
+    UntrustedPickleError
+        The file is a pickle without ``trust_pickle``, or a skops archive holding types
+        treeleaks does not read.
+    UnsupportedModelError
+        The model is unsupported, or a regressor without ``allow_regression``.
+    CountsRemovedError
+        Its counts were removed and ``counts_removed_ok`` is False.
+    ModelFormatError
+        The file is malformed.
+    TreeleaksError
+        The file type is unknown or the file cannot be read.
     """
     path = _checked_path(path, trust_pickle)
     if path.suffix.lower() == ".json":
@@ -135,14 +164,32 @@ def load_model(
 
 def load_lightgbm(path: str | Path, feature_names: list[str] | None = None
                   ) -> ReleasedModel:
-    """A LightGBM model text file (``booster.save_model("m.txt")``), classifier or regressor.
+    """Read a LightGBM model text file, classifier or regressor.
+
+    The file is what ``booster.save_model("m.txt")`` writes.
 
     Parameters
     ----------
-    path : str or Path
+    path : str or pathlib.Path
         The ``.txt`` file; a fitted object is read by `treeleaks.from_lightgbm`.
     feature_names : list of str, optional
         The columns' names, when the file's own are not wanted.
+
+    Returns
+    -------
+    ReleasedModel
+        The model, validated.
+
+    Raises
+    ------
+    ModelFormatError
+        The path is not a ``.txt`` file, or the file is malformed.
+    UnsupportedModelError
+        The booster is one treeleaks does not read.
+    CountsRemovedError
+        Its counts were removed (``treeleaks strip``).
+    TreeleaksError
+        The file cannot be read.
     """
     _require_suffix(path, (LIGHTGBM_SUFFIX,), "a LightGBM model text file", "load_lightgbm")
     return load_model(path, feature_names=feature_names, allow_regression=True)
@@ -150,15 +197,33 @@ def load_lightgbm(path: str | Path, feature_names: list[str] | None = None
 
 def load_xgboost(path: str | Path, feature_names: list[str] | None = None
                  ) -> ReleasedModel:
-    """An XGBoost model file (``booster.save_model("m.json")`` or ``"m.ubj"``), classifier
-    or regressor.
+    """Read an XGBoost model file, classifier or regressor.
+
+    The file is what ``booster.save_model("m.json")`` or ``("m.ubj")`` writes.
 
     Parameters
     ----------
-    path : str or Path
+    path : str or pathlib.Path
         The ``.json`` or ``.ubj`` file; a fitted object is read by `treeleaks.from_xgboost`.
     feature_names : list of str, optional
         The columns' names, when the file's own are not wanted.
+
+    Returns
+    -------
+    ReleasedModel
+        The model, validated.
+
+    Raises
+    ------
+    ModelFormatError
+        The path is not a ``.json`` or ``.ubj`` file, the JSON is not an XGBoost model,
+        or the file is malformed.
+    UnsupportedModelError
+        The booster is one treeleaks does not read.
+    CountsRemovedError
+        Its counts were removed (``treeleaks strip``).
+    TreeleaksError
+        The file cannot be read.
     """
     _require_suffix(path, (".json", UBJSON_SUFFIX), "an XGBoost model file", "load_xgboost")
     checked = _checked_path(path, False)
@@ -181,7 +246,9 @@ def _require_suffix(path: str | Path, suffixes: tuple[str, ...], what: str,
 def _read_ubjson(path: Path, feature_names: list[str] | None,
                  counts_removed_ok: bool) -> ReleasedModel:
     """An XGBoost ``.ubj`` file (binary JSON), decoded in Python and read as its JSON.
-    XGBoost's own reader is not used: it crashes the process on a truncated file."""
+
+    XGBoost's own reader is not used: it crashes the process on a truncated file.
+    """
     import ubjson
 
     try:
@@ -202,8 +269,11 @@ def _read_ubjson(path: Path, feature_names: list[str] | None,
 
 
 def _json_values(value: Any) -> Any:
-    """Binary JSON as its text form parses: arrays of bytes (py-ubjson's reading of a
-    typed uint8 array, such as XGBoost's ``split_type``) become lists of numbers."""
+    """Binary JSON as its text form parses.
+
+    Arrays of bytes (py-ubjson's reading of a typed uint8 array, such as XGBoost's
+    ``split_type``) become lists of numbers.
+    """
     if isinstance(value, bytes | bytearray):
         return list(value)
     if isinstance(value, dict):
@@ -214,8 +284,10 @@ def _json_values(value: Any) -> Any:
 
 
 def load_estimator(path: str | Path, trust_pickle: bool = False) -> Any:
-    """The scikit-learn object a ``.skops`` file (or, with ``trust_pickle``, a pickle)
-    holds, for tools that change the model itself (`treeleaks.defences.prune`)."""
+    """The scikit-learn object a ``.skops`` file (or, with ``trust_pickle``, a pickle) holds.
+
+    For tools that change the model itself (`treeleaks.defences.prune`).
+    """
     path = _checked_path(path, trust_pickle)
     if path.suffix.lower() in (".json", LIGHTGBM_SUFFIX, UBJSON_SUFFIX):
         raise TreeleaksError(
@@ -226,8 +298,10 @@ def load_estimator(path: str | Path, trust_pickle: bool = False) -> Any:
 
 
 def _checked_path(path: str | Path, trust_pickle: bool) -> Path:
-    """The model file's path, refused when it has an unknown type, is a pickle without the
-    opt-in, or is missing."""
+    """The model file's path.
+
+    Refused when it has an unknown type, is a pickle without the opt-in, or is missing.
+    """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
@@ -248,7 +322,20 @@ def _checked_path(path: str | Path, trust_pickle: bool) -> Path:
 
 
 def save_model(estimator: Any, path: str | Path) -> Path:
-    """Write a fitted scikit-learn estimator as a skops archive (safe to load with `load_model`)."""
+    """Write a fitted scikit-learn estimator as a skops archive, safe to load with `load_model`.
+
+    Parameters
+    ----------
+    estimator : sklearn.base.BaseEstimator
+        The fitted estimator.
+    path : str or pathlib.Path
+        The archive to write, conventionally ``.skops``.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+    """
     import skops.io
 
     path = Path(path)
@@ -258,8 +345,10 @@ def save_model(estimator: Any, path: str | Path) -> Path:
 
 def _load_skops(path: Path, plain: bool = True) -> Any:
     """Load a skops archive trusting only the tree types it needs; name any other type.
+
     With ``plain``, a simple tree classifier comes back as plain records (see
-    `_read_plain_skops`) rather than a scikit-learn object."""
+    `_read_plain_skops`) rather than a scikit-learn object.
+    """
     records = _read_plain_skops(path) if plain else None
     if records is not None:
         return records
@@ -311,9 +400,11 @@ class _NotPlain(Exception):
 
 
 def _read_plain_skops(path: Path) -> Any | None:
-    """A tree model as plain records named after its classes (what `from_sklearn` reads; a
-    bootstrap forest with its trees' draws as ``estimators_samples_``), or None when the
-    archive needs skops."""
+    """A tree model as plain records named after its classes, or None.
+
+    The records are what `from_sklearn` reads; a bootstrap forest has its trees' draws as
+    ``estimators_samples_``. None when the archive needs skops.
+    """
     try:
         with zipfile.ZipFile(path) as archive:
             schema = json.loads(archive.read("schema.json"))
@@ -334,8 +425,11 @@ def _read_plain_skops(path: Path) -> Any | None:
 
 
 class _PlainArchive:
-    """Reads the nodes of a skops archive that are plain data: JSON values, lists, tuples,
-    string-keyed dicts, numpy arrays (never pickled ones) and the trusted tree types."""
+    """Reads the nodes of a skops archive that are plain data.
+
+    JSON values, lists, tuples, string-keyed dicts, numpy arrays (never pickled ones) and
+    the trusted tree types.
+    """
 
     def __init__(self, archive: zipfile.ZipFile) -> None:
         self.archive = archive

@@ -37,7 +37,22 @@ class KnowledgeError(TreeleaksError, ValueError):
 
 @dataclass(frozen=True)
 class Knowledge:
-    """Known columns (``columns``, one row per training row) and known rows (``rows``)."""
+    """What the adversary knows of the training data besides the model.
+
+    Pass it to `reconstruct` as ``knowledge``; proofs then hold given it.
+
+    Parameters
+    ----------
+    columns : pandas.DataFrame or None, default None
+        Known columns: some columns' values for every training row, one row per training
+        row. The label may be one of them.
+    linked : bool, default True
+        Whether each row of ``columns`` is one training row's values, in training order
+        (which matters for a bootstrap forest). False: each column is only a multiset of
+        values.
+    rows : pandas.DataFrame or None, default None
+        Known rows: some training rows in full, every feature and the label.
+    """
 
     columns: pd.DataFrame | None = None
     linked: bool = True
@@ -48,15 +63,42 @@ class Knowledge:
         cls, columns: str | Path | None = None, rows: str | Path | None = None,
         linked: bool = True,
     ) -> Knowledge:
-        """Read known columns and known rows from CSV files (a header row names columns)."""
+        """Read known columns and known rows from CSV files; a header row names the columns.
+
+        Parameters
+        ----------
+        columns : str or pathlib.Path or None, default None
+            The known columns' CSV file, one row per training row; None: none known.
+        rows : str or pathlib.Path or None, default None
+            The known rows' CSV file, every feature and the label; None: none known.
+        linked : bool, default True
+            Whether each row of ``columns`` is one training row's values, in training order.
+
+        Returns
+        -------
+        Knowledge
+            The side knowledge read.
+
+        Raises
+        ------
+        KnowledgeError
+            A file is missing or is not a readable CSV file.
+        """
         return cls(_read_csv(columns, "known columns"), linked, _read_csv(rows, "known rows"))
 
     @property
     def empty(self) -> bool:
+        """Whether nothing is known."""
         return self.columns is None and self.rows is None
 
     def describe(self) -> str:
-        """One line for the result: what was known."""
+        """Describe in one line what was known, for the result.
+
+        Returns
+        -------
+        str
+            The description; empty when nothing is known.
+        """
         parts = []
         if self.columns is not None:
             how = "linked row by row" if self.linked else "each as a multiset"
@@ -68,9 +110,24 @@ class Knowledge:
     # --- checks ---------------------------------------------------------------------------
 
     def check(self, model: ReleasedModel, schema: FeatureSchema, n_rows: int) -> None:
-        """Raise `KnowledgeError` naming the first problem: unknown or missing columns, a
-        count of rows other than the training set's, values outside the schema, labels
-        that are not classes, or known rows the counts cannot hold."""
+        """Check the knowledge against the model, and raise on the first problem.
+
+        Parameters
+        ----------
+        model : ReleasedModel
+            The model the knowledge is about.
+        schema : FeatureSchema
+            The schema bound to the model; known values must lie in it.
+        n_rows : int
+            The number of training rows.
+
+        Raises
+        ------
+        KnowledgeError
+            Unknown or missing columns, a count of rows other than the training set's,
+            values outside the schema, labels that are not classes or contradict the class
+            totals, or known values or rows the counts cannot hold.
+        """
         if self.columns is not None:
             frame = self.columns
             _check_names(frame, model, "known columns", need_all=False)
@@ -100,9 +157,12 @@ class Knowledge:
                 self._check_rows_in_columns()
 
     def _check_columns_fit(self, model: ReleasedModel) -> None:
-        """Each known row of values (with its label, when known) must fit a leaf of every
-        tree that holds training rows (of its class), or of every tree that drew it when
-        the draws are known; else name the first that fits none."""
+        """Each known row of values must fit a leaf of every tree; else name the first.
+
+        A row (with its label, when known) must fit a leaf of every tree that holds
+        training rows (of its class), or of every tree that drew it when the draws are
+        known.
+        """
         features = [n for n in self.columns.columns if n != model.label_name]
         if not features or (model.bootstrap and not self.linked):
             return
@@ -165,8 +225,23 @@ class Knowledge:
     # --- what the engines use -------------------------------------------------------------
 
     def schema_for(self, schema: FeatureSchema, model: ReleasedModel) -> FeatureSchema:
-        """``schema`` with each known column the model never splits on (kind ``unknown``)
-        made numerical over its known values, so that the rows can carry them."""
+        """Extend a schema over the known columns the model never splits on.
+
+        Each such column (kind ``unknown``) becomes numerical over its known values, so that
+        the rows can carry them.
+
+        Parameters
+        ----------
+        schema : FeatureSchema
+            The schema bound to the model.
+        model : ReleasedModel
+            The model; unused, kept for the engines' common call.
+
+        Returns
+        -------
+        FeatureSchema
+            The schema with those columns made numerical.
+        """
         frames = [f for f in (self.columns, self.rows) if f is not None]
         features = dict(schema.features)
         for name, spec in schema.features.items():
@@ -178,8 +253,23 @@ class Knowledge:
         return replace(schema, features=features)
 
     def without_rows(self, model: ReleasedModel) -> ReleasedModel:
-        """``model`` with the known rows taken out of its counts (every tree saw each once);
-        `KnowledgeError` names the first leaf they overfill."""
+        """Take the known rows out of the model's counts; every tree saw each once.
+
+        Parameters
+        ----------
+        model : ReleasedModel
+            The model whose counts hold the known rows.
+
+        Returns
+        -------
+        ReleasedModel
+            A copy with smaller counts; ``model`` itself when no rows are known.
+
+        Raises
+        ------
+        KnowledgeError
+            The known rows overfill a leaf; the message names the first.
+        """
         if self.rows is None or not len(self.rows):
             return model
         X = self.rows[list(model.feature_names)].to_numpy(dtype=np.float64)
@@ -204,9 +294,25 @@ class Knowledge:
 
     def column_trees(self, model: ReleasedModel, schema: FeatureSchema,
                      drop_rows: bool = True) -> list[Tree]:
-        """Trees over the known columns whose leaves hold the rows with each known value (or
-        tuple of values, when linked), after the known rows are taken out (``drop_rows``:
-        they leave the counts too)."""
+        """Build trees over the known columns that pin each known value.
+
+        Each leaf holds the rows with one known value (or tuple of values, when linked).
+
+        Parameters
+        ----------
+        model : ReleasedModel
+            The model the trees are added to.
+        schema : FeatureSchema
+            The schema bound to the model; binary columns split at 0.5.
+        drop_rows : bool, default True
+            Whether the known rows leave these trees' counts, as they leave the model's.
+
+        Returns
+        -------
+        list of Tree
+            One tree when linked, else one per known feature column; empty when no feature
+            column is known.
+        """
         if self.columns is None:
             return []
         features = [n for n in self.columns.columns if n != model.label_name]
@@ -232,8 +338,23 @@ class Knowledge:
         return trees
 
     def row_boxes(self, model: ReleasedModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per training row (linked columns, training order): the box its known values pin,
-        ``(N, M)`` bounds ``lower < x <= upper``, and its class (-1 when unknown)."""
+        """Pin each training row to the box its known values allow (linked columns).
+
+        Parameters
+        ----------
+        model : ReleasedModel
+            The model; its feature order sets the boxes' columns.
+
+        Returns
+        -------
+        lower : numpy.ndarray
+            Lower bounds ``lower < x`` per training row, shape ``(N, M)``, in training
+            order.
+        upper : numpy.ndarray
+            Upper bounds ``x <= upper``, of the same shape.
+        cls : numpy.ndarray
+            Each row's class index, -1 when the label is not known.
+        """
         n = len(self.columns)
         lower = np.full((n, model.n_features), -np.inf)
         upper = np.full((n, model.n_features), np.inf)
@@ -249,8 +370,22 @@ class Knowledge:
         return lower, upper, cls
 
     def snap(self, rows: pd.DataFrame, model: ReleasedModel) -> pd.DataFrame:
-        """``rows`` with each known column's values set to the known value nearest them: a
-        leaf ``(v-, v]`` pins v, but a value picked inside it may be v- in floating point."""
+        """Set each known column's values to the nearest known value.
+
+        A leaf ``(v-, v]`` pins v, but a value picked inside it may be v- in floating point.
+
+        Parameters
+        ----------
+        rows : pandas.DataFrame
+            Reconstructed rows.
+        model : ReleasedModel
+            The model; its label column is left alone.
+
+        Returns
+        -------
+        pandas.DataFrame
+            A copy of ``rows`` with the known columns snapped.
+        """
         if self.columns is None or not len(rows):
             return rows
         rows = rows.copy()
@@ -266,7 +401,22 @@ class Knowledge:
         return rows
 
     def violation(self, rows: pd.DataFrame, model: ReleasedModel, ordered: bool) -> str:
-        """The first way ``rows`` (a reconstruction) disagrees with the knowledge, or ""."""
+        """Find the first way a reconstruction disagrees with the knowledge.
+
+        Parameters
+        ----------
+        rows : pandas.DataFrame
+            Reconstructed rows.
+        model : ReleasedModel
+            The model; its features and label name the known rows' columns.
+        ordered : bool
+            Whether ``rows`` are in training order, so linked columns compare row by row.
+
+        Returns
+        -------
+        str
+            The disagreement, for people; empty when there is none.
+        """
         if self.columns is not None:
             names = list(self.columns.columns)
             if ordered and self.linked:
@@ -290,11 +440,13 @@ class Knowledge:
 
 def _value_tree(features: list[int], binary: list[bool], values: np.ndarray, cls: np.ndarray,
                 n_classes: int, pooled: bool) -> Tree:
-    """A tree over ``features`` with a leaf ``(v-, v]`` (v- the float just below v; split
-    at 0.5 for a binary column) for each distinct value of the first feature, below it the
-    same for the next, and so on; its counts are the rows with each tuple of values (per
-    class, or pooled in column 0). Balanced on each feature, so its depth grows with the
-    log of the number of values."""
+    """A tree over ``features`` that pins each known tuple of values.
+
+    A leaf ``(v-, v]`` (v- the float just below v; split at 0.5 for a binary column) for
+    each distinct value of the first feature, below it the same for the next, and so on;
+    its counts are the rows with each tuple of values (per class, or pooled in column 0).
+    Balanced on each feature, so its depth grows with the log of the number of values.
+    """
     feature: list[int] = []
     threshold: list[float] = []
     left: list[int] = []

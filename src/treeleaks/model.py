@@ -78,18 +78,22 @@ class Tree:
 
     @property
     def n_leaves(self) -> int:
+        """The number of leaves."""
         return int(self.counts.shape[0])
 
     @property
     def depth(self) -> int:
+        """The depth of the deepest leaf, the root's 0."""
         depth = np.zeros(len(self.feature), dtype=np.int64)
         for node in self.internal_nodes():
             depth[self.left[node]] = depth[self.right[node]] = depth[node] + 1
         return int(depth.max())
 
     def node_boxes(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
-        """Bounds ``(lower, upper)`` of every node's region, ``(n_nodes, n_features)``:
-        lower < x <= upper."""
+        """Bounds ``(lower, upper)`` of every node's region, ``(n_nodes, n_features)``.
+
+        The region is lower < x <= upper.
+        """
         lower = np.full((len(self.feature), n_features), -np.inf)
         upper = np.full((len(self.feature), n_features), np.inf)
         for node in self.internal_nodes():
@@ -119,8 +123,10 @@ class Tree:
         return cls * 0 if self.pooled else cls
 
     def in_columns(self, per_class: np.ndarray) -> np.ndarray:
-        """Per-class leaf counts ``(n_leaves, n_classes)`` summed into the columns this
-        tree releases them in (`count_column`)."""
+        """Sum per-class leaf counts into the columns this tree releases them in.
+
+        ``per_class`` is ``(n_leaves, n_classes)``; the columns are `count_column`'s.
+        """
         out = np.zeros_like(per_class)
         np.add.at(out.T, self.count_column(np.arange(per_class.shape[1])), per_class.T)
         return out
@@ -134,8 +140,10 @@ class Tree:
         return "all classes" if self.pooled else f"class {classes[column]!r}"
 
     def holds(self) -> np.ndarray:
-        """``(n_leaves, n_classes)``: whether each leaf holds training rows of each class
-        (each may, in a tree without counts)."""
+        """``(n_leaves, n_classes)``: whether each leaf holds training rows of each class.
+
+        In a tree without counts, each may.
+        """
         if not self.counted:
             return np.ones(self.counts.shape, dtype=bool)
         if self.pooled:
@@ -165,6 +173,7 @@ class Tree:
         return self.leaf_of_node[node]
 
     def to_dict(self) -> dict[str, Any]:
+        """The tree in the treeleaks JSON form (the draws under ``multiplicities``)."""
         out: dict[str, Any] = {
             "feature": self.feature.tolist(),
             "threshold": [
@@ -205,8 +214,11 @@ class Tree:
         )
 
     def validate(self, n_classes: int, n_features: int) -> None:
-        """Check the node arrays describe one binary tree over ``n_features`` features and
-        the counts fit it; a crafted file gets a one-line error, not an index error later."""
+        """Check the node arrays describe one binary tree and the counts fit it.
+
+        The tree splits on ``n_features`` features at most. A crafted file gets a one-line
+        error, not an index error later.
+        """
         n_nodes = len(self.feature)
         if n_nodes == 0:
             raise ModelFormatError("a tree has no nodes")
@@ -214,7 +226,11 @@ class Tree:
             if len(getattr(self, name)) != n_nodes:
                 raise ModelFormatError(f"tree field {name!r} has a length other than 'feature'")
         is_leaf = self.feature < 0
-        n_leaves = int(is_leaf.sum())
+        self._check_leaf_arrays(int(is_leaf.sum()), n_classes)
+        self._check_nodes(is_leaf, n_features)
+
+    def _check_leaf_arrays(self, n_leaves: int, n_classes: int) -> None:
+        """The per-leaf arrays (counts, n_samples, values, impurity): one entry per leaf."""
         if self.counts.ndim != 2 or self.counts.shape != (n_leaves, n_classes):
             raise ModelFormatError(
                 f"tree 'counts' must have shape (n_leaves={n_leaves}, n_classes={n_classes}), "
@@ -236,6 +252,13 @@ class Tree:
                                           or self.impurity.shape != (n_leaves,)):
             raise ModelFormatError(f"tree 'impurity' belongs to a regression tree's leaves: "
                                    f"one entry per leaf ({n_leaves}), beside 'values'")
+
+    def _check_nodes(self, is_leaf: np.ndarray, n_features: int) -> None:
+        """The nodes form one binary tree over ``n_features`` features.
+
+        Its splits are finite and its leaves numbered in order.
+        """
+        n_nodes, n_leaves = len(self.feature), int(is_leaf.sum())
         if sorted(self.leaf_of_node[is_leaf].tolist()) != list(range(n_leaves)):
             raise ModelFormatError("tree 'leaf_of_node' must number the leaves 0..n_leaves-1")
         children = np.concatenate([self.left[~is_leaf], self.right[~is_leaf]])
@@ -288,6 +311,7 @@ class LeafGradients:
     loss: str = LOG_LOSS
 
     def validate(self, trees: list[Tree]) -> None:
+        """Check one finite leaf value per leaf and well-formed sums for every tree."""
         if len(self.values) != len(trees) or len(self.sums) != len(trees) or (
                 len(trees) % np.size(self.start)):
             raise ModelFormatError("the booster's leaf values do not cover every tree, "
@@ -303,7 +327,33 @@ class LeafGradients:
 
 @dataclass(eq=False)
 class ReleasedModel:
-    """What a released tree model exposes: its trees, classes, features and training facts."""
+    """What a released tree model exposes: its trees, classes, features and training facts.
+
+    Frontends build it (`from_sklearn`, `load_model`, ...); every attack reads only this.
+
+    Parameters
+    ----------
+    trees : list of Tree
+        The trees: split nodes and per-leaf counts.
+    classes : list
+        A classifier's class labels, in the counts' column order; empty for a regressor.
+    feature_names : list of str
+        The features' names, in the splits' column order.
+    label_name : str, default "label"
+        The name of the label column of reconstructed rows.
+    bootstrap : bool, default False
+        Whether each tree drew its rows with replacement.
+    noise : NoiseMechanism or None, default None
+        The noise added to the counts (a DP forest's); None: exact counts.
+    source : str, default ""
+        Where the model came from, for people.
+    facts : dict, default {}
+        Scalar training facts the file records (``n_rows``, ``max_depth``, ``schema``, ...).
+    task : str, default "classification"
+        ``classification`` or ``regression``.
+    gradients : LeafGradients or None, default None
+        A booster's leaf values as bounds on gradient sums; not kept in the treeleaks JSON.
+    """
 
     trees: list[Tree]
     classes: list[Any]
@@ -323,20 +373,26 @@ class ReleasedModel:
 
     @property
     def counts_released(self) -> bool:
-        """Whether the counts say anything: a fitted tree has rows in every leaf, so a tree
-        whose counts are all zero had them stripped by its publisher."""
+        """Whether the counts say anything (not stripped by the publisher).
+
+        A fitted tree has rows in every leaf, so a tree whose counts are all zero had them
+        stripped.
+        """
         return all(bool(tree.counts.any()) for tree in self.trees if tree.counted)
 
     @property
     def n_trees(self) -> int:
+        """The number of trees."""
         return len(self.trees)
 
     @property
     def n_features(self) -> int:
+        """The number of features."""
         return len(self.feature_names)
 
     @property
     def n_classes(self) -> int:
+        """The number of classes (0 for a regressor)."""
         return len(self.classes)
 
     @property
@@ -347,9 +403,22 @@ class ReleasedModel:
         return int(self.trees[0].counts.sum())
 
     def class_totals(self) -> np.ndarray:
-        """Each class's training rows as the counts give them: a tree's per-class counts,
-        or each class's from the tree counting it apart (a multiclass booster's first
-        round). Read with `n_rows` (without it the trees' totals differ)."""
+        """Count each class's training rows as the counts give them.
+
+        A tree's per-class counts give them, or each class's tree counting it apart (a
+        multiclass booster's first round). Read with `n_rows`: without it the trees' totals
+        differ.
+
+        Returns
+        -------
+        numpy.ndarray
+            Rows per class, in ``classes`` order.
+
+        Raises
+        ------
+        ValueError
+            No tree gives every class's rows.
+        """
         totals = np.full(self.n_classes, -1, dtype=np.int64)
         for tree in self.trees:
             if tree.counted and not tree.pooled:
@@ -361,7 +430,13 @@ class ReleasedModel:
         return totals
 
     def thresholds(self) -> list[np.ndarray]:
-        """Sorted distinct split thresholds of each feature over all trees."""
+        """List each feature's split thresholds over all trees.
+
+        Returns
+        -------
+        list of numpy.ndarray
+            Per feature, its distinct thresholds, sorted.
+        """
         per_feature: list[list[float]] = [[] for _ in range(self.n_features)]
         for tree in self.trees:
             internal = tree.feature >= 0
@@ -370,7 +445,23 @@ class ReleasedModel:
         return [np.unique(np.asarray(v, dtype=np.float64)) for v in per_feature]
 
     def apply(self, X: np.ndarray) -> np.ndarray:
-        """Leaf index of each row in each tree, shape ``(n_rows, n_trees)``."""
+        """Route rows through every tree.
+
+        Parameters
+        ----------
+        X : numpy.ndarray
+            Rows of feature values, shape ``(n_rows, n_features)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The leaf index of each row in each tree, shape ``(n_rows, n_trees)``.
+
+        Raises
+        ------
+        ValueError
+            ``X`` does not have one column per feature.
+        """
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise ValueError(
@@ -381,7 +472,23 @@ class ReleasedModel:
         )
 
     def class_index(self, y: Any) -> np.ndarray:
-        """Map labels to indices into ``classes``; unknown labels are an error."""
+        """Map labels to indices into ``classes``.
+
+        Parameters
+        ----------
+        y : array_like
+            Class labels.
+
+        Returns
+        -------
+        numpy.ndarray
+            Each label's index into ``classes``.
+
+        Raises
+        ------
+        ValueError
+            A label is not one of the model's classes.
+        """
         lookup = {c: i for i, c in enumerate(self.classes)}
         try:
             return np.array([lookup[v] for v in np.asarray(y).tolist()], dtype=np.int64)
@@ -391,12 +498,37 @@ class ReleasedModel:
             ) from exc
 
     def leaf_counts_of(self, X: np.ndarray, y: Any) -> list[np.ndarray]:
-        """Per-tree ``(n_leaves, n_classes)`` counts that the rows ``(X, y)`` produce."""
+        """Count rows into every tree's leaves, as training would.
+
+        Parameters
+        ----------
+        X : numpy.ndarray
+            Rows of feature values, shape ``(n_rows, n_features)``.
+        y : array_like
+            Their class labels.
+
+        Returns
+        -------
+        list of numpy.ndarray
+            Per tree, the ``(n_leaves, n_classes)`` counts the rows produce.
+        """
         return self.leaf_counts_at(self.apply(X), self.class_index(y))
 
     def leaf_counts_at(self, leaves: np.ndarray, cls: np.ndarray) -> list[np.ndarray]:
-        """Per-tree counts of rows given by their leaf in every tree (``(n_rows, n_trees)``)
-        and their class index."""
+        """Count rows into every tree's leaves, given where they land.
+
+        Parameters
+        ----------
+        leaves : numpy.ndarray
+            Each row's leaf in every tree, shape ``(n_rows, n_trees)`` (from `apply`).
+        cls : numpy.ndarray
+            Each row's class index.
+
+        Returns
+        -------
+        list of numpy.ndarray
+            Per tree, the ``(n_leaves, n_classes)`` counts of the rows.
+        """
         out = []
         for t, tree in enumerate(self.trees):
             counts = np.zeros(tree.counts.shape, dtype=np.int64)
@@ -407,6 +539,19 @@ class ReleasedModel:
     # --- serialization -------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
+        """Write the model in the treeleaks JSON form.
+
+        Returns
+        -------
+        dict
+            Plain JSON that `from_dict` reads back.
+
+        Raises
+        ------
+        UnsupportedModelError
+            The model is a booster whose JSON would lose its pooled trees, trees without
+            counts, or leaf values.
+        """
         if self.gradients is not None or any(t.pooled or not t.counted for t in self.trees):
             raise UnsupportedModelError(
                 "this booster's treeleaks JSON would lose which trees pool their classes or "
@@ -426,6 +571,23 @@ class ReleasedModel:
         }
 
     def to_json(self, path: str | Path | None = None) -> str:
+        """Write the model as treeleaks JSON text, and to a file when given one.
+
+        Parameters
+        ----------
+        path : str or pathlib.Path or None, default None
+            The file to write; None writes none.
+
+        Returns
+        -------
+        str
+            The JSON text.
+
+        Raises
+        ------
+        UnsupportedModelError
+            As `to_dict`.
+        """
         text = json.dumps(self.to_dict())
         if path is not None:
             Path(path).write_text(text)
@@ -433,7 +595,25 @@ class ReleasedModel:
 
     @classmethod
     def from_dict(cls, data: Any) -> ReleasedModel:
-        """A model from the JSON form `to_dict` writes, every field checked."""
+        """Read a model from the JSON form `to_dict` writes, every field checked.
+
+        Parameters
+        ----------
+        data : dict
+            The parsed JSON.
+
+        Returns
+        -------
+        ReleasedModel
+            The model, validated.
+
+        Raises
+        ------
+        ModelFormatError
+            A field is malformed or the model fails `validate`.
+        UnsupportedModelError
+            The counts are those of weighted training.
+        """
         from treeleaks.formats import parse_model
 
         record = parse_model(data, ModelFormatError)
@@ -453,8 +633,26 @@ class ReleasedModel:
 
     @classmethod
     def from_json(cls, source: str | Path) -> ReleasedModel:
-        """A model from a JSON file (a `Path`, or a string not starting with ``{``) or from
-        JSON text (a string starting with ``{``)."""
+        """Read a model from a treeleaks JSON file or from JSON text.
+
+        Parameters
+        ----------
+        source : str or pathlib.Path
+            A file (a `Path`, or a string not starting with ``{``) or JSON text (a string
+            starting with ``{``).
+
+        Returns
+        -------
+        ReleasedModel
+            The model, validated.
+
+        Raises
+        ------
+        ModelFormatError
+            The file cannot be read, the JSON does not parse, or the model is malformed.
+        UnsupportedModelError
+            The counts are those of weighted training.
+        """
         if isinstance(source, str) and source.lstrip().startswith("{"):
             try:
                 data = json.loads(source)
@@ -465,21 +663,22 @@ class ReleasedModel:
         return cls.from_dict(data)
 
     def validate(self) -> None:
-        """Check what the JSON shapes cannot: the trees fit the classes and features, names
-        are distinct, and counts are those of unweighted training. Raises `ModelFormatError`
-        (malformed) or `UnsupportedModelError` (weighted) naming the fix."""
+        """Check what the JSON shapes cannot.
+
+        The trees fit the classes and features, names are distinct, and counts are those of
+        unweighted training. Each error names the fix.
+
+        Raises
+        ------
+        ModelFormatError
+            The model is malformed.
+        UnsupportedModelError
+            The counts are those of weighted training.
+        """
         if not self.trees:
             raise ModelFormatError("the model has no trees")
         self._check_task()
-        if len(set(self.feature_names)) != len(self.feature_names):
-            raise ModelFormatError("the model names a feature twice; feature names must differ")
-        if len(set(map(_plain, self.classes))) != len(self.classes):
-            raise ModelFormatError("the model lists a class twice; classes must differ")
-        if self.label_name in self.feature_names:
-            raise ModelFormatError(
-                f"the label column {self.label_name!r} has the name of a feature; give the "
-                "model another 'label_name'"
-            )
+        self._check_names()
         for index, tree in enumerate(self.trees):
             try:
                 tree.validate(1 if self.is_regression else self.n_classes, self.n_features)
@@ -492,28 +691,60 @@ class ReleasedModel:
         if not self.trees[0].counted:
             raise ModelFormatError("the first tree must have counts")
         if self.gradients is not None:
-            if self.gradients.loss == SQUARED_ERROR:
-                if not self.is_regression or np.size(self.gradients.start) != 1:
-                    raise ModelFormatError("squared-error sums are those of a regressor, "
-                                           "of one start score")
-            else:
-                scores = int(np.size(self.gradients.start))
-                if (scores == 1) != (self.n_classes == 2) or scores not in (1, self.n_classes):
-                    raise ModelFormatError(f"gradient sums of {scores} start score(s) for "
-                                           f"{self.n_classes} classes: one for two classes, "
-                                           "one per class for more")
-            self.gradients.validate(self.trees)
+            self._check_gradients(self.gradients)
 
     def require_classifier(self, attack: str) -> None:
-        """Refuse a regression model for an attack that reads class counts."""
+        """Refuse a regression model for an attack that reads class counts.
+
+        Parameters
+        ----------
+        attack : str
+            The attack's name, for the message.
+
+        Raises
+        ------
+        UnsupportedModelError
+            The model is a regressor.
+        """
         if self.is_regression:
             raise UnsupportedModelError(
                 f"{attack} reads a classifier's class counts and this model is a regressor; "
                 "treeleaks single-out (singling_out) audits regression trees")
 
+    def _check_names(self) -> None:
+        """Features, classes and the label each have a name of their own."""
+        if len(set(self.feature_names)) != len(self.feature_names):
+            raise ModelFormatError("the model names a feature twice; feature names must differ")
+        if len(set(map(_plain, self.classes))) != len(self.classes):
+            raise ModelFormatError("the model lists a class twice; classes must differ")
+        if self.label_name in self.feature_names:
+            raise ModelFormatError(
+                f"the label column {self.label_name!r} has the name of a feature; give the "
+                "model another 'label_name'"
+            )
+
+    def _check_gradients(self, gradients: LeafGradients) -> None:
+        """A booster's sums fit its task, then each tree's leaf values and sums.
+
+        One start score for a regressor or two classes, one per class for more.
+        """
+        if gradients.loss == SQUARED_ERROR:
+            if not self.is_regression or np.size(gradients.start) != 1:
+                raise ModelFormatError("squared-error sums are those of a regressor, "
+                                       "of one start score")
+        else:
+            scores = int(np.size(gradients.start))
+            if (scores == 1) != (self.n_classes == 2) or scores not in (1, self.n_classes):
+                raise ModelFormatError(f"gradient sums of {scores} start score(s) for "
+                                       f"{self.n_classes} classes: one for two classes, "
+                                       "one per class for more")
+        gradients.validate(self.trees)
+
     def _check_task(self) -> None:
-        """A classifier lists its classes; a regression model lists none, has no noise and
-        gives every leaf its value."""
+        """A classifier lists its classes; a regression model lists none.
+
+        A regression model has no noise and gives every leaf its value.
+        """
         if not self.is_regression:
             if not self.classes:
                 raise ModelFormatError("a classifier needs at least one class in 'classes'")
@@ -530,9 +761,11 @@ class ReleasedModel:
                                    "'values'")
 
     def _check_noise(self) -> None:
-        """A Laplace mechanism over T trees spends ε/T per tree: scale T/ε. A file whose ε
-        and scale disagree misstates its guarantee or its noise, and the attack would
-        weigh the counts wrongly."""
+        """A Laplace mechanism over T trees spends ε/T per tree: scale T/ε.
+
+        A file whose ε and scale disagree misstates its guarantee or its noise, and the
+        attack would weigh the counts wrongly.
+        """
         noise = self.noise
         if noise.kind != "laplace":
             raise UnsupportedModelError(
@@ -545,8 +778,11 @@ class ReleasedModel:
                 f"scale {noise.scale:g}; fix the file's 'noise' (scale = trees / epsilon)")
 
     def _check_unweighted(self) -> None:
-        """Noise-free counts are row counts: negative ones are malformed, and counts that
-        disagree with the rows each leaf (or tree) saw come from weighted training."""
+        """Noise-free counts are row counts.
+
+        Negative ones are malformed, and counts that disagree with the rows each leaf (or
+        tree) saw come from weighted training.
+        """
         weighted = (
             "so it was trained with sample_weight or class_weight (or its counts were "
             "altered); treeleaks reconstructs unweighted training only: refit without weights"

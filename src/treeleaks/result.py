@@ -1,5 +1,8 @@
-"""What attacks return: the `AttackResult` shape every attack's result has, and the
-reconstruction's own result type."""
+"""What attacks return.
+
+The `AttackResult` shape every attack's result has, and the reconstruction's own result
+type.
+"""
 
 from __future__ import annotations
 
@@ -21,47 +24,112 @@ PINNED_SHARES = (0.01, 0.05, 0.10)  # of a column's range: how tightly values ar
 
 @runtime_checkable
 class AttackResult(Protocol):
-    """The one shape every attack's result has, which the report, the sweep and the command
-    line read: how the run ended (a `treeleaks.vocabulary.Status`) and a JSON-ready summary
-    that includes it."""
+    """The one shape every attack's result has.
+
+    The report, the sweep and the command line read it: how the run ended (a
+    `treeleaks.vocabulary.Status`) and a JSON-ready summary that includes it.
+    """
 
     @property
-    def status(self) -> str: ...
+    def status(self) -> str:
+        """How the run ended (a `treeleaks.vocabulary.Status`)."""
+        ...
 
-    def summary(self) -> dict[str, Any]: ...
+    def summary(self) -> dict[str, Any]:
+        """Summarize the result as plain JSON.
+
+        Returns
+        -------
+        dict
+            JSON-ready figures, including ``status``.
+        """
+        ...
 
 
 @dataclass
 class Reconstruction:
     """Reconstructed training rows with the solver's verdict, proofs and certificate.
 
-    ``rows`` has the model's feature names and its label column. ``free`` flags values the
-    model leaves open (filled from a prior); ``lower``/``upper`` bound each value as the model
-    implies. ``proven[i]`` says row i is *provably* a training row on the columns the model
-    constrains: every binary value pinned, ordinal and numerical values within
-    ``lower``/``upper``, and every dataset consistent with the model contains it;
-    ``proven_pattern[i]`` says some training row provably matches row i on its non-free
-    features.
-    ``width`` is each value's interval as a share of its column's range (0 when pinned,
-    NaN for binary columns): how tightly the model pins numerical values.
-    ``strategy`` says how the cells were found: ``enumerate`` (every cell of the trees'
-    common refinement listed) or ``generate`` (cells generated on demand by pricing when
-    the refinement is too large to list); ``proof`` says how the proofs were obtained.
-    ``formulation`` names the model solved: ``exact`` (every tree saw every row once) or
-    ``bootstrap-known`` (rows drawn with replacement, draws read from the model)
-    or ``bootstrap-unknown`` (draws inferred) or ``regression-bootstrap-known`` (a
-    regression forest's, the label column holding each row's target; ``targets_exact``
-    counts the targets proven) or ``regression-exact`` (a regression model whose trees each
-    saw every row once; every target it returns is exact).
-    ``draws`` (``bootstrap-unknown``): per tree, the draws inferred for each row,
-    with which the rows reproduce every count. ``partial``: the rows are fewer than N
-    (no complete dataset found in time) and stay within every count, which the
-    certificate checks (no leaf holds more of them than it released); ``lp_rows`` is the
-    most rows the packing LP placed, fractionally, over the cells found (more cells may
-    place more: it bounds nothing but what those cells hold). ``interrupted``: Ctrl-C
-    stopped the search, and these are the rows it had in hand.
-    ``knowledge`` says what side knowledge the reconstruction used (empty: none); proofs
-    and the result then hold given it.
+    Attacks build it; users read its fields and `summary`. Proofs and the result hold given
+    the side knowledge named in ``knowledge`` (empty: none).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        The reconstructed rows: the model's feature columns and its label column (a
+        regressor's label column holds each row's target).
+    free : pandas.DataFrame
+        True where the model leaves a value open; such values are filled from a prior.
+    lower : pandas.DataFrame
+        A lower bound on each value, as the model implies.
+    upper : pandas.DataFrame
+        An upper bound on each value, as the model implies.
+    proven : numpy.ndarray
+        ``proven[i]``: row i is provably a training row on the columns the model
+        constrains. Every binary value is pinned, ordinal and numerical values lie within
+        ``lower`` and ``upper``, and every dataset consistent with the model contains it.
+    proven_pattern : numpy.ndarray
+        ``proven_pattern[i]``: some training row provably matches row i on its non-free
+        features.
+    status : str
+        How the run ended (a `treeleaks.vocabulary.Status`).
+    certificate : Certificate or None
+        Whether the rows reproduce every released count; None when there are no rows.
+    time_s : float
+        Wall-clock time of the run, in seconds.
+    message : str, default ""
+        The solver's or the attack's remark, for people.
+    objective : float or None, default None
+        The solver's objective (log of the number of orderings), when it has one.
+    solver : str, default ""
+        The solver that found the rows.
+    n_cells : int, default 0
+        Cells of the trees' common refinement the search used.
+    certainty_complete : bool, default False
+        Whether every proof finished (else ``proven`` is a lower bound).
+    timings : dict of str to float
+        Seconds spent in each stage.
+    strategy : str, default "enumerate"
+        How the cells were found (a `treeleaks.vocabulary.Strategy`): ``enumerate``
+        lists every cell, ``generate`` prices cells on demand when there are too many.
+    proof : str, default ""
+        How the proofs were obtained.
+    width : pandas.DataFrame or None, default None
+        Each value's interval as a share of its column's range: 0 when pinned, NaN for
+        binary columns.
+    formulation : str, default "exact"
+        The model of the training that was solved (a `treeleaks.vocabulary.Formulation`).
+    knowledge : str, default ""
+        The side knowledge the reconstruction used, described; empty: none.
+    draws : list of numpy.ndarray or None, default None
+        For ``bootstrap-unknown``: per tree, the draws inferred for each row, with which
+        the rows reproduce every count.
+    log_likelihood : float or None, default None
+        A DP forest's: the log-likelihood of the rows under the noise.
+    log_likelihood_bound : float or None, default None
+        A DP forest's: no dataset has a higher log-likelihood.
+    first_solution_s : float or None, default None
+        A DP forest's: seconds until the first complete dataset.
+    n_rows_interval : tuple of int or None, default None
+        A DP forest's: the interval the number of training rows lies in.
+    likelihood_checked : bool, default False
+        A DP forest's: whether the log-likelihood was recomputed from the rows.
+    partial : bool, default False
+        The rows are fewer than N (no complete dataset found in time) and stay within every
+        count, which the certificate checks.
+    lp_rows : float or None, default None
+        With ``partial``: the most rows the packing LP placed, fractionally, over the cells
+        found. It bounds only what those cells hold.
+    interrupted : bool, default False
+        Ctrl-C stopped the search; these are the rows it had in hand.
+    positions : numpy.ndarray or None, default None
+        Each row's training position, when rows are told apart by their draws and some are
+        missing; None when the rows are in training order.
+    targets_exact : int or None, default None
+        A regressor's: how many rows' targets are proven exact.
+    target_bounds : tuple of numpy.ndarray or None, default None
+        A regressor's: each row's target interval ``(lower, upper)`` when not every target
+        is exact; the label column then holds the midpoint.
     """
 
     rows: pd.DataFrame
@@ -104,7 +172,20 @@ class Reconstruction:
 
     @classmethod
     def empty(cls, model: ReleasedModel, **fields: Any) -> Reconstruction:
-        """A result with no rows (no dataset, or none found), with the model's columns."""
+        """Build a result with no rows (no dataset, or none found), with the model's columns.
+
+        Parameters
+        ----------
+        model : ReleasedModel
+            The model whose feature and label columns the empty frames get.
+        **fields
+            The other fields of the result (``status`` and ``time_s`` at least).
+
+        Returns
+        -------
+        Reconstruction
+            The empty result.
+        """
         names = list(model.feature_names)
         nothing = np.zeros(0, dtype=bool)
         frame = pd.DataFrame(np.zeros((0, len(names))), columns=names)
@@ -115,20 +196,30 @@ class Reconstruction:
 
     @property
     def verified(self) -> bool:
+        """Whether the certificate holds: the rows reproduce every released count."""
         return self.certificate is not None and self.certificate.verified
 
     @property
     def n_rows(self) -> int:
+        """The number of reconstructed rows."""
         return len(self.rows)
 
     @property
     def proven_rows(self) -> int:
+        """The number of rows proven to be training rows."""
         return int(self.proven.sum())
 
     def pinned_within(self) -> dict[str, float] | None:
-        """For numerical and ordinal values, the share whose interval is within 1%, 5% and
-        10% of the column's range: on raw measurements the box is the leak. None when the
-        result has no such values."""
+        """Share numerical and ordinal values by how tightly the model pins them.
+
+        On raw measurements the box is the leak.
+
+        Returns
+        -------
+        dict of str to float or None
+            For 1%, 5% and 10%: the share of values whose interval is within that share of
+            the column's range. None when the result has no such values.
+        """
         if self.width is None:
             return None
         widths = self.width.to_numpy(dtype=float)
@@ -138,7 +229,14 @@ class Reconstruction:
         return {f"{share:.0%}": float((widths <= share).mean()) for share in PINNED_SHARES}
 
     def summary(self) -> dict[str, Any]:
-        """Plain-JSON summary for reports and the CLI's ``--json``."""
+        """Summarize the result as plain JSON, for reports and the CLI's ``--json``.
+
+        Returns
+        -------
+        dict
+            The status, counts of rows and proofs, the certificate's figures, timings, and
+            the fields of the formulation solved.
+        """
         summary = {
             "status": self.status,
             "verified": self.verified,

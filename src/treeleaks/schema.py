@@ -24,21 +24,24 @@ if TYPE_CHECKING:  # pandas is needed only to read a frame
 KINDS = ("binary", "ordinal", "numerical", "unknown")
 JSON_KEYS = ("one_hot_groups", "at_most_one_groups", "numerical", "ordinal")
 
-
-
 # how far (float32 rounding) a cut may sit from where a framework cuts a 0/1 column
 ZERO_ONE_SLACK = 1e-6
 
 
 def cuts_zero_one(threshold: float) -> bool:
-    """Whether a lone threshold is where a framework cuts a 0/1 column: the midpoint 0.5
-    (scikit-learn), just above 0 (LightGBM stores 1e-35) or just below 1 (XGBoost's
-    float32 ``x < 1`` read as ``x <= 0.99999994``)."""
+    """Whether a lone threshold is where a framework cuts a 0/1 column.
+
+    The midpoint 0.5 (scikit-learn), just above 0 (LightGBM stores 1e-35) or just below 1
+    (XGBoost's float32 ``x < 1`` read as ``x <= 0.99999994``).
+    """
     return (abs(threshold - 0.5) <= ZERO_ONE_SLACK or 0 < threshold <= ZERO_ONE_SLACK
             or 1 - ZERO_ONE_SLACK <= threshold < 1)
 
+
 @dataclass(frozen=True)
 class FeatureSpec:
+    """One column's domain: its kind (one of `KINDS`) and, when ordered, its range."""
+
     kind: str
     low: float = -np.inf
     high: float = np.inf
@@ -48,8 +51,20 @@ class FeatureSpec:
 class FeatureSchema:
     """Per-column domains and groups.
 
-    ``complete`` says the schema lists every column (from a DataFrame or bound to a model);
-    a partial schema (from JSON) describes only some columns, and `bind` decides the rest.
+    Build one with `from_frame`, `from_dict`, `from_json`, `infer` or `for_model` rather
+    than by hand.
+
+    Parameters
+    ----------
+    features : dict of str to FeatureSpec
+        Each column's kind and range, in column order.
+    one_hot_groups : list of list of str, optional
+        Groups of binary columns of which exactly one is 1.
+    at_most_one_groups : list of list of str, optional
+        Groups of binary columns of which at most one is 1.
+    complete : bool, default True
+        Whether the schema lists every column (from a DataFrame or bound to a model). A
+        partial schema (from JSON) describes only some columns, and `bind` decides the rest.
     """
 
     features: dict[str, FeatureSpec]
@@ -66,7 +81,31 @@ class FeatureSchema:
         one_hot_groups: list[list[str]] | None = None,
         at_most_one_groups: list[list[str]] | None = None,
     ) -> FeatureSchema:
-        """Infer each column's kind and range from data (0/1 → binary, integers → ordinal)."""
+        """Infer each column's kind and range from data.
+
+        A column of 0s and 1s is binary, one of integers ordinal, any other numerical; the
+        range is the data's minimum and maximum.
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame
+            The data, every column numeric.
+        one_hot_groups : list of list of str, optional
+            Groups of binary columns of which exactly one is 1.
+        at_most_one_groups : list of list of str, optional
+            Groups of binary columns of which at most one is 1.
+
+        Returns
+        -------
+        FeatureSchema
+            A complete schema over the frame's columns.
+
+        Raises
+        ------
+        SchemaError
+            A group has fewer than two columns, shares a column with another group, or
+            holds a column that is not binary.
+        """
         import pandas as pd
 
         features = {}
@@ -84,7 +123,27 @@ class FeatureSchema:
 
     @classmethod
     def from_dict(cls, data: Any) -> FeatureSchema:
-        """A partial schema in the ``--schema`` JSON form, every field checked."""
+        """Read a partial schema in the ``--schema`` JSON form, every field checked.
+
+        Columns not named are binary until `bind` decides them against a model.
+
+        Parameters
+        ----------
+        data : dict
+            The parsed JSON: ``numerical`` and ``ordinal`` map names to ``[low, high]``;
+            ``one_hot_groups`` and ``at_most_one_groups`` list groups of names.
+
+        Returns
+        -------
+        FeatureSchema
+            A partial schema (``complete`` is False).
+
+        Raises
+        ------
+        SchemaError
+            A field is malformed, a column is both numerical and ordinal, or a group is
+            invalid.
+        """
         from treeleaks.formats import parse_schema  # pydantic: loaded for a schema file only
 
         record = parse_schema(data, SchemaError)
@@ -107,15 +166,45 @@ class FeatureSchema:
 
     @classmethod
     def from_json(cls, path: str | Path) -> FeatureSchema:
+        """Read a partial schema from a JSON file in the ``--schema`` form (see `from_dict`).
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            The JSON file.
+
+        Returns
+        -------
+        FeatureSchema
+            A partial schema (``complete`` is False).
+
+        Raises
+        ------
+        SchemaError
+            The file cannot be read, is not JSON, or does not describe a valid schema.
+        """
         return cls.from_dict(read_json(Path(path), "schema", SchemaError))
 
     @classmethod
     def infer(cls, model: ReleasedModel) -> FeatureSchema:
-        """What the model alone implies: split at one threshold where the frameworks cut a
-        0/1 column (`cuts_zero_one`) → binary, unsplit → unknown, else numerical. A column
-        split at several points inside (0, 1), such as a ratio, is numerical, and so is a
-        two-valued column split elsewhere (a scaled flag, -0.04 and 0.05 cut at 0.003):
-        calling either binary would fill values the data never held."""
+        """Infer the schema the model alone implies, from its splits.
+
+        A column split at one threshold where the frameworks cut a 0/1 column
+        (`cuts_zero_one`) is binary; an unsplit column is unknown; any other is numerical.
+        A column split at several points inside (0, 1), such as a ratio, is numerical, and
+        so is a two-valued column split elsewhere (a scaled flag, -0.04 and 0.05 cut at
+        0.003): calling either binary would fill values the data never held.
+
+        Parameters
+        ----------
+        model : ReleasedModel
+            The model whose splits are read.
+
+        Returns
+        -------
+        FeatureSchema
+            A complete schema over the model's features, with unbounded ranges.
+        """
         features = {}
         for name, thresholds in zip(model.feature_names, model.thresholds()):
             if thresholds.size == 0:
@@ -127,8 +216,21 @@ class FeatureSchema:
         return cls(features)
 
     def completed(self, frame: pd.DataFrame) -> FeatureSchema:
-        """This schema over every column of ``frame``: described columns keep their spec
-        and groups, the others are inferred from the data as `from_frame` does."""
+        """Extend this schema over every column of ``frame``.
+
+        Described columns keep their spec and groups; the others are inferred from the data
+        as `from_frame` does.
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame
+            The data, every column numeric.
+
+        Returns
+        -------
+        FeatureSchema
+            A complete schema over the frame's columns.
+        """
         inferred = FeatureSchema.from_frame(frame, self.one_hot_groups,
                                             self.at_most_one_groups)
         features = {name: self.features.get(name, spec)
@@ -137,8 +239,26 @@ class FeatureSchema:
 
     @classmethod
     def for_model(cls, model: ReleasedModel) -> FeatureSchema:
-        """The public domains a model's file records (a DP forest's trainer drew its splits
-        from them), else what its splits alone imply (`infer`)."""
+        """Read the domains a model's file records, else infer them from its splits.
+
+        A DP forest's trainer drew its splits from public domains and its file records them;
+        other models fall back to `infer`.
+
+        Parameters
+        ----------
+        model : ReleasedModel
+            The model whose facts and splits are read.
+
+        Returns
+        -------
+        FeatureSchema
+            The recorded schema (partial), or the inferred one.
+
+        Raises
+        ------
+        SchemaError
+            The recorded schema does not parse.
+        """
         import json
 
         recorded = model.facts.get("schema")
@@ -151,6 +271,14 @@ class FeatureSchema:
                               "the schema (--schema)") from None
 
     def to_dict(self) -> dict[str, Any]:
+        """Write the schema in the ``--schema`` JSON form that `from_dict` reads.
+
+        Returns
+        -------
+        dict
+            ``one_hot_groups``, ``at_most_one_groups``, and ``numerical`` and ``ordinal``
+            mapping names to ``[low, high]``.
+        """
         def bounds(kind: str) -> dict[str, list[float]]:
             return {n: [s.low, s.high] for n, s in self.features.items() if s.kind == kind}
 
@@ -164,7 +292,30 @@ class FeatureSchema:
     # --- binding to a model --------------------------------------------------------------
 
     def bind(self, model: ReleasedModel) -> FeatureSchema:
-        """A complete schema over exactly the model's features, checked against its splits."""
+        """Bind the schema to a model: a complete schema over exactly its features.
+
+        Columns a partial schema leaves out are binary. The splits are checked against the
+        domains, and for exact counts every leaf holding rows must admit a row.
+
+        Parameters
+        ----------
+        model : ReleasedModel
+            The model the schema describes.
+
+        Returns
+        -------
+        FeatureSchema
+            A complete schema in the model's column order.
+
+        Raises
+        ------
+        SchemaError
+            The schema names columns the model lacks, a complete schema misses one of its
+            features, a binary column is split outside (0, 1), or a leaf holding training
+            rows admits no row under the schema.
+        ModelFormatError
+            A leaf holding rows has contradictory splits: the model file is corrupt.
+        """
         model_names = list(model.feature_names)
         extra = [n for n in self.features if n not in set(model_names)]
         extra += [n for g in self.one_hot_groups + self.at_most_one_groups for n in g
@@ -198,8 +349,11 @@ class FeatureSchema:
         return bound
 
     def _check_leaves(self, model: ReleasedModel) -> None:
-        """Every leaf that holds training rows must admit a row: else the counts are not
-        to blame for the INFEASIBLE that follows, and the message says what is."""
+        """Every leaf that holds training rows must admit a row.
+
+        Else the counts are not to blame for the INFEASIBLE that follows, and the message
+        says what is.
+        """
         for t, tree in enumerate(model.trees):
             lower, upper = tree.leaf_boxes(model.n_features)
             occupied = tree.counts.sum(axis=1) > 0
@@ -245,30 +399,73 @@ class FeatureSchema:
 
     @property
     def names(self) -> list[str]:
+        """The column names, in order."""
         return list(self.features)
 
     def kind_array(self) -> np.ndarray:
+        """List each column's kind as an array.
+
+        Returns
+        -------
+        numpy.ndarray
+            The kinds, in column order.
+        """
         return np.array([s.kind for s in self.features.values()])
 
     def range_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """List each column's range as two arrays.
+
+        Returns
+        -------
+        low : numpy.ndarray
+            Each column's lower end, in column order (-inf when unbounded).
+        high : numpy.ndarray
+            Each column's upper end (inf when unbounded).
+        """
         specs = list(self.features.values())
         return np.array([s.low for s in specs]), np.array([s.high for s in specs])
 
     def group_indices(self) -> list[tuple[np.ndarray, bool]]:
-        """Each group as (column indices, exactly_one)."""
+        """List each group by its columns' indices.
+
+        Returns
+        -------
+        list of tuple of (numpy.ndarray, bool)
+            Per group, its column indices and whether exactly one is 1 (one-hot groups
+            first, then at-most-one groups).
+        """
         index = {n: i for i, n in enumerate(self.features)}
         return [(np.array([index[n] for n in g]), True) for g in self.one_hot_groups] + [
             (np.array([index[n] for n in g]), False) for g in self.at_most_one_groups
         ]
 
     def feasible(self, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-        """Which boxes ``lower < x <= upper`` (shape ``(K, M)``) hold a value the schema allows."""
+        """Tell which boxes hold a value the schema allows.
+
+        Parameters
+        ----------
+        lower, upper : numpy.ndarray
+            The boxes ``lower < x <= upper``, shape ``(K, M)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            Per box, whether it holds an allowed point.
+        """
         return self.feasibility()(lower, upper)
 
     def feasibility(self) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-        """`feasible` with the schema's arrays built once, for callers that ask thousands of
-        times (`treeleaks.counts.peel`); valid while the schema is not changed. Temporaries
-        stay one column of floats at a time: enumeration checks millions of boxes."""
+        """Build `feasible` with the schema's arrays computed once.
+
+        For callers that ask thousands of times (`treeleaks.counts.peel`); valid while the
+        schema is not changed. Temporaries stay one column of floats at a time: enumeration
+        checks millions of boxes.
+
+        Returns
+        -------
+        callable
+            ``feasible(lower, upper)``, as `feasible`.
+        """
         kinds = self.kind_array()
         low, high = self.range_arrays()
         binary = kinds == "binary"
@@ -295,9 +492,28 @@ class FeatureSchema:
         return feasible
 
     def sample(self, n: int, seed: int = 0) -> np.ndarray:
-        """``n`` points drawn uniformly from the schema's domain, ``(n, M)``: binary columns
-        fair coins, a one-hot group one member, an at-most-one group one member or none,
-        ordinal and numerical columns uniform over their (finite) ranges."""
+        """Draw points uniformly from the schema's domain.
+
+        Binary columns are fair coins, a one-hot group one member, an at-most-one group one
+        member or none, ordinal and numerical columns uniform over their finite ranges.
+
+        Parameters
+        ----------
+        n : int
+            How many points.
+        seed : int, default 0
+            Seed of the random generator.
+
+        Returns
+        -------
+        numpy.ndarray
+            The points, shape ``(n, M)``.
+
+        Raises
+        ------
+        SchemaError
+            An ordinal, numerical or unknown column has no finite range.
+        """
         rng = np.random.default_rng(seed)
         low, high = self.range_arrays()
         kinds = self.kind_array()
@@ -319,5 +535,18 @@ class FeatureSchema:
 
     @staticmethod
     def binary_options(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Whether 0 and whether 1 lie in each box's interval, per feature."""
+        """Tell whether 0 and whether 1 lie in each box's interval, per feature.
+
+        Parameters
+        ----------
+        lower, upper : numpy.ndarray
+            The boxes ``lower < x <= upper``, shape ``(K, M)``.
+
+        Returns
+        -------
+        can0 : numpy.ndarray
+            Whether 0 lies in each box's interval, of the boxes' shape.
+        can1 : numpy.ndarray
+            Whether 1 lies in each box's interval, of the boxes' shape.
+        """
         return (lower < 0) & (upper >= 0), (lower < 1) & (upper >= 1)

@@ -1,7 +1,8 @@
-"""The words every attack, the report, the sweep and the command line share: how a run
-ended, how the cells were found, and which model of the training was solved. They are
-`StrEnum`s, so each member is also its plain string: ``Status.OPTIMAL == "OPTIMAL"``, and
-JSON and CSV outputs carry the string.
+"""The words every attack, the report, the sweep and the command line share.
+
+How a run ended, how the cells were found, and which model of the training was solved. They
+are `StrEnum`s, so each member is also its plain string: ``Status.OPTIMAL == "OPTIMAL"``,
+and JSON and CSV outputs carry the string.
 
 How often a tree drew a row is called its *draws* everywhere users read it; the model
 file keeps the field name ``multiplicities`` and the audit report its key

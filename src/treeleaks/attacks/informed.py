@@ -1,8 +1,10 @@
-"""The informed adversary of the DP-forest study (SaTML 2026): it knows every training row
-but one and reconstructs the last from the model. Its error is set against two constant
-guesses read off the training set: the per-column majority (the study's baseline, the
-best constant guess for this error, which may break one-hot groups) and the best constant
-row the schema allows (each group's most common member)."""
+"""The informed adversary of the DP-forest study (SaTML 2026).
+
+It knows every training row but one and reconstructs the last from the model. Its error
+is set against two constant guesses read off the training set: the per-column majority
+(the study's baseline, the best constant guess for this error, which may break one-hot
+groups) and the best constant row the schema allows (each group's most common member).
+"""
 
 from __future__ import annotations
 
@@ -21,8 +23,25 @@ from treeleaks.vocabulary import Status
 
 @dataclass(frozen=True)
 class InformedAdversary:
-    """The informed adversary's mean error over its targets, beside the two constant
-    guesses, and the share of targets on which it beats the majority."""
+    """The informed adversary's mean error over its targets, beside two constant guesses.
+
+    Errors are mean absolute differences over the features, 0 perfect.
+
+    Parameters
+    ----------
+    error : float
+        The adversary's mean error over its targets.
+    majority_error : float
+        The mean error of the per-column majority row (the study's baseline).
+    allowed_constant_error : float
+        The mean error of the best constant row the schema allows.
+    wins : float
+        The share of targets on which the adversary beats the majority.
+    n_targets : int
+        The number of targets reconstructed.
+    status : Status, default Status.DONE
+        Always ``done``: every target is reconstructed in turn, each in its time.
+    """
 
     error: float
     majority_error: float
@@ -32,7 +51,13 @@ class InformedAdversary:
     status: Status = Status.DONE  # every target is reconstructed in turn, each in its time
 
     def summary(self) -> dict[str, Any]:
-        """Plain JSON: the status and the figures."""
+        """Summarize the result as plain JSON.
+
+        Returns
+        -------
+        dict
+            The status and the figures.
+        """
         return {"status": self.status, "error": self.error,
                 "majority_error": self.majority_error,
                 "allowed_constant_error": self.allowed_constant_error, "wins": self.wins,
@@ -41,8 +66,30 @@ class InformedAdversary:
 
 def informed_adversary(model: ReleasedModel, schema: FeatureSchema, *, train: pd.DataFrame,
                        label: str, n_targets: int, time_limit: float) -> InformedAdversary:
-    """The first ``n_targets`` rows, each reconstructed with all others known (see the
-    module doc)."""
+    """Reconstruct each of the first training rows with all the others known.
+
+    See the module doc for the two constant guesses it is set against.
+
+    Parameters
+    ----------
+    model : ReleasedModel
+        The model trained on ``train``.
+    schema : FeatureSchema
+        The columns' domains; its groups shape the allowed constant row.
+    train : pandas.DataFrame
+        The training rows, binary features and the label.
+    label : str
+        The label column of ``train``.
+    n_targets : int
+        How many of the first rows to reconstruct in turn.
+    time_limit : float
+        Seconds for each reconstruction.
+
+    Returns
+    -------
+    InformedAdversary
+        The mean errors and the share of wins.
+    """
     features = [c for c in train.columns if c != label]
     values = train[features].to_numpy(dtype=float)
     majority = (values.mean(axis=0) > 0.5).astype(float)

@@ -1,6 +1,7 @@
-"""Probabilistic reconstruction of a single decision tree or rule list (Gambs, Gmati &
-Hurfin 2012; Ferry et al., SaTML 2024): for the training rows a leaf (or rule) holds, the
-values every attribute can still take, given the path and the schema.
+"""Probabilistic reconstruction of a single decision tree or rule list.
+
+After Gambs, Gmati & Hurfin 2012 and Ferry et al., SaTML 2024: for the training rows a leaf
+(or rule) holds, the values every attribute can still take, given the path and the schema.
 
 A decision tree's leaf is a box, so its rows' attributes are reduced one by one and the
 vectors it admits are the product of the reduced domains. A rule list's rule j captures the
@@ -41,12 +42,30 @@ from treeleaks.vocabulary import Status
 class ProbabilisticReconstruction:
     """Per path (a tree's leaf, or a rule): its training rows and what they may be.
 
-    ``pieces[p]`` are disjoint boxes whose union is what path p admits (one box for a
-    leaf); ``reduced_sizes[p, a]`` the number of values attribute a can take there;
-    ``admitted[p]`` the exact number of attribute vectors path p admits (joint, so a rule
-    list's "none of the earlier rules" counts even where no single attribute shrinks);
-    ``counts[p]`` the per-class training rows (columns in the order of ``classes``), or
-    None when the model does not release them.
+    `tree_reconstruction` and `rule_list_reconstruction` build it.
+
+    Parameters
+    ----------
+    kind : str
+        ``leaf`` or ``rule``: what a path is.
+    paths : list of str
+        Each path's name (``leaf 3``, ``rule 2``, ``default``).
+    attributes : list of Attribute
+        The attributes and their domains (`treeleaks.attacks.attributes`).
+    pieces : list of list of tuple
+        ``pieces[p]``: disjoint boxes ``(lower, upper)`` whose union is what path p admits
+        (one box for a leaf).
+    reduced_sizes : numpy.ndarray
+        ``reduced_sizes[p, a]``: the number of values attribute a can take on path p.
+    admitted : list of int
+        ``admitted[p]``: the exact number of attribute vectors path p admits. It is joint,
+        so a rule list's "none of the earlier rules" counts even where no single attribute
+        shrinks.
+    counts : numpy.ndarray or None
+        ``counts[p]``: the per-class training rows, columns in the order of ``classes``;
+        None when the model does not release them.
+    classes : list
+        The class labels.
     """
 
     kind: str  # "leaf" or "rule"
@@ -64,9 +83,19 @@ class ProbabilisticReconstruction:
         return Status.DONE
 
     def summary(self) -> dict[str, Any]:
-        """Plain JSON: dist and dist_g (`treeleaks.evaluation.entropy.summarize`), the
-        attributes, and per path its support, admitted vectors, ratio and dist. Raises
-        `MissingCountsError` when the model releases no supports."""
+        """Summarize the result as plain JSON.
+
+        Returns
+        -------
+        dict
+            The status, dist and dist_g (`treeleaks.evaluation.entropy.summarize`), the
+            attributes, and per path its support, admitted vectors, ratio and dist.
+
+        Raises
+        ------
+        MissingCountsError
+            The model releases no supports.
+        """
         leak = summarize(self)
         return {
             "status": self.status,
@@ -87,14 +116,23 @@ class ProbabilisticReconstruction:
 
     @property
     def domain_sizes(self) -> np.ndarray:
+        """Each attribute's number of values before any path reduces it."""
         return np.array([a.size for a in self.attributes], dtype=np.int64)
 
     @property
     def log2_admitted(self) -> np.ndarray:
+        """Log2 of each path's admitted vectors (-inf for none)."""
         return np.array([_big_log2(v) for v in self.admitted])
 
     def domain_table(self) -> pd.DataFrame:
-        """One row per path: its support (when known) and each attribute's reduced domain."""
+        """Tabulate each path's reduced domains.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per path: its name, its support (when known), its admitted vectors and
+            each attribute's reduced domain.
+        """
         rows = []
         for p, pieces in enumerate(self.pieces):
             lower = np.array([b[0] for b in pieces]).reshape(len(pieces), -1)
@@ -119,9 +157,32 @@ def _big_log2(value: int) -> float:
 
 def tree_reconstruction(model: ReleasedModel, schema: FeatureSchema | None = None, *,
                         tree: int = 0) -> ProbabilisticReconstruction:
-    """The reduced domains of every leaf of tree ``tree`` of ``model`` under ``schema``
-    (default: the one the model records, else what its splits imply). Numerical columns
-    are discretised at the cut points of the whole model."""
+    """Reduce every attribute's domain on each leaf of one tree.
+
+    Numerical columns are discretised at the cut points of the whole model.
+
+    Parameters
+    ----------
+    model : ReleasedModel
+        A model with exact counts (not a DP model).
+    schema : FeatureSchema or None, default None
+        The columns' domains; None: the one the model records, else what its splits imply.
+    tree : int, default 0
+        The index of the tree to reduce.
+
+    Returns
+    -------
+    ProbabilisticReconstruction
+        Per leaf, its support and reduced domains.
+
+    Raises
+    ------
+    UnsupportedModelError
+        The model's counts are noisy.
+    SchemaError
+        The schema does not match the model, or admits no vector on a leaf that holds
+        training rows.
+    """
     if model.noise is not None:
         raise UnsupportedModelError("the model's leaf counts are noisy (a DP model); the "
                                     "probabilistic reconstruction needs the exact supports")
@@ -143,7 +204,28 @@ def tree_reconstruction(model: ReleasedModel, schema: FeatureSchema | None = Non
 
 def rule_list_reconstruction(rule_list: RuleList,
                              schema: FeatureSchema | None = None) -> ProbabilisticReconstruction:
-    """The vectors each rule captures and each attribute's reduced domain there."""
+    """Reduce every attribute's domain on the vectors each rule of a rule list captures.
+
+    Rule j captures the vectors of its box that no earlier rule captures.
+
+    Parameters
+    ----------
+    rule_list : RuleList
+        The rule list (`treeleaks.frontends.rule_list`).
+    schema : FeatureSchema or None, default None
+        The columns' domains; None infers them from the rules' tests.
+
+    Returns
+    -------
+    ProbabilisticReconstruction
+        Per rule (and the default), its support when released and reduced domains.
+
+    Raises
+    ------
+    SchemaError
+        The schema does not match the rule list, or admits no vector on a rule that holds
+        training rows.
+    """
     bound, declared = bind_rule_list(rule_list, schema)
     check_cuts(bound, rule_list.feature_names, rule_list.thresholds(), declared)
     attributes = build_attributes(bound, rule_list.thresholds())
@@ -170,11 +252,14 @@ def rule_list_reconstruction(rule_list: RuleList,
 
 def bind_rule_list(rule_list: RuleList,
                    schema: FeatureSchema | None) -> tuple[FeatureSchema, set[str] | None]:
-    """A complete schema over the rule list's columns (unlisted ones binary, as for trees)
-    and the set of columns the given schema declared (None when inferred).
+    """Bind a schema to a rule list's columns.
+
+    A complete schema over the rule list's columns (unlisted ones binary, as for trees) and
+    the set of columns the given schema declared (None when inferred).
 
     Without a schema: a column tested only against 0/1 is binary, one cut elsewhere is
-    numerical of unknown range, an unused one unknown."""
+    numerical of unknown range, an unused one unknown.
+    """
     names = rule_list.feature_names
     equality = rule_list.equality_columns()
     if schema is None:
@@ -206,8 +291,11 @@ def bind_rule_list(rule_list: RuleList,
 
 
 def _check_supports(result: ProbabilisticReconstruction) -> None:
-    """A path that holds training rows must admit a vector: else the schema contradicts
-    the model (a forced 1 in two columns of a group, a value outside a range, ...)."""
+    """A path that holds training rows must admit a vector.
+
+    Else the schema contradicts the model (a forced 1 in two columns of a group, a value
+    outside a range, ...).
+    """
     if result.counts is None:
         return
     for p, support in enumerate(result.counts.sum(axis=1).tolist()):

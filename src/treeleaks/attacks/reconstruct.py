@@ -1,5 +1,7 @@
-"""The reconstruction attack's one entry point: which formulation a released forest calls
-for, and the call. Each formulation lives in a module of its own:
+"""The reconstruction attack's one entry point.
+
+Which formulation a released forest calls for, and the call. Each formulation lives in a
+module of its own:
 
 - ``exact``: every tree saw every row once (`treeleaks.attacks.exact`);
 - ``bootstrap-known``: rows drawn with replacement, the draws read from the model
@@ -86,9 +88,11 @@ MIN_SEARCH_TIME = 1.0
 
 @dataclass(frozen=True)
 class NoisyCountOptions:
-    """The options only a DP forest's reconstruction reads: N (given, or ``n_unknown`` to
-    infer it) and how far its rows are pulled toward typical ones (``shrinkage``; None:
-    the attack's default)."""
+    """The options only a DP forest's reconstruction reads.
+
+    N (given, or ``n_unknown`` to infer it) and how far its rows are pulled toward typical
+    ones (``shrinkage``; None: the attack's default).
+    """
 
     n_rows: int | None = None
     n_unknown: bool = False
@@ -123,22 +127,72 @@ def reconstruct(
     n_unknown: bool = False,
     shrinkage: float | None = None,
 ) -> Reconstruction:
-    """Reconstruct the training set of a forest (see the module doc for the formulations).
+    """Reconstruct the training set of a released tree model.
 
-    ``time_limit`` bounds the whole run; the search keeps ``min(certainty_time_limit, 15%
-    of it)`` for the proofs, which use at most ``certainty_time_limit`` (cut short, they
-    stay sound). A run out of time returns its best result with status FEASIBLE, or
-    UNKNOWN with what it proved; counts no dataset produces give INFEASIBLE.
-    ``threads`` and ``seed`` steer the solvers; ``solver`` (``highs`` or ``cp-sat``) and
-    ``strategy`` (``auto``, ``enumerate`` every cell of the trees' common refinement, or
-    ``generate`` cells on demand) apply to the exact formulation; ``cell_budget`` bounds
-    listing cells everywhere. Counts implying more than ``max_rows`` rows are refused
-    (`BudgetError`). ``progress`` receives `treeleaks.progress.Progress` events.
-    ``knowledge`` (known columns, known rows) is respected exactly by the rows returned,
-    and the proofs hold given it. ``ignore_draws`` sets a bootstrap forest's
-    draws aside; a regressor's route is `treeleaks.attacks.regression` (what it does not
-    read yet is refused). ``n_rows``, ``n_unknown`` and ``shrinkage`` are for DP forests
-    (`NoisyCountOptions`); its schema defaults to the public domains its file records.
+    The first formulation that applies runs (see the module doc). A run out of time returns
+    its best result with status FEASIBLE, or UNKNOWN with what it proved; counts no
+    dataset produces give INFEASIBLE.
+
+    Parameters
+    ----------
+    model : ReleasedModel
+        The released model.
+    schema : FeatureSchema or None, default None
+        The columns' domains. None: what the splits imply; for a DP forest, the public
+        domains its file records.
+    time_limit : float, default 60.0
+        Seconds for the whole run.
+    threads : int, default 2
+        Threads the solvers may use.
+    seed : int, default 0
+        The solvers' random seed.
+    solver : str, default "highs"
+        ``highs`` or ``cp-sat``, for the exact formulation.
+    certainty_time_limit : float, default 30.0
+        Most seconds the proofs use; the search keeps ``min(certainty_time_limit, 15% of
+        time_limit)`` for them. Cut short, they stay sound.
+    strategy : str, default "auto"
+        How the cells are found: ``auto``, ``enumerate`` (every cell of the trees' common
+        refinement), ``generate`` (cells on demand), or ``per-row`` (a bootstrap forest
+        with its draws: no cells, one leaf per row and drawing tree).
+    cell_budget : CellBudget or None, default None
+        Limits on listing cells (count, memory, deadline), for every formulation.
+    max_rows : int, default 1_000_000
+        Counts implying more training rows than this are refused.
+    progress : callable or None, default None
+        Receives `treeleaks.progress.Progress` events.
+    knowledge : Knowledge or None, default None
+        Side knowledge (known columns, known rows). The rows returned respect it exactly
+        and the proofs hold given it.
+    ignore_draws : bool, default False
+        Set a bootstrap forest's draws aside and infer them.
+    n_rows : int or None, default None
+        A DP forest's number of training rows N.
+    n_unknown : bool, default False
+        A DP forest's N is unknown: infer it.
+    shrinkage : float or None, default None
+        How far a DP forest's rows are pulled toward typical ones; None: the attack's
+        default.
+
+    Returns
+    -------
+    Reconstruction
+        The rows, the status, the proofs and the certificate.
+
+    Raises
+    ------
+    BudgetError
+        The counts imply more than ``max_rows`` rows.
+    KnowledgeError
+        The side knowledge does not fit the model or contradicts it.
+    SchemaError
+        The schema does not match the model.
+    UnsupportedModelError
+        No formulation reads this model, or it refuses an option given.
+    TreeleaksError
+        An option does not apply to this model, such as ``n_rows`` for exact counts.
+    ValueError
+        ``strategy`` is unknown.
     """
     run = RunOptions(time_limit, certainty_time_limit, threads, seed, cell_budget, progress)
     request = Request(strategy, solver, knowledge, ignore_draws,
@@ -149,9 +203,11 @@ def reconstruct(
 
 @dataclass(frozen=True)
 class Request:
-    """What a call asks beyond the run's options (`RunOptions`): the strategy and solver,
-    side knowledge, whether a bootstrap forest's draws are set aside, a DP forest's
-    options, and the most rows the counts may imply."""
+    """What a call asks beyond the run's options (`RunOptions`).
+
+    The strategy and solver, side knowledge, whether a bootstrap forest's draws are set
+    aside, a DP forest's options, and the most rows the counts may imply.
+    """
 
     strategy: str
     solver: str
@@ -171,8 +227,10 @@ Runner = Callable[[ReleasedModel, FeatureSchema | None, RunOptions, Request], Re
 
 @dataclass(frozen=True)
 class Route:
-    """One formulation: whether it takes a model (given the request), and its call, which
-    refuses what the formulation does not read before it runs."""
+    """One formulation: whether it takes a model (given the request), and its call.
+
+    The call refuses what the formulation does not read before it runs.
+    """
 
     formulation: str
     applies: Callable[[ReleasedModel, Request], bool]
@@ -189,8 +247,11 @@ def _boosted_regression(model: ReleasedModel, schema: FeatureSchema | None,
 
 
 def _regressor(formulation: Runner, rows: Callable[[ReleasedModel], int | None]) -> Runner:
-    """A regression forest's route: what no regression route reads refused, then
-    ``formulation``, the rows the counts imply (``rows``) within the limit."""
+    """A regression forest's route.
+
+    What no regression route reads is refused, then ``formulation`` runs, the rows the
+    counts imply (``rows``) within the limit.
+    """
     def run_it(model: ReleasedModel, schema: FeatureSchema | None, run: RunOptions,
                request: Request) -> Reconstruction:
         request.noisy.refuse_for_exact_counts(model)
@@ -218,8 +279,7 @@ def _noisy_counts(model: ReleasedModel, schema: FeatureSchema | None, run: RunOp
 
 def _classifier(formulation: Callable[[ReleasedModel, FeatureSchema, RunOptions, Request],
                                       Reconstruction]) -> Runner:
-    """A classifier with exact counts: the request checked, the schema bound, then
-    ``formulation``."""
+    """A classifier with exact counts: the request checked, the schema bound, then run."""
     def run_it(model: ReleasedModel, schema: FeatureSchema | None, run: RunOptions,
                request: Request) -> Reconstruction:
         request.noisy.refuse_for_exact_counts(model)
@@ -346,10 +406,13 @@ def _draws_unknown(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
 
 def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
                  strategy: str) -> Reconstruction:
-    """A bootstrap forest with its draws, rebuilt in training order: over its cells, or
-    (``auto``, when they are too many to list) row by row; on raw measurements ``auto``
-    places rows first, then searches for a partial dataset with the time that leaves. When
-    the cells fail for size or time, the fallback sets the draws aside."""
+    """A bootstrap forest with its draws, rebuilt in training order.
+
+    Over its cells, or (``auto``, when they are too many to list) row by row; on raw
+    measurements ``auto`` places rows first, then searches for a partial dataset with the
+    time that leaves. When the cells fail for size or time, the fallback sets the draws
+    aside.
+    """
     if strategy == Strategy.AUTO and raw_measurements(model, ROWS_FIRST_BITS):
         return _rows_then_search(model, bound, run)
 
@@ -372,8 +435,11 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
 
 def _rows_then_search(model: ReleasedModel, bound: FeatureSchema,
                       run: RunOptions) -> Reconstruction:
-    """Raw measurements with their draws: row by row for a complete dataset, then the draw
-    search's partial dataset with the time it leaves (see `SEARCH_RESERVE`)."""
+    """Raw measurements with their draws: row by row, then the draw search.
+
+    Row by row for a complete dataset, then the draw search's partial dataset with the time
+    it leaves (see `SEARCH_RESERVE`).
+    """
     first = reconstruct_per_row(model, bound, replace(
         run, time_limit=(1 - SEARCH_RESERVE) * run.time_limit))
     left = run.time_limit - first.time_s
@@ -387,8 +453,10 @@ def _rows_then_search(model: ReleasedModel, bound: FeatureSchema,
 
 
 def raw_measurements(model: ReleasedModel, bits: float = RAW_DOMAIN_BITS) -> bool:
-    """Whether the trees cut their finely split columns into more than ``2**bits`` points:
-    raw measurements, whose cells are out of reach (see `RAW_DOMAIN_BITS`)."""
+    """Whether the trees cut their finely split columns into more than ``2**bits`` points.
+
+    Such are raw measurements, whose cells are out of reach (see `RAW_DOMAIN_BITS`).
+    """
     sizes = np.array([cuts.size for cuts in model.thresholds()])
     return float(np.log2(sizes[sizes > 1] + 1).sum()) > bits
 
@@ -396,8 +464,10 @@ def raw_measurements(model: ReleasedModel, bits: float = RAW_DOMAIN_BITS) -> boo
 def _with_knowledge(model: ReleasedModel, bound: FeatureSchema, knowledge: Knowledge,
                     n_rows: int | None, run: RunOptions, solver: str,
                     strategy: str) -> Reconstruction:
-    """Side knowledge around the exact or bootstrap-known formulation (``n_rows``: the
-    N the counts imply, when they do)."""
+    """Side knowledge around the exact or bootstrap-known formulation.
+
+    ``n_rows``: the N the counts imply, when they do.
+    """
     knowledge.check(model, bound, n_rows)
     bound = knowledge.schema_for(bound, model)
     if model.bootstrap:

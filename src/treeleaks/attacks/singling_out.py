@@ -1,5 +1,6 @@
-"""Predicate singling out (Sedlmeyr 2024): predicates a released tree gives away that match
-exactly one training row.
+"""Predicate singling out (Sedlmeyr 2024).
+
+The predicates a released tree gives away that match exactly one training row.
 
 A node of a tree whose stored counts hold exactly one row of some class is *vulnerable*: the
 conjunction of its path's conditions and "label = that class" matches one training row and
@@ -54,10 +55,24 @@ class DataMismatchError(TreeleaksError):
 
 @dataclass
 class SinglingOut:
-    """Every vulnerable (node, label) pair of a model, shortest predicate first. Status
-    ``done``, or ``partial`` when the forest's cells were not all analysed (the predicates
-    are then a lower bound). ``label_name`` and ``binary_columns`` are the model's, for the
-    predicates' text."""
+    """Every vulnerable (node, label) pair of a model, shortest predicate first.
+
+    `single_out` builds it.
+
+    Parameters
+    ----------
+    predicates : list of Predicate
+        The predicates, each matching one training row, shortest first.
+    notes : list of str, optional
+        Remarks for people: why predicates are not proven, or where the analysis stopped.
+    label_name : str, default "label"
+        The model's label column, for the predicates' text.
+    binary_columns : frozenset of str, default frozenset()
+        The model's binary columns, for the predicates' text.
+    status : Status, default Status.DONE
+        ``done``, or ``partial`` when the forest's cells were not all analysed (the
+        predicates are then a lower bound).
+    """
 
     predicates: list[Predicate]
     notes: list[str] = field(default_factory=list)
@@ -68,7 +83,22 @@ class SinglingOut:
     @classmethod
     def of(cls, model: ReleasedModel, predicates: list[Predicate],
            notes: list[str]) -> SinglingOut:
-        """The predicates found on ``model``, with its label and binary columns."""
+        """Collect the predicates found on a model, with its label and binary columns.
+
+        Parameters
+        ----------
+        model : ReleasedModel
+            The model the predicates were found on.
+        predicates : list of Predicate
+            The predicates, shortest first.
+        notes : list of str
+            Remarks for people; a note of a cut cell analysis makes the status partial.
+
+        Returns
+        -------
+        SinglingOut
+            The result.
+        """
         from treeleaks.schema import FeatureSchema
 
         features = FeatureSchema.infer(model).features
@@ -79,10 +109,17 @@ class SinglingOut:
 
     @property
     def n_proven(self) -> int:
+        """The number of proven predicates."""
         return sum(p.proven for p in self.predicates)
 
     def summary(self) -> dict[str, Any]:
-        """Plain JSON: the status, every predicate, how many are proven, and the notes."""
+        """Summarize the result as plain JSON.
+
+        Returns
+        -------
+        dict
+            The status, every predicate, how many are proven, and the notes.
+        """
         return {
             "status": self.status,
             "predicates": [p.to_dict(self.label_name, set(self.binary_columns))
@@ -104,6 +141,7 @@ def node_counts(tree: Tree) -> np.ndarray:
 
 
 def node_depths(tree: Tree) -> np.ndarray:
+    """Every node's depth, the root's 0."""
     depth = np.zeros(len(tree.feature), dtype=np.int64)
     for node in tree.internal_nodes():
         depth[tree.left[node]] = depth[tree.right[node]] = depth[node] + 1
@@ -147,17 +185,40 @@ def tree_predicates(model: ReleasedModel, index: int) -> list[Predicate]:
 
 
 def require_counts(model: ReleasedModel) -> None:
+    """Refuse a model whose counts were stripped."""
     if not model.counts_released:
         raise CountsUnavailableError(COUNTS_STRIPPED)
 
 
 def single_out(model: ReleasedModel, schema: FeatureSchema | None = None, *,
                cells: bool = True, time_limit: float = 30.0) -> SinglingOut:
-    """Every vulnerable (node, label) pair of every tree, shortest predicate first; for a
-    no-bootstrap forest of classifiers with ``cells``, also the cells its certainty analysis
-    proves to hold one row of a class (within ``time_limit`` seconds; ``schema`` defaults
-    to the one the splits imply). Raises `CountsUnavailableError` when the counts were
-    stripped."""
+    """Find every predicate the model gives away that matches exactly one training row.
+
+    Every vulnerable (node, label) pair of every tree, shortest predicate first. A tree
+    that saw every row once proves its predicates; a bootstrap or noisy one does not.
+
+    Parameters
+    ----------
+    model : ReleasedModel
+        The model, classifier or regressor, with its counts.
+    schema : FeatureSchema or None, default None
+        The columns' domains for the cell analysis; None: what the splits imply.
+    cells : bool, default True
+        For a no-bootstrap forest of classifiers, also the cells its certainty analysis
+        proves to hold one row of a class.
+    time_limit : float, default 30.0
+        Seconds for the cell analysis.
+
+    Returns
+    -------
+    SinglingOut
+        The predicates, with notes on what is not proven.
+
+    Raises
+    ------
+    CountsUnavailableError
+        The model's counts were stripped.
+    """
     require_counts(model)
     predicates = [p for t in range(model.n_trees) for p in tree_predicates(model, t)]
     proven, how = grounds(model)
@@ -186,6 +247,7 @@ class Exposure:
 
     @property
     def share_exposed(self) -> float:
+        """The share of rows singled out."""
         return len(self.singled_out) / self.n_rows if self.n_rows else 0.0
 
 
@@ -215,8 +277,11 @@ def split_data(model: ReleasedModel, frame: pd.DataFrame, label: str
 
 def check_against_data(result: SinglingOut, model: ReleasedModel, frame: pd.DataFrame,
                        label: str) -> Exposure:
-    """Fill each predicate's ``matches`` (rows of its label it selects in ``frame``) and
-    list the rows singled out: those some predicate selects alone."""
+    """Fill each predicate's ``matches`` and list the rows singled out.
+
+    ``matches``: the rows of its label a predicate selects in ``frame``. A row is singled
+    out when some predicate selects it alone.
+    """
     X, y = split_data(model, frame, label)
     singled: set[int] = set()
     valid = 0
@@ -239,9 +304,12 @@ def check_against_data(result: SinglingOut, model: ReleasedModel, frame: pd.Data
 
 @dataclass(frozen=True)
 class Tries:
-    """The deepest-first ranking's cost: ``expected`` tries to the first valid predicate
-    with ties in depth broken at random (None: no candidate is valid), ``in_order`` the
-    tries in the listed order, over ``n_candidates`` of which ``n_valid`` are valid."""
+    """The deepest-first ranking's cost.
+
+    ``expected`` tries to the first valid predicate with ties in depth broken at random
+    (None: no candidate is valid), ``in_order`` the tries in the listed order, over
+    ``n_candidates`` of which ``n_valid`` are valid.
+    """
 
     expected: float | None
     in_order: int | None
@@ -250,9 +318,11 @@ class Tries:
 
 
 def no_counts_ranking(model: ReleasedModel, tree: int = 0) -> list[tuple[int, int, int]]:
-    """The adversary's candidates in tree ``tree`` without counts: ``(node, label index,
-    depth)`` for every leaf and label, deepest leaves first (for a regressor the one label
-    is the leaf's value)."""
+    """The adversary's candidates in tree ``tree`` without counts.
+
+    ``(node, label index, depth)`` for every leaf and label, deepest leaves first (for a
+    regressor the one label is the leaf's value).
+    """
     t = model.trees[tree]
     depth = node_depths(t)
     leaves = np.flatnonzero(t.feature < 0)
@@ -262,9 +332,11 @@ def no_counts_ranking(model: ReleasedModel, tree: int = 0) -> list[tuple[int, in
 
 
 def no_counts_guesses(model: ReleasedModel) -> SinglingOut:
-    """The no-counts adversary's candidates as (unproven) predicates, in the order tried:
-    every tree's leaves deepest first, every label (a regressor's: the leaf's value). What
-    a stripped file still allows (``single-out --no-counts``)."""
+    """The no-counts adversary's candidates as (unproven) predicates, in the order tried.
+
+    Every tree's leaves deepest first, every label (a regressor's: the leaf's value). What
+    a stripped file still allows (``single-out --no-counts``).
+    """
     guesses = []
     for t, tree in enumerate(model.trees):
         lower, upper = tree.node_boxes(model.n_features)
@@ -280,9 +352,11 @@ def no_counts_guesses(model: ReleasedModel) -> SinglingOut:
 
 def tries_without_counts(model: ReleasedModel, tree: int = 0,
                          leaf_counts: np.ndarray | None = None) -> Tries:
-    """The number of tries the deepest-first ranking needs in tree ``tree``; a candidate is
-    valid when its leaf holds one row of its label, by the model's counts or by
-    ``leaf_counts`` (``(n_leaves, labels)``, measured on the training data)."""
+    """The number of tries the deepest-first ranking needs in tree ``tree``.
+
+    A candidate is valid when its leaf holds one row of its label, by the model's counts or
+    by ``leaf_counts`` (``(n_leaves, labels)``, measured on the training data).
+    """
     t = model.trees[tree]
     if leaf_counts is None:
         require_counts(model)
@@ -296,9 +370,12 @@ def tries_without_counts(model: ReleasedModel, tree: int = 0,
 
 
 def expected_tries(depths: np.ndarray, valid: np.ndarray) -> float | None:
-    """Expected position of the first valid candidate when candidates are tried deepest
-    first and in random order within a depth: all of every deeper group without a valid
-    one, then ``(m + 1) / (v + 1)`` within the first group of ``m`` holding ``v`` valid."""
+    """Expected position of the first valid candidate, deepest first.
+
+    Candidates are tried deepest first and in random order within a depth: all of every
+    deeper group without a valid one, then ``(m + 1) / (v + 1)`` within the first group of
+    ``m`` holding ``v`` valid.
+    """
     tried = 0
     for depth in sorted(set(depths.tolist()), reverse=True):
         group = depths == depth
@@ -311,8 +388,10 @@ def expected_tries(depths: np.ndarray, valid: np.ndarray) -> float | None:
 
 def measured_leaf_counts(model: ReleasedModel, frame: pd.DataFrame, label: str,
                          tree: int = 0) -> np.ndarray:
-    """``(n_leaves, labels)`` rows of each label per leaf of tree ``tree`` in the data (a
-    regressor's leaves: rows per leaf)."""
+    """``(n_leaves, labels)``: rows of each label per leaf of tree ``tree`` in the data.
+
+    A regressor's leaves: rows per leaf.
+    """
     X, y = split_data(model, frame, label)
     leaves = model.trees[tree].apply(X.to_numpy(dtype=np.float64))
     n_labels = 1 if model.is_regression else model.n_classes

@@ -1,5 +1,6 @@
-"""The custodian's worst case: how far from the true training set can a dataset that
-reproduces the model be?
+"""The custodian's worst case.
+
+How far from the true training set can a dataset that reproduces the model be?
 
 A bootstrap forest whose draws are known gives its rows back in training order, so row k of
 any reconstruction can be set against training row k. Given the true rows, `worst_case`
@@ -45,11 +46,29 @@ FARTHEST_SHARE = 0.4  # of the time: the farthest dataset (MIP); the row bounds 
 
 @dataclass
 class WorstCase:
-    """``row_bound[k]``: no dataset reproducing the model puts row k farther from training
-    row k (``row_settled[k]``: one does reach it). ``mean_found``: mean error of the
-    farthest consistent dataset found; ``mean_bound``: no consistent dataset is farther on
-    average. Status OPTIMAL: that dataset is proven farthest and every row's bound was
-    tightened to the end."""
+    """The custodian's worst case: how far a consistent dataset can be from the truth.
+
+    Errors are scaled as in `treeleaks.evaluation.metrics` (0 perfect, 1 worst).
+
+    Parameters
+    ----------
+    row_bound : numpy.ndarray
+        ``row_bound[k]``: no dataset reproducing the model puts row k farther from
+        training row k.
+    row_settled : numpy.ndarray
+        ``row_settled[k]``: a consistent dataset reaches ``row_bound[k]``.
+    mean_found : float
+        Mean error of the farthest consistent dataset found (NaN: none found).
+    mean_bound : float
+        No consistent dataset is farther from the truth on average.
+    status : Status
+        OPTIMAL: the dataset found is proven farthest and every row's bound was tightened
+        to the end; FEASIBLE: the time limit cut the search, the bounds stay sound.
+    time_s : float
+        Wall-clock time of the run, in seconds.
+    message : str, default ""
+        What stopped the run short, for people.
+    """
 
     row_bound: np.ndarray
     row_settled: np.ndarray
@@ -65,7 +84,14 @@ class WorstCase:
         return float(1.0 - self.row_bound.max()) if self.row_bound.size else float("nan")
 
     def summary(self) -> dict[str, Any]:
-        """Plain-JSON summary for reports and the CLI's ``--json``."""
+        """Summarize the result as plain JSON, for reports and the CLI's ``--json``.
+
+        Returns
+        -------
+        dict
+            The status, the guaranteed recovery, the worst row bound, the rows settled and
+            the mean errors found and bounded.
+        """
         return {
             "status": self.status,
             "time_s": round(self.time_s, 4),
@@ -86,9 +112,38 @@ def worst_case(
     truth: pd.DataFrame,
     time_limit: float = 60.0,
 ) -> WorstCase:
-    """The worst case of a bootstrap forest with known draws against its training rows
-    ``truth`` (features and label, in the order the forest was fitted on); see the module
-    doc. Cut by ``time_limit``, the bounds stay sound but looser (status FEASIBLE)."""
+    """Bound how far any dataset reproducing a bootstrap forest is from its training rows.
+
+    The forest must expose its draws, so that row k of any reconstruction sets against
+    training row k. See the module doc for how rows are charged.
+
+    Parameters
+    ----------
+    model : ReleasedModel
+        A bootstrap forest classifier whose draws are known.
+    schema : FeatureSchema or None, default None
+        The features' kinds and ranges; None infers it from the model.
+    truth : pandas.DataFrame
+        The true training rows, features and label, in the order the forest was fitted on.
+    time_limit : float, default 60.0
+        Seconds for the whole analysis. Cut by it, the bounds stay sound but looser
+        (status FEASIBLE).
+
+    Returns
+    -------
+    WorstCase
+        Each row's error bound, the farthest dataset's mean error and the bound on it.
+
+    Raises
+    ------
+    UnsupportedModelError
+        The model is a regressor, or a forest that does not expose its draws.
+    TreeleaksError
+        ``truth`` lacks a column, has another number of rows than the forest drew from, or
+        does not reproduce the model in this order.
+    SchemaError
+        ``schema`` does not match the model.
+    """
     model.require_classifier("the worst-case analysis")
     clock = RunClock(time_limit)
     deadline = clock.deadline
@@ -147,8 +202,11 @@ def _check_truth(model: ReleasedModel, truth: pd.DataFrame) -> None:
 
 def _charges(problem: Placements, schema: FeatureSchema, truth: pd.DataFrame,
              model: ReleasedModel) -> np.ndarray:
-    """Per placement: the mean over features of the farthest value its cell allows from
-    the row's true value, scaled and capped at 1 as `treeleaks.evaluation.metrics` scores."""
+    """Per placement: the mean over features of the farthest value its cell allows.
+
+    Each is the distance from the row's true value, scaled and capped at 1 as
+    `treeleaks.evaluation.metrics` scores.
+    """
     names, scale = feature_scales(truth, schema, model.label_name)
     cells = problem.cells
     values = cell_values(schema, cells.lower, cells.upper, np.ones(len(cells)),
@@ -167,8 +225,10 @@ def _charges(problem: Placements, schema: FeatureSchema, truth: pd.DataFrame,
 
 def _farthest(problem: Placements, charge: np.ndarray, deadline: float,
               ) -> tuple[np.ndarray | None, bool]:
-    """The placements of the consistent dataset farthest from the truth (MIP) or None, and
-    whether it is proven farthest."""
+    """The placements of the consistent dataset farthest from the truth (MIP), or None.
+
+    Beside them, whether that dataset is proven farthest.
+    """
     from scipy.optimize import Bounds, LinearConstraint
 
     from treeleaks.counts.bounded_milp import bounded_milp
@@ -203,11 +263,14 @@ def _lp_bound(problem: Placements, charge: np.ndarray, deadline: float) -> float
 
 def _row_bounds(problem: Placements, charge: np.ndarray, found: np.ndarray, have_found: bool,
                 total_bound: float, deadline: float) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Per row: the largest charge among its placements the LP does not rule out, whether
-    a consistent dataset reaches it, and whether every row was settled in time.
+    """Per row: the largest charge among its placements the LP does not rule out.
+
+    Beside it, whether a consistent dataset reaches it, and whether every row was settled
+    in time.
 
     A placement is ruled out at once when it and the other rows' least charges add up to
-    more than ``total_bound`` (the LP's largest total), else by an LP with it forced in."""
+    more than ``total_bound`` (the LP's largest total), else by an LP with it forced in.
+    """
     n_rows = found.size
     least = np.full(n_rows, np.inf)
     np.minimum.at(least, problem.row, charge)

@@ -47,15 +47,24 @@ class DPRandomForestClassifier(ClassifierMixin, BaseEstimator):
     what that inference reveals (ranges, which columns are 0/1) is a leak the guarantee
     does not cover. Pass a schema of public domains.
 
-    Parameters: ``n_estimators`` trees T, each of depth ``max_depth`` (2**d leaves);
-    ``epsilon`` the total budget ε > 0 (or inf); ``schema`` the columns' domains (a
-    `FeatureSchema`; a partial one, from JSON, is completed as above); ``random_state`` an
-    int, a ``np.random.Generator`` or None (a seeded fit is reproducible).
-
     Fitted attributes: ``trees_`` (`Tree` objects holding the released counts),
     ``classes_``, ``n_features_in_``, ``feature_names_in_`` (DataFrame input only),
     ``schema_`` (the complete schema used), ``n_rows_`` (N) and ``epsilon_`` (the budget
     the counts were released with, whatever ``set_params`` does later).
+
+    Parameters
+    ----------
+    n_estimators : int, default 10
+        The number of trees T.
+    max_depth : int, default 5
+        Each tree's depth d: 2**d leaves.
+    epsilon : float, default 1.0
+        The total privacy budget ε > 0; inf releases exact counts.
+    schema : FeatureSchema or None, default None
+        The columns' public domains. A partial one, from JSON, is completed as above; None
+        infers every domain from the data.
+    random_state : int or numpy.random.Generator or None, default None
+        The source of randomness; a seeded fit is reproducible.
     """
 
     def __init__(
@@ -73,7 +82,26 @@ class DPRandomForestClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any) -> DPRandomForestClassifier:
-        """Draw every tree's splits from the schema, then release its noisy leaf counts."""
+        """Draw every tree's splits from the schema, then release its noisy leaf counts.
+
+        Parameters
+        ----------
+        X : array_like
+            Training rows, shape ``(N, M)``, within the schema's domains.
+        y : array_like
+            Class labels, one per row.
+
+        Returns
+        -------
+        DPRandomForestClassifier
+            The fitted forest (``self``).
+
+        Raises
+        ------
+        ValueError
+            A parameter is out of range, the schema does not fit the columns, or a value
+            lies outside its domain.
+        """
         self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
@@ -102,8 +130,21 @@ class DPRandomForestClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Soft vote: the counts of each row's leaves (negatives clipped to 0) summed over
-        the trees and normalised per row; uniform where they sum to 0."""
+        """Predict class probabilities by a soft vote of the noisy counts.
+
+        The counts of each row's leaves (negatives clipped to 0) are summed over the trees
+        and normalised per row; uniform where they sum to 0.
+
+        Parameters
+        ----------
+        X : array_like
+            Rows, shape ``(n_rows, M)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            Probabilities, shape ``(n_rows, n_classes)``, columns in ``classes_`` order.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         votes = np.zeros((X.shape[0], len(self.classes_)))
@@ -114,7 +155,18 @@ class DPRandomForestClassifier(ClassifierMixin, BaseEstimator):
         return np.divide(votes, total, out=uniform, where=total > 0)
 
     def predict(self, X: Any) -> np.ndarray:
-        """The class with the largest soft vote."""
+        """Predict the class with the largest soft vote.
+
+        Parameters
+        ----------
+        X : array_like
+            Rows, shape ``(n_rows, M)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            One class label per row.
+        """
         winner = self.predict_proba(X).argmax(axis=1)
         return self.classes_[winner]
 
@@ -136,7 +188,8 @@ def _random_tree(
     """A complete tree of ``depth`` whose splits read only the schema and ``rng``, counts 0.
 
     Nodes are in breadth-first order (node i's children are 2i+1 and 2i+2), so the leaves
-    are the last 2**depth nodes, numbered left to right."""
+    are the last 2**depth nodes, numbered left to right.
+    """
     lower = np.full((1, len(schema.features)), -np.inf)
     upper = np.full((1, len(schema.features)), np.inf)
     features, thresholds = [], []
@@ -165,9 +218,12 @@ def _random_tree(
 def _draw_splits(
     schema: FeatureSchema, lower: np.ndarray, upper: np.ndarray, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One split per box ``lower < x <= upper``: a feature drawn uniformly among those that
-    cut the box into two feasible halves, with a threshold drawn uniformly among its cut
-    points; where none cuts, any feature, with a threshold that leaves one half empty."""
+    """One split per box ``lower < x <= upper``.
+
+    A feature drawn uniformly among those that cut the box into two feasible halves, with a
+    threshold drawn uniformly among its cut points; where none cuts, any feature, with a
+    threshold that leaves one half empty.
+    """
     kinds = schema.kind_array()
     low, high = schema.range_arrays()
     n_boxes, n_features = lower.shape
@@ -204,9 +260,12 @@ def _draw_splits(
 def _both_halves_feasible(
     schema: FeatureSchema, lower: np.ndarray, upper: np.ndarray, cols: np.ndarray
 ) -> np.ndarray:
-    """``(n_boxes, len(cols))``: whether splitting each box on each grouped binary column
-    leaves a row the groups allow on both sides. (A column outside every group needs only
-    to be unfixed in a feasible box, so only grouped columns pay for this check.)"""
+    """Whether splitting each box on each grouped binary column leaves an allowed row.
+
+    ``(n_boxes, len(cols))``: a row the groups allow must lie on both sides. A column
+    outside every group needs only to be unfixed in a feasible box, so only grouped columns
+    pay for this check.
+    """
     n_boxes, k = len(lower), len(cols)
     box_lower, box_upper = np.repeat(lower, k, axis=0), np.repeat(upper, k, axis=0)
     rows, col = np.arange(n_boxes * k), np.tile(cols, n_boxes)

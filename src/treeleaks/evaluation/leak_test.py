@@ -1,4 +1,4 @@
-"""Is a reconstruction a privacy leak, or does it only reflect the data distribution?
+"""Whether a reconstruction is a privacy leak or only reflects the data distribution.
 
 A model may legitimately reveal its training data's distribution; a privacy leak is
 information about the particular rows it was trained on. The test (after the SaTML 2026
@@ -34,8 +34,43 @@ from treeleaks.vocabulary import Status
 
 @dataclass
 class LeakTest:
-    """The reconstruction's error against the training set, set against its errors against
-    datasets drawn from the population; errors are `evaluate`'s (0 perfect, 1 worst)."""
+    """A reconstruction's error against the training set and against population datasets.
+
+    Errors are `evaluate`'s (0 perfect, 1 worst). Row errors are NaN for unmatched rows.
+
+    Parameters
+    ----------
+    error : float
+        The error against the true training set.
+    reference_errors : numpy.ndarray
+        The errors against each dataset sampled from the population.
+    mean : float
+        The mean of the normal law fitted to ``reference_errors``.
+    std : float
+        The standard deviation of that law.
+    p_value : float
+        P(reference error <= error) under the fitted law.
+    n_samples : int
+        The number of population datasets sampled.
+    alpha : float
+        The significance level: a leak when ``p_value < alpha``.
+    perfect_share : float
+        The share of true rows reconstructed exactly.
+    worst_row_error : float
+        The largest row error.
+    inlier_error : float
+        The mean row error over matched inliers (NaN: none).
+    outlier_error : float
+        The mean row error over matched outliers (NaN: none).
+    inlier_perfect_share : float
+        The share of inliers reconstructed exactly (NaN: none).
+    outlier_perfect_share : float
+        The share of outliers reconstructed exactly (NaN: none).
+    n_outliers : int
+        The number of true rows the isolation forest calls outliers.
+    status : Status, default Status.DONE
+        Always ``done``: the test runs to the end.
+    """
 
     error: float  # against the true training set
     reference_errors: np.ndarray  # against each sampled population dataset
@@ -59,7 +94,13 @@ class LeakTest:
         return self.p_value < self.alpha
 
     def summary(self) -> dict[str, object]:
-        """Plain JSON: the status, floats, ints and a bool, NaN as None."""
+        """Summarize the test as plain JSON; NaN becomes None.
+
+        Returns
+        -------
+        dict
+            The status, every figure, the reference errors and ``leak``.
+        """
         record: dict[str, object] = {
             key: value if key.startswith("n_") or key == "status" else _plain(value)
             for key, value in asdict(self).items() if key != "reference_errors"
@@ -80,9 +121,43 @@ def leak_test(
     seed: int = 0,
     alpha: float = 0.05,
 ) -> LeakTest:
-    """Test whether ``reconstruction`` is closer to ``truth`` (the training set) than to
-    ``n_samples`` datasets of len(truth) rows drawn without replacement from ``population``
-    (rows of the same distribution, none of them training rows)."""
+    """Test whether a reconstruction is closer to the training set than to the population.
+
+    The reconstruction's error against ``truth`` is set against its errors against
+    ``n_samples`` datasets of ``len(truth)`` rows drawn without replacement from
+    ``population``.
+
+    Parameters
+    ----------
+    reconstruction : pandas.DataFrame
+        The reconstructed rows.
+    truth : pandas.DataFrame
+        The true training rows.
+    population : pandas.DataFrame
+        Rows of the same distribution, none of them training rows, with every column of
+        ``truth``; at least as many rows as ``truth``.
+    schema : FeatureSchema
+        The columns' domains, which scale the errors.
+    label : str or None, default None
+        The label column, when the rows carry one.
+    n_samples : int, default 100
+        How many population datasets to draw; at least 2.
+    seed : int, default 0
+        Seed of the draws and of the isolation forest.
+    alpha : float, default 0.05
+        The significance level, strictly between 0 and 1.
+
+    Returns
+    -------
+    LeakTest
+        The errors, the p-value and the per-example figures.
+
+    Raises
+    ------
+    ValueError
+        ``n_samples`` or ``alpha`` is out of range, the reconstruction is empty, or the
+        population lacks a column or has fewer rows than ``truth``.
+    """
     if n_samples < 2:
         raise ValueError(f"n_samples must be at least 2 to fit a normal law, got {n_samples}")
     if not 0 < alpha < 1:

@@ -24,11 +24,32 @@ def from_dp_forest(
 ) -> ReleasedModel:
     """Translate a fitted `DPRandomForestClassifier` into a `ReleasedModel`.
 
-    ``noise`` is the Laplace mechanism the counts were drawn with (None for ``epsilon=inf``:
-    the counts are exact). ``facts`` hold ``n_rows``, ``max_depth``, ``n_estimators`` and
-    ``schema`` (over ``feature_names``), the latter as the JSON text of the ``--schema``
-    form, since a model file's facts are scalars (`FeatureSchema.from_dict(json.loads(...))`
-    reads it back).
+    The model's ``noise`` is the Laplace mechanism the counts were drawn with (None for
+    ``epsilon=inf``: the counts are exact). Its ``facts`` hold ``n_rows``, ``max_depth``,
+    ``n_estimators`` and ``schema`` (over ``feature_names``), the latter as the JSON text of
+    the ``--schema`` form, since a model file's facts are scalars
+    (`FeatureSchema.from_dict(json.loads(...))` reads it back).
+
+    Parameters
+    ----------
+    forest : DPRandomForestClassifier
+        The fitted forest.
+    feature_names : list of str or None, default None
+        The columns' names; None: the forest's ``feature_names_in_``, else ``x0``, ``x1``,
+        ...
+    label_name : str, default "label"
+        The name of the label column of reconstructed rows.
+
+    Returns
+    -------
+    ReleasedModel
+        The model, validated, noise included.
+
+    Raises
+    ------
+    UnsupportedModelError
+        The forest is not fitted, or ``feature_names`` has another length than its
+        features.
     """
     if not hasattr(forest, "trees_"):
         raise UnsupportedModelError(

@@ -59,39 +59,12 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     if hasattr(source, "booster_"):  # LGBMClassifier: its labels, then its booster
         classes = np.asarray(getattr(source, "classes_", classes)).tolist()
         source = source.booster_
-    if hasattr(source, "model_to_string"):
-        text = source.model_to_string()
-    elif isinstance(source, Path) or (isinstance(source, str) and "\n" not in source):
-        text = Path(source).read_text(encoding="utf-8", errors="replace")
-    else:
-        text = str(source)
-    head, trees, params = _sections(text)
+    head, trees, params = _sections(_model_text(source))
     objective = head.get("objective", "").split()
-    if not objective:
-        raise ModelFormatError("LightGBM model file: field 'objective' is missing")
-    if objective[0] == "multiclassova":
-        raise UnsupportedModelError(
-            "LightGBM objective 'multiclassova': its trees are K binary boosters whose "
-            "sigmoid start scores the file does not keep; treeleaks reads the softmax "
-            "objective 'multiclass'")
-    if objective[0] not in ("binary", "regression", "multiclass"):
-        raise UnsupportedModelError(
-            f"LightGBM objective {objective[0]!r}: treeleaks reads binary classifiers "
-            "(objective 'binary'), softmax multiclass ones ('multiclass') and squared-error "
-            "regressors ('regression') so far")
+    _check_objective(objective)
     if objective[0] == "multiclass" and classes == [0, 1]:  # a file: its classes by index
         classes = list(range(int(_option(objective, "num_class", 2))))
-    if _option(objective, "sigmoid", 1.0) != 1.0:
-        raise UnsupportedModelError("LightGBM binary objective with sigmoid other than 1: its "
-                                    "first tree's class counts are not derived")
-    boosting = params.get("boosting", "gbdt").strip()
-    if boosting not in ("gbdt", "goss"):  # goss: refused below as a subsample
-        raise UnsupportedModelError(
-            f"LightGBM boosting {boosting!r}: "
-            + ("DART drops earlier trees and rescales them, so the later trees' sums do "
-               "not follow from the leaf values as saved" if boosting == "dart" else
-               "its trees are not fit one after another on every row")
-            + "; treeleaks reads boosting 'gbdt' (the default)")
+    _check_boosting(objective, params)
     names = feature_names or head.get("feature_names", "").split()
     if not trees:
         raise ModelFormatError("LightGBM model file: it holds no tree ('Tree=' sections)")
@@ -125,6 +98,47 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
                                  "per class in tree 0, derived from its leaf values"})
     model.validate()
     return model
+
+
+def _model_text(source: str | Path | Any) -> str:
+    """The model text of a ``Booster``, of a file's path, or the text itself."""
+    if hasattr(source, "model_to_string"):
+        return source.model_to_string()
+    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source):
+        return Path(source).read_text(encoding="utf-8", errors="replace")
+    return str(source)
+
+
+def _check_objective(objective: list[str]) -> None:
+    """Refuse a missing objective and the objectives treeleaks does not read."""
+    if not objective:
+        raise ModelFormatError("LightGBM model file: field 'objective' is missing")
+    if objective[0] == "multiclassova":
+        raise UnsupportedModelError(
+            "LightGBM objective 'multiclassova': its trees are K binary boosters whose "
+            "sigmoid start scores the file does not keep; treeleaks reads the softmax "
+            "objective 'multiclass'")
+    if objective[0] not in ("binary", "regression", "multiclass"):
+        raise UnsupportedModelError(
+            f"LightGBM objective {objective[0]!r}: treeleaks reads binary classifiers "
+            "(objective 'binary'), softmax multiclass ones ('multiclass') and squared-error "
+            "regressors ('regression') so far")
+
+
+def _check_boosting(objective: list[str], params: dict[str, str]) -> None:
+    """Refuse a sigmoid other than 1 and a boosting other than gbdt (or goss, refused later
+    as a subsample)."""
+    if _option(objective, "sigmoid", 1.0) != 1.0:
+        raise UnsupportedModelError("LightGBM binary objective with sigmoid other than 1: its "
+                                    "first tree's class counts are not derived")
+    boosting = params.get("boosting", "gbdt").strip()
+    if boosting not in ("gbdt", "goss"):  # goss: refused later as a subsample
+        raise UnsupportedModelError(
+            f"LightGBM boosting {boosting!r}: "
+            + ("DART drops earlier trees and rescales them, so the later trees' sums do "
+               "not follow from the leaf values as saved" if boosting == "dart" else
+               "its trees are not fit one after another on every row")
+            + "; treeleaks reads boosting 'gbdt' (the default)")
 
 
 def _regression(converted: list[_Converted], params: dict[str, str], names: list[str],

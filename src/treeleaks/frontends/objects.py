@@ -1,6 +1,8 @@
-"""The boosters' readers for fitted objects, named as treelite names its loaders:
+"""The boosters' readers for fitted objects, named as treelite names its loaders.
+
 ``from_*`` takes an object in memory, ``load_*`` (`treeleaks.io`) a file. The older
-``read_lightgbm`` and ``read_xgboost`` take either and stay, as aliases."""
+``read_lightgbm`` and ``read_xgboost`` take either and stay, as aliases.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ from treeleaks.model import ReleasedModel
 
 def from_lightgbm(model: Any, feature_names: list[str] | None = None,
                   label_name: str = "label") -> ReleasedModel:
-    """The `ReleasedModel` of a fitted LightGBM ``Booster``, ``LGBMClassifier`` or
-    ``LGBMRegressor``.
+    """Translate a fitted LightGBM model into a `ReleasedModel`.
+
+    Reads a ``Booster``, ``LGBMClassifier`` or ``LGBMRegressor``.
 
     Parameters
     ----------
@@ -23,6 +26,18 @@ def from_lightgbm(model: Any, feature_names: list[str] | None = None,
         The columns' names, when the model's own are not wanted.
     label_name : str
         The name of the label column of reconstructed rows.
+
+    Returns
+    -------
+    ReleasedModel
+        The model, validated.
+
+    Raises
+    ------
+    UnsupportedModelError
+        ``model`` is not a fitted LightGBM model, or one treeleaks does not read.
+    CountsRemovedError
+        Its counts were removed (``treeleaks strip``).
     """
     if not (hasattr(model, "booster_") or hasattr(model, "model_to_string")):
         raise UnsupportedModelError(
@@ -35,8 +50,9 @@ def from_lightgbm(model: Any, feature_names: list[str] | None = None,
 
 def from_xgboost(model: Any, feature_names: list[str] | None = None,
                  label_name: str = "label") -> ReleasedModel:
-    """The `ReleasedModel` of a fitted XGBoost ``Booster``, ``XGBClassifier`` or
-    ``XGBRegressor``.
+    """Translate a fitted XGBoost model into a `ReleasedModel`.
+
+    Reads a ``Booster``, ``XGBClassifier`` or ``XGBRegressor``.
 
     Parameters
     ----------
@@ -46,6 +62,18 @@ def from_xgboost(model: Any, feature_names: list[str] | None = None,
         The columns' names, when the model's own are not wanted.
     label_name : str
         The name of the label column of reconstructed rows.
+
+    Returns
+    -------
+    ReleasedModel
+        The model, validated.
+
+    Raises
+    ------
+    UnsupportedModelError
+        ``model`` is not a fitted XGBoost model, or one treeleaks does not read.
+    CountsRemovedError
+        Its covers were zeroed (``treeleaks strip``).
     """
     if not (hasattr(model, "get_booster") or hasattr(model, "save_raw")):
         raise UnsupportedModelError(

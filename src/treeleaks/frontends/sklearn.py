@@ -1,5 +1,7 @@
-"""scikit-learn frontend: DecisionTreeClassifier, RandomForestClassifier, ExtraTreesClassifier,
-and on request their regressor counterparts; the gradient-boosted classifiers are read by
+"""The scikit-learn frontend.
+
+DecisionTreeClassifier, RandomForestClassifier, ExtraTreesClassifier, and on request their
+regressor counterparts; the gradient-boosted classifiers are read by
 `treeleaks.frontends.sklearn_boosting`.
 
 Reads each fitted tree's nodes and turns its stored class frequencies into integer counts (a
@@ -40,12 +42,64 @@ def from_sklearn(
     allow_regression: bool = False,
     counts_removed_ok: bool = False,
 ) -> ReleasedModel:
-    """Translate a fitted scikit-learn tree classifier (or, with ``allow_regression``, a tree
-    regressor, for the attacks that read one) into a `ReleasedModel`. A model whose counts
-    were removed (``treeleaks strip``) raises `CountsRemovedError`, or with
-    ``counts_removed_ok`` comes back as its structure alone (every count 0)."""
+    """Translate a fitted scikit-learn tree model into a `ReleasedModel`.
+
+    Reads DecisionTreeClassifier, RandomForestClassifier, ExtraTreesClassifier and the
+    gradient-boosted classifiers; with ``allow_regression``, their regressor counterparts.
+
+    Parameters
+    ----------
+    estimator : sklearn.base.BaseEstimator
+        The fitted, single-output estimator.
+    feature_names : list of str or None, default None
+        The columns' names; None: the estimator's ``feature_names_in_``, else ``x0``,
+        ``x1``, ...
+    label_name : str, default "label"
+        The name of the label column of reconstructed rows; suffixed ``_1``, ``_2``, ...
+        when a feature has it.
+    allow_regression : bool, default False
+        Read a regressor too, for the attacks that take one.
+    counts_removed_ok : bool, default False
+        Return a model whose counts were removed (``treeleaks strip``) as its structure
+        alone (every count 0), instead of raising.
+
+    Returns
+    -------
+    ReleasedModel
+        The model, validated.
+
+    Raises
+    ------
+    UnsupportedModelError
+        The estimator is unsupported, unfitted, multi-output, altered after fitting, or a
+        regressor without ``allow_regression``.
+    CountsRemovedError
+        Its counts were removed and ``counts_removed_ok`` is False.
+    """
     kind = type(estimator).__name__
     regression = kind in REGRESSORS + REGRESSION_BOOSTERS
+    _check_estimator(estimator, kind, regression, allow_regression)
+    names = _feature_names(estimator, feature_names)
+    label_name = _free_name(label_name, names)
+    if _counts_zeroed(estimator):
+        if not counts_removed_ok:
+            raise counts_removed(kind, "every node's row count is 0", random_states=bool(
+                getattr(estimator, "bootstrap", False)))
+        return _structure(estimator, kind, names, label_name, regression)
+    if kind in BOOSTERS:
+        read = multiclass_booster_model if len(estimator.classes_) > 2 else booster_model
+        return read(estimator, names, label_name)
+    if kind in REGRESSION_BOOSTERS:
+        return booster_regression_model(estimator, names, label_name)
+    return _tree_model(estimator, kind, names, label_name, regression)
+
+
+def _check_estimator(estimator: Any, kind: str, regression: bool,
+                     allow_regression: bool) -> None:
+    """Refuse what `from_sklearn` does not read.
+
+    A regressor unasked, another estimator, an unfitted or a multi-output one.
+    """
     if regression and not allow_regression:
         raise UnsupportedModelError(
             f"{kind} is a regressor, read only when asked: from_sklearn(..., "
@@ -67,18 +121,14 @@ def from_sklearn(
         raise UnsupportedModelError(
             f"this {kind} predicts several outputs; treeleaks audits single-output models"
         )
-    names = _feature_names(estimator, feature_names)
-    label_name = _free_name(label_name, names)
-    if _counts_zeroed(estimator):
-        if not counts_removed_ok:
-            raise counts_removed(kind, "every node's row count is 0", random_states=bool(
-                getattr(estimator, "bootstrap", False)))
-        return _structure(estimator, kind, names, label_name, regression)
-    if kind in BOOSTERS:
-        read = multiclass_booster_model if len(estimator.classes_) > 2 else booster_model
-        return read(estimator, names, label_name)
-    if kind in REGRESSION_BOOSTERS:
-        return booster_regression_model(estimator, names, label_name)
+
+
+def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
+                regression: bool) -> ReleasedModel:
+    """A decision tree's or a forest's model.
+
+    Each tree's counts, with the forest's draws when it bootstraps.
+    """
     if kind.startswith("DecisionTree"):
         estimators, bootstrap, samples = [estimator], False, None
     else:
@@ -121,8 +171,10 @@ def from_sklearn(
 
 
 def _counts_zeroed(estimator: Any) -> bool:
-    """Whether a tree of the model has every node's row count at 0: a fitted tree holds
-    rows at its root, so its counts were removed."""
+    """Whether a tree of the model has every node's row count at 0.
+
+    A fitted tree holds rows at its root, so its counts were removed.
+    """
     if hasattr(estimator, "_predictors"):
         return any(not np.asarray(p.nodes["count"]).any()
                    for per_round in estimator._predictors for p in per_round)
@@ -198,8 +250,11 @@ def _tree(
 def _regression_tree(
     sk_tree: Any, index: int, kind: str, draws: np.ndarray | None, criterion: str
 ) -> Tree:
-    """A regressor's tree: the rows (with their draws) in each leaf, its predicted value and,
-    under a variance criterion, its impurity (the weighted variance of its targets)."""
+    """A regressor's tree.
+
+    The rows (with their draws) in each leaf, its predicted value and, under a variance
+    criterion, its impurity (the weighted variance of its targets).
+    """
     is_leaf = np.asarray(sk_tree.children_left) < 0
     weighted = np.asarray(sk_tree.weighted_n_node_samples, dtype=np.float64)[is_leaf]
     rows = np.round(weighted)

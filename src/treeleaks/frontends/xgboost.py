@@ -63,16 +63,7 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
     if hasattr(source, "get_booster"):  # XGBClassifier: its labels, then its booster
         classes = np.asarray(getattr(source, "classes_", [0, 1])).tolist()
         source = source.get_booster()
-    if hasattr(source, "save_raw"):
-        data = json.loads(bytes(source.save_raw(raw_format="json")))
-    elif isinstance(source, dict):
-        data = source
-    else:
-        try:
-            data = json.loads(Path(source).read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise ModelFormatError(f"XGBoost model file: not JSON ({exc})") from None
-    learner = _field(data, "learner", "")
+    learner = _field(_model_json(source), "learner", "")
     objective = _field(_field(learner, "objective", "learner"), "name", "learner.objective")
     multiclass = objective in MULTICLASS
     if objective not in ("binary:logistic", REGRESSION) and not multiclass:
@@ -90,11 +81,7 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
         raise ModelFormatError(f"{FILE}: field '{PARAMS}.base_score' holds {base:g}, not a "
                                "probability strictly between 0 and 1: an edited file?")
     booster = _field(learner, "gradient_booster", "learner")
-    if booster.get("name") != "gbtree":
-        why = (" (DART drops earlier trees and rescales them, so the later trees' sums do not "
-               "follow from the leaf values as saved)" if booster.get("name") == "dart" else "")
-        raise UnsupportedModelError(f"XGBoost booster {booster.get('name')!r}{why}: treeleaks "
-                                    "reads tree boosters (gbtree, the default)")
+    _check_booster(booster)
     trees = _field(_field(booster, "model", "learner.gradient_booster"), "trees",
                    "learner.gradient_booster.model")
     if not trees:
@@ -145,6 +132,27 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
                                  "counts"})
     model.validate()
     return model
+
+
+def _model_json(source: str | Path | dict[str, Any] | Any) -> Any:
+    """The parsed JSON of a ``Booster``, of a file's path, or the JSON itself."""
+    if hasattr(source, "save_raw"):
+        return json.loads(bytes(source.save_raw(raw_format="json")))
+    if isinstance(source, dict):
+        return source
+    try:
+        return json.loads(Path(source).read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ModelFormatError(f"XGBoost model file: not JSON ({exc})") from None
+
+
+def _check_booster(booster: dict[str, Any]) -> None:
+    """Refuse a booster other than gbtree (DART, a linear booster)."""
+    if booster.get("name") != "gbtree":
+        why = (" (DART drops earlier trees and rescales them, so the later trees' sums do not "
+               "follow from the leaf values as saved)" if booster.get("name") == "dart" else "")
+        raise UnsupportedModelError(f"XGBoost booster {booster.get('name')!r}{why}: treeleaks "
+                                    "reads tree boosters (gbtree, the default)")
 
 
 def _first_rows(cover: np.ndarray, per_row: float, what: str, tree: int = 0) -> np.ndarray:
