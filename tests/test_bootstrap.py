@@ -20,6 +20,7 @@ from treeleaks import (
     from_sklearn,
     reconstruct,
 )
+from treeleaks.vocabulary import SolverStatus
 
 from conftest import SHARED_DATA, binary_frame
 
@@ -116,7 +117,8 @@ def _placements_never_solve(monkeypatch):
     """The placement solvers find nothing, as on forests of 5-10 trees over 21 columns."""
     import treeleaks.attacks.bootstrap as bootstrap
 
-    monkeypatch.setattr(bootstrap, "_solve", lambda *args, **kwargs: (None, "UNKNOWN", "highs"))
+    monkeypatch.setattr(bootstrap, "_solve",
+                        lambda *args, **kwargs: (None, SolverStatus.UNKNOWN, "highs"))
 
 
 def test_draws_not_met_in_time_fall_back_to_inferred_draws_and_say_so(monkeypatch):

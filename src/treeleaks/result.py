@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from treeleaks.counts.verify import Certificate
-from treeleaks.vocabulary import Formulation, Strategy
+from treeleaks.vocabulary import Formulation, Status, Strategy
 
 if TYPE_CHECKING:
     from treeleaks.model import ReleasedModel
@@ -26,7 +26,7 @@ class AttackResult(Protocol):
     that includes it."""
 
     @property
-    def status(self) -> str: ...
+    def status(self) -> Status: ...
 
     def summary(self) -> dict[str, Any]: ...
 
@@ -70,7 +70,7 @@ class Reconstruction:
     upper: pd.DataFrame
     proven: np.ndarray
     proven_pattern: np.ndarray
-    status: str
+    status: Status
     certificate: Certificate | None
     time_s: float
     message: str = ""

@@ -237,7 +237,7 @@ class _Found:
     """The rows a search found (the frames of a `Reconstruction`) and its figures."""
 
     frames: dict
-    status: str
+    status: Status
     log_likelihood: float
     objective: float | None
     bound: float | None
@@ -260,8 +260,9 @@ def _most_likely_rows(problem: NoisyCounts, n_rows: int, deadline: float, start:
     var_cell, var_cls = np.divmod(np.arange(solution.counts.size), model.n_classes)
     frames = rows_from_counts(model, schema, cells, var_cell, var_cls, solution.counts,
                               np.zeros(var_cell.size, dtype=np.int64), with_width=True)
-    return _Found(frames, solution.status, solution.log_likelihood, solution.objective,
-                  solution.bound, solution.first_solution_s, len(cells), solution.timings)
+    return _Found(frames, Status.solved(solution.status), solution.log_likelihood,
+                  solution.objective, solution.bound, solution.first_solution_s, len(cells),
+                  solution.timings)
 
 
 def _one_row(problem: NoisyCounts, cells: Cells, schema: FeatureSchema, model: ReleasedModel,
