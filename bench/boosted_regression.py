@@ -116,7 +116,7 @@ def run_one(spec: str, framework: str, kind: str, seed: int, trees: int,
         "trees": trees, "derived_right": derived_right(model, X, y),
         "status": str(rec.status), "verified": rec.verified, "partial": rec.partial,
         "time_s": round(took, 2), "rows": rec.n_rows, "n": len(y),
-        "targets_exact": rec.targets_exact}
+        "targets_exact": None if rec.regression is None else rec.regression.targets_exact}
     if rec.n_rows:
         row.update(interval_scores(rec, model, X, y, seed))
     return row
@@ -134,7 +134,8 @@ def interval_scores(rec: Reconstruction, model: ReleasedModel, X: np.ndarray,
     rng = np.random.default_rng(seed)
     guess_X = rng.uniform(X.min(axis=0), X.max(axis=0), size=got_X.shape)
     guess_y = rng.uniform(y.min(), y.max(), size=got_y.shape)
-    low, high = rec.target_bounds if rec.target_bounds is not None else (got_y, got_y)
+    bounds = None if rec.regression is None else rec.regression.target_bounds
+    low, high = bounds if bounds is not None else (got_y, got_y)
     box_low, box_high = rec.lower[names].to_numpy(float), rec.upper[names].to_numpy(float)
     mine, theirs = _paired(X, got_X, span, box_low, box_high)
     guess_mine, guess_theirs = _paired(X, guess_X, span)

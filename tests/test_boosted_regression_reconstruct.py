@@ -51,7 +51,7 @@ def test_listed_cells_give_a_dataset_that_reproduces_the_booster(framework: str,
     rec = reconstruct(model, time_limit=60)
     assert rec.formulation == Formulation.REGRESSION_BOOSTED
     assert rec.status == Status.FEASIBLE and rec.certificate.verified, rec.message
-    assert rec.n_rows == len(X) and rec.targets_exact == 0
+    assert rec.n_rows == len(X) and rec.regression.targets_exact == 0
     rows = rec.rows[list(model.feature_names)].to_numpy(dtype=float)
     leaves = model.apply(rows)
     for t, tree in enumerate(model.trees):  # every count, routed independently
@@ -72,8 +72,8 @@ def test_single_row_leaves_prove_rows_and_their_targets_on_raw_columns() -> None
         allow_regression=True)
     rec = reconstruct(model, time_limit=60)
     assert rec.partial and rec.n_rows > 0 and rec.proven_pattern.all(), rec.message
-    assert rec.certificate.verified and rec.targets_exact is not None
-    low, high = rec.target_bounds
+    assert rec.certificate.verified and rec.regression is not None
+    low, high = rec.regression.target_bounds
     # a true row in every box, its target in the interval (sex, a column of two values,
     # is read as binary and filled 0/1: its box is left out)
     numeric = [j for j in range(X.shape[1]) if np.unique(X[:, j]).size > 2]

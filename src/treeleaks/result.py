@@ -31,9 +31,59 @@ class AttackResult(Protocol):
     def summary(self) -> dict[str, Any]: ...
 
 
+@dataclass(frozen=True)
+class DPDetails:
+    """What the noisy-count formulation (``dp``) adds: the rows' log-likelihood under the
+    released noisy counts, recomputed from the rows (``likelihood_checked``: it matches the
+    solver's), the LP's upper bound on any dataset's (None when it did not converge, or
+    with known rows), when the first complete dataset was found (seconds from the start),
+    and, when N was not released, the interval of row counts the noisy totals allow."""
+
+    log_likelihood: float
+    likelihood_checked: bool
+    first_solution_s: float
+    log_likelihood_bound: float | None = None
+    n_rows_interval: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class BootstrapDetails:
+    """What a bootstrap forest's reconstruction adds about its rows' draws. ``draws``
+    (``bootstrap-unknown``): per tree, the draws inferred for each row, with which the rows
+    reproduce every count. ``positions`` (the draw search's partial dataset): the training
+    position of each row, when rows are told apart by their draws and some are missing;
+    None: the rows are in training order."""
+
+    draws: list[np.ndarray] | None = None
+    positions: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class RegressionDetails:
+    """What a regressor's reconstruction adds (the label column holds each row's target):
+    how many rows' targets are proven exact and, when not every target is exact, each
+    row's target interval (lower, upper), the label column holding its midpoint."""
+
+    targets_exact: int
+    target_bounds: tuple[np.ndarray, np.ndarray] | None = None
+
+
+@dataclass(frozen=True)
+class PackingDetails:
+    """What a partial dataset of generated cells (strategy ``generate``) adds: ``lp_rows``,
+    the most rows the packing LP placed, fractionally, over the cells found (more cells
+    may place more: it bounds nothing but what those cells hold)."""
+
+    lp_rows: float
+
+
 @dataclass
 class Reconstruction:
     """Reconstructed training rows with the solver's verdict, proofs and certificate.
+
+    The fields every formulation fills are the result's own; what one formulation adds is
+    in its detail object (`DPDetails`, `BootstrapDetails`, `RegressionDetails`,
+    `PackingDetails`), None where it does not apply.
 
     ``rows`` has the model's feature names and its label column. ``free`` flags values the
     model leaves open (filled from a prior); ``lower``/``upper`` bound each value as the model
@@ -42,6 +92,7 @@ class Reconstruction:
     ``lower``/``upper``, and every dataset consistent with the model contains it;
     ``proven_pattern[i]`` says some training row provably matches row i on its non-free
     features.
+    ``status`` is the attack's outcome (`treeleaks.vocabulary.Status`).
     ``width`` is each value's interval as a share of its column's range (0 when pinned,
     NaN for binary columns): how tightly the model pins numerical values.
     ``strategy`` says how the cells were found: ``enumerate`` (every cell of the trees'
@@ -49,19 +100,15 @@ class Reconstruction:
     the refinement is too large to list); ``proof`` says how the proofs were obtained.
     ``formulation`` names the model solved: ``exact`` (every tree saw every row once) or
     ``bootstrap-known`` (rows drawn with replacement, draws read from the model)
-    or ``bootstrap-unknown`` (draws inferred) or ``regression-bootstrap-known`` (a
-    regression forest's, the label column holding each row's target; ``targets_exact``
-    counts the targets proven) or ``regression-exact`` (a regression model whose trees each
-    saw every row once; every target it returns is exact).
-    ``draws`` (``bootstrap-unknown``): per tree, the draws inferred for each row,
-    with which the rows reproduce every count. ``partial``: the rows are fewer than N
-    (no complete dataset found in time) and stay within every count, which the
-    certificate checks (no leaf holds more of them than it released); ``lp_rows`` is the
-    most rows the packing LP placed, fractionally, over the cells found (more cells may
-    place more: it bounds nothing but what those cells hold). ``interrupted``: Ctrl-C
-    stopped the search, and these are the rows it had in hand.
-    ``knowledge`` says what side knowledge the reconstruction used (empty: none); proofs
-    and the result then hold given it.
+    or ``bootstrap-unknown`` (draws inferred) or ``dp`` (noisy counts) or
+    ``regression-bootstrap-known`` (a regression forest's, the label column holding each
+    row's target) or ``regression-exact`` (a regression model whose trees each saw every
+    row once; every target it returns is exact), among others (`Formulation`).
+    ``partial``: the rows are fewer than N (no complete dataset found in time) and stay
+    within every count, which the certificate checks (no leaf holds more of them than it
+    released). ``interrupted``: Ctrl-C stopped the search, and these are the rows it had in
+    hand. ``knowledge`` says what side knowledge the reconstruction used (empty: none);
+    proofs and the result then hold given it.
     """
 
     rows: pd.DataFrame
@@ -84,23 +131,12 @@ class Reconstruction:
     width: pd.DataFrame | None = None
     formulation: str = Formulation.EXACT
     knowledge: str = ""
-    draws: list[np.ndarray] | None = None
-    log_likelihood: float | None = None
-    log_likelihood_bound: float | None = None
-    first_solution_s: float | None = None
-    n_rows_interval: tuple[int, int] | None = None
-    likelihood_checked: bool = False
     partial: bool = False
-    lp_rows: float | None = None
     interrupted: bool = False
-    # the training position of each row, when rows are told apart by their draws and some
-    # are missing (a bootstrap forest's partial dataset); None: in training order, or none
-    positions: np.ndarray | None = None
-    # a regressor's: how many rows' targets are proven exact (the label column holds them)
-    targets_exact: int | None = None
-    # a regressor's: each row's target interval (lower, upper), when not every target is
-    # exact (the label column holds the interval's midpoint)
-    target_bounds: tuple[np.ndarray, np.ndarray] | None = None
+    dp: DPDetails | None = None  # formulation ``dp``
+    bootstrap: BootstrapDetails | None = None  # the draws inferred, or the rows' positions
+    regression: RegressionDetails | None = None  # a regressor's targets
+    packing: PackingDetails | None = None  # a partial dataset of generated cells
 
     @classmethod
     def empty(cls, model: ReleasedModel, **fields: Any) -> Reconstruction:
@@ -124,6 +160,19 @@ class Reconstruction:
     @property
     def proven_rows(self) -> int:
         return int(self.proven.sum())
+
+    @property
+    def checked(self) -> bool:
+        """Whether the result passed its own check: the certificate, or for noisy counts
+        (no certificate: no count is exact) the rows' recomputed log-likelihood."""
+        return self.dp.likelihood_checked if self.dp is not None else self.verified
+
+    def training_positions(self) -> np.ndarray:
+        """Each row's position in the training data: the draw search's when it found
+        them (`BootstrapDetails.positions`), else the rows' own order."""
+        if self.bootstrap is not None and self.bootstrap.positions is not None:
+            return self.bootstrap.positions
+        return np.arange(self.n_rows)
 
     def pinned_within(self) -> dict[str, float] | None:
         """For numerical and ordinal values, the share whose interval is within 1%, 5% and
@@ -169,21 +218,22 @@ class Reconstruction:
                 "leaf_values": self.certificate.leaf_values,
             },
         }
-        if self.targets_exact is not None:
-            summary["targets_exact"] = self.targets_exact
+        if self.regression is not None:
+            summary["targets_exact"] = self.regression.targets_exact
         if self.partial:
-            summary.update({"partial": True, "lp_rows": self.lp_rows})
+            summary.update({"partial": True, "lp_rows": None if self.packing is None
+                            else self.packing.lp_rows})
         if self.interrupted:
             summary["interrupted"] = True
-        if self.formulation == Formulation.DP:
+        if self.dp is not None:
+            dp = self.dp
             summary.update({
-                "log_likelihood": self.log_likelihood,
-                "log_likelihood_bound": self.log_likelihood_bound,
-                "likelihood_checked": self.likelihood_checked,
-                "first_solution_s": None if self.first_solution_s is None
-                else round(self.first_solution_s, 4),
+                "log_likelihood": dp.log_likelihood,
+                "log_likelihood_bound": dp.log_likelihood_bound,
+                "likelihood_checked": dp.likelihood_checked,
+                "first_solution_s": round(dp.first_solution_s, 4),
                 "n_rows_used": self.n_rows,
-                "n_rows_interval": None if self.n_rows_interval is None
-                else list(self.n_rows_interval),
+                "n_rows_interval": None if dp.n_rows_interval is None
+                else list(dp.n_rows_interval),
             })
         return summary

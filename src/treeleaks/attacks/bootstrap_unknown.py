@@ -41,7 +41,7 @@ from treeleaks.counts.verify import verify
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.model import ReleasedModel, Tree
 from treeleaks.progress import ProgressCallback, report
-from treeleaks.result import Reconstruction
+from treeleaks.result import BootstrapDetails, Reconstruction
 from treeleaks.schema import FeatureSchema
 from treeleaks.vocabulary import Formulation, SolverStatus, Status
 
@@ -143,7 +143,8 @@ def reconstruct_unknown_draws(
     return Reconstruction(**frames, status=Status.solved(status), certificate=certificate,
                           time_s=clock.elapsed(), message=message, solver="highs",
                           n_cells=len(cells), certainty_complete=False, timings=clock.timings,
-                          proof=PROOF, formulation=FORMULATION, draws=draws)
+                          proof=PROOF, formulation=FORMULATION,
+                          bootstrap=BootstrapDetails(draws=draws))
 
 
 def _forced(model: ReleasedModel, cells: Cells, cell: np.ndarray, cls: np.ndarray,

@@ -61,7 +61,7 @@ from treeleaks.errors import TreeleaksError, UnsupportedModelError
 from treeleaks.knowledge import Knowledge, KnowledgeError
 from treeleaks.model import ReleasedModel
 from treeleaks.progress import ProgressCallback, report
-from treeleaks.result import Reconstruction
+from treeleaks.result import DPDetails, Reconstruction
 from treeleaks.schema import FeatureSchema
 from treeleaks.vocabulary import Formulation, Status, Strategy
 
@@ -212,11 +212,13 @@ def reconstruct_dp(
         formulation=FORMULATION,
         knowledge="" if known is None else (
             f"{knowledge.describe()}, and their columns' frequencies as a prior on the rest"),
-        log_likelihood=checked,
-        log_likelihood_bound=found.bound if known is None else None,
-        first_solution_s=found.first_solution_s,
-        n_rows_interval=(bounds.low, bounds.high) if n_unknown else None,
-        likelihood_checked=consistent,
+        dp=DPDetails(
+            log_likelihood=checked,
+            likelihood_checked=consistent,
+            first_solution_s=found.first_solution_s,
+            log_likelihood_bound=found.bound if known is None else None,
+            n_rows_interval=(bounds.low, bounds.high) if n_unknown else None,
+        ),
     )
 
 

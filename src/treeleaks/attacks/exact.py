@@ -33,7 +33,7 @@ from treeleaks.counts.system import (
 from treeleaks.counts.verify import verify, verify_within
 from treeleaks.model import ReleasedModel
 from treeleaks.progress import report
-from treeleaks.result import Reconstruction
+from treeleaks.result import PackingDetails, Reconstruction
 from treeleaks.schema import FeatureSchema
 from treeleaks.vocabulary import SolverStatus, Status, Strategy
 
@@ -314,7 +314,7 @@ class _ExactPipeline:
             proof=(PINNED + "the pinned rows are proven; the others are not" if pinned
                    else "none: rows that fit the counts are not proven training rows"),
             partial=not complete and rows > 0,
-            lp_rows=None if complete else max(generated.lp_placed, rows),
+            packing=None if complete else PackingDetails(max(generated.lp_placed, rows)),
             interrupted=interrupted)
 
     def solve_counts(self, found: _Found) -> tuple[CountSystem, Solution]:
