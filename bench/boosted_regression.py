@@ -116,7 +116,7 @@ def run_one(spec: str, framework: str, kind: str, seed: int, trees: int,
         "trees": trees, "derived_right": derived_right(model, X, y),
         "status": str(rec.status), "verified": rec.verified, "partial": rec.partial,
         "time_s": round(took, 2), "rows": rec.n_rows, "n": len(y),
-        "targets_exact": rec.targets_exact}
+        "targets_exact": None if rec.regression is None else rec.regression.targets_exact}
     if rec.n_rows:
         row.update(interval_scores(rec, model, X, y, seed))
     return row
@@ -144,9 +144,10 @@ def interval_scores(rec: Reconstruction, model: ReleasedModel, X: np.ndarray,
         target_error=float(np.mean(np.abs(got_y[mine] - y[theirs]) / y_span)),
         random_target_error=float(np.mean(np.abs(guess_y[guess_mine] - y[guess_theirs])
                                           / y_span)))
-    if rec.target_bounds is None:  # each row a group's mean: no interval to hold
+    bounds = None if rec.regression is None else rec.regression.target_bounds
+    if bounds is None:  # each row a group's mean: no interval to hold
         return scores
-    low, high = rec.target_bounds
+    low, high = bounds
     return {**scores,
             "inside": float(np.mean((low[mine] - PRECISION * y_span <= y[theirs])
                                     & (y[theirs] <= high[mine] + PRECISION * y_span))),

@@ -337,13 +337,14 @@ def worker(config_path: str) -> int:
         if rec.partial and rec.n_rows and matchable:  # matched to the true rows they fit
             score = evaluate(train, rec.rows, data_schema, label=label, n_baseline_draws=0)
             out.update(partial_error=score.error)
-        if rec.partial and rec.n_rows and rec.positions is not None:
-            at = train.iloc[rec.positions].reset_index(drop=True)  # the rows they claim
+        positions = None if rec.bootstrap is None else rec.bootstrap.positions
+        if rec.partial and rec.n_rows and positions is not None:
+            at = train.iloc[positions].reset_index(drop=True)  # the rows they claim
             out.update(partial_classes_right=float(np.mean(
                 rec.rows[label].to_numpy() == at[label].to_numpy())),
                 partial_aligned_error=aligned_error(at, rec.rows, data_schema, label),
                 truth_box_aligned_error_at_positions=aligned_error(
-                    at, truth_rows.iloc[rec.positions].reset_index(drop=True),
+                    at, truth_rows.iloc[positions].reset_index(drop=True),
                     data_schema, label))
         if rec.n_rows != len(train):  # a partial answer's matched error would flatter it
             out["not_scored"] = f"{rec.n_rows} of {len(train)} rows reconstructed"

@@ -86,7 +86,8 @@ def run_one(spec: str, kind: str, seed: int, n_trees: int, leaf: int,
         "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
     if not rec.n_rows:
         return row
-    if rec.target_bounds is not None:  # targets within intervals: scored as the boosters'
+    # targets within intervals: scored as the boosters'
+    if rec.regression is not None and rec.regression.target_bounds is not None:
         row.update(interval_scores(rec, model, X, y, seed))
         return row
     names = list(model.feature_names)

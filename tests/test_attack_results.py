@@ -4,6 +4,7 @@ alike; each attack and its result type are public names of `treeleaks`."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -11,7 +12,8 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 import treeleaks
-from treeleaks import AttackResult, FeatureSchema, Status, from_sklearn
+from treeleaks import AttackResult, FeatureSchema, RegressionDetails, Status, from_sklearn
+from treeleaks.vocabulary import SolverStatus
 
 from conftest import binary_frame
 
@@ -22,7 +24,7 @@ def _checked(result: object) -> dict:
     summary = result.summary()
     assert json.loads(json.dumps(summary, allow_nan=False)) == summary
     assert summary["status"] == result.status
-    assert result.status in set(Status)
+    assert result.status in set(Status) and isinstance(result.status, Status)
     return summary
 
 
@@ -40,6 +42,24 @@ def test_the_reconstruction(forest) -> None:
                                 time_limit=20)
     summary = _checked(rec)
     assert summary["status"] == Status.OPTIMAL and summary["n_rows"] == len(truth)
+    # a forest that saw every row once: no formulation adds anything
+    assert (rec.dp, rec.bootstrap, rec.regression, rec.packing) == (None, None, None, None)
+    assert rec.checked == rec.verified and (rec.training_positions() == range(len(truth))).all()
+
+
+def test_the_details_are_frozen() -> None:
+    details = RegressionDetails(targets_exact=3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        details.targets_exact = 4  # type: ignore[misc]
+
+
+def test_solver_words_reach_a_result_only_through_status_solved() -> None:
+    for word in (SolverStatus.OPTIMAL, SolverStatus.FEASIBLE, SolverStatus.INFEASIBLE,
+                 SolverStatus.UNKNOWN):
+        assert Status.solved(word) is Status(word.value)
+    assert Status.solved(SolverStatus.MODEL_INVALID) is Status.UNKNOWN
+    # the attack's own words are no solver's
+    assert not {Status.DONE.value, Status.PARTIAL.value} & {w.value for w in SolverStatus}
 
 
 def test_singling_out(forest) -> None:

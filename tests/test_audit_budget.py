@@ -26,7 +26,7 @@ from treeleaks.report.budget import (
 )
 from treeleaks.report.collect import run_audit
 from treeleaks.report.evidence import AuditInput
-from treeleaks.report.findings import AttackRun
+from treeleaks.report.findings import AttackRun, RunStatus
 from treeleaks.report.json_report import to_json, validate
 
 from conftest import binary_frame, one_line_error
@@ -135,6 +135,7 @@ def test_bad_budgets_are_one_line_errors(bootstrap_forest, tmp_path: Path, optio
 
 
 def test_the_progress_line_says_the_time_used_of_the_share_and_what_is_left() -> None:
-    run = AttackRun("reconstruct", "Reconstruction", "complete", time_s=12.34, budget_s=40.0)
+    run = AttackRun("reconstruct", "Reconstruction", RunStatus.COMPLETE, time_s=12.34,
+                    budget_s=40.0)
     assert _attack_line(run, 30.2) == ("Reconstruction: complete in 12.3 s of 40.0 s; 30 s "
                                        "of the budget left")

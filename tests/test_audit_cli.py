@@ -173,7 +173,7 @@ def test_progress_shows_the_attack_and_the_engine_stage_on_a_terminal() -> None:
 
     from treeleaks.cli.audit import _progress
     from treeleaks.progress import Progress
-    from treeleaks.report.findings import AttackRun
+    from treeleaks.report.findings import AttackRun, RunStatus
 
     with _progress(Console(file=io.StringIO())) as callbacks:
         assert callbacks == (None, None, None)  # not a terminal: results only
@@ -186,8 +186,8 @@ def test_progress_shows_the_attack_and_the_engine_stage_on_a_terminal() -> None:
         assert (overall.description, overall.completed, overall.total) == (
             "Audit: Predicate singling out", 1, 7)
         assert overall.fields["figures"] == "attack 2 of 7, up to 12.5 s"
-        on_done(AttackRun("single-out", "Predicate singling out", "complete", time_s=2.0,
-                          budget_s=12.5), 40.0)
+        on_done(AttackRun("single-out", "Predicate singling out", RunStatus.COMPLETE,
+                          time_s=2.0, budget_s=12.5), 40.0)
         assert (stage.description, stage.fields["figures"]) == (
             "Listing cells", "3/10 trees · cells 42")
     line = "Predicate singling out: complete in 2.0 s of 12.5 s; 40 s of the budget left"

@@ -51,7 +51,7 @@ def test_listed_cells_give_a_dataset_that_reproduces_the_booster(framework: str,
     rec = reconstruct(model, time_limit=60)
     assert rec.formulation == Formulation.REGRESSION_BOOSTED
     assert rec.status == Status.FEASIBLE and rec.certificate.verified, rec.message
-    assert rec.n_rows == len(X) and rec.targets_exact == 0
+    assert rec.n_rows == len(X) and rec.regression.targets_exact == 0
     rows = rec.rows[list(model.feature_names)].to_numpy(dtype=float)
     leaves = model.apply(rows)
     for t, tree in enumerate(model.trees):  # every count, routed independently
@@ -72,8 +72,8 @@ def test_single_row_leaves_prove_rows_and_their_targets_on_raw_columns() -> None
         allow_regression=True)
     rec = reconstruct(model, time_limit=60)
     assert rec.partial and rec.n_rows > 0 and rec.proven_pattern.all(), rec.message
-    assert rec.certificate.verified and rec.targets_exact is not None
-    low, high = rec.target_bounds
+    assert rec.certificate.verified and rec.regression is not None
+    low, high = rec.regression.target_bounds
     # a true row in every box, its target in the interval (sex, a scaled column of two
     # values cut at 0.003, is numerical: its box holds the true value too)
     features = X
@@ -92,7 +92,8 @@ def test_leaves_of_twenty_rows_give_the_first_trees_group_means(framework: str) 
     X, y = load_diabetes(return_X_y=True)
     model = _read(framework, X, y)  # the frameworks' defaults: 20 rows a leaf or more
     rec = reconstruct(model, time_limit=60)
-    assert rec.partial and rec.n_rows == len(X) and rec.targets_exact == 0, rec.message
+    assert rec.partial and rec.n_rows == len(X) and rec.regression.targets_exact == 0, (
+        rec.message)
     assert "no row is given away on its own" in rec.message
     first = model.trees[0]
     truth = model.apply(X)[:, 0]

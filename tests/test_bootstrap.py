@@ -20,6 +20,7 @@ from treeleaks import (
     from_sklearn,
     reconstruct,
 )
+from treeleaks.vocabulary import SolverStatus
 
 from conftest import SHARED_DATA, binary_frame
 
@@ -116,7 +117,8 @@ def _placements_never_solve(monkeypatch):
     """The placement solvers find nothing, as on forests of 5-10 trees over 21 columns."""
     import treeleaks.attacks.bootstrap as bootstrap
 
-    monkeypatch.setattr(bootstrap, "_solve", lambda *args, **kwargs: (None, "UNKNOWN", "highs"))
+    monkeypatch.setattr(bootstrap, "_solve",
+                        lambda *args, **kwargs: (None, SolverStatus.UNKNOWN, "highs"))
 
 
 def test_draws_not_met_in_time_fall_back_to_inferred_draws_and_say_so(monkeypatch):
@@ -129,7 +131,7 @@ def test_draws_not_met_in_time_fall_back_to_inferred_draws_and_say_so(monkeypatc
     assert result.verified and result.n_rows == 40
     # the rows reproduce every count with the draws the result carries, not the model's
     inferred = replace(model, trees=[replace(tree, draws=b) for tree, b in
-                                     zip(model.trees, result.draws)])
+                                     zip(model.trees, result.bootstrap.draws)])
     for tree, weighted, distinct in weighted_and_distinct_counts(inferred, result.rows):
         np.testing.assert_array_equal(weighted, tree.counts)
         np.testing.assert_array_equal(distinct, tree.n_samples)
@@ -206,9 +208,9 @@ def test_inferred_draws_reproduce_every_weighted_and_distinct_count(n_rows, n_fe
     result = reconstruct(model, time_limit=30, ignore_draws=True)
     assert result.formulation == "bootstrap-unknown"
     assert result.status in ("OPTIMAL", "FEASIBLE"), result.message
-    assert len(result.rows) == n_rows and len(result.draws) == n_trees
+    assert len(result.rows) == n_rows and len(result.bootstrap.draws) == n_trees
     drawn = replace(model, trees=[replace(tree, draws=b) for tree, b in
-                                  zip(model.trees, result.draws)])
+                                  zip(model.trees, result.bootstrap.draws)])
     for tree, weighted, distinct in weighted_and_distinct_counts(drawn, result.rows):
         np.testing.assert_array_equal(weighted, tree.counts)
         np.testing.assert_array_equal(distinct, tree.n_samples)

@@ -96,11 +96,11 @@ def test_with_almost_no_noise_every_count_is_explained_by_truncation_alone():
     (truncation toward zero). The rows found must imply counts the release allows."""
     model, schema, truth = dp_model(epsilon=1e7)
     rec = reconstruct(model, schema, time_limit=20, shrinkage=0)
-    assert rec.formulation == "dp" and rec.likelihood_checked and rec.status == "OPTIMAL"
+    assert rec.formulation == "dp" and rec.dp.likelihood_checked and rec.status == "OPTIMAL"
     X = rec.rows[list(model.feature_names)].to_numpy(dtype=float)
     for tree, z in zip(model.trees, model.leaf_counts_of(X, rec.rows["label"].to_numpy())):
         assert np.all((tree.counts == z) | (tree.counts == z - 1))
-    assert rec.log_likelihood >= log_likelihood_of(model, truth) - 1e-9
+    assert rec.dp.log_likelihood >= log_likelihood_of(model, truth) - 1e-9
 
 
 @settings(max_examples=12, deadline=None)
@@ -111,10 +111,10 @@ def test_an_optimal_reconstruction_is_at_least_as_likely_as_the_truth(seed, epsi
     model, schema, truth = dp_model(n_rows=25, n_features=4, trees=trees, depth=depth,
                                     epsilon=epsilon, seed=seed)
     rec = reconstruct(model, schema, time_limit=20, shrinkage=0)
-    assert rec.status == "OPTIMAL" and rec.likelihood_checked and rec.n_rows == 25
-    assert rec.log_likelihood == pytest.approx(log_likelihood_of(model, rec.rows))
-    assert rec.log_likelihood >= log_likelihood_of(model, truth) - 1e-9
-    assert rec.log_likelihood <= rec.log_likelihood_bound + 1e-6
+    assert rec.status == "OPTIMAL" and rec.dp.likelihood_checked and rec.n_rows == 25
+    assert rec.dp.log_likelihood == pytest.approx(log_likelihood_of(model, rec.rows))
+    assert rec.dp.log_likelihood >= log_likelihood_of(model, truth) - 1e-9
+    assert rec.dp.log_likelihood <= rec.dp.log_likelihood_bound + 1e-6
 
 
 def test_the_attack_beats_the_random_baseline_at_a_large_budget():
@@ -122,7 +122,7 @@ def test_the_attack_beats_the_random_baseline_at_a_large_budget():
     rec = reconstruct(model, schema, time_limit=20)
     score = evaluate(truth, rec.rows, schema, label="label", n_baseline_draws=5)
     assert score.error < 0.5 * score.baseline_error
-    assert rec.first_solution_s < rec.time_s
+    assert rec.dp.first_solution_s < rec.time_s
     assert rec.summary()["n_rows_used"] == 60
 
 
@@ -130,11 +130,11 @@ def test_shrinkage_trades_likelihood_for_typical_rows_and_says_so():
     model, schema, _ = dp_model(n_rows=60, n_features=6, trees=6, depth=3, epsilon=2)
     likeliest = reconstruct(model, schema, time_limit=20, shrinkage=0)
     shrunk = reconstruct(model, schema, time_limit=20)
-    assert shrunk.likelihood_checked and shrunk.n_rows == 60
-    assert shrunk.log_likelihood <= likeliest.log_likelihood + 1e-9
-    assert shrunk.log_likelihood_bound == pytest.approx(likeliest.log_likelihood_bound)
+    assert shrunk.dp.likelihood_checked and shrunk.n_rows == 60
+    assert shrunk.dp.log_likelihood <= likeliest.dp.log_likelihood + 1e-9
+    assert shrunk.dp.log_likelihood_bound == pytest.approx(likeliest.dp.log_likelihood_bound)
     assert "shrunk toward the column frequencies" in shrunk.message
-    assert f"the most likely {likeliest.log_likelihood:.3f}" in shrunk.message
+    assert f"the most likely {likeliest.dp.log_likelihood:.3f}" in shrunk.message
 
 
 def test_an_unknown_n_is_estimated_within_bounds_that_hold_it():
@@ -144,7 +144,7 @@ def test_an_unknown_n_is_estimated_within_bounds_that_hold_it():
         assert bounds.low <= 80 <= bounds.high
         rec = reconstruct(model, schema, n_unknown=True, time_limit=20)
         assert rec.n_rows == round(bounds.estimate)
-        assert rec.n_rows_interval == (bounds.low, bounds.high)
+        assert rec.dp.n_rows_interval == (bounds.low, bounds.high)
         assert rec.summary()["n_rows_interval"] == [bounds.low, bounds.high]
 
 
@@ -283,11 +283,11 @@ def test_generated_cells_find_the_same_optimum_as_listed_ones(seed, monkeypatch)
                             cell_budget=CellBudget(max_cells=1))
     assert listed.strategy == "enumerate" and generated.strategy == "generate"
     assert generated.timings["pricing_calls"] > 2 and generated.n_cells > 3
-    assert generated.likelihood_checked and generated.n_rows == 30
-    assert generated.log_likelihood <= listed.log_likelihood_bound + 1e-6
+    assert generated.dp.likelihood_checked and generated.n_rows == 30
+    assert generated.dp.log_likelihood <= listed.dp.log_likelihood_bound + 1e-6
     assert generated.status == "OPTIMAL"
-    assert generated.log_likelihood == pytest.approx(listed.log_likelihood, abs=1e-6)
-    assert generated.log_likelihood >= log_likelihood_of(model, truth) - 1e-9
+    assert generated.dp.log_likelihood == pytest.approx(listed.dp.log_likelihood, abs=1e-6)
+    assert generated.dp.log_likelihood >= log_likelihood_of(model, truth) - 1e-9
 
 
 def test_cells_are_priced_when_the_domain_cannot_be_sampled():
@@ -300,7 +300,7 @@ def test_cells_are_priced_when_the_domain_cannot_be_sampled():
     model = from_dp_forest(forest)
     open_range = FeatureSchema.from_dict({"numerical": {"x": [-np.inf, np.inf]}})
     rec = reconstruct(model, open_range, time_limit=20, cell_budget=CellBudget(max_cells=1))
-    assert rec.strategy == "generate" and rec.n_rows == 40 and rec.likelihood_checked
+    assert rec.strategy == "generate" and rec.n_rows == 40 and rec.dp.likelihood_checked
 
 
 def test_with_a_flat_posterior_the_row_is_the_known_rows_mode():

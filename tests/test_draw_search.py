@@ -38,11 +38,12 @@ def bootstrap_forest(n_rows: int, n_features: int, n_trees: int, seed: int,
 def check_partial(model: ReleasedModel, rec) -> None:
     """Rows at distinct training positions, within every weighted and distinct count; all
     N of them reproduce every count."""
-    assert rec.positions is not None and len(rec.positions) == rec.n_rows
-    assert len(np.unique(rec.positions)) == rec.n_rows
-    assert verify_within_draws(model, rec.rows, rec.positions).verified
+    assert rec.bootstrap.positions is not None and len(rec.bootstrap.positions) == rec.n_rows
+    assert len(np.unique(rec.bootstrap.positions)) == rec.n_rows
+    assert verify_within_draws(model, rec.rows, rec.bootstrap.positions).verified
     if rec.n_rows == len(model.trees[0].draws):
-        assert (rec.positions == np.arange(rec.n_rows)).all() and verify(model, rec.rows).verified
+        assert ((rec.bootstrap.positions == np.arange(rec.n_rows)).all()
+                and verify(model, rec.rows).verified)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -183,6 +184,7 @@ def test_the_report_says_the_partial_rows_sit_at_their_training_positions(
     rec = reconstruct(model, time_limit=3)
     rebuilt = rebuilt_rows(rec, len(X))
     assert rebuilt["at_positions"]
-    assert [r["row"] for r in rebuilt["rows"]] == rec.positions[:len(rebuilt["rows"])].tolist()
+    positions = rec.bootstrap.positions
+    assert [r["row"] for r in rebuilt["rows"]] == positions[:len(rebuilt["rows"])].tolist()
     if rec.partial:
         assert "at the training position its draws give it" in rebuilt_headline(rebuilt)

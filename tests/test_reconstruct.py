@@ -13,6 +13,7 @@ from sklearn.tree import DecisionTreeClassifier
 from treeleaks import FeatureSchema, from_sklearn, reconstruct
 from treeleaks.counts.cells import CellBudget
 from treeleaks.errors import BudgetError, TreeleaksError
+from treeleaks.vocabulary import SolverStatus
 
 from conftest import binary_frame
 
@@ -138,7 +139,8 @@ def test_solver_out_of_time_returns_the_proven_rows(monkeypatch):
     X, y = binary_frame(300, 10, seed=8)
     forest = RandomForestClassifier(n_estimators=30, max_depth=2, bootstrap=False, random_state=0)
     model = from_sklearn(forest.fit(X, y))
-    monkeypatch.setattr(exact, "solve", lambda *a, **k: Solution(None, "UNKNOWN", None, 1.0))
+    monkeypatch.setattr(exact, "solve",
+                        lambda *a, **k: Solution(None, SolverStatus.UNKNOWN, None, 1.0))
     result = reconstruct(model, FeatureSchema.from_frame(X), time_limit=5.0)
     assert result.status == "UNKNOWN" and not result.verified
     assert "Raise the time limit" in result.message

@@ -75,7 +75,7 @@ def test_every_target_comes_back_exactly(kind: str) -> None:
     rec = reconstruct(from_sklearn(estimator, allow_regression=True), time_limit=30)
     assert rec.status == Status.OPTIMAL and rec.verified, rec.message
     assert rec.formulation == Formulation.REGRESSION_EXACT
-    assert rec.targets_exact == len(y) == rec.n_rows
+    assert rec.regression.targets_exact == len(y) == rec.n_rows
     assert sorted(rec.rows["label"].to_numpy(dtype=float)) == sorted(y)
     assert reproduces(estimator, rec.rows, list(X.columns))
     assert proven_boxes_hold_the_truth(rec, X, y) and rec.proven_rows > 0

@@ -47,8 +47,8 @@ def test_every_row_comes_back_in_its_leaf_with_an_interval(kind: type) -> None:
     rec = reconstruct(model, time_limit=20)
     assert rec.formulation == Formulation.REGRESSION_LEAVES and rec.partial
     assert rec.n_rows == len(y) and rec.proven_pattern.all()
-    low, high = rec.target_bounds
-    assert (low <= high).all() and rec.targets_exact == int((low == high).sum())
+    low, high = rec.regression.target_bounds
+    assert (low <= high).all() and rec.regression.targets_exact == int((low == high).sum())
     # each true row pairs with a returned row of its leaf in the tree used, in its interval
     used = int(rec.message.split("tree ")[1].split(",")[0])
     tree = model.trees[used]

@@ -72,7 +72,7 @@ def test_default_forest_gives_back_every_target_in_training_order(integer: bool)
     assert rec.status == Status.OPTIMAL and rec.verified
     assert rec.formulation == Formulation.REGRESSION_BOOTSTRAP_KNOWN
     assert np.array_equal(rec.rows["label"].to_numpy(dtype=float), y)  # row k is row k
-    assert rec.targets_exact == rec.summary()["targets_exact"] == len(y)
+    assert rec.regression.targets_exact == rec.summary()["targets_exact"] == len(y)
     names = list(X.columns)
     x = X.to_numpy()
     assert ((rec.lower[names].to_numpy() <= x) & (x <= rec.upper[names].to_numpy())).all()

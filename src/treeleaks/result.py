@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from treeleaks.counts.verify import Certificate
-from treeleaks.vocabulary import Formulation, Strategy
+from treeleaks.vocabulary import Formulation, Status, Strategy
 
 if TYPE_CHECKING:
     from treeleaks.model import ReleasedModel
@@ -31,7 +31,7 @@ class AttackResult(Protocol):
     """
 
     @property
-    def status(self) -> str:
+    def status(self) -> Status:
         """How the run ended (a `treeleaks.vocabulary.Status`)."""
         ...
 
@@ -46,12 +46,90 @@ class AttackResult(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class DPDetails:
+    """What the noisy-count formulation (``dp``) adds to a reconstruction.
+
+    Parameters
+    ----------
+    log_likelihood : float
+        The rows' log-likelihood under the released noisy counts.
+    likelihood_checked : bool
+        Whether the log-likelihood recomputed from the rows matches the solver's.
+    first_solution_s : float
+        When the first complete dataset was found, in seconds from the start.
+    log_likelihood_bound : float or None, default None
+        The LP's upper bound on any dataset's log-likelihood; None when it did not
+        converge, or with known rows.
+    n_rows_interval : tuple of int or None, default None
+        When N was not released, the interval of row counts the noisy totals allow.
+    """
+
+    log_likelihood: float
+    likelihood_checked: bool
+    first_solution_s: float
+    log_likelihood_bound: float | None = None
+    n_rows_interval: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class BootstrapDetails:
+    """What a bootstrap forest's reconstruction adds about its rows' draws.
+
+    Parameters
+    ----------
+    draws : list of numpy.ndarray or None, default None
+        Formulation ``bootstrap-unknown``'s: per tree, the draws inferred for each row, with
+        which the rows reproduce every count.
+    positions : numpy.ndarray or None, default None
+        The draw search's partial dataset: each row's training position, when rows are told
+        apart by their draws and some are missing; None: the rows are in training order.
+    """
+
+    draws: list[np.ndarray] | None = None
+    positions: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class RegressionDetails:
+    """What a regressor's reconstruction adds (the label column holds each row's target).
+
+    Parameters
+    ----------
+    targets_exact : int
+        How many rows' targets are proven exact.
+    target_bounds : tuple of numpy.ndarray or None, default None
+        When not every target is exact, each row's target interval ``(lower, upper)``, the
+        label column holding its midpoint; None: no interval (exact targets, or a group's
+        mean).
+    """
+
+    targets_exact: int
+    target_bounds: tuple[np.ndarray, np.ndarray] | None = None
+
+
+@dataclass(frozen=True)
+class PackingDetails:
+    """What a partial dataset of generated cells (strategy ``generate``) adds.
+
+    Parameters
+    ----------
+    lp_rows : float
+        The most rows the packing LP placed, fractionally, over the cells found (more cells
+        may place more: it bounds nothing but what those cells hold).
+    """
+
+    lp_rows: float
+
+
 @dataclass
 class Reconstruction:
     """Reconstructed training rows with the solver's verdict, proofs and certificate.
 
     Attacks build it; users read its fields and `summary`. Proofs and the result hold given
-    the side knowledge named in ``knowledge`` (empty: none).
+    the side knowledge named in ``knowledge`` (empty: none). The fields every formulation
+    fills are the result's own; what one formulation adds is in its detail object, None
+    where it does not apply.
 
     Parameters
     ----------
@@ -71,8 +149,8 @@ class Reconstruction:
     proven_pattern : numpy.ndarray
         ``proven_pattern[i]``: some training row provably matches row i on its non-free
         features.
-    status : str
-        How the run ended (a `treeleaks.vocabulary.Status`).
+    status : Status
+        The attack's outcome (a `treeleaks.vocabulary.Status`).
     certificate : Certificate or None
         Whether the rows reproduce every released count; None when there are no rows.
     time_s : float
@@ -101,35 +179,19 @@ class Reconstruction:
         The model of the training that was solved (a `treeleaks.vocabulary.Formulation`).
     knowledge : str, default ""
         The side knowledge the reconstruction used, described; empty: none.
-    draws : list of numpy.ndarray or None, default None
-        For ``bootstrap-unknown``: per tree, the draws inferred for each row, with which
-        the rows reproduce every count.
-    log_likelihood : float or None, default None
-        A DP forest's: the log-likelihood of the rows under the noise.
-    log_likelihood_bound : float or None, default None
-        A DP forest's: no dataset has a higher log-likelihood.
-    first_solution_s : float or None, default None
-        A DP forest's: seconds until the first complete dataset.
-    n_rows_interval : tuple of int or None, default None
-        A DP forest's: the interval the number of training rows lies in.
-    likelihood_checked : bool, default False
-        A DP forest's: whether the log-likelihood was recomputed from the rows.
     partial : bool, default False
-        The rows are fewer than N (no complete dataset found in time) and stay within every
-        count, which the certificate checks.
-    lp_rows : float or None, default None
-        With ``partial``: the most rows the packing LP placed, fractionally, over the cells
-        found. It bounds only what those cells hold.
+        The rows are fewer than N (no complete dataset found, or the model gives no more)
+        and the certificate checks them within every count.
     interrupted : bool, default False
         Ctrl-C stopped the search; these are the rows it had in hand.
-    positions : numpy.ndarray or None, default None
-        Each row's training position, when rows are told apart by their draws and some are
-        missing; None when the rows are in training order.
-    targets_exact : int or None, default None
-        A regressor's: how many rows' targets are proven exact.
-    target_bounds : tuple of numpy.ndarray or None, default None
-        A regressor's: each row's target interval ``(lower, upper)`` when not every target
-        is exact; the label column then holds the midpoint.
+    dp : DPDetails or None, default None
+        Formulation ``dp``'s: the rows' log-likelihood and what bounds it.
+    bootstrap : BootstrapDetails or None, default None
+        A bootstrap forest's: the draws inferred, or the rows' training positions.
+    regression : RegressionDetails or None, default None
+        A regressor's: how many targets are exact, and their intervals.
+    packing : PackingDetails or None, default None
+        A partial dataset of generated cells: the most rows the packing LP placed.
     """
 
     rows: pd.DataFrame
@@ -138,7 +200,7 @@ class Reconstruction:
     upper: pd.DataFrame
     proven: np.ndarray
     proven_pattern: np.ndarray
-    status: str
+    status: Status
     certificate: Certificate | None
     time_s: float
     message: str = ""
@@ -152,23 +214,12 @@ class Reconstruction:
     width: pd.DataFrame | None = None
     formulation: str = Formulation.EXACT
     knowledge: str = ""
-    draws: list[np.ndarray] | None = None
-    log_likelihood: float | None = None
-    log_likelihood_bound: float | None = None
-    first_solution_s: float | None = None
-    n_rows_interval: tuple[int, int] | None = None
-    likelihood_checked: bool = False
     partial: bool = False
-    lp_rows: float | None = None
     interrupted: bool = False
-    # the training position of each row, when rows are told apart by their draws and some
-    # are missing (a bootstrap forest's partial dataset); None: in training order, or none
-    positions: np.ndarray | None = None
-    # a regressor's: how many rows' targets are proven exact (the label column holds them)
-    targets_exact: int | None = None
-    # a regressor's: each row's target interval (lower, upper), when not every target is
-    # exact (the label column holds the interval's midpoint)
-    target_bounds: tuple[np.ndarray, np.ndarray] | None = None
+    dp: DPDetails | None = None  # formulation ``dp``
+    bootstrap: BootstrapDetails | None = None  # the draws inferred, or the rows' positions
+    regression: RegressionDetails | None = None  # a regressor's targets
+    packing: PackingDetails | None = None  # a partial dataset of generated cells
 
     @classmethod
     def empty(cls, model: ReleasedModel, **fields: Any) -> Reconstruction:
@@ -208,6 +259,28 @@ class Reconstruction:
     def proven_rows(self) -> int:
         """The number of rows proven to be training rows."""
         return int(self.proven.sum())
+
+    @property
+    def checked(self) -> bool:
+        """Whether the result passed its own check.
+
+        The certificate, or for noisy counts (no certificate: no count is exact) the rows'
+        recomputed log-likelihood.
+        """
+        return self.dp.likelihood_checked if self.dp is not None else self.verified
+
+    def training_positions(self) -> np.ndarray:
+        """Each row's position in the training data.
+
+        Returns
+        -------
+        numpy.ndarray
+            The draw search's positions when it found them (`BootstrapDetails.positions`),
+            else the rows' own order.
+        """
+        if self.bootstrap is not None and self.bootstrap.positions is not None:
+            return self.bootstrap.positions
+        return np.arange(self.n_rows)
 
     def pinned_within(self) -> dict[str, float] | None:
         """Share numerical and ordinal values by how tightly the model pins them.
@@ -267,21 +340,22 @@ class Reconstruction:
                 "leaf_values": self.certificate.leaf_values,
             },
         }
-        if self.targets_exact is not None:
-            summary["targets_exact"] = self.targets_exact
+        if self.regression is not None:
+            summary["targets_exact"] = self.regression.targets_exact
         if self.partial:
-            summary.update({"partial": True, "lp_rows": self.lp_rows})
+            summary.update({"partial": True, "lp_rows": None if self.packing is None
+                            else self.packing.lp_rows})
         if self.interrupted:
             summary["interrupted"] = True
-        if self.formulation == Formulation.DP:
+        if self.dp is not None:
+            dp = self.dp
             summary.update({
-                "log_likelihood": self.log_likelihood,
-                "log_likelihood_bound": self.log_likelihood_bound,
-                "likelihood_checked": self.likelihood_checked,
-                "first_solution_s": None if self.first_solution_s is None
-                else round(self.first_solution_s, 4),
+                "log_likelihood": dp.log_likelihood,
+                "log_likelihood_bound": dp.log_likelihood_bound,
+                "likelihood_checked": dp.likelihood_checked,
+                "first_solution_s": round(dp.first_solution_s, 4),
                 "n_rows_used": self.n_rows,
-                "n_rows_interval": None if self.n_rows_interval is None
-                else list(self.n_rows_interval),
+                "n_rows_interval": None if dp.n_rows_interval is None
+                else list(dp.n_rows_interval),
             })
         return summary

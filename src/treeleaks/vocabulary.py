@@ -4,6 +4,12 @@ How a run ended, how the cells were found, and which model of the training was s
 are `StrEnum`s, so each member is also its plain string: ``Status.OPTIMAL == "OPTIMAL"``,
 and JSON and CSV outputs carry the string.
 
+Two words for how something ended, kept apart: `Status` is an *attack's* outcome, the one
+every result's ``status`` holds and every output prints; `SolverStatus` is a *solver's*
+word, as the count system's solvers (`treeleaks.counts`) return it. An attack turns the
+second into the first with `Status.solved` where its result is made: a solver's word never
+reaches a result, and an attack's words (``done``, ``partial``) never come from a solver.
+
 How often a tree drew a row is called its *draws* everywhere users read it; the model
 file keeps the field name ``multiplicities`` and the audit report its key
 ``multiplicities_exposed`` (published formats), the command line accepts
@@ -16,8 +22,22 @@ from __future__ import annotations
 from enum import StrEnum
 
 
+class SolverStatus(StrEnum):
+    """How a solver's run ended, in the solver's words.
+
+    CP-SAT's status names, which the HiGHS calls are mapped onto. Attacks report `Status`,
+    through `Status.solved`.
+    """
+
+    OPTIMAL = "OPTIMAL"  # a solution, proven the best under the objective
+    FEASIBLE = "FEASIBLE"  # a solution, not proven the best (time ran out)
+    INFEASIBLE = "INFEASIBLE"  # proven: no solution
+    UNKNOWN = "UNKNOWN"  # no solution found in time, none ruled out
+    MODEL_INVALID = "MODEL_INVALID"  # CP-SAT refused the model
+
+
 class Status(StrEnum):
-    """How an attack's run ended."""
+    """How an attack's run ended: the ``status`` of every attack's result."""
 
     OPTIMAL = "OPTIMAL"  # a complete answer, the best under the attack's objective
     FEASIBLE = "FEASIBLE"  # a complete answer, not proven the best (time ran out, fallback)
@@ -25,6 +45,22 @@ class Status(StrEnum):
     UNKNOWN = "UNKNOWN"  # no complete answer in time; what was proven, if anything
     DONE = "done"  # an attack without a solver ran to the end
     PARTIAL = "partial"  # an attack without a solver stopped at its budget: lower bounds
+
+    @classmethod
+    def solved(cls, word: SolverStatus) -> Status:
+        """The attack's outcome a solver's word gives, when the solver's answer is the attack's.
+
+        Parameters
+        ----------
+        word : SolverStatus
+            The solver's word.
+
+        Returns
+        -------
+        Status
+            The same word, and ``UNKNOWN`` for a model the solver refused.
+        """
+        return cls.UNKNOWN if word == SolverStatus.MODEL_INVALID else cls(word.value)
 
 
 class Strategy(StrEnum):

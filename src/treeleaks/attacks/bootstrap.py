@@ -41,7 +41,7 @@ from treeleaks.model import ReleasedModel, Tree
 from treeleaks.progress import ProgressCallback, report
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Formulation, Status
+from treeleaks.vocabulary import Formulation, SolverStatus, Status
 
 FORMULATION = Formulation.BOOTSTRAP_KNOWN
 RowBoxes = tuple[np.ndarray, np.ndarray, np.ndarray]  # lower, upper (N, M); class or -1 (N,)
@@ -209,16 +209,16 @@ def reconstruct_known_draws(
     clock.lap("probe")
     chosen, status, solver = _solve(A, lo, hi, bounds, solve_deadline, threads, seed)
     clock.lap("solve")
-    if chosen is None and status == Status.UNKNOWN and fallback is not None:
+    if chosen is None and status == SolverStatus.UNKNOWN and fallback is not None:
         why = (f"no dataset meets the released draws within {solve_deadline - clock.start:.0f} s "
                "(many datasets nearly do when few trees drew each row; raise the time limit "
                "to search longer)")
         return _fell_back(fallback(clock.left(), why), clock, why)
     if chosen is None:
-        message = (f"{NOT_MET}: {ALTERED}" if status == Status.INFEASIBLE else
+        message = (f"{NOT_MET}: {ALTERED}" if status == SolverStatus.INFEASIBLE else
                    f"no reconstruction found within the time limit of {time_limit:g} s; "
                    "raise the time limit")
-        return _nothing(model, status, clock, len(cells), message)
+        return _nothing(model, Status.solved(status), clock, len(cells), message)
     picked = chosen[np.argsort(row[chosen])]
     report(progress, "certainty", 0, None)
     proven, complete = _proofs(A, lo, hi, bounds, picked, row, clock.proof_deadline())
@@ -264,7 +264,7 @@ def _fell_back(result: Reconstruction, clock: RunClock, why: str) -> Reconstruct
 class PlacementError(Exception):
     """No placement problem: its status (INFEASIBLE or UNKNOWN) and why."""
 
-    def __init__(self, status: str, message: str, n_cells: int) -> None:
+    def __init__(self, status: Status, message: str, n_cells: int) -> None:
         super().__init__(message)
         self.status, self.n_cells = status, n_cells
 
@@ -390,7 +390,7 @@ def _place_known(frames: dict, X: np.ndarray, known_cell: np.ndarray, known_cls:
 
 def _solve(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
            bounds: tuple[np.ndarray, np.ndarray], deadline: float, threads: int, seed: int,
-           ) -> tuple[np.ndarray | None, str, str]:
+           ) -> tuple[np.ndarray | None, SolverStatus, str]:
     """The placements chosen (one per row) with ``lo <= A y <= hi`` within the propagated
     ``bounds``, or None, with the verdict and the solver that gave it: HiGHS first, on a
     share of the time, then CP-SAT on the rest (each solved cases the other did not)."""
@@ -403,14 +403,14 @@ def _solve(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
     fixed = np.flatnonzero(first)
     left = deadline - time.perf_counter()
     if not open_.size:
-        return fixed, Status.OPTIMAL, ""
+        return fixed, SolverStatus.OPTIMAL, ""
     if left <= 0:
-        return None, Status.UNKNOWN, ""
+        return None, SolverStatus.UNKNOWN, ""
     chosen, status = _solve_highs(A, lo, hi, HIGHS_SHARE * left)
     solver = "highs"
-    if status == Status.UNKNOWN:
+    if status == SolverStatus.UNKNOWN:
         if deadline <= time.perf_counter():
-            return None, Status.UNKNOWN, solver
+            return None, SolverStatus.UNKNOWN, solver
         chosen, status = _solve_cp_sat(A, lo, hi, deadline, threads, seed)
         solver = "cp-sat"
     if chosen is None:
@@ -524,7 +524,7 @@ def _placement_system(
 
 
 def _solve_highs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, time_limit: float,
-                 ) -> tuple[np.ndarray | None, str]:
+                 ) -> tuple[np.ndarray | None, SolverStatus]:
     from scipy.optimize import Bounds, LinearConstraint
 
     from treeleaks.counts.bounded_milp import bounded_milp
@@ -533,12 +533,12 @@ def _solve_highs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, time_limit: f
                           integrality=np.ones(A.shape[1]), bounds=Bounds(0, 1),
                           options={"time_limit": max(time_limit, 0.01)})
     if result.x is not None:
-        return np.flatnonzero(result.x > 0.5), Status.OPTIMAL
-    return None, Status.INFEASIBLE if result.status == 2 else Status.UNKNOWN
+        return np.flatnonzero(result.x > 0.5), SolverStatus.OPTIMAL
+    return None, SolverStatus.INFEASIBLE if result.status == 2 else SolverStatus.UNKNOWN
 
 
 def _solve_cp_sat(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, deadline: float,
-                  threads: int, seed: int) -> tuple[np.ndarray | None, str]:
+                  threads: int, seed: int) -> tuple[np.ndarray | None, SolverStatus]:
     """CP-SAT on the placements until ``deadline``, building the model included (it takes
     seconds on millions of nonzeros)."""
     from ortools.sat.python import cp_model
@@ -557,14 +557,14 @@ def _solve_cp_sat(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, deadline: fl
     solver.parameters.catch_sigint_signal = False  # Ctrl-C must reach the CLI
     code = solver.solve(cp)
     if code == cp_model.INFEASIBLE:
-        return None, Status.INFEASIBLE
+        return None, SolverStatus.INFEASIBLE
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None, Status.UNKNOWN
+        return None, SolverStatus.UNKNOWN
     values = np.array([solver.boolean_value(x) for x in placed], dtype=bool)
-    return np.flatnonzero(values), Status.OPTIMAL
+    return np.flatnonzero(values), SolverStatus.OPTIMAL
 
 
-def _nothing(model: ReleasedModel, status: str, clock: RunClock, n_cells: int,
+def _nothing(model: ReleasedModel, status: Status, clock: RunClock, n_cells: int,
              message: str) -> Reconstruction:
     """A result without rows."""
     return Reconstruction.empty(model, status=status, time_s=clock.elapsed(),

@@ -41,9 +41,9 @@ from treeleaks.counts.verify import verify
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.model import ReleasedModel, Tree
 from treeleaks.progress import ProgressCallback, report
-from treeleaks.result import Reconstruction
+from treeleaks.result import BootstrapDetails, Reconstruction
 from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Formulation, Status
+from treeleaks.vocabulary import Formulation, SolverStatus, Status
 
 FORMULATION = Formulation.BOOTSTRAP_UNKNOWN
 STEPS = 8  # unit steps of log C(m, d) per pure leaf (4 made Adult 1.5-7x slower, worse)
@@ -124,9 +124,10 @@ def reconstruct_unknown_draws(
     counts, status = _solve(*problem, cell.size, clock.deadline)
     clock.lap("solve")
     if counts is None:
-        message = (f"{reason}; no dataset covers the leaves" if status == Status.INFEASIBLE else
+        message = (f"{reason}; no dataset covers the leaves"
+                   if status == SolverStatus.INFEASIBLE else
                    f"{reason}; no dataset found within the time limit of {time_limit:.3g} s")
-        return _nothing(model, status, clock, len(cells), message)
+        return _nothing(model, Status.solved(status), clock, len(cells), message)
     lower = np.minimum(_forced(model, cells, cell, cls), counts)
     frames = rows_from_counts(model, schema, cells, cell, cls, counts, lower, with_width=True)
     draws = infer_draws(model, frames["rows"])
@@ -135,14 +136,15 @@ def reconstruct_unknown_draws(
     certificate = verify(drawn, frames["rows"])
     message = (f"{reason}: rows inferred with draws that reproduce every count (in no "
                "particular order)")
-    if status == Status.FEASIBLE:
+    if status == SolverStatus.FEASIBLE:
         message += f"; the solver stopped at its time limit of {time_limit:.3g} s"
     if not certificate.verified:
         message = f"reconstruction does not reproduce the model: {certificate.first_mismatch}"
-    return Reconstruction(**frames, status=status, certificate=certificate,
+    return Reconstruction(**frames, status=Status.solved(status), certificate=certificate,
                           time_s=clock.elapsed(), message=message, solver="highs",
                           n_cells=len(cells), certainty_complete=False, timings=clock.timings,
-                          proof=PROOF, formulation=FORMULATION, draws=draws)
+                          proof=PROOF, formulation=FORMULATION,
+                          bootstrap=BootstrapDetails(draws=draws))
 
 
 def _forced(model: ReleasedModel, cells: Cells, cell: np.ndarray, cls: np.ndarray,
@@ -239,20 +241,20 @@ def _cover(model: ReleasedModel, cells: Cells, cell: np.ndarray, cls: np.ndarray
 
 def _solve(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, cost: np.ndarray,
            lower: np.ndarray, upper: np.ndarray, n_vars: int, deadline: float,
-           ) -> tuple[np.ndarray | None, str]:
+           ) -> tuple[np.ndarray | None, SolverStatus]:
     from scipy.optimize import Bounds, LinearConstraint
 
     from treeleaks.counts.bounded_milp import bounded_milp
 
     left = deadline - time.perf_counter()
     if left <= 0:
-        return None, Status.UNKNOWN
+        return None, SolverStatus.UNKNOWN
     result = bounded_milp(cost, constraints=LinearConstraint(A, lo, hi),
                           integrality=np.ones(cost.size), bounds=Bounds(lower, upper),
                           options={"time_limit": left})
     if result.x is None:
-        return None, Status.INFEASIBLE if result.status == 2 else Status.UNKNOWN
-    status = Status.OPTIMAL if result.status == 0 else Status.FEASIBLE
+        return None, SolverStatus.INFEASIBLE if result.status == 2 else SolverStatus.UNKNOWN
+    status = SolverStatus.OPTIMAL if result.status == 0 else SolverStatus.FEASIBLE
     return np.rint(result.x[:n_vars]).astype(np.int64), status
 
 
@@ -292,7 +294,7 @@ def infer_draws(model: ReleasedModel, rows) -> list[np.ndarray]:
     return draws
 
 
-def _nothing(model: ReleasedModel, status: str, clock: RunClock, n_cells: int,
+def _nothing(model: ReleasedModel, status: Status, clock: RunClock, n_cells: int,
              message: str) -> Reconstruction:
     return Reconstruction.empty(model, status=status, time_s=clock.elapsed(),
                                 message=message, solver="highs", n_cells=n_cells,

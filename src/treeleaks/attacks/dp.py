@@ -61,7 +61,7 @@ from treeleaks.errors import TreeleaksError, UnsupportedModelError
 from treeleaks.knowledge import Knowledge, KnowledgeError
 from treeleaks.model import ReleasedModel
 from treeleaks.progress import ProgressCallback, report
-from treeleaks.result import Reconstruction
+from treeleaks.result import DPDetails, Reconstruction
 from treeleaks.schema import FeatureSchema
 from treeleaks.vocabulary import Formulation, Status, Strategy
 
@@ -212,11 +212,13 @@ def reconstruct_dp(
         formulation=FORMULATION,
         knowledge="" if known is None else (
             f"{knowledge.describe()}, and their columns' frequencies as a prior on the rest"),
-        log_likelihood=checked,
-        log_likelihood_bound=found.bound if known is None else None,
-        first_solution_s=found.first_solution_s,
-        n_rows_interval=(bounds.low, bounds.high) if n_unknown else None,
-        likelihood_checked=consistent,
+        dp=DPDetails(
+            log_likelihood=checked,
+            likelihood_checked=consistent,
+            first_solution_s=found.first_solution_s,
+            log_likelihood_bound=found.bound if known is None else None,
+            n_rows_interval=(bounds.low, bounds.high) if n_unknown else None,
+        ),
     )
 
 
@@ -237,7 +239,7 @@ class _Found:
     """The rows a search found (the frames of a `Reconstruction`) and its figures."""
 
     frames: dict
-    status: str
+    status: Status
     log_likelihood: float
     objective: float | None
     bound: float | None
@@ -260,8 +262,9 @@ def _most_likely_rows(problem: NoisyCounts, n_rows: int, deadline: float, start:
     var_cell, var_cls = np.divmod(np.arange(solution.counts.size), model.n_classes)
     frames = rows_from_counts(model, schema, cells, var_cell, var_cls, solution.counts,
                               np.zeros(var_cell.size, dtype=np.int64), with_width=True)
-    return _Found(frames, solution.status, solution.log_likelihood, solution.objective,
-                  solution.bound, solution.first_solution_s, len(cells), solution.timings)
+    return _Found(frames, Status.solved(solution.status), solution.log_likelihood,
+                  solution.objective, solution.bound, solution.first_solution_s, len(cells),
+                  solution.timings)
 
 
 def _one_row(problem: NoisyCounts, cells: Cells, schema: FeatureSchema, model: ReleasedModel,

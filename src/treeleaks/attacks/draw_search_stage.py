@@ -25,7 +25,7 @@ from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.verify import verify, verify_within_draws
 from treeleaks.model import ReleasedModel
 from treeleaks.progress import report
-from treeleaks.result import Reconstruction
+from treeleaks.result import BootstrapDetails, Reconstruction
 from treeleaks.schema import FeatureSchema
 from treeleaks.vocabulary import Formulation, Status, Strategy
 
@@ -77,7 +77,8 @@ def reconstruct_drawn_partial(model: ReleasedModel, schema: FeatureSchema, run: 
         time_s=clock.elapsed(), message=message, solver="draw-search", n_cells=0,
         certainty_complete=False, timings=clock.timings, strategy=Strategy.PER_ROW,
         proof=PROOF, formulation=Formulation.BOOTSTRAP_KNOWN,
-        partial=0 < kept < n, positions=positions, interrupted=found.interrupted)
+        partial=0 < kept < n, interrupted=found.interrupted,
+        bootstrap=BootstrapDetails(positions=positions))
 
 
 def landed_rows(model: ReleasedModel, schema: FeatureSchema,

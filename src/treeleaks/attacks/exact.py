@@ -33,9 +33,9 @@ from treeleaks.counts.system import (
 from treeleaks.counts.verify import verify, verify_within
 from treeleaks.model import ReleasedModel
 from treeleaks.progress import report
-from treeleaks.result import Reconstruction
+from treeleaks.result import PackingDetails, Reconstruction
 from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Status, Strategy
+from treeleaks.vocabulary import SolverStatus, Status, Strategy
 
 if TYPE_CHECKING:
     from treeleaks.counts.generate import Generated
@@ -81,7 +81,7 @@ class _Partial(Exception):
 class _Stopped(Exception):
     """A stage ended the run without rows: the status to report and why."""
 
-    def __init__(self, status: str, message: str, n_cells: int, strategy: str) -> None:
+    def __init__(self, status: Status, message: str, n_cells: int, strategy: str) -> None:
         super().__init__(message)
         self.status, self.message, self.n_cells, self.strategy = (
             status, message, n_cells, strategy)
@@ -198,7 +198,7 @@ class _ExactPipeline:
     def _generated(self, pinned: Peeled) -> _Found:
         """The cells column generation finds before the search's deadline, the pinned
         rows fixed."""
-        from treeleaks.counts.generate import INTERRUPTED, generate_cells  # OR-Tools
+        from treeleaks.counts.generate import Generation, generate_cells  # OR-Tools
 
         run, clock = self.run, self.clock
         until = (clock.since_lap() + GENERATION_SHARE * clock.left(clock.search_deadline)
@@ -208,7 +208,7 @@ class _ExactPipeline:
         clock.lap("generate")
         clock.timings["generate_iterations"] = generated.iterations
         clock.timings["pricing_calls"] = generated.pricing_calls
-        if generated.status == Status.INFEASIBLE:
+        if generated.status == Generation.INFEASIBLE:
             where = f"; {generated.shortfall}" if generated.shortfall else ""
             raise _Stopped(Status.INFEASIBLE, "no dataset reproduces the released counts: no set "
                            f"of cells can hold every leaf's rows (proven by pricing: at most "
@@ -216,23 +216,25 @@ class _ExactPipeline:
                            "the model or its counts were altered: check the file against the "
                            "fitted model",
                            len(generated.cells), Strategy.GENERATE)
-        if generated.status == INTERRUPTED and not generated.partial.any():
+        if generated.status == Generation.INTERRUPTED and not generated.partial.any():
             raise KeyboardInterrupt  # nothing in hand: the interrupt is the caller's
-        if generated.status != Status.FEASIBLE:
+        if generated.status != Generation.FEASIBLE:
             why = {
-                "DEAD_END": "every rounding of its LP tried in time reached a dead end",
-                "STALLED": "pricing could neither find a better cell nor rule one out",
+                Generation.DEAD_END: "every rounding of its LP tried in time reached a dead "
+                                     "end",
+                Generation.STALLED: "pricing could neither find a better cell nor rule one "
+                                    "out",
             }.get(generated.status, f"the time limit of {run.time_limit:g} s ran out")
             why += "; raise the time limit, or try strategy 'enumerate' if memory allows"
-            if generated.status == INTERRUPTED:
+            if generated.status == Generation.INTERRUPTED:
                 why = (f"interrupted (Ctrl-C) after {clock.elapsed():.0f} s; let it run longer "
                        "for more rows")
             elif self.row_search:
                 raise _Partial(self._searched(generated))
             if generated.partial.any():
-                raise _Partial(self._partial(generated, why,
-                                             interrupted=generated.status == INTERRUPTED))
-            if generated.status == "TIMEOUT":  # no row in hand: say what limit to try
+                interrupted = generated.status == Generation.INTERRUPTED
+                raise _Partial(self._partial(generated, why, interrupted=interrupted))
+            if generated.status == Generation.TIMEOUT:  # no row in hand: say what limit to try
                 why = (f"the time limit of {run.time_limit:g} s ran out before a row was "
                        f"placed; raise it to {max(10 * run.time_limit, MIN_SUGGESTED_S):g} s "
                        "or more")
@@ -312,7 +314,7 @@ class _ExactPipeline:
             proof=(PINNED + "the pinned rows are proven; the others are not" if pinned
                    else "none: rows that fit the counts are not proven training rows"),
             partial=not complete and rows > 0,
-            lp_rows=None if complete else max(generated.lp_placed, rows),
+            packing=None if complete else PackingDetails(max(generated.lp_placed, rows)),
             interrupted=interrupted)
 
     def solve_counts(self, found: _Found) -> tuple[CountSystem, Solution]:
@@ -337,7 +339,7 @@ class _ExactPipeline:
         solution = solve(system, time_limit=clock.left(clock.search_deadline),
                          threads=self.run.threads, seed=self.run.seed, solver=self.solver)
         clock.lap("solve")
-        if (solution.counts is None and solution.status == Status.INFEASIBLE
+        if (solution.counts is None and solution.status == SolverStatus.INFEASIBLE
                 and used == Strategy.ENUMERATE):
             raise _Stopped(Status.INFEASIBLE, "no dataset reproduces the released counts: the "
                            "model was altered or its counts are not exact", len(cells), used)
@@ -375,7 +377,7 @@ class _ExactPipeline:
                 known=_pinned_lower(found.pinned, found.cells, system))
         self.clock.lap("certainty")
         notes = [solution.note] if solution.note else []
-        if solution.status == Status.FEASIBLE:
+        if solution.status == SolverStatus.FEASIBLE:
             notes.append(f"the solver stopped at its time limit of {run.time_limit:g} s with "
                          "a complete reconstruction that may not be the most likely one")
         if not certainty.complete:
@@ -403,7 +405,8 @@ class _ExactPipeline:
                        f"{certificate.first_mismatch}")
         return Reconstruction(
             **recon,
-            status=solution.status if solution.counts is not None else Status.UNKNOWN,
+            status=Status.solved(solution.status) if solution.counts is not None
+            else Status.UNKNOWN,
             certificate=certificate,
             time_s=self.clock.elapsed(),
             message=message,

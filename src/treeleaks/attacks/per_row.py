@@ -24,7 +24,7 @@ from treeleaks.model import ReleasedModel
 from treeleaks.progress import report
 from treeleaks.result import Reconstruction
 from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Formulation, Status, Strategy
+from treeleaks.vocabulary import Formulation, SolverStatus, Status, Strategy
 
 CLASS_SHARE = 0.25  # of the search time, at most, for the rows' classes from the totals
 PROPAGATION_SHARE = 0.5  # of what is left, at most, for propagation
@@ -83,13 +83,13 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
     thresholds = [np.unique(cuts) for cuts in model.thresholds()]
     chosen, row_class, status = solve_placements(
         search, thresholds, clock.search_deadline, run.threads, run.seed, hint=classes)
-    if chosen is None and assumed and status == Status.INFEASIBLE:
+    if chosen is None and assumed and status == SolverStatus.INFEASIBLE:
         search = leaves
         chosen, row_class, status = solve_placements(
             search, thresholds, clock.search_deadline, run.threads, run.seed, hint=classes)
     clock.lap("solve")
     if chosen is None:
-        if status == Status.INFEASIBLE:
+        if status == SolverStatus.INFEASIBLE:
             return _nothing(model, Status.INFEASIBLE, clock, f"{NOT_MET} (the model or its "
                             "draws were altered)")
         return _nothing(model, Status.UNKNOWN, clock, (

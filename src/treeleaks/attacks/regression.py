@@ -25,7 +25,7 @@ from treeleaks.counts.verify import verify_regression
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.knowledge import Knowledge
 from treeleaks.model import ReleasedModel
-from treeleaks.result import Reconstruction
+from treeleaks.result import Reconstruction, RegressionDetails
 from treeleaks.schema import FeatureSchema
 from treeleaks.vocabulary import Formulation, Status, Strategy
 
@@ -113,6 +113,7 @@ def reconstruct_regression(model: ReleasedModel, schema: FeatureSchema | None,
         return replace(rec, **common, certificate=certificate, status=Status.UNKNOWN,
                        message=("the rows do not reproduce the regression model: "
                                 f"{certificate.first_mismatch}"))
-    return replace(rec, **common, certificate=certificate, targets_exact=exact, message=(
+    return replace(rec, **common, certificate=certificate,
+                   regression=RegressionDetails(targets_exact=exact), message=(
         f"{exact} of {rec.n_rows} rows' targets given away exactly (proven); every leaf's "
         "rows, weighted rows and value reproduced"))

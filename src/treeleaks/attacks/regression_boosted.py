@@ -39,7 +39,7 @@ from treeleaks.counts.verify_boosted import verify_boosted_regression, verify_ro
 from treeleaks.errors import UnsupportedModelError
 from treeleaks.knowledge import Knowledge
 from treeleaks.model import SQUARED_ERROR, LeafGradients, ReleasedModel
-from treeleaks.result import Reconstruction
+from treeleaks.result import Reconstruction, RegressionDetails
 from treeleaks.schema import FeatureSchema
 from treeleaks.vocabulary import Formulation, Status, Strategy
 
@@ -143,7 +143,8 @@ def _from_cells(model: ReleasedModel, view: ReleasedModel, bound: FeatureSchema,
                               message=("the rows do not reproduce the booster: "
                                        f"{certificate.first_mismatch}"))
     return Reconstruction(**frames, status=Status.FEASIBLE, certificate=certificate,
-                          time_s=clock.elapsed(), timings=clock.timings, targets_exact=0,
+                          time_s=clock.elapsed(), timings=clock.timings,
+                          regression=RegressionDetails(targets_exact=0),
                           **common, message=(
                               f"{n} rows with targets that reproduce every tree's counts "
                               "and every leaf's sum of residuals (verified); no target is "
@@ -216,8 +217,9 @@ def _from_single_rows(model: ReleasedModel, bound: FeatureSchema, clock: RunCloc
     status = Status.FEASIBLE if certificate.verified else Status.UNKNOWN
     return Reconstruction(**frames, status=status, certificate=certificate,
                           time_s=clock.elapsed(), timings=clock.timings,
-                          targets_exact=int(exact.sum()),
-                          target_bounds=(found.target_low, found.target_high), **common,
+                          regression=RegressionDetails(
+                              int(exact.sum()), (found.target_low, found.target_high)),
+                          **common,
                           message=(
                               f"{rows} of {n} rows proven, each alone in a leaf's box: "
                               f"{int(exact.sum())} with their exact target, the others "
@@ -239,7 +241,8 @@ def _from_first_tree(model: ReleasedModel, bound: FeatureSchema, clock: RunClock
         **frames, status=Status.FEASIBLE if certificate.verified else Status.UNKNOWN,
         certificate=certificate, time_s=clock.elapsed(), timings=clock.timings,
         solver="", strategy=Strategy.ENUMERATE, proof=GROUP_PROOF,
-        formulation=Formulation.REGRESSION_BOOSTED, partial=True, targets_exact=0,
+        formulation=Formulation.REGRESSION_BOOSTED, partial=True,
+        regression=RegressionDetails(targets_exact=0),
         message=(f"{why}; and no leaf holds a single row, so no row is given away on its "
                  f"own: the {per_row.size} rows are the first tree's {groups} leaves, "
                  f"each row in its leaf's box with the mean target of the leaf's "

@@ -22,7 +22,7 @@ from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.target_draws import targets_by_draws
 from treeleaks.counts.verify import verify_regression
 from treeleaks.model import ReleasedModel
-from treeleaks.result import Reconstruction
+from treeleaks.result import Reconstruction, RegressionDetails
 from treeleaks.schema import FeatureSchema
 from treeleaks.vocabulary import Formulation, Status, Strategy
 
@@ -51,7 +51,8 @@ def reconstruct_by_draws(model: ReleasedModel, schema: FeatureSchema, run: RunOp
     return Reconstruction(
         **frames, status=Status.OPTIMAL, certificate=certificate, time_s=clock.elapsed(),
         timings=clock.timings, solver="", strategy=Strategy.PER_ROW, proof=PROOF,
-        formulation=Formulation.REGRESSION_BOOTSTRAP_KNOWN, targets_exact=n,
+        formulation=Formulation.REGRESSION_BOOTSTRAP_KNOWN,
+        regression=RegressionDetails(targets_exact=n),
         message=(f"every row's target given away exactly ({n} of {n}), at its training "
                  "position, read off the leaves whose draws are its own; every leaf's "
                  "rows, weighted rows and value reproduced"))

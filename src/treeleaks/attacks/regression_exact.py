@@ -20,7 +20,7 @@ from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.value_cells import TargetRowsInfeasible, rows_by_target
 from treeleaks.counts.verify import verify_regression, verify_regression_within
 from treeleaks.model import ReleasedModel
-from treeleaks.result import Reconstruction
+from treeleaks.result import Reconstruction, RegressionDetails
 from treeleaks.schema import FeatureSchema
 from treeleaks.vocabulary import Formulation, Status, Strategy
 
@@ -74,5 +74,5 @@ def reconstruct_regression_exact(model: ReleasedModel, schema: FeatureSchema | N
                           certificate=certificate, time_s=clock.elapsed(),
                           timings=clock.timings, message=message, n_cells=rows,
                           certainty_complete=complete, partial=not complete,
-                          targets_exact=rows, **common)
+                          regression=RegressionDetails(targets_exact=rows), **common)
 

@@ -27,7 +27,7 @@ from treeleaks.clock import RunClock
 from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.verify_boosted import verify_rows_within
 from treeleaks.model import ReleasedModel, Tree
-from treeleaks.result import Reconstruction
+from treeleaks.result import Reconstruction, RegressionDetails
 from treeleaks.schema import FeatureSchema
 from treeleaks.vocabulary import Formulation, Status, Strategy
 
@@ -62,8 +62,8 @@ def reconstruct_regression_leaves(model: ReleasedModel, schema: FeatureSchema | 
         **frames, status=Status.FEASIBLE if certificate.verified else Status.UNKNOWN,
         certificate=certificate, time_s=clock.elapsed(),
         timings=clock.timings, solver="", strategy=Strategy.ENUMERATE, proof=PROOF,
-        formulation=Formulation.REGRESSION_LEAVES, partial=True, targets_exact=exact,
-        target_bounds=(low[per_row], high[per_row]), message=(
+        formulation=Formulation.REGRESSION_LEAVES, partial=True,
+        regression=RegressionDetails(exact, (low[per_row], high[per_row])), message=(
             f"{n} rows of tree {best}, each in its leaf's box with its target within "
             f"{np.mean(high[per_row] - low[per_row]) / span:.0%} of the leaf means' span "
             f"on average ({exact} exact, in leaves of one target); the trees' growth "

@@ -206,7 +206,7 @@ def one_line(message: str) -> str:
     return " ".join(message.split())
 
 
-def check_outcome(status: str, verified: bool, message: str, partial: bool = False) -> None:
+def check_outcome(status: Status, verified: bool, message: str, partial: bool = False) -> None:
     """Exit non-zero when there is no complete reconstruction (a partial dataset is not
     one), or it fails its certificate."""
     if status in (Status.INFEASIBLE, Status.UNKNOWN) or (partial and verified):

@@ -286,6 +286,7 @@ def _attack_line(run: AttackRun, left: float) -> str:
 
 
 def _verdict_table(path: Path, audit: Audit) -> Table:
+    from treeleaks.report.findings import FAILED, PARTIAL
     from treeleaks.report.risk import p_value_text
 
     v, risk = audit.verdict, audit.risk
@@ -315,7 +316,7 @@ def _verdict_table(path: Path, audit: Audit) -> Table:
         table.add_row("Counts", "removed (a stripped file): the structure, thresholds and "
                       "leaf values remain, and the attacks that read counts do not apply")
     for run in audit.attacks:
-        if run.status in ("partial", "failed"):
+        if run.status in (PARTIAL, FAILED):
             table.add_row(escape(run.title), Text(f"{run.status}: {run.why}", "yellow"))
     if audit.partial:
         table.add_row("Note", Text("partial: the figures are lower bounds", "yellow"))

@@ -213,8 +213,7 @@ def reconstruct_command(
     write_all(files)
     for note in notes:
         out_console.print(Text(note), soft_wrap=True)
-    checked = recon.likelihood_checked if recon.formulation == Formulation.DP else recon.verified
-    check_outcome(recon.status, checked, recon.message, recon.partial)
+    check_outcome(recon.status, recon.checked, recon.message, recon.partial)
 
 
 def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> Table:
@@ -290,11 +289,9 @@ def _details(recon: Reconstruction) -> pd.DataFrame:
     each feature's free flag and bounds (and, for numerical and ordinal columns, the
     bounds' width as a share of the column's range); a regressor's target interval and
     whether it is exact, where the attack gives one."""
-    import numpy as np
     import pandas as pd
 
-    position = np.arange(recon.n_rows) if recon.positions is None else recon.positions
-    parts = {"row": position, "proven": recon.proven,
+    parts = {"row": recon.training_positions(), "proven": recon.proven,
              "proven_pattern": recon.proven_pattern}
     for name in recon.free.columns:
         parts[f"{name}:free"] = recon.free[name].to_numpy()
@@ -302,9 +299,10 @@ def _details(recon: Reconstruction) -> pd.DataFrame:
         parts[f"{name}:upper"] = recon.upper[name].to_numpy()
         if recon.width is not None and recon.width[name].notna().any():
             parts[f"{name}:width"] = recon.width[name].to_numpy()  # a share of its range
-    if recon.target_bounds is not None:  # a regressor's targets known within an interval
+    bounds = None if recon.regression is None else recon.regression.target_bounds
+    if bounds is not None:  # a regressor's targets known within an interval
         label = next(c for c in recon.rows.columns if c not in recon.free.columns)
-        low, high = recon.target_bounds
+        low, high = bounds
         parts[f"{label}:lower"], parts[f"{label}:upper"] = low, high
         parts[f"{label}:exact"] = low == high
     return pd.DataFrame(parts)
@@ -313,11 +311,10 @@ def _details(recon: Reconstruction) -> pd.DataFrame:
 def _draws(model: ReleasedModel, recon: Reconstruction) -> pd.DataFrame:
     """How often each tree drew each row of ``recon`` (inferred, or the model's own draws
     for rows at their training positions), a column per tree."""
-    import numpy as np
     import pandas as pd
 
-    per_tree = recon.draws
-    position = np.arange(recon.n_rows) if recon.positions is None else recon.positions
+    per_tree = None if recon.bootstrap is None else recon.bootstrap.draws
+    position = recon.training_positions()
     if per_tree is None:
         per_tree = [tree.draws[position] for tree in model.trees] if recon.n_rows else []
     columns = {"row": position, **{f"tree_{t}": b for t, b in enumerate(per_tree)}}

@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -42,7 +43,18 @@ if TYPE_CHECKING:
 
 _TOL = 1e-7
 INTEGER_PACKING_S = 5.0
-INTERRUPTED = "INTERRUPTED"  # Ctrl-C during generation
+
+
+class Generation(StrEnum):
+    """How cell generation ended (`Generated.status`), in the generator's words; the
+    attack that runs it says what they make of the run (`treeleaks.vocabulary.Status`)."""
+
+    FEASIBLE = "FEASIBLE"  # the cells hold an integer dataset
+    INFEASIBLE = "INFEASIBLE"  # pricing proved no dataset, not even a fractional one
+    DEAD_END = "DEAD_END"  # every rounding tried in time led where no dataset fits
+    STALLED = "STALLED"  # pricing could neither find a better cell nor rule one out
+    TIMEOUT = "TIMEOUT"  # the time ran out
+    INTERRUPTED = "INTERRUPTED"  # Ctrl-C during generation: what was found stands
 
 
 @dataclass
@@ -63,7 +75,7 @@ class Generated:
     """
 
     cells: Cells
-    status: str
+    status: Generation
     placed: float
     lp_placed: float
     iterations: int
@@ -219,7 +231,7 @@ def generate_cells(
         try:
             status, placed = _dive(pool, pricers, deadline, seed, progress, stats, fixed, best)
         except KeyboardInterrupt:  # anytime: the rows in hand are the answer, as at a limit
-            status, placed = INTERRUPTED, float(best.rows.sum())
+            status, placed = Generation.INTERRUPTED, float(best.rows.sum())
     pool.settle()
     cells, column_cell = pool.cells(schema)
     return Generated(cells, status, placed, stats["lp_placed"], int(stats["iterations"]),
@@ -238,7 +250,7 @@ def _dive(
     stats: dict[str, float],
     fixed: np.ndarray,
     best: BestPartial,
-) -> tuple[str, float]:
+) -> tuple[Generation, float]:
     """Place every row by column generation and diving (see `generate_cells`), starting
     from the ``fixed`` rows per column; the status and the most rows fixed. Every LP
     solution's whole part, with the rows fixed so far, is offered to ``best``."""
@@ -248,28 +260,29 @@ def _dive(
     start_rows = n_rows - int(fixed.sum())
     capacity, left_rows = start_capacity.copy(), start_rows
     if left_rows <= 0:
-        return "FEASIBLE", float(n_rows)
-    status, placed, rounded_up = "TIMEOUT", 0.0, None
+        return Generation.FEASIBLE, float(n_rows)
+    status, placed, rounded_up = Generation.TIMEOUT, 0.0, None
     taken = fixed.astype(np.int64)
     while time.perf_counter() < deadline:
         outcome, x = _pack(pool, pricers, capacity, left_rows, deadline, seed, progress,
                            stats, lambda x, base=taken: best.offer(
                                _padded(base, x.size) + np.floor(x + _TOL).astype(np.int64)))
-        if outcome in ("INFEASIBLE", "STALLED") and (left_rows < start_rows or pool.banned):
+        if (outcome in (Generation.INFEASIBLE, Generation.STALLED)
+                and (left_rows < start_rows or pool.banned)):
             # A dead end of the rounding: ban the cell it last rounded up (or, before any
             # rounding, the last cell it kept) and start again from all the counts with
             # every cell generated so far.
             if _integer_packing(pool, pool.counts, n_rows, deadline) is not None:
-                placed, status = n_rows, "FEASIBLE"
+                placed, status = n_rows, Generation.FEASIBLE
                 break
             if rounded_up is None:
-                status = "DEAD_END"
+                status = Generation.DEAD_END
                 break
             pool.banned.add(rounded_up)
             capacity, left_rows = start_capacity.copy(), start_rows
-            status, rounded_up, taken = "DEAD_END", None, fixed.astype(np.int64)
+            status, rounded_up, taken = Generation.DEAD_END, None, fixed.astype(np.int64)
             continue
-        if outcome != "FEASIBLE":
+        if outcome != Generation.FEASIBLE:
             status = outcome
             break
         whole = np.floor(x + _TOL)
@@ -277,7 +290,7 @@ def _dive(
         if fractional.size:
             packed = _integer_packing(pool, capacity, left_rows, deadline)
             if packed is not None:
-                placed, status = n_rows, "FEASIBLE"
+                placed, status = n_rows, Generation.FEASIBLE
                 break
             j = fractional[np.argmax(x[fractional] - whole[fractional])]
             whole[j] += 1
@@ -292,7 +305,7 @@ def _dive(
         best.offer(taken)
         placed = max(placed, n_rows - left_rows)
         if left_rows <= 0:
-            status = "FEASIBLE"
+            status = Generation.FEASIBLE
             break
     return status, placed
 
@@ -403,7 +416,7 @@ def _pack(
     progress: ProgressCallback | None,
     stats: dict[str, float],
     offer: Callable[[np.ndarray], int],
-) -> tuple[str, np.ndarray]:
+) -> tuple[Generation, np.ndarray]:
     """Column generation on the packing LP with ``capacity`` until it places ``n_rows``;
     each LP solution is ``offer``-ed (its whole part is a partial dataset)."""
     from scipy.optimize import linprog
@@ -422,7 +435,7 @@ def _pack(
                           bounds=[(0, 0) if d else (0, None) for d in dead], method="highs",
                           options={"time_limit": max(deadline - time.perf_counter(), 0.01)})
             if res.status != 0:
-                return "TIMEOUT", x
+                return Generation.TIMEOUT, x
             x, placed = res.x, -float(res.fun)
             stats["lp_placed"] = max(stats["lp_placed"], stats["rows"] - n_rows + placed)
             whole_rows = offer(x)
@@ -431,7 +444,7 @@ def _pack(
         report(progress, "generate", int(placed), n_rows, columns=len(pool),
                iteration=stats["iterations"], whole_rows=whole_rows)
         if placed >= n_rows - 1e-6:
-            return "FEASIBLE", x
+            return Generation.FEASIBLE, x
         if _fill_slack(pool, pricers, x, capacity, deadline, seed + stats["iterations"],
                        stats, offer):
             continue
@@ -439,7 +452,7 @@ def _pack(
                                     seed=seed + stats["iterations"], keep=20,
                                     cutoff=1.0 - _TOL)
         if any(result is None for result in results):
-            return "TIMEOUT", x
+            return Generation.TIMEOUT, x
         stats["calls"] += len(pricers)
         added, proven_none = 0, True
         for c, (found, bound, finished) in enumerate(results):
@@ -455,8 +468,8 @@ def _pack(
                 if short.size:
                     stats["unfilled"], stats["unfilled_by"] = short[0], float(
                         capacity[short[0]] - held[short[0]])
-            return ("INFEASIBLE" if infeasible else "STALLED"), x
-    return "TIMEOUT", np.zeros(len(pool))
+            return (Generation.INFEASIBLE if infeasible else Generation.STALLED), x
+    return Generation.TIMEOUT, np.zeros(len(pool))
 
 
 def generated_lower_bounds(

@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from treeleaks.counts.noise import Lines, likelihood_lines, log_mass
-from treeleaks.vocabulary import Status
+from treeleaks.vocabulary import SolverStatus
 
 MIP_MIN_S = 1.0  # below this much time left, the MIP is not started
 COLUMN_BATCH = 2000  # variables added to the restricted LP per pricing round
@@ -68,7 +68,7 @@ class NoisySolution:
     objective: float
     bound: float | None
     first_solution_s: float
-    status: str
+    status: SolverStatus
     timings: dict[str, float]
 
 
@@ -98,7 +98,7 @@ def most_likely(problem: NoisyCounts, n_rows: int, time_limit: float,
     counts = np.pad(counts, (0, problem.A.shape[1] - counts.size))
     timings["lp"] = time.perf_counter() - start - first
     candidates = [] if lp.x is None else [_round(lp.x, n_rows)]
-    status = Status.FEASIBLE
+    status = SolverStatus.FEASIBLE
     left = deadline - time.perf_counter()
     proven = False
     if lp.columns is not None and left > MIP_MIN_S:
@@ -113,7 +113,7 @@ def most_likely(problem: NoisyCounts, n_rows: int, time_limit: float,
             counts, best = candidate, value
     tight = lp.converged and best >= lp.bound - 1e-6 * max(1.0, abs(lp.bound))
     if tight or (proven and extend is None and lp.columns.size == problem.A.shape[1]):
-        status = Status.OPTIMAL
+        status = SolverStatus.OPTIMAL
     return NoisySolution(counts, problem.log_likelihood(problem.A @ counts), best,
                          lp.bound if lp.converged else None, first, status, timings)
 

@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from treeleaks.counts.row_leaves import RowLeaves
+from treeleaks.vocabulary import SolverStatus
 
 
 def box_slots(lower: np.ndarray, upper: np.ndarray, thresholds: list[np.ndarray],
@@ -37,7 +38,7 @@ class _OutOfTime(Exception):
 
 def solve_placements(leaves: RowLeaves, thresholds: list[np.ndarray], deadline: float,
                      threads: int, seed: int, hint: np.ndarray | None = None,
-                     ) -> tuple[np.ndarray | None, np.ndarray | None, str]:
+                     ) -> tuple[np.ndarray | None, np.ndarray | None, SolverStatus]:
     """A placement per pair and a class per row reproducing every count, or None, by
     ``deadline`` (building the model included); with the solver's status. ``hint``: a
     class per row to try first (-1: none)."""
@@ -57,11 +58,11 @@ def solve_placements(leaves: RowLeaves, thresholds: list[np.ndarray], deadline: 
         classes = _row_classes(cp, leaves, j_open, z, hint)
         _in_time(deadline)
         if not _counts(cp, leaves, fixed, free, z):
-            return None, None, "INFEASIBLE"
+            return None, None, SolverStatus.INFEASIBLE
         _geometry(cp, leaves, free, z, thresholds, deadline)
         _in_time(deadline)
     except _OutOfTime:
-        return None, None, "UNKNOWN"
+        return None, None, SolverStatus.UNKNOWN
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(deadline - time.perf_counter(), 0.01)
     solver.parameters.num_workers = max(int(threads), 1)
@@ -72,14 +73,14 @@ def solve_placements(leaves: RowLeaves, thresholds: list[np.ndarray], deadline: 
     solver.parameters.cp_model_presolve = False
     code = solver.solve(cp)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None, None, solver.status_name(code)
+        return None, None, SolverStatus(solver.status_name(code))
     taken = np.array([j for j in free.tolist() if solver.boolean_value(z[j])], dtype=np.int64)
     chosen = np.concatenate([fixed, taken])
     row_class = np.full(leaves.n_rows, -1)
     row_class[leaves.pair_row[leaves.place_pair[chosen]]] = leaves.place_cls[chosen]
     for k, literals in classes.items():
         row_class[k] = next(c for c, lit in literals.items() if solver.boolean_value(lit))
-    return np.sort(chosen), row_class, "OPTIMAL"
+    return np.sort(chosen), row_class, SolverStatus.OPTIMAL
 
 
 def _in_time(deadline: float) -> None:

@@ -39,7 +39,7 @@ from treeleaks.counts.gradient_rows import SideRows
 from treeleaks.counts.side_bounds import with_side_bounds
 from treeleaks.counts.system import CountSystem, InconsistentCountsError
 from treeleaks.errors import TreeleaksError
-from treeleaks.vocabulary import Status
+from treeleaks.vocabulary import SolverStatus
 
 SOLVERS = ("highs", "cp-sat")
 SEGMENTS = 8
@@ -67,7 +67,7 @@ class Solution:
     """
 
     counts: np.ndarray | None
-    status: str
+    status: SolverStatus
     objective: float | None
     time_s: float
     note: str = ""
@@ -92,7 +92,7 @@ class _Residual:
     side: SideRows | None = None
 
 
-_Backend = Callable[[_Residual, float, int, int], tuple[str, "np.ndarray | None"]]
+_Backend = Callable[[_Residual, float, int, int], tuple[SolverStatus, "np.ndarray | None"]]
 
 
 @dataclass
@@ -134,13 +134,13 @@ def solve(
                           solver)
         solution.bounded = bounded
     except InconsistentCountsError:
-        solution = Solution(None, Status.INFEASIBLE, None, 0.0)
+        solution = Solution(None, SolverStatus.INFEASIBLE, None, 0.0)
     solution.time_s = time.perf_counter() - start
     if solution.counts is not None:
         return solution
     # infeasible sums: the rows of the counts alone tell the solver's numerics (they meet
     # the sums) from a file whose values contradict each other (they miss them)
-    infeasible = solution.status == Status.INFEASIBLE
+    infeasible = solution.status == SolverStatus.INFEASIBLE
     why = ("found the booster's gradient sums infeasible at its tolerance, yet the rows of "
            "the counts alone meet them" if infeasible else
            f"found no dataset that meets the booster's gradient sums in {solution.time_s:.0f} "
@@ -167,7 +167,8 @@ def _solve(system: CountSystem, time_limit: float, threads: int, seed: int,
         if values is None:
             return Solution(None, status, None, time.perf_counter() - start)
         counts[block.free] += np.rint(values[: block.free.size]).astype(np.int64)
-    status = Status.OPTIMAL if all(s == Status.OPTIMAL for s in statuses) else Status.FEASIBLE
+    status = (SolverStatus.OPTIMAL if all(s == SolverStatus.OPTIMAL for s in statuses)
+              else SolverStatus.FEASIBLE)
     return Solution(counts, status, _log_orderings(counts), time.perf_counter() - start)
 
 
@@ -219,7 +220,7 @@ def _blocks(residual: _Residual) -> list[_Residual]:
 
 
 def _solve_block(block: _Residual, time_limit: float, threads: int, seed: int,
-                 run: _Backend) -> tuple[str, np.ndarray | None]:
+                 run: _Backend) -> tuple[SolverStatus, np.ndarray | None]:
     """One block; a wide one first over the cells of a few random LP vertices (see
     ``vertex_support``), each round's vertices and then its MIP getting at most a third of
     the time left, then, if no round found a dataset, over every cell in what remains."""
@@ -240,7 +241,7 @@ def _solve_block(block: _Residual, time_limit: float, threads: int, seed: int,
                                round_end, used)
         left = deadline - time.perf_counter()
         if left <= 0:
-            return Status.UNKNOWN, None
+            return SolverStatus.UNKNOWN, None
         if not used.any():
             break
         _, values = run(_restrict(block, used), left / 3, threads, seed)
@@ -248,7 +249,7 @@ def _solve_block(block: _Residual, time_limit: float, threads: int, seed: int,
             counts = np.zeros(n)
             counts[used] = values[: int(used.sum())]
             proven = _added_log_factorials(block.lb, counts) <= _ZERO_COST
-            return (Status.OPTIMAL if proven else Status.FEASIBLE), counts
+            return (SolverStatus.OPTIMAL if proven else SolverStatus.FEASIBLE), counts
     return run(block, max(deadline - time.perf_counter(), 0.0), threads, seed)
 
 
@@ -302,7 +303,7 @@ def _mip(residual: _Residual) -> _Mip:
 
 def _solve_highs(
     residual: _Residual, time_limit: float, threads: int, seed: int
-) -> tuple[str, np.ndarray | None]:
+) -> tuple[SolverStatus, np.ndarray | None]:
     from scipy.optimize import Bounds, LinearConstraint  # ~0.3 s to import
 
     from treeleaks.counts.bounded_milp import bounded_milp
@@ -319,13 +320,14 @@ def _solve_highs(
         options={"time_limit": time_limit},
     )
     if result.x is None:
-        return (Status.INFEASIBLE if result.status == 2 else Status.UNKNOWN), None
-    return (Status.OPTIMAL if result.status == 0 else Status.FEASIBLE), np.rint(result.x)
+        return (SolverStatus.INFEASIBLE if result.status == 2 else SolverStatus.UNKNOWN), None
+    solved = SolverStatus.OPTIMAL if result.status == 0 else SolverStatus.FEASIBLE
+    return solved, np.rint(result.x)
 
 
 def _solve_cpsat(
     residual: _Residual, time_limit: float, threads: int, seed: int
-) -> tuple[str, np.ndarray | None]:
+) -> tuple[SolverStatus, np.ndarray | None]:
     from ortools.sat.python import cp_model  # imported here: it costs ~0.3 s at start-up
 
     mip = _mip(residual)
@@ -346,5 +348,6 @@ def _solve_cpsat(
     solver.parameters.catch_sigint_signal = False  # Ctrl-C must reach the CLI
     code = solver.solve(model)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return solver.status_name(code), None
-    return solver.status_name(code), np.array([solver.value(x) for x in v], dtype=np.float64)
+        return SolverStatus(solver.status_name(code)), None
+    values = np.array([solver.value(x) for x in v], dtype=np.float64)
+    return SolverStatus(solver.status_name(code)), values

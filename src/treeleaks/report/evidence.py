@@ -108,9 +108,9 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
     figures: dict[str, Any] = {k: s[k] for k in (
         "status", "formulation", "n_rows", "proven_rows", "proven_pattern_rows",
         "free_values", "verified", "certainty_complete", "n_cells", "strategy")}
-    if recon.targets_exact is not None:  # a regressor's: targets given away exactly
-        figures["targets_exact"] = recon.targets_exact
-    if recon.formulation == Formulation.DP:
+    if recon.regression is not None:  # a regressor's: targets given away exactly
+        figures["targets_exact"] = recon.regression.targets_exact
+    if recon.dp is not None:
         figures.update({k: s[k] for k in ("log_likelihood", "log_likelihood_bound",
                                           "likelihood_checked", "n_rows_interval")})
     figures.update(_intervals(recon))
@@ -179,7 +179,8 @@ def shortfall(recon: Reconstruction, budget: float) -> str:
                 f"dataset of "
                 f"{recon.n_rows} rows {fits}; {lower}")
     if recon.partial:  # rows that fit every count are not proven to be training rows
-        where = (" at their training positions" if recon.positions is not None else "")
+        where = (" at their training positions" if recon.bootstrap is not None
+                 and recon.bootstrap.positions is not None else "")
         return (f"no complete reconstruction within the budget of {budget:g} s: a partial "
                 f"dataset of {recon.n_rows} rows{where} fits every count, {recon.proven_rows} "
                 f"of them proven training rows; {lower}")

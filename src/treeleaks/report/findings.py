@@ -9,16 +9,27 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
 from treeleaks import __version__
 
-COMPLETE = "complete"  # the attack finished within its budget
-PARTIAL = "partial"  # it stopped at its budget (or was interrupted): figures are lower bounds
-NOT_RUN = "not run"  # it does not apply to this model or input, or an earlier step stopped
-FAILED = "failed"  # it raised an error; the report says which
+
+class RunStatus(StrEnum):
+    """How an attack fared in the audit (`AttackRun.status`): the report's words, beside
+    the attack's own outcome (`treeleaks.vocabulary.Status`), which its figures carry."""
+
+    COMPLETE = "complete"  # the attack finished within its budget
+    PARTIAL = "partial"  # it stopped at its budget (or was interrupted): figures are lower bounds
+    NOT_RUN = "not run"  # it does not apply to this model or input, or an earlier step stopped
+    FAILED = "failed"  # it raised an error; the report says which
+
+
+# the members by their short names, as the report's modules use them
+COMPLETE, PARTIAL, NOT_RUN, FAILED = (RunStatus.COMPLETE, RunStatus.PARTIAL, RunStatus.NOT_RUN,
+                                      RunStatus.FAILED)
 
 
 @dataclass
@@ -29,7 +40,7 @@ class AttackRun:
 
     name: str
     title: str
-    status: str
+    status: RunStatus
     why: str = ""
     time_s: float = 0.0
     figures: dict[str, Any] = field(default_factory=dict)

@@ -14,7 +14,7 @@ from typing import Any
 
 from treeleaks import __version__
 from treeleaks.report import plots
-from treeleaks.report.findings import COMPLETE, NOT_RUN, Audit
+from treeleaks.report.findings import COMPLETE, NOT_RUN, PARTIAL, Audit
 from treeleaks.report.rebuilt import rebuilt_headline
 from treeleaks.report.risk import p_value_text
 
@@ -381,7 +381,7 @@ def _defences(audit: Audit) -> str:
 def _assumptions(audit: Audit) -> str:
     rows = "".join(f"<tr><td>{_e(k.replace('_', ' '))}</td><td>{_e(_number(v))}</td></tr>"
                    for k, v in audit.assumptions.items())
-    cut = [a.title for a in audit.attacks if a.status == "partial"]
+    cut = [a.title for a in audit.attacks if a.status == PARTIAL]
     note = (f"<p><strong>Out of budget:</strong> {_e(', '.join(cut))}. Their figures are lower "
             "bounds on the risk.</p>" if cut else
             "<p>No attack ran out of its budget.</p>")

@@ -30,7 +30,7 @@ def rebuilt_rows(recon: Reconstruction | None, n_rows: int | None) -> dict[str, 
     free = recon.free[features].to_numpy()
     lower = recon.lower[features].to_numpy(dtype=float)
     upper = recon.upper[features].to_numpy(dtype=float)
-    position = np.arange(recon.n_rows) if recon.positions is None else recon.positions
+    position = recon.training_positions()
     shown = []
     for i in range(min(recon.n_rows, REBUILT_SHOWN)):
         shown.append({
@@ -46,9 +46,8 @@ def rebuilt_rows(recon: Reconstruction | None, n_rows: int | None) -> dict[str, 
         "n_rows": recon.n_rows,
         "of": n_rows,
         "partial": recon.partial,
-        "at_positions": recon.positions is not None,
-        "checked": recon.likelihood_checked if recon.formulation == Formulation.DP
-        else recon.verified,
+        "at_positions": recon.bootstrap is not None and recon.bootstrap.positions is not None,
+        "checked": recon.checked,
         "formulation": recon.formulation,
         "proven": recon.proven_rows,
         "columns": list(recon.rows.columns),

@@ -168,9 +168,11 @@ def run_dp_forest(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any
     model = from_dp_forest(forest, label_name=data.label)
     rec = reconstruct(model, schema, time_limit=point["time_limit"], threads=point["threads"],
                       seed=point["seed"], n_unknown=point["n_unknown"])
-    out.update(status=rec.status, verified=bool(rec.likelihood_checked), n_rows=rec.n_rows,
-               time_s=rec.time_s, n_cells=rec.n_cells, first_solution_s=rec.first_solution_s,
-               log_likelihood=rec.log_likelihood, message=rec.message)
+    dp = rec.dp
+    out.update(status=rec.status, verified=dp is not None and dp.likelihood_checked,
+               n_rows=rec.n_rows, time_s=rec.time_s, n_cells=rec.n_cells,
+               first_solution_s=None if dp is None else dp.first_solution_s,
+               log_likelihood=None if dp is None else dp.log_likelihood, message=rec.message)
     if rec.n_rows:
         out.update(_score(train, rec.rows, schema, data.label, point["seed"]))
     if point["leak_test"] and rec.n_rows:
