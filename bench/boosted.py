@@ -144,9 +144,9 @@ def proofs_hold(rec: Any, X: pd.DataFrame, labels: np.ndarray, schema: Any, labe
 def run_one(spec: str, framework: str, model_kind: str, n_trees: int, seed: int,
             time_limit: float, data_dir: Path) -> dict[str, Any] | None:
     from treeleaks import reconstruct
-    from treeleaks.errors import TreeleaksError
     from treeleaks.evaluation.metrics import evaluate
     from treeleaks.io import load_model
+    from treeleaks.runtime.errors import TreeleaksError
 
     table = training_table(spec, seed, data_dir)
     if table is None:

@@ -34,7 +34,7 @@ from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegr
 
 from treeleaks import from_sklearn, reconstruct
 from treeleaks.counts.gradient_rows import largest_gradient_miss
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
 from treeleaks.result import Reconstruction
 
 RESULTS = Path(__file__).parent / "results"

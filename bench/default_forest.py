@@ -237,7 +237,7 @@ def box_widths(lower: np.ndarray, upper: np.ndarray, schema: Any, names: list[st
 def aligned_error(train: pd.DataFrame, rows: pd.DataFrame, schema: Any, label: str) -> float:
     """Row k against training row k: the mean of `evaluate`'s per-row distance."""
     from treeleaks.evaluation.metrics import row_distances
-    from treeleaks.schema_columns import feature_columns
+    from treeleaks.ir.schema_columns import feature_columns
 
     columns = feature_columns(train, schema, label)
     recon = rows[columns.names].to_numpy(dtype=float)
@@ -247,7 +247,7 @@ def aligned_error(train: pd.DataFrame, rows: pd.DataFrame, schema: Any, label: s
 
 def aligned_random_error(train: pd.DataFrame, schema: Any, label: str, seed: int) -> float:
     """Uniform guesses in each column's range, row k against training row k (no matching)."""
-    from treeleaks.schema_columns import feature_columns
+    from treeleaks.ir.schema_columns import feature_columns
 
     columns = feature_columns(train, schema, label)
     guess = np.random.default_rng(seed).uniform(columns.low, columns.high,

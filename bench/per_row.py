@@ -39,7 +39,7 @@ from sklearn.ensemble import RandomForestClassifier
 
 from treeleaks import FeatureSchema, from_sklearn
 from treeleaks.counts.pricing import _SplitLiterals
-from treeleaks.model import ReleasedModel, Tree
+from treeleaks.ir.model import ReleasedModel, Tree
 
 N_TREES = 100
 

@@ -13,7 +13,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 import treeleaks
 from treeleaks import AttackResult, FeatureSchema, RegressionDetails, Status, from_sklearn
-from treeleaks.vocabulary import SolverStatus
+from treeleaks.runtime.vocabulary import SolverStatus
 
 from conftest import binary_frame
 

@@ -17,17 +17,17 @@ from treeleaks.attacks.dp import n_rows_interval
 from treeleaks.attacks.probabilistic import tree_reconstruction
 from treeleaks.attacks.singling_out import check_against_data, node_counts, single_out
 from treeleaks.defences.prune import prune
-from treeleaks.demo_data import LABEL, demo_data
+from treeleaks.demos.demo_data import LABEL, demo_data
 from treeleaks.evaluation.entropy import summarize
 from treeleaks.evaluation.leak_test import leak_test
 from treeleaks.evaluation.metrics import evaluate
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
 from treeleaks.report import dp_costs
 from treeleaks.report.collect import run_audit
 from treeleaks.report.evidence import AuditInput
 from treeleaks.report.findings import Audit
 from treeleaks.report.json_report import ReportSchemaError, to_json, validate
-from treeleaks.schema import FeatureSchema
 
 from conftest import binary_frame
 

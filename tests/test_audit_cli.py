@@ -172,8 +172,8 @@ def test_progress_shows_the_attack_and_the_engine_stage_on_a_terminal() -> None:
     from rich.console import Console
 
     from treeleaks.cli.audit import _progress
-    from treeleaks.progress import Progress
     from treeleaks.report.findings import AttackRun, RunStatus
+    from treeleaks.runtime.progress import Progress
 
     with _progress(Console(file=io.StringIO())) as callbacks:
         assert callbacks == (None, None, None)  # not a terminal: results only

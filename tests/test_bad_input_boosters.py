@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from treeleaks.cli import app
 from treeleaks.cli.reconstruct import _integral
 from treeleaks.counts.verify import verify
-from treeleaks.errors import TreeleaksError
 from treeleaks.io import load_model
+from treeleaks.runtime.errors import TreeleaksError
 
 from conftest import one_line_error
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from treeleaks import from_sklearn
 from treeleaks.cli import app
-from treeleaks.paths import unreadable
+from treeleaks.runtime.paths import unreadable
 
 from conftest import binary_frame, one_line_error
 

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from treeleaks.cli import app
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.synthetic.privbayes import MAX_EPSILON, PrivBayes
 from treeleaks.synthetic.singling_out import single_out_synthetic
 

@@ -12,8 +12,8 @@ from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegr
 from treeleaks import reconstruct
 from treeleaks.counts.gradient_rows import largest_gradient_miss
 from treeleaks.frontends.sklearn import from_sklearn
-from treeleaks.model import ReleasedModel
-from treeleaks.vocabulary import Formulation, Status
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.runtime.vocabulary import Formulation, Status
 
 
 def _small_table(seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -127,8 +127,8 @@ def test_the_details_carry_each_targets_interval(tmp_path) -> None:
 
 
 def test_options_the_route_does_not_take_are_refused() -> None:
-    from treeleaks.errors import UnsupportedModelError
-    from treeleaks.knowledge import Knowledge
+    from treeleaks.ir.knowledge import Knowledge
+    from treeleaks.runtime.errors import UnsupportedModelError
 
     X, y = _small_table(0)
     model = _read("gb", X, y)

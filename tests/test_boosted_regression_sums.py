@@ -9,9 +9,9 @@ from sklearn.datasets import load_diabetes
 from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor
 
 from treeleaks.counts.gradient_rows import largest_gradient_miss
-from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.sklearn import from_sklearn
-from treeleaks.model import SQUARED_ERROR, ReleasedModel
+from treeleaks.ir.model import SQUARED_ERROR, ReleasedModel
+from treeleaks.runtime.errors import UnsupportedModelError
 
 X, Y = load_diabetes(return_X_y=True)
 X, Y = X[:200], Y[:200]

@@ -20,7 +20,7 @@ from treeleaks import (
     from_sklearn,
     reconstruct,
 )
-from treeleaks.vocabulary import SolverStatus
+from treeleaks.runtime.vocabulary import SolverStatus
 
 from conftest import SHARED_DATA, binary_frame
 

@@ -20,9 +20,9 @@ from typer.testing import CliRunner, Result
 
 from treeleaks import from_sklearn
 from treeleaks.cli import app
-from treeleaks.display import live_progress
 from treeleaks.io import load_model, save_model
-from treeleaks.progress import Progress
+from treeleaks.runtime.display import live_progress
+from treeleaks.runtime.progress import Progress
 
 from conftest import binary_frame, one_line_error
 
@@ -143,7 +143,7 @@ def test_counts_no_dataset_can_produce_exit_3_with_outputs_labelled_partial(
 
 
 def test_demo_rebuilds_the_default_forests_wines_in_training_order() -> None:
-    from treeleaks.demo_raw import raw_data, run_raw_demo
+    from treeleaks.demos.demo_raw import raw_data, run_raw_demo
 
     X, _ = raw_data()
     summary = run_raw_demo(console=Console(file=io.StringIO()))
@@ -293,7 +293,7 @@ def test_live_progress_draws_stages_and_figures_on_a_terminal() -> None:
 
 
 def test_progress_figures_read_well() -> None:
-    from treeleaks.display import figures_text
+    from treeleaks.runtime.display import figures_text
 
     assert figures_text({"cells": 3412, "columns": 12.0, "bound": 98.76543, "note": "x"}) == (
         "cells 3,412 · cells generated 12 · bound 98.77 · note x"
@@ -390,7 +390,7 @@ def test_a_failed_write_names_the_path_and_leaves_no_output_behind(
 ) -> None:
     """The summary is written after the CSV: its failure must not leave the CSV looking
     like a success."""
-    from treeleaks import outputs
+    from treeleaks.runtime import outputs
 
     real_replace = os.replace
 
@@ -541,7 +541,7 @@ def test_draws_of_a_forest_without_bootstrap_are_a_one_line_error(
 
 
 def test_the_certificate_line_says_when_the_draws_were_inferred() -> None:
-    from treeleaks.display import certificate_text
+    from treeleaks.runtime.display import certificate_text
 
     summary = {"certificate": {"counts_checked": 12, "counts_wrong": 0}, "verified": True,
                "formulation": "bootstrap-unknown"}

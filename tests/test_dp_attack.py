@@ -30,7 +30,7 @@ from treeleaks.cli import app
 from treeleaks.counts.cells import CellBudget, EveryClassOccupancy, enumerate_cells
 from treeleaks.counts.noise import likelihood_lines, log_mass
 from treeleaks.evaluation.metrics import evaluate
-from treeleaks.model import ModelFormatError, NoiseMechanism
+from treeleaks.ir.model import ModelFormatError, NoiseMechanism
 
 from conftest import binary_frame
 

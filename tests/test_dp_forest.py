@@ -18,7 +18,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from treeleaks import FeatureSchema, ReleasedModel, UnsupportedModelError
 from treeleaks.defences.dp_forest import DPRandomForestClassifier
 from treeleaks.frontends.dp import from_dp_forest
-from treeleaks.schema import FeatureSpec
+from treeleaks.ir.schema import FeatureSpec
 
 from conftest import binary_frame
 

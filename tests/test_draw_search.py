@@ -19,9 +19,9 @@ from treeleaks.attacks.draw_search_stage import landed_rows, reconstruct_drawn_p
 from treeleaks.attacks.options import RunOptions
 from treeleaks.counts.draw_search import search_drawn_rows
 from treeleaks.counts.verify import verify, verify_within_draws
-from treeleaks.errors import UnsupportedModelError
-from treeleaks.model import ReleasedModel
-from treeleaks.schema import FeatureSchema
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
+from treeleaks.runtime.errors import UnsupportedModelError
 
 
 def bootstrap_forest(n_rows: int, n_features: int, n_trees: int, seed: int,

@@ -11,7 +11,7 @@ from sklearn.ensemble import RandomForestClassifier
 
 from treeleaks import FeatureSchema, from_sklearn, reconstruct
 from treeleaks.counts.cells import CellBudget, probe_cells
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
 
 from conftest import binary_frame
 

@@ -13,10 +13,10 @@ from sklearn.ensemble import GradientBoostingClassifier, HistGradientBoostingCla
 
 from treeleaks import FeatureSchema, from_sklearn, reconstruct
 from treeleaks.counts.gradient_rows import largest_gradient_miss
-from treeleaks.demo_data import LABEL, demo_data
-from treeleaks.errors import TreeleaksError
+from treeleaks.demos.demo_data import LABEL, demo_data
 from treeleaks.evaluation.metrics import evaluate
 from treeleaks.frontends.lightgbm import read_lightgbm
+from treeleaks.runtime.errors import TreeleaksError
 
 lgb = pytest.importorskip("lightgbm")
 

@@ -12,9 +12,9 @@ import skops.io
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 from treeleaks import ReleasedModel, TreeleaksError, UnsupportedModelError, from_sklearn
-from treeleaks.errors import UntrustedPickleError
 from treeleaks.io import load_model, save_model
-from treeleaks.model import ModelFormatError
+from treeleaks.ir.model import ModelFormatError
+from treeleaks.runtime.errors import UntrustedPickleError
 
 
 class Stranger:

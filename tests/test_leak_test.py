@@ -14,8 +14,8 @@ from sklearn.ensemble import IsolationForest
 from treeleaks.evaluation import metrics
 from treeleaks.evaluation.leak_test import LeakTest, leak_test
 from treeleaks.evaluation.metrics import evaluate, row_distances, row_errors
-from treeleaks.schema import FeatureSchema
-from treeleaks.schema_columns import feature_scales
+from treeleaks.ir.schema import FeatureSchema
+from treeleaks.ir.schema_columns import feature_scales
 
 N_TRAIN = 40
 

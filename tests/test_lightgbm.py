@@ -11,12 +11,12 @@ from typer.testing import CliRunner
 
 from treeleaks import FeatureSchema, reconstruct
 from treeleaks.cli import app
-from treeleaks.demo_data import LABEL, demo_data
-from treeleaks.errors import UnsupportedModelError
+from treeleaks.demos.demo_data import LABEL, demo_data
 from treeleaks.evaluation.metrics import evaluate
 from treeleaks.frontends.lightgbm import read_lightgbm
 from treeleaks.io import load_model
-from treeleaks.model import ModelFormatError
+from treeleaks.ir.model import ModelFormatError
+from treeleaks.runtime.errors import UnsupportedModelError
 
 lgb = pytest.importorskip("lightgbm")
 

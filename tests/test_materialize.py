@@ -16,7 +16,7 @@ from treeleaks.counts.materialize import cell_values, feature_reach, rows_from_c
 from treeleaks.counts.solve import solve
 from treeleaks.counts.system import build_system, propagate
 from treeleaks.evaluation.metrics import evaluate
-from treeleaks.schema import FeatureSpec
+from treeleaks.ir.schema import FeatureSpec
 
 from conftest import binary_frame
 

@@ -16,8 +16,8 @@ from scipy.optimize import linear_sum_assignment
 
 from treeleaks.evaluation import metrics
 from treeleaks.evaluation.metrics import evaluate, random_baseline, row_distances
-from treeleaks.schema import FeatureSchema, FeatureSpec
-from treeleaks.schema_columns import feature_columns, frame_matrix
+from treeleaks.ir.schema import FeatureSchema, FeatureSpec
+from treeleaks.ir.schema_columns import feature_columns, frame_matrix
 
 DATA = Path("/work/shared/data")
 SOLVERS = ("lsa", "dense", "graph")

@@ -8,7 +8,7 @@ from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier, Rando
 from sklearn.tree import DecisionTreeClassifier
 
 from treeleaks import ReleasedModel, UnsupportedModelError, from_sklearn
-from treeleaks.model import ModelFormatError
+from treeleaks.ir.model import ModelFormatError
 
 from conftest import binary_frame
 

@@ -19,12 +19,12 @@ from treeleaks.attacks.singling_out import single_out
 from treeleaks.cli import app
 from treeleaks.counts.gradient_rows import largest_gradient_miss
 from treeleaks.counts.verify import verify
-from treeleaks.errors import UnsupportedModelError
 from treeleaks.evaluation.metrics import evaluate
 from treeleaks.frontends.lightgbm import read_lightgbm
 from treeleaks.frontends.sklearn import from_sklearn
 from treeleaks.frontends.xgboost import read_xgboost
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.runtime.errors import UnsupportedModelError
 
 lgb = pytest.importorskip("lightgbm")
 xgb = pytest.importorskip("xgboost")

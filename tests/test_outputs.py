@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from treeleaks import outputs
-from treeleaks.outputs import OutputError, check_outputs, partial_path, write_outputs
+from treeleaks.runtime import outputs
+from treeleaks.runtime.outputs import OutputError, check_outputs, partial_path, write_outputs
 
 
 def listing(folder: Path) -> list[str]:

@@ -18,7 +18,7 @@ import treeleaks.counts.generate as generate
 from treeleaks import FeatureSchema, from_sklearn, reconstruct
 from treeleaks.cli import app
 from treeleaks.evaluation.metrics import evaluate
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
 
 # the originals, before any test patches them (hypothesis reuses one monkeypatch)
 GENERATE_CELLS = generate.generate_cells

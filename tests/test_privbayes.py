@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import jensenshannon
 
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.synthetic.privbayes import (
     PrivacyBudgetError,
     PrivBayes,

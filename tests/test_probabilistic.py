@@ -16,11 +16,11 @@ from sklearn.tree import DecisionTreeClassifier
 from treeleaks import from_sklearn
 from treeleaks.attacks.capture import capt_recursion
 from treeleaks.attacks.probabilistic import rule_list_reconstruction, tree_reconstruction
-from treeleaks.errors import SchemaError
 from treeleaks.evaluation.entropy import MissingCountsError, cell_ratios, dist, dist_g, summarize
 from treeleaks.frontends.rule_list import Condition, Rule, RuleList
-from treeleaks.model import ReleasedModel
-from treeleaks.schema import FeatureSchema, FeatureSpec
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema, FeatureSpec
+from treeleaks.runtime.errors import SchemaError
 
 PAPER_SCHEMA = {"ordinal": {"a1": [10, 15], "a3": [1, 3]}}  # a2 binary by default
 

@@ -20,8 +20,8 @@ from treeleaks import from_sklearn
 from treeleaks.attacks.reconstruct import reconstruct
 from treeleaks.attacks.singling_out import single_out
 from treeleaks.defences.prune import PruningError, exposing_nodes, prune
-from treeleaks.errors import UnsupportedModelError
 from treeleaks.io import load_estimator, save_model
+from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.sklearn_compat import node_class_counts
 
 from conftest import binary_frame

@@ -8,7 +8,7 @@ import pytest
 from sklearn.datasets import load_diabetes
 
 import treeleaks
-from treeleaks.errors import TreeleaksError, UnsupportedModelError
+from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
 
 X, Y = load_diabetes(return_X_y=True)
 X, Y = X[:120], Y[:120]

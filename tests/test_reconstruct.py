@@ -12,8 +12,8 @@ from sklearn.tree import DecisionTreeClassifier
 
 from treeleaks import FeatureSchema, from_sklearn, reconstruct
 from treeleaks.counts.cells import CellBudget
-from treeleaks.errors import BudgetError, TreeleaksError
-from treeleaks.vocabulary import SolverStatus
+from treeleaks.runtime.errors import BudgetError, TreeleaksError
+from treeleaks.runtime.vocabulary import SolverStatus
 
 from conftest import binary_frame
 

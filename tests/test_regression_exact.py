@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from treeleaks import FeatureSchema, from_sklearn, reconstruct
 from treeleaks.cli import app
-from treeleaks.vocabulary import Formulation, Status
+from treeleaks.runtime.vocabulary import Formulation, Status
 
 
 def reproduces(estimator, rows: pd.DataFrame, names: list[str]) -> bool:
@@ -180,8 +180,8 @@ def test_cli_writes_every_target(tmp_path) -> None:
 def test_the_json_model_keeps_each_leafs_impurity(tmp_path) -> None:
     """The IR file keeps the impurity that tells a leaf of one target from a mean, and
     refuses one that does not give one per leaf."""
-    from treeleaks.errors import TreeleaksError
-    from treeleaks.model import ReleasedModel
+    from treeleaks.ir.model import ReleasedModel
+    from treeleaks.runtime.errors import TreeleaksError
 
     X, y = regression_data(40, 2, seed=10, integer=False)
     model = from_sklearn(ExtraTreesRegressor(n_estimators=3, random_state=0).fit(X, y),
@@ -270,7 +270,7 @@ def test_a_leaf_value_that_is_not_a_number_is_refused(tmp_path, bad: float) -> N
 def test_weighted_and_multi_output_regressors_are_refused_naming_the_cause(kind) -> None:
     """Rows of weight 2 count twice in the leaves, so weighted training is refused rather
     than rebuilt as duplicated rows; a regressor of several outputs is refused too."""
-    from treeleaks.errors import UnsupportedModelError
+    from treeleaks.runtime.errors import UnsupportedModelError
 
     X, y = regression_data(40, 2, seed=15, integer=False)
     weights = np.where(np.arange(len(y)) % 2, 1.0, 2.5)

@@ -13,8 +13,8 @@ from test_regression_reconstruct import regression_data
 
 from treeleaks import from_sklearn, reconstruct
 from treeleaks.attacks.regression_leaves import leaf_intervals
-from treeleaks.errors import UnsupportedModelError
-from treeleaks.vocabulary import Formulation
+from treeleaks.runtime.errors import UnsupportedModelError
+from treeleaks.runtime.vocabulary import Formulation
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 from treeleaks import from_sklearn, reconstruct
 from treeleaks.cli import app
-from treeleaks.errors import UnsupportedModelError
-from treeleaks.vocabulary import Formulation, Status
+from treeleaks.runtime.errors import UnsupportedModelError
+from treeleaks.runtime.vocabulary import Formulation, Status
 
 
 def regression_data(n_rows: int, n_features: int, seed: int,

@@ -16,7 +16,7 @@ from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
 from treeleaks import from_sklearn
 from treeleaks.counts.row_search import row_points, search_rows
 from treeleaks.counts.verify import verify_within
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
 
 
 def forest(n_rows: int, n_features: int, n_trees: int, seed: int, *, extra: bool = False,

@@ -153,7 +153,7 @@ def test_feasible_boxes_are_those_holding_an_allowed_point(seed):
 
 @pytest.mark.parametrize("cut", [0.5, 1.00000002e-35, 0.99999994])
 def test_a_lone_cut_where_frameworks_cut_a_zero_one_column_is_binary(cut: float) -> None:
-    from treeleaks.schema import cuts_zero_one
+    from treeleaks.ir.schema import cuts_zero_one
 
     assert cuts_zero_one(cut)
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from treeleaks import from_sklearn
 from treeleaks.cli import app
-from treeleaks.schema_hints import schema_json, suggest_groups
+from treeleaks.ir.schema_hints import schema_json, suggest_groups
 
 
 def one_hot_frame(seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:

@@ -20,7 +20,7 @@ from treeleaks.counts.cells import enumerate_cells
 from treeleaks.counts.gradient_rows import SideRows
 from treeleaks.counts.side_bounds import with_side_bounds
 from treeleaks.counts.system import CountSystem, InconsistentCountsError, build_system
-from treeleaks.demo_data import LABEL, demo_data
+from treeleaks.demos.demo_data import LABEL, demo_data
 
 from conftest import binary_frame
 

@@ -30,8 +30,8 @@ from treeleaks.attacks.singling_out import (
     tries_without_counts,
 )
 from treeleaks.attacks.singling_out_cells import PROVEN_CELL
-from treeleaks.errors import UnsupportedModelError
-from treeleaks.model import ModelFormatError, ReleasedModel
+from treeleaks.ir.model import ModelFormatError, ReleasedModel
+from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.sklearn_compat import node_class_counts
 
 from conftest import binary_frame

@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 
 from treeleaks import FeatureSchema, from_sklearn, reconstruct
 from treeleaks.cli import app
-from treeleaks.demo_data import LABEL, demo_data
-from treeleaks.errors import UnsupportedModelError
+from treeleaks.demos.demo_data import LABEL, demo_data
 from treeleaks.io import load_model
+from treeleaks.runtime.errors import UnsupportedModelError
 
 
 @pytest.fixture(scope="module")

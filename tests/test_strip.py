@@ -26,8 +26,8 @@ from sklearn.ensemble import (
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from treeleaks.defences.strip import strip
-from treeleaks.errors import CountsRemovedError
 from treeleaks.io import load_model
+from treeleaks.runtime.errors import CountsRemovedError
 
 N_RANDOM = 10_000
 

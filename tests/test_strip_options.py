@@ -24,7 +24,7 @@ from sklearn.tree import DecisionTreeRegressor
 from treeleaks.defences.strip import StripOptions, strip
 from treeleaks.defences.strip_check import StripCheckError
 from treeleaks.defences.strip_thresholds import significant_digits, simplest_between
-from treeleaks.errors import UnsupportedModelError
+from treeleaks.runtime.errors import UnsupportedModelError
 
 SIMPLEST = StripOptions(thresholds="simplest")
 

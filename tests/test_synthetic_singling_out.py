@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from treeleaks.errors import BudgetError
+from treeleaks.runtime.errors import BudgetError
 from treeleaks.synthetic import shadows
 from treeleaks.synthetic.encoding import Encoding, TableMismatchError
 from treeleaks.synthetic.privbayes import PrivBayes

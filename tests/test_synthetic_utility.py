@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.synthetic.utility import release_utility
 
 Tables = tuple[pd.DataFrame, pd.DataFrame]

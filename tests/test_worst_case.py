@@ -19,7 +19,7 @@ from treeleaks import reconstruct as reconstruct_rows
 from treeleaks.attacks.worst_case import worst_case
 from treeleaks.cli import app
 from treeleaks.io import save_model
-from treeleaks.schema_columns import feature_scales
+from treeleaks.ir.schema_columns import feature_scales
 
 from conftest import binary_frame
 

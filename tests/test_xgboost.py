@@ -16,12 +16,12 @@ from treeleaks import FeatureSchema, reconstruct
 from treeleaks.attacks.uncounted_trees import counted_only
 from treeleaks.cli import app
 from treeleaks.counts.gradient_rows import largest_gradient_miss
-from treeleaks.demo_data import LABEL, demo_data
-from treeleaks.errors import UnsupportedModelError
+from treeleaks.demos.demo_data import LABEL, demo_data
 from treeleaks.evaluation.metrics import evaluate
 from treeleaks.frontends.xgboost import read_xgboost
 from treeleaks.io import load_model
-from treeleaks.model import ModelFormatError
+from treeleaks.ir.model import ModelFormatError
+from treeleaks.runtime.errors import UnsupportedModelError
 
 xgb = pytest.importorskip("xgboost")
 

@@ -18,8 +18,8 @@ PACKAGE_INIT = Path(__file__).resolve().parents[2] / "src" / "treeleaks" / "__in
 ALSO_NAMED = [
     "treeleaks.evaluation.metrics.evaluate",
     "treeleaks.evaluation.entropy.summarize",
-    "treeleaks.schema_hints.suggest_groups",
-    "treeleaks.schema_hints.schema_json",
+    "treeleaks.ir.schema_hints.suggest_groups",
+    "treeleaks.ir.schema_hints.schema_json",
     "treeleaks.frontends.lightgbm.read_lightgbm",
     "treeleaks.frontends.xgboost.read_xgboost",
     "treeleaks.frontends.rule_list.RuleList",

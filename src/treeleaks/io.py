@@ -29,13 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.errors import TreeleaksError, UnsupportedModelError, UntrustedPickleError
 from treeleaks.frontends.sklearn import from_sklearn
 from treeleaks.frontends.sklearn_draws import recorded_samples
 from treeleaks.frontends.xgboost import is_xgboost_json
-from treeleaks.json_files import read_json
-from treeleaks.model import ModelFormatError, ReleasedModel
-from treeleaks.paths import unreadable
+from treeleaks.ir.json_files import read_json
+from treeleaks.ir.model import ModelFormatError, ReleasedModel
+from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError, UntrustedPickleError
+from treeleaks.runtime.paths import unreadable
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
 LIGHTGBM_SUFFIX = ".txt"  # booster.save_model's text format

@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 
 from treeleaks.counts.verify import Certificate
-from treeleaks.vocabulary import Formulation, Status, Strategy
+from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 
 if TYPE_CHECKING:
-    from treeleaks.model import ReleasedModel
+    from treeleaks.ir.model import ReleasedModel
 
 
 PINNED_SHARES = (0.01, 0.05, 0.10)  # of a column's range: how tightly values are pinned
@@ -27,12 +27,12 @@ class AttackResult(Protocol):
     """The one shape every attack's result has.
 
     The report, the sweep and the command line read it: how the run ended (a
-    `treeleaks.vocabulary.Status`) and a JSON-ready summary that includes it.
+    `treeleaks.runtime.vocabulary.Status`) and a JSON-ready summary that includes it.
     """
 
     @property
     def status(self) -> Status:
-        """How the run ended (a `treeleaks.vocabulary.Status`)."""
+        """How the run ended (a `treeleaks.runtime.vocabulary.Status`)."""
         ...
 
     def summary(self) -> dict[str, Any]:
@@ -150,7 +150,7 @@ class Reconstruction:
         ``proven_pattern[i]``: some training row provably matches row i on its non-free
         features.
     status : Status
-        The attack's outcome (a `treeleaks.vocabulary.Status`).
+        The attack's outcome (a `treeleaks.runtime.vocabulary.Status`).
     certificate : Certificate or None
         Whether the rows reproduce every released count; None when there are no rows.
     time_s : float
@@ -168,7 +168,7 @@ class Reconstruction:
     timings : dict of str to float
         Seconds spent in each stage.
     strategy : str, default "enumerate"
-        How the cells were found (a `treeleaks.vocabulary.Strategy`): ``enumerate``
+        How the cells were found (a `treeleaks.runtime.vocabulary.Strategy`): ``enumerate``
         lists every cell, ``generate`` prices cells on demand when there are too many.
     proof : str, default ""
         How the proofs were obtained.
@@ -176,7 +176,7 @@ class Reconstruction:
         Each value's interval as a share of its column's range: 0 when pinned, NaN for
         binary columns.
     formulation : str, default "exact"
-        The model of the training that was solved (a `treeleaks.vocabulary.Formulation`).
+        The model of the training that was solved (a `treeleaks.runtime.vocabulary.Formulation`).
     knowledge : str, default ""
         The side knowledge the reconstruction used, described; empty: none.
     partial : bool, default False

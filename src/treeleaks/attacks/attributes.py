@@ -13,7 +13,7 @@ at-most-one group, which is one categorical attribute of m (resp. m + 1) values.
   model could reduce; `treeleaks.evaluation.entropy` gives it ratio 1 in ``dist`` and
   leaves it out of both sides of ``dist_g``.
 
-A box is ``lower < x <= upper`` per column, as `treeleaks.model.Tree.leaf_boxes` gives.
+A box is ``lower < x <= upper`` per column, as `treeleaks.ir.model.Tree.leaf_boxes` gives.
 Every method takes ``(K, M)`` arrays of K boxes and answers for all of them at once.
 """
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from treeleaks.errors import SchemaError
-from treeleaks.schema import FeatureSchema
+from treeleaks.ir.schema import FeatureSchema
+from treeleaks.runtime.errors import SchemaError
 
 
 @dataclass(frozen=True)

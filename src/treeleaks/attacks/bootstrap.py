@@ -26,7 +26,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from treeleaks.attacks.placement_bounds import probe_subsystems, propagate_placements
-from treeleaks.clock import RunClock
 from treeleaks.counts.cells import (
     CellBudget,
     CellBudgetExceeded,
@@ -36,12 +35,13 @@ from treeleaks.counts.cells import (
 )
 from treeleaks.counts.materialize import rows_from_counts
 from treeleaks.counts.verify import verify
-from treeleaks.errors import UnsupportedModelError
-from treeleaks.model import ReleasedModel, Tree
-from treeleaks.progress import ProgressCallback, report
+from treeleaks.ir.model import ReleasedModel, Tree
+from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction
-from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Formulation, SolverStatus, Status
+from treeleaks.runtime.clock import RunClock
+from treeleaks.runtime.errors import UnsupportedModelError
+from treeleaks.runtime.progress import ProgressCallback, report
+from treeleaks.runtime.vocabulary import Formulation, SolverStatus, Status
 
 FORMULATION = Formulation.BOOTSTRAP_KNOWN
 RowBoxes = tuple[np.ndarray, np.ndarray, np.ndarray]  # lower, upper (N, M); class or -1 (N,)

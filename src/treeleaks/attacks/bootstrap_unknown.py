@@ -34,16 +34,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from treeleaks.attacks.bootstrap import MAX_CELLS, MAX_NONZEROS
-from treeleaks.clock import RunClock
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.materialize import rows_from_counts
 from treeleaks.counts.verify import verify
-from treeleaks.errors import UnsupportedModelError
-from treeleaks.model import ReleasedModel, Tree
-from treeleaks.progress import ProgressCallback, report
+from treeleaks.ir.model import ReleasedModel, Tree
+from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import BootstrapDetails, Reconstruction
-from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Formulation, SolverStatus, Status
+from treeleaks.runtime.clock import RunClock
+from treeleaks.runtime.errors import UnsupportedModelError
+from treeleaks.runtime.progress import ProgressCallback, report
+from treeleaks.runtime.vocabulary import Formulation, SolverStatus, Status
 
 FORMULATION = Formulation.BOOTSTRAP_UNKNOWN
 STEPS = 8  # unit steps of log C(m, d) per pure leaf (4 made Adult 1.5-7x slower, worse)

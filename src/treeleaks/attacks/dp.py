@@ -44,7 +44,6 @@ import scipy.sparse as sp
 
 from treeleaks.attacks.marginal_prior import marginal_log_prior, posterior_row
 from treeleaks.attacks.side_knowledge import with_known_rows
-from treeleaks.clock import RunClock
 from treeleaks.counts.cell_pool import CellPool
 from treeleaks.counts.cells import (
     CellBudget,
@@ -57,13 +56,14 @@ from treeleaks.counts.materialize import rows_from_counts
 from treeleaks.counts.noise import log_mass
 from treeleaks.counts.noisy_solve import NoisyCounts, most_likely, row_gains
 from treeleaks.counts.system import count_incidence
-from treeleaks.errors import TreeleaksError, UnsupportedModelError
-from treeleaks.knowledge import Knowledge, KnowledgeError
-from treeleaks.model import ReleasedModel
-from treeleaks.progress import ProgressCallback, report
+from treeleaks.ir.knowledge import Knowledge, KnowledgeError
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import DPDetails, Reconstruction
-from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Formulation, Status, Strategy
+from treeleaks.runtime.clock import RunClock
+from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
+from treeleaks.runtime.progress import ProgressCallback, report
+from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 
 FORMULATION = Formulation.DP
 INTERVAL_SDS = 3.0  # half-width of the bounds on an unknown N, in standard deviations

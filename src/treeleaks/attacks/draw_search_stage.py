@@ -19,15 +19,15 @@ import time
 import numpy as np
 
 from treeleaks.attacks.options import RunOptions
-from treeleaks.clock import RunClock
 from treeleaks.counts.draw_search import DrawnRows, search_drawn_rows
 from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.verify import verify, verify_within_draws
-from treeleaks.model import ReleasedModel
-from treeleaks.progress import report
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import BootstrapDetails, Reconstruction
-from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Formulation, Status, Strategy
+from treeleaks.runtime.clock import RunClock
+from treeleaks.runtime.progress import report
+from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 
 PROOF = ("none: rows within every count are not proven training rows; each sits at the "
          "training position its draws give it, its class and values as the search found "

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from treeleaks.attacks.options import RunOptions
-from treeleaks.clock import RunClock
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.certainty import lower_bounds
 from treeleaks.counts.materialize import rows_from_counts
@@ -31,11 +30,12 @@ from treeleaks.counts.system import (
     propagate,
 )
 from treeleaks.counts.verify import verify, verify_within
-from treeleaks.model import ReleasedModel
-from treeleaks.progress import report
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import PackingDetails, Reconstruction
-from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import SolverStatus, Status, Strategy
+from treeleaks.runtime.clock import RunClock
+from treeleaks.runtime.progress import report
+from treeleaks.runtime.vocabulary import SolverStatus, Status, Strategy
 
 if TYPE_CHECKING:
     from treeleaks.counts.generate import Generated

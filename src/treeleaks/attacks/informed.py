@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 
 from treeleaks.attacks.reconstruct import reconstruct
-from treeleaks.knowledge import Knowledge
-from treeleaks.model import ReleasedModel
-from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Status
+from treeleaks.ir.knowledge import Knowledge
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
+from treeleaks.runtime.vocabulary import Status
 
 
 @dataclass(frozen=True)

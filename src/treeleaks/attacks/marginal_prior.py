@@ -18,8 +18,8 @@ import numpy as np
 
 from treeleaks.counts.cells import Cells
 from treeleaks.counts.materialize import cell_values
-from treeleaks.model import ReleasedModel
-from treeleaks.schema import FeatureSchema
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
 
 
 def marginal_log_prior(cells: Cells, schema: FeatureSchema, model: ReleasedModel,

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from treeleaks.counts.cells import CellBudget
-from treeleaks.limits import check_run_options
-from treeleaks.progress import ProgressCallback
+from treeleaks.runtime.limits import check_run_options
+from treeleaks.runtime.progress import ProgressCallback
 
 
 @dataclass(frozen=True)

@@ -15,16 +15,16 @@ from __future__ import annotations
 import numpy as np
 
 from treeleaks.attacks.options import RunOptions
-from treeleaks.clock import RunClock
 from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.row_leaves import RowLeaves, RowLeavesInfeasible, RowLeavesTooLarge
 from treeleaks.counts.row_model import solve_placements
 from treeleaks.counts.verify import verify
-from treeleaks.model import ReleasedModel
-from treeleaks.progress import report
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction
-from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Formulation, SolverStatus, Status, Strategy
+from treeleaks.runtime.clock import RunClock
+from treeleaks.runtime.progress import report
+from treeleaks.runtime.vocabulary import Formulation, SolverStatus, Status, Strategy
 
 CLASS_SHARE = 0.25  # of the search time, at most, for the rows' classes from the totals
 PROPAGATION_SHARE = 0.5  # of what is left, at most, for propagation

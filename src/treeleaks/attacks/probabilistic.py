@@ -30,12 +30,12 @@ from treeleaks.attacks.attributes import (
     check_cuts,
 )
 from treeleaks.attacks.capture import Box, captured_pieces
-from treeleaks.errors import SchemaError, UnsupportedModelError
 from treeleaks.evaluation.entropy import summarize
 from treeleaks.frontends.rule_list import RuleList
-from treeleaks.model import ReleasedModel
-from treeleaks.schema import FeatureSchema, FeatureSpec
-from treeleaks.vocabulary import Status
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema, FeatureSpec
+from treeleaks.runtime.errors import SchemaError, UnsupportedModelError
+from treeleaks.runtime.vocabulary import Status
 
 
 @dataclass

@@ -54,14 +54,14 @@ from treeleaks.attacks.uncounted_trees import (
     reconstruct_with_uncounted,
 )
 from treeleaks.counts.cells import CellBudget
-from treeleaks.errors import BudgetError, TreeleaksError
-from treeleaks.knowledge import Knowledge, KnowledgeError
-from treeleaks.limits import DEFAULT_MAX_ROWS
-from treeleaks.model import ReleasedModel
-from treeleaks.progress import ProgressCallback
+from treeleaks.ir.knowledge import Knowledge, KnowledgeError
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction
-from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Formulation, Status, Strategy
+from treeleaks.runtime.errors import BudgetError, TreeleaksError
+from treeleaks.runtime.limits import DEFAULT_MAX_ROWS
+from treeleaks.runtime.progress import ProgressCallback
+from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 
 # Raw measurements: the trees' thresholds on their finely split columns (two or more
 # thresholds) cut a domain of more than 2**24 points. Wine's default forest cuts 2**73,
@@ -160,7 +160,7 @@ def reconstruct(
     max_rows : int, default 1_000_000
         Counts implying more training rows than this are refused.
     progress : callable or None, default None
-        Receives `treeleaks.progress.Progress` events.
+        Receives `treeleaks.runtime.progress.Progress` events.
     knowledge : Knowledge or None, default None
         Side knowledge (known columns, known rows). The rows returned respect it exactly
         and the proofs hold given it.

@@ -22,12 +22,12 @@ from treeleaks.attacks.regression_draws import reconstruct_by_draws
 from treeleaks.attacks.regression_leaves import reads_leaf_intervals
 from treeleaks.counts.target_classes import target_class_view, unheld_leaf
 from treeleaks.counts.verify import verify_regression
-from treeleaks.errors import UnsupportedModelError
-from treeleaks.knowledge import Knowledge
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.knowledge import Knowledge
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction, RegressionDetails
-from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Formulation, Status, Strategy
+from treeleaks.runtime.errors import UnsupportedModelError
+from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 
 DRAWS_SHARE = 0.25  # of the limit, at most, for the targets told apart by their draws
 MEAN_CRITERIA = ("squared_error", "friedman_mse")  # leaf value: the mean of its targets

@@ -4,7 +4,7 @@ regressors, LightGBM ``regression``, XGBoost ``reg:squarederror``).
 
 Every tree of a booster saw every row once, so its leaves' counts are a no-bootstrap
 forest's; what its leaves say of the targets is, per leaf, the sum over its rows of the
-target minus the earlier trees' prediction (`treeleaks.model.LeafGradients`). Rows of one
+target minus the earlier trees' prediction (`treeleaks.ir.model.LeafGradients`). Rows of one
 cell of the trees' common refinement share their leaves, hence every earlier prediction:
 the sums are linear in each cell's row count ``x`` and target sum ``s``.
 
@@ -29,19 +29,19 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from treeleaks.attacks.options import RunOptions
 from treeleaks.attacks.regression_leaves import leaf_group_rows
-from treeleaks.clock import RunClock
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.gradient_rows import gradient_rows
 from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.peel import Region, single_row_regions
 from treeleaks.counts.system import count_incidence
 from treeleaks.counts.verify_boosted import verify_boosted_regression, verify_rows_within
-from treeleaks.errors import UnsupportedModelError
-from treeleaks.knowledge import Knowledge
-from treeleaks.model import SQUARED_ERROR, LeafGradients, ReleasedModel
+from treeleaks.ir.knowledge import Knowledge
+from treeleaks.ir.model import SQUARED_ERROR, LeafGradients, ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction, RegressionDetails
-from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Formulation, Status, Strategy
+from treeleaks.runtime.clock import RunClock
+from treeleaks.runtime.errors import UnsupportedModelError
+from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 
 CELL_SHARE = 0.3  # of the limit, at most, for listing the cells
 SOLVE_SHARE = 0.8  # of what is left, for the MILP: the single-row rows take the rest

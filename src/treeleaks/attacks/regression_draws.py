@@ -17,14 +17,14 @@ from dataclasses import replace
 import numpy as np
 
 from treeleaks.attacks.options import RunOptions
-from treeleaks.clock import RunClock
 from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.target_draws import targets_by_draws
 from treeleaks.counts.verify import verify_regression
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction, RegressionDetails
-from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Formulation, Status, Strategy
+from treeleaks.runtime.clock import RunClock
+from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 
 PROOF = ("none beyond the certificate: each row's target is the value of the leaves whose "
          "draws sum to its own, and every row's leaves meet")

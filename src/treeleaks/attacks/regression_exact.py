@@ -15,14 +15,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from treeleaks.attacks.options import RunOptions
-from treeleaks.clock import RunClock
 from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.value_cells import TargetRowsInfeasible, rows_by_target
 from treeleaks.counts.verify import verify_regression, verify_regression_within
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction, RegressionDetails
-from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Formulation, Status, Strategy
+from treeleaks.runtime.clock import RunClock
+from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 
 PROOF = ("a row whose target's cells the counts pin (the linear relaxation of its leaves' "
          "counts leaves its cell no other multiplicity), each leaf holding the rows of its "

@@ -23,13 +23,13 @@ from dataclasses import replace
 import numpy as np
 
 from treeleaks.attacks.options import RunOptions
-from treeleaks.clock import RunClock
 from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.verify_boosted import verify_rows_within
-from treeleaks.model import ReleasedModel, Tree
+from treeleaks.ir.model import ReleasedModel, Tree
+from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction, RegressionDetails
-from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Formulation, Status, Strategy
+from treeleaks.runtime.clock import RunClock
+from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 
 # the variance below which a leaf's targets are one value: rounding of the file's float64
 PURE = 1e-9

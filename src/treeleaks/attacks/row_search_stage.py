@@ -20,9 +20,9 @@ import numpy as np
 from treeleaks.counts.cells import Cells, cell_boxes
 from treeleaks.counts.materialize import rows_from_counts
 from treeleaks.counts.row_search import search_rows
-from treeleaks.model import ReleasedModel
-from treeleaks.progress import ProgressCallback, report
-from treeleaks.schema import FeatureSchema
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
+from treeleaks.runtime.progress import ProgressCallback, report
 
 if TYPE_CHECKING:
     from treeleaks.counts.generate import Generated

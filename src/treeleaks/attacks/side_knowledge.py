@@ -1,7 +1,7 @@
 """Reconstruction with side knowledge: the engine on a model that carries the knowledge.
 
 For a forest whose trees each saw every row once, known rows leave the counts and known
-columns become extra trees (`treeleaks.knowledge`); the engine reconstructs the other rows,
+columns become extra trees (`treeleaks.ir.knowledge`); the engine reconstructs the other rows,
 the known rows are added back, and the whole is checked against the released model and
 the knowledge. A bootstrap forest takes known columns the same way (as multisets) or as
 boxes pinning each row's values (linked, in training order).
@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 
 from treeleaks.counts.verify import verify
-from treeleaks.knowledge import Knowledge
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.knowledge import Knowledge
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction
-from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Status
+from treeleaks.runtime.vocabulary import Status
 
 Engine = Callable[[ReleasedModel], Reconstruction]
 MISMATCH = "reconstruction does not reproduce the model"

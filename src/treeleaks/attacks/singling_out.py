@@ -27,12 +27,12 @@ import numpy as np
 import pandas as pd
 
 from treeleaks.attacks.predicates import CELLS_CUT, Predicate, box_conditions
-from treeleaks.errors import TreeleaksError
-from treeleaks.model import ReleasedModel, Tree
-from treeleaks.vocabulary import Status
+from treeleaks.ir.model import ReleasedModel, Tree
+from treeleaks.runtime.errors import TreeleaksError
+from treeleaks.runtime.vocabulary import Status
 
 if TYPE_CHECKING:
-    from treeleaks.schema import FeatureSchema
+    from treeleaks.ir.schema import FeatureSchema
 
 PROVEN_TREE = "the tree counts every training row once"
 NOT_PROVEN_BOOTSTRAP = (
@@ -99,7 +99,7 @@ class SinglingOut:
         SinglingOut
             The result.
         """
-        from treeleaks.schema import FeatureSchema
+        from treeleaks.ir.schema import FeatureSchema
 
         features = FeatureSchema.infer(model).features
         binary = frozenset(name for name, spec in features.items() if spec.kind == "binary")

@@ -18,7 +18,6 @@ import time
 import numpy as np
 
 from treeleaks.attacks.predicates import CELLS_CUT, Condition, Predicate, box_conditions
-from treeleaks.clock import RunClock
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.certainty import lower_bounds
 from treeleaks.counts.solve import solve
@@ -29,8 +28,9 @@ from treeleaks.counts.system import (
     build_system,
     propagate,
 )
-from treeleaks.model import ReleasedModel
-from treeleaks.schema import FeatureSchema
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
+from treeleaks.runtime.clock import RunClock
 
 PROVEN_CELL = "forest certainty: exactly one row of this class in every dataset the counts admit"
 _EPS = 1e-7

@@ -14,10 +14,10 @@ from dataclasses import replace
 from treeleaks.attacks.exact import reconstruct_exact
 from treeleaks.attacks.options import RunOptions
 from treeleaks.counts.verify import verify
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction
-from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Status, Strategy
+from treeleaks.runtime.vocabulary import Status, Strategy
 
 # Of the time limit, for the whole model's cells and their MIP. The trees with counts alone
 # (XGBoost: tree 0) are solved in well under a second and tell little, so the whole model

@@ -32,14 +32,14 @@ from treeleaks.attacks.bootstrap import (
     placements,
     relaxation,
 )
-from treeleaks.clock import RunClock
 from treeleaks.counts.materialize import cell_values
 from treeleaks.counts.verify import verify
-from treeleaks.errors import TreeleaksError, UnsupportedModelError
-from treeleaks.model import ReleasedModel
-from treeleaks.schema import FeatureSchema
-from treeleaks.schema_columns import feature_scales
-from treeleaks.vocabulary import Status
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
+from treeleaks.ir.schema_columns import feature_scales
+from treeleaks.runtime.clock import RunClock
+from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
+from treeleaks.runtime.vocabulary import Status
 
 FARTHEST_SHARE = 0.4  # of the time: the farthest dataset (MIP); the row bounds get the rest
 

@@ -17,17 +17,17 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
-from treeleaks.errors import TreeleaksError
 from treeleaks.io import load_model
-from treeleaks.outputs import OutputError, check_outputs, write_outputs
-from treeleaks.paths import unreadable
-from treeleaks.vocabulary import Status
+from treeleaks.runtime.errors import TreeleaksError
+from treeleaks.runtime.outputs import OutputError, check_outputs, write_outputs
+from treeleaks.runtime.paths import unreadable
+from treeleaks.runtime.vocabulary import Status
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from treeleaks.model import ReleasedModel
-    from treeleaks.schema import FeatureSchema
+    from treeleaks.ir.model import ReleasedModel
+    from treeleaks.ir.schema import FeatureSchema
 
 EXIT_UNVERIFIED = 1
 EXIT_BAD_INPUT = 2
@@ -153,7 +153,7 @@ def load(path: Path, trust_pickle: bool, allow_regression: bool = False) -> Rele
 
 def bound_schema(path: Path | None, model: ReleasedModel) -> FeatureSchema:
     """The schema file bound to the model's columns, or the one inferred from its splits."""
-    from treeleaks.schema import FeatureSchema
+    from treeleaks.ir.schema import FeatureSchema
 
     if path is not None and (problem := unreadable(path, "schema file")):
         fail(problem, EXIT_BAD_INPUT)

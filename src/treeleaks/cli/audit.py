@@ -29,15 +29,15 @@ from treeleaks.cli.app import (
     read_data,
     write_all,
 )
-from treeleaks.errors import TreeleaksError
-from treeleaks.paths import unreadable
+from treeleaks.runtime.errors import TreeleaksError
+from treeleaks.runtime.paths import unreadable
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     import pandas as pd
 
-    from treeleaks.model import ReleasedModel
+    from treeleaks.ir.model import ReleasedModel
     from treeleaks.report.evidence import AuditInput
     from treeleaks.report.findings import AttackRun, Audit
 
@@ -192,7 +192,7 @@ def _make_folder(out: Path) -> None:
 
 def _schema(path: Path | None) -> Any:
     """The schema as given, or None; refused as ``treeleaks leak`` refuses it."""
-    from treeleaks.schema import FeatureSchema
+    from treeleaks.ir.schema import FeatureSchema
 
     if path is None:
         return None
@@ -257,7 +257,7 @@ def _progress(console: Console) -> Iterator[tuple[Any, Any, Any]]:
         return
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from treeleaks.display import StageDisplay
+    from treeleaks.runtime.display import StageDisplay
 
     columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
                TextColumn("{task.fields[figures]}", markup=False), TimeElapsedColumn())

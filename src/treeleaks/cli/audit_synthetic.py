@@ -23,8 +23,8 @@ from treeleaks.cli.app import (
     write_all,
 )
 from treeleaks.cli.synthetic import stderr_note
-from treeleaks.display import live_progress
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.display import live_progress
+from treeleaks.runtime.errors import TreeleaksError
 
 if TYPE_CHECKING:
     from treeleaks.report.findings import Audit

@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 
 from treeleaks.cli.app import app, check_outcome
-from treeleaks.limits import SEED_MAX
+from treeleaks.runtime.limits import SEED_MAX
 
 
 @app.command()
@@ -25,11 +25,11 @@ def demo(
     """Train scikit-learn's default forest on built-in raw data, reconstruct its training
     set from the model alone, score it."""
     if binarized:
-        from treeleaks.demo import run_demo
+        from treeleaks.demos.demo import run_demo
 
         summary = run_demo(seed=seed, console=Console())
     else:
-        from treeleaks.demo_raw import run_raw_demo
+        from treeleaks.demos.demo_raw import run_raw_demo
 
         summary = run_raw_demo(seed=seed, console=Console())
     check_outcome(summary["status"], summary["verified"], summary["message"])

@@ -22,7 +22,7 @@ from treeleaks.cli.app import (
     read_csv,
     write_all,
 )
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 
 
 @app.command("train-dp")
@@ -43,7 +43,7 @@ def train_dp_command(
 
     from treeleaks.defences.dp_forest import DPRandomForestClassifier
     from treeleaks.frontends.dp import from_dp_forest
-    from treeleaks.schema import FeatureSchema
+    from treeleaks.ir.schema import FeatureSchema
 
     guard_outputs(data, schema, [out])
     frame = read_csv(data, "data")

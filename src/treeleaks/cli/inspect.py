@@ -24,9 +24,9 @@ from treeleaks.cli.app import (
 )
 
 if TYPE_CHECKING:
-    from treeleaks.model import ReleasedModel
-    from treeleaks.schema import FeatureSchema
-    from treeleaks.schema_hints import SuggestedGroup
+    from treeleaks.ir.model import ReleasedModel
+    from treeleaks.ir.schema import FeatureSchema
+    from treeleaks.ir.schema_hints import SuggestedGroup
 
 
 PROBE_SECONDS = 1.5  # inspect lists cells at most this long to estimate the cost
@@ -45,7 +45,7 @@ def inspect(
 ) -> None:
     """Show what a model file exposes to anyone who holds it, and what rebuilding its
     training set would take."""
-    from treeleaks.schema_hints import schema_json, suggest_groups
+    from treeleaks.ir.schema_hints import schema_json, suggest_groups
 
     guard_outputs(model_path, schema, [suggest_schema] if suggest_schema is not None else [])
     model = load(model_path, trust_pickle)

@@ -25,8 +25,8 @@ from treeleaks.cli.app import (
     load,
     write_all,
 )
-from treeleaks.errors import TreeleaksError
-from treeleaks.paths import unreadable
+from treeleaks.runtime.errors import TreeleaksError
+from treeleaks.runtime.paths import unreadable
 
 FOREST_NOTE = ("a forest: these are per-tree figures (each tree alone, as if released by "
                "itself); the trees together reveal more, and 'treeleaks reconstruct' is the "
@@ -59,7 +59,7 @@ def leak_command(
     per-row ratio, and the leaves or rules that expose their rows most."""
     from treeleaks.attacks.probabilistic import rule_list_reconstruction, tree_reconstruction
     from treeleaks.evaluation.entropy import summarize
-    from treeleaks.schema import FeatureSchema
+    from treeleaks.ir.schema import FeatureSchema
 
     outputs = [p for p in (json_path, rows_path, domains_path) if p is not None]
     guard_outputs(model_path, schema, outputs)

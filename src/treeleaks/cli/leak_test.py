@@ -22,7 +22,7 @@ from treeleaks.cli.app import (
     read_csv,
     write_all,
 )
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 
 
 @app.command("leak-test")
@@ -48,7 +48,7 @@ def leak_test_command(
     study's Appendix D test)."""
 
     from treeleaks.evaluation.leak_test import leak_test
-    from treeleaks.schema import FeatureSchema
+    from treeleaks.ir.schema import FeatureSchema
 
     guard_outputs(rows, schema, [json_path] if json_path is not None else [])
     frames = {name: read_csv(path, name) for name, path in (

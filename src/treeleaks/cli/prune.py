@@ -23,7 +23,7 @@ from treeleaks.cli.app import (
     guard_outputs,
     read_data,
 )
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 
 
 @app.command("prune")

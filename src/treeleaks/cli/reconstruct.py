@@ -29,16 +29,16 @@ from treeleaks.cli.app import (
     seconds,
     write_all,
 )
-from treeleaks.display import certificate_text, live_progress
-from treeleaks.errors import TreeleaksError
-from treeleaks.limits import DEFAULT_MAX_ROWS, SEED_MAX
-from treeleaks.outputs import partial_path
-from treeleaks.vocabulary import Formulation, Status
+from treeleaks.runtime.display import certificate_text, live_progress
+from treeleaks.runtime.errors import TreeleaksError
+from treeleaks.runtime.limits import DEFAULT_MAX_ROWS, SEED_MAX
+from treeleaks.runtime.outputs import partial_path
+from treeleaks.runtime.vocabulary import Formulation, Status
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from treeleaks.model import ReleasedModel
+    from treeleaks.ir.model import ReleasedModel
     from treeleaks.result import Reconstruction
 
 
@@ -165,7 +165,7 @@ def reconstruct_command(
     saw every row once, bootstrap forests, or DP forests with noisy counts)."""
     from treeleaks.attacks.reconstruct import reconstruct
     from treeleaks.counts.cells import CellBudget
-    from treeleaks.knowledge import Knowledge
+    from treeleaks.ir.knowledge import Knowledge
 
     csvs = [path for path in (out, details, draws) if path is not None]  # partial: .partial.csv
     summary_file = [json_path] if json_path is not None else []
@@ -340,7 +340,7 @@ def _integral(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _hint_groups(model: ReleasedModel, path: Path) -> None:
     """Say when columns look one-hot encoded: declaring them can save orders of magnitude."""
-    from treeleaks.schema_hints import suggest_groups
+    from treeleaks.ir.schema_hints import suggest_groups
 
     groups = suggest_groups(model)
     if not groups:

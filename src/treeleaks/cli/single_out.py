@@ -24,13 +24,13 @@ from treeleaks.cli.app import (
     read_data,
     write_all,
 )
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from treeleaks.attacks.singling_out import Exposure, SinglingOut
-    from treeleaks.model import ReleasedModel
+    from treeleaks.ir.model import ReleasedModel
 
 DataOption = Annotated[Path | None, typer.Option(
     help="CSV of the training data (features and label) to check each predicate against.")]

@@ -23,8 +23,8 @@ from treeleaks.cli.app import (
     read_data,
     write_all,
 )
-from treeleaks.errors import TreeleaksError
-from treeleaks.paths import unreadable
+from treeleaks.runtime.errors import TreeleaksError
+from treeleaks.runtime.paths import unreadable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -145,11 +145,11 @@ def _leak_table(model_path: Path, out: Path, frame: pd.DataFrame | None, label: 
 def _read(path: Path, trust_pickle: bool) -> Any:
     """What the file holds, for `strip`: a scikit-learn estimator, a LightGBM model text or
     a parsed XGBoost JSON model; a treeleaks JSON model is refused naming its kind."""
-    from treeleaks.errors import UnsupportedModelError
     from treeleaks.frontends.xgboost import is_xgboost_json
     from treeleaks.io import load_estimator
-    from treeleaks.json_files import read_json
-    from treeleaks.model import ModelFormatError
+    from treeleaks.ir.json_files import read_json
+    from treeleaks.ir.model import ModelFormatError
+    from treeleaks.runtime.errors import UnsupportedModelError
 
     suffix = path.suffix.lower()
     if suffix not in (".json", ".txt"):

@@ -15,7 +15,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from treeleaks.cli.app import EXIT_BAD_INPUT, app, describe, fail
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 
 
 class _RunByDefault(TyperGroup):

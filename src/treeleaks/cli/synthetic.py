@@ -24,8 +24,8 @@ from treeleaks.cli.app import (
     read_csv,
     write_all,
 )
-from treeleaks.display import live_progress
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.display import live_progress
+from treeleaks.runtime.errors import TreeleaksError
 
 if TYPE_CHECKING:
     import pandas as pd

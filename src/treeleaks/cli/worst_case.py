@@ -25,8 +25,8 @@ from treeleaks.cli.app import (
     positive_seconds,
     write_all,
 )
-from treeleaks.errors import TreeleaksError
-from treeleaks.paths import unreadable
+from treeleaks.runtime.errors import TreeleaksError
+from treeleaks.runtime.paths import unreadable
 
 
 @app.command("worst-case")

@@ -20,9 +20,9 @@ import scipy.sparse as sp
 from treeleaks.counts.cells import Cells, cell_boxes
 from treeleaks.counts.pricing import PricingTeam
 from treeleaks.counts.system import count_incidence
-from treeleaks.errors import SchemaError
-from treeleaks.model import ReleasedModel
-from treeleaks.schema import FeatureSchema
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
+from treeleaks.runtime.errors import SchemaError
 
 SAMPLED_POINTS = 20_000  # points drawn from the domain to seed the pool
 PRICED_PER_CLASS = 50  # cells kept from one pricing call of a class

@@ -15,11 +15,11 @@ from typing import Protocol
 
 import numpy as np
 
-from treeleaks.limits import default_memory_mb
-from treeleaks.model import ReleasedModel, Tree
-from treeleaks.progress import ProgressCallback, report
-from treeleaks.schema import FeatureSchema
-from treeleaks.vocabulary import Strategy
+from treeleaks.ir.model import ReleasedModel, Tree
+from treeleaks.ir.schema import FeatureSchema
+from treeleaks.runtime.limits import default_memory_mb
+from treeleaks.runtime.progress import ProgressCallback, report
+from treeleaks.runtime.vocabulary import Strategy
 
 DEFAULT_MAX_CELLS = 200_000
 PACK_OCCUPANTS_ABOVE = 64  # occupants per cell beyond which their flags are kept as bits

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from treeleaks.counts.threshold_grid import ThresholdGrid
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
 
 __all__ = ["DrawnRows", "search_drawn_rows"]
 

@@ -34,9 +34,9 @@ from treeleaks.counts.cells import Cells, cell_boxes
 from treeleaks.counts.certainty import Certainty
 from treeleaks.counts.peel import Peeled
 from treeleaks.counts.system import CountSystem
-from treeleaks.model import ReleasedModel
-from treeleaks.progress import ProgressCallback, report
-from treeleaks.schema import FeatureSchema
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
+from treeleaks.runtime.progress import ProgressCallback, report
 
 if TYPE_CHECKING:
     from treeleaks.counts.pricing import PricingTeam
@@ -47,7 +47,7 @@ INTEGER_PACKING_S = 5.0
 
 class Generation(StrEnum):
     """How cell generation ended (`Generated.status`), in the generator's words; the
-    attack that runs it says what they make of the run (`treeleaks.vocabulary.Status`)."""
+    attack that runs it says what they make of the run (`treeleaks.runtime.vocabulary.Status`)."""
 
     FEASIBLE = "FEASIBLE"  # the cells hold an integer dataset
     INFEASIBLE = "INFEASIBLE"  # pricing proved no dataset, not even a fractional one

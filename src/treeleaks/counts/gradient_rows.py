@@ -2,7 +2,7 @@
 
 Every row of a cell lies in the same leaf of every tree, so for a class it has one raw
 score before each tree, one probability p and one gradient g = p - y and hessian
-h = p(1 - p) (`treeleaks.model.LeafGradients`). A booster's later trees say, per leaf,
+h = p(1 - p) (`treeleaks.ir.model.LeafGradients`). A booster's later trees say, per leaf,
 that ``low <= a·Σg + b·Σh <= high`` over its rows: over the variables ``n[cell, class]``
 that is ``low <= Σ n·(a·g + b·h) <= high``, real coefficients beside the integer count
 equations. They carry what pooled counts lose, the labels of every later leaf's rows.
@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-from treeleaks.model import SQUARED_ERROR, LeafGradients, ReleasedModel
+from treeleaks.ir.model import SQUARED_ERROR, LeafGradients, ReleasedModel
 
 
 @dataclass

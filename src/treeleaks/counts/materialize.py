@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from treeleaks.counts.cells import Cells
-from treeleaks.model import ReleasedModel
-from treeleaks.schema import FeatureSchema
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
 
 # relative: how close a lone threshold must be to k + 1/2 (XGBoost's float32 thresholds sit
 # just below it) to be read as the cut between the integers k and k + 1

@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from treeleaks.counts.noise import Lines, likelihood_lines, log_mass
-from treeleaks.vocabulary import SolverStatus
+from treeleaks.runtime.vocabulary import SolverStatus
 
 MIP_MIN_S = 1.0  # below this much time left, the MIP is not started
 COLUMN_BATCH = 2000  # variables added to the restricted LP per pricing round

@@ -22,9 +22,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from treeleaks.counts.cells import Cells, cell_boxes
-from treeleaks.model import ReleasedModel
-from treeleaks.progress import ProgressCallback, report
-from treeleaks.schema import FeatureSchema
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
+from treeleaks.runtime.progress import ProgressCallback, report
 
 
 @dataclass

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from treeleaks.model import ReleasedModel
-from treeleaks.schema import FeatureSchema
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
 
 _SCALE = 1_000_000_000  # weights become integers: floor(w * _SCALE)
 

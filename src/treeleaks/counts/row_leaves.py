@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
 
 
 class RowLeavesInfeasible(Exception):

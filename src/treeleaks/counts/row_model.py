@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from treeleaks.counts.row_leaves import RowLeaves
-from treeleaks.vocabulary import SolverStatus
+from treeleaks.runtime.vocabulary import SolverStatus
 
 
 def box_slots(lower: np.ndarray, upper: np.ndarray, thresholds: list[np.ndarray],

@@ -26,7 +26,7 @@ from collections.abc import Callable
 import numpy as np
 
 from treeleaks.counts.threshold_grid import ThresholdGrid
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
 
 __all__ = ["row_points", "search_rows"]
 

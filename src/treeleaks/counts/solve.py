@@ -38,8 +38,8 @@ from scipy.special import gammaln
 from treeleaks.counts.gradient_rows import SideRows
 from treeleaks.counts.side_bounds import with_side_bounds
 from treeleaks.counts.system import CountSystem, InconsistentCountsError
-from treeleaks.errors import TreeleaksError
-from treeleaks.vocabulary import SolverStatus
+from treeleaks.runtime.errors import TreeleaksError
+from treeleaks.runtime.vocabulary import SolverStatus
 
 SOLVERS = ("highs", "cp-sat")
 SEGMENTS = 8

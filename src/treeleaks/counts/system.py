@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from treeleaks.counts.cells import Cells
 from treeleaks.counts.gradient_rows import SideRows, gradient_rows
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
 
 
 class InconsistentCountsError(Exception):

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
 
 # Leaf values this close (relative) are one target: float64 means of equal targets differ
 # by a few units in the last place, far below this; distinct targets far above it.

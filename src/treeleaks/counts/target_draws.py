@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from treeleaks.counts.target_classes import target_values
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
 
 __all__ = ["DrawnTargets", "targets_by_draws"]
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
 
 __all__ = ["ThresholdGrid"]
 

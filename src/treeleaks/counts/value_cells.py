@@ -23,7 +23,7 @@ import numpy as np
 from scipy.optimize import LinearConstraint, linprog, milp
 
 from treeleaks.counts.target_classes import target_values
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
 
 __all__ = ["TargetRows", "TargetRowsInfeasible", "rows_by_target"]
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from treeleaks.counts.gradient_rows import largest_gradient_miss
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
 
 
 @dataclass

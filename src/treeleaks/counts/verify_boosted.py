@@ -1,5 +1,5 @@
 """The certificate of a boosted regressor's rows: every tree's leaf counts and every
-leaf's sum of residuals (`treeleaks.model.LeafGradients`, squared error) reproduced.
+leaf's sum of residuals (`treeleaks.ir.model.LeafGradients`, squared error) reproduced.
 
 A booster keeps no leaf mean beyond its first tree: what its later leaves say of the
 targets is a sum of residuals, targets minus the earlier trees' prediction, which the
@@ -14,7 +14,7 @@ import pandas as pd
 
 from treeleaks.counts.gradient_rows import largest_gradient_miss
 from treeleaks.counts.verify import Certificate
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
 
 
 def verify_boosted_regression(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:

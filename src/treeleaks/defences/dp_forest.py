@@ -18,8 +18,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from treeleaks.model import Tree
-from treeleaks.schema import FeatureSchema, FeatureSpec
+from treeleaks.ir.model import Tree
+from treeleaks.ir.schema import FeatureSchema, FeatureSpec
 
 BINARY_CUT = 0.5  # every split on a 0/1 column
 

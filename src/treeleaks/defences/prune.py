@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.errors import TreeleaksError, UnsupportedModelError
+from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
 from treeleaks.sklearn_compat import node_class_counts
 
 PRUNABLE = (

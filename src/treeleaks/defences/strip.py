@@ -41,7 +41,7 @@ from treeleaks.defences.strip_check import (
 from treeleaks.defences.strip_rounding import round_leaf_values
 from treeleaks.defences.strip_sklearn import strip_estimator
 from treeleaks.defences.strip_thresholds import move_thresholds
-from treeleaks.errors import TreeleaksError, UnsupportedModelError
+from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
 
 FORMATS = ("skops", "pickle", "joblib", "lightgbm", "xgboost")
 THRESHOLD_CHOICES = ("simplest",)

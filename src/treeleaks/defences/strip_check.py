@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 
 N_RANDOM = 10_000
 AT_THRESHOLD = 0.25  # share of the random inputs' values set exactly at a threshold

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.errors import UnsupportedModelError
+from treeleaks.runtime.errors import UnsupportedModelError
 
 
 @dataclass(frozen=True)

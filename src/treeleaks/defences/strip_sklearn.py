@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.errors import UnsupportedModelError
+from treeleaks.runtime.errors import UnsupportedModelError
 
 FORESTS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier",
            "ExtraTreesRegressor")

@@ -27,9 +27,9 @@ from scipy.stats import norm
 from sklearn.ensemble import IsolationForest
 
 from treeleaks.evaluation.metrics import evaluate, row_errors
-from treeleaks.schema import FeatureSchema
-from treeleaks.schema_columns import feature_scales
-from treeleaks.vocabulary import Status
+from treeleaks.ir.schema import FeatureSchema
+from treeleaks.ir.schema_columns import feature_scales
+from treeleaks.runtime.vocabulary import Status
 
 
 @dataclass

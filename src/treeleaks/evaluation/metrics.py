@@ -24,8 +24,8 @@ import pandas as pd
 from ortools.graph.python import min_cost_flow
 from scipy.optimize import linear_sum_assignment
 
-from treeleaks.schema import FeatureSchema
-from treeleaks.schema_columns import FeatureColumns, feature_columns, frame_matrix
+from treeleaks.ir.schema import FeatureSchema
+from treeleaks.ir.schema_columns import FeatureColumns, feature_columns, frame_matrix
 
 _LSA_MAX_CELLS = 1 << 22  # residual true rows times residual reconstructed rows (32 MB)
 _FLOW_MAX_ARCS = 1 << 22  # arcs of a min-cost-flow network (about 0.5 GB of solver memory)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from treeleaks.model import SQUARED_ERROR, LeafGradients, ModelFormatError, Tree
+from treeleaks.ir.model import SQUARED_ERROR, LeafGradients, ModelFormatError, Tree
 
 SOLVER_SLACK = 1e-4  # the least half-width of a gradient sum's interval
 # the largest split threshold read: past 2^53, float64 no longer holds every whole number,

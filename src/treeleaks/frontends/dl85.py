@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.model import ReleasedModel, Tree
+from treeleaks.ir.model import ReleasedModel, Tree
 
 
 def from_dl85(root: dict[str, Any], feature_names: list[str], X: np.ndarray,

@@ -12,9 +12,9 @@ import json
 import numpy as np
 
 from treeleaks.defences.dp_forest import DPRandomForestClassifier
-from treeleaks.errors import UnsupportedModelError
-from treeleaks.model import NoiseMechanism, ReleasedModel
-from treeleaks.schema import FeatureSchema
+from treeleaks.ir.model import NoiseMechanism, ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
+from treeleaks.runtime.errors import UnsupportedModelError
 
 
 def from_dp_forest(

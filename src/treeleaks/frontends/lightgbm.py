@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.boosting import (
     LEAF_VALUES,
     booster_trees,
@@ -39,7 +38,8 @@ from treeleaks.frontends.lightgbm_multiclass import class_counts
 from treeleaks.frontends.multiclass import check_round, multiclass_facts, multiclass_trees
 from treeleaks.frontends.numbers import checked, checked_one
 from treeleaks.frontends.stripped import counts_removed, structure_only
-from treeleaks.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
+from treeleaks.ir.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
+from treeleaks.runtime.errors import UnsupportedModelError
 
 WHOLE_TOLERANCE = 1e-4  # derived counts this close to whole numbers are whole (file: 17 digits)
 ROW_PRECISION = 1e-6  # of a gradient or hessian sum, per row (float32 per row, 17 digits kept)

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.boosting import float32_positives, whole_positives
+from treeleaks.runtime.errors import UnsupportedModelError
 
 WHOLE_TOLERANCE = 1e-4  # as the binary reader: 17 digits kept, float32 gradients
 

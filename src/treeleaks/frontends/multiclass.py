@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.boosting import Nodes
-from treeleaks.model import Tree
+from treeleaks.ir.model import Tree
+from treeleaks.runtime.errors import UnsupportedModelError
 
 LATER_SUMS = ("first round: each tree's class counts against the rest, derived from its "
               "leaf values; later rounds: rows per leaf pooled over the classes (XGBoost: "

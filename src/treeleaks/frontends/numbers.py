@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.model import ModelFormatError
+from treeleaks.ir.model import ModelFormatError
 
 MAX_WHOLE = 2.0**53  # the largest count or index a float64 (and JSON) holds exactly
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from treeleaks.errors import UnsupportedModelError
-from treeleaks.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.runtime.errors import UnsupportedModelError
 
 
 def from_lightgbm(model: Any, feature_names: list[str] | None = None,

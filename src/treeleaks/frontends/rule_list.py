@@ -27,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 
 FORMAT = "treeleaks.RuleList"
 OPERATORS = ("<=", ">", "==")

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.sklearn_boosting import (
     BOOSTERS,
     REGRESSION_BOOSTERS,
@@ -27,7 +26,8 @@ from treeleaks.frontends.sklearn_boosting import (
 )
 from treeleaks.frontends.sklearn_multiclass import multiclass_booster_model
 from treeleaks.frontends.stripped import counts_removed, structure_only
-from treeleaks.model import ReleasedModel, Tree
+from treeleaks.ir.model import ReleasedModel, Tree
+from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.sklearn_compat import node_class_counts
 
 SUPPORTED = ("DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier")

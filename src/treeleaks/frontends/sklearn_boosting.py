@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.boosting import (
     LEAF_VALUES,
     Nodes,
@@ -35,7 +34,8 @@ from treeleaks.frontends.boosting import (
     sum_rows,
     whole_positives,
 )
-from treeleaks.model import LeafGradients, ReleasedModel, Tree
+from treeleaks.ir.model import LeafGradients, ReleasedModel, Tree
+from treeleaks.runtime.errors import UnsupportedModelError
 
 BOOSTERS = ("GradientBoostingClassifier", "HistGradientBoostingClassifier")
 REGRESSION_BOOSTERS = ("GradientBoostingRegressor", "HistGradientBoostingRegressor")

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.boosting import Nodes, float32_positives, no_sums, sum_rows
 from treeleaks.frontends.multiclass import (
     check_round,
@@ -38,7 +37,8 @@ from treeleaks.frontends.sklearn_boosting import (
     check_classifier,
     predictor_tree,
 )
-from treeleaks.model import LeafGradients, ReleasedModel
+from treeleaks.ir.model import LeafGradients, ReleasedModel
+from treeleaks.runtime.errors import UnsupportedModelError
 
 GB, HGB = "GradientBoostingClassifier", "HistGradientBoostingClassifier"
 # nodes, row counts, the first round's class counts, the gradient sums, more facts

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.errors import CountsRemovedError
 from treeleaks.frontends.boosting import Nodes
-from treeleaks.model import ReleasedModel, Tree
+from treeleaks.ir.model import ReleasedModel, Tree
+from treeleaks.runtime.errors import CountsRemovedError
 
 STILL_POSSIBLE = (
     "an adversary still has its structure, thresholds and leaf values: 'treeleaks single-out' "

@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.boosting import check_thresholds, no_sums, sum_rows, whole_positives
 from treeleaks.frontends.multiclass import (
     check_round,
@@ -35,7 +34,8 @@ from treeleaks.frontends.multiclass import (
 from treeleaks.frontends.numbers import checked, checked_one
 from treeleaks.frontends.stripped import counts_removed, structure_only
 from treeleaks.frontends.xgboost_regression import regression_model
-from treeleaks.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
+from treeleaks.ir.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
+from treeleaks.runtime.errors import UnsupportedModelError
 
 FILE, PARAMS = "XGBoost model file", "learner.learner_model_param"
 MULTICLASS = ("multi:softprob", "multi:softmax")

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.errors import UnsupportedModelError
 from treeleaks.frontends.boosting import LEAF_VALUES, squared_error_gradients
-from treeleaks.model import ReleasedModel, Tree
+from treeleaks.ir.model import ReleasedModel, Tree
+from treeleaks.runtime.errors import UnsupportedModelError
 
 FILE = "XGBoost model file"
 COUNT_TOLERANCE = 1e-3  # of a row, for a cover read as a count

@@ -29,8 +29,8 @@ from treeleaks.report.rebuilt import rebuilt_rows
 from treeleaks.report.risk import assess
 
 if TYPE_CHECKING:
-    from treeleaks.model import ReleasedModel
-    from treeleaks.progress import ProgressCallback
+    from treeleaks.ir.model import ReleasedModel
+    from treeleaks.runtime.progress import ProgressCallback
 
 
 class Interrupted(Exception):
@@ -154,8 +154,8 @@ def _regression_refusal(model: ReleasedModel) -> str:
     """Why the reconstruction does not read this regressor, or "" when it does."""
     from treeleaks.attacks.regression import refuse_regression
     from treeleaks.attacks.regression_boosted import is_boosted_regressor
-    from treeleaks.errors import UnsupportedModelError
-    from treeleaks.vocabulary import Strategy
+    from treeleaks.runtime.errors import UnsupportedModelError
+    from treeleaks.runtime.vocabulary import Strategy
 
     if is_boosted_regressor(model):  # its own route, which takes every such booster
         return ""
@@ -176,7 +176,7 @@ def attempt(name: str, title: str, step: Callable[[], AttackRun]) -> AttackRun:
     except MemoryError:
         return AttackRun(name, title, FAILED, "memory ran out", time.perf_counter() - start)
     except Exception as exc:  # one failing attack must not sink the report
-        from treeleaks.errors import TreeleaksError
+        from treeleaks.runtime.errors import TreeleaksError
 
         kind = "" if isinstance(exc, TreeleaksError | ValueError) else (
             f"unexpected {type(exc).__name__} (a bug, please report it): ")

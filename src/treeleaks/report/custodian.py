@@ -91,7 +91,7 @@ def _entropy_ratios(inp: AuditInput, ev: Evidence) -> np.ndarray | None:
 
 def _singling_predicates(inp: AuditInput, ev: Evidence) -> dict[int, str]:
     """Row → the shortest predicate that selects it alone."""
-    from treeleaks.schema import FeatureSchema
+    from treeleaks.ir.schema import FeatureSchema
 
     if ev.singling is None or ev.exposure is None:
         return {}

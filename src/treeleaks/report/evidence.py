@@ -19,17 +19,17 @@ import pandas as pd
 
 from treeleaks.report.budget import engine_seconds
 from treeleaks.report.findings import COMPLETE, FAILED, NOT_RUN, PARTIAL, AttackRun
-from treeleaks.vocabulary import Formulation, Status
+from treeleaks.runtime.vocabulary import Formulation, Status
 
 if TYPE_CHECKING:
     from treeleaks.attacks.singling_out import Exposure, SinglingOut
     from treeleaks.evaluation.entropy import LeakSummary
     from treeleaks.evaluation.leak_test import LeakTest
     from treeleaks.evaluation.metrics import ReconstructionScore
-    from treeleaks.model import ReleasedModel
-    from treeleaks.progress import ProgressCallback
+    from treeleaks.ir.model import ReleasedModel
+    from treeleaks.ir.schema import FeatureSchema
     from treeleaks.result import Reconstruction
-    from treeleaks.schema import FeatureSchema
+    from treeleaks.runtime.progress import ProgressCallback
 
 RECONSTRUCT_TITLE = "Reconstruction of the training set from the counts"
 OUT_OF_TIME = 0.9  # a run that used this share of its budget or more ran out of it
@@ -56,7 +56,7 @@ class AuditInput:
 
     @property
     def bound(self) -> FeatureSchema:
-        from treeleaks.schema import FeatureSchema
+        from treeleaks.ir.schema import FeatureSchema
 
         given = self.schema if self.schema is not None else FeatureSchema.for_model(self.model)
         return given.bind(self.model)
@@ -72,7 +72,7 @@ class AuditInput:
     @property
     def data_schema(self) -> FeatureSchema:
         """The columns' domains for scoring against the data (as `treeleaks leak-test`)."""
-        from treeleaks.schema import FeatureSchema
+        from treeleaks.ir.schema import FeatureSchema
 
         features = self.data[self.model.feature_names]
         return (FeatureSchema.from_frame(features) if self.schema is None

@@ -19,7 +19,7 @@ from treeleaks import __version__
 
 class RunStatus(StrEnum):
     """How an attack fared in the audit (`AttackRun.status`): the report's words, beside
-    the attack's own outcome (`treeleaks.vocabulary.Status`), which its figures carry."""
+    the attack's own outcome (`treeleaks.runtime.vocabulary.Status`), which its figures carry."""
 
     COMPLETE = "complete"  # the attack finished within its budget
     PARTIAL = "partial"  # it stopped at its budget (or was interrupted): figures are lower bounds

@@ -9,8 +9,8 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
-from treeleaks.errors import TreeleaksError
 from treeleaks.report.findings import Audit
+from treeleaks.runtime.errors import TreeleaksError
 
 
 class ReportSchemaError(TreeleaksError):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from treeleaks.report.findings import plain
-from treeleaks.vocabulary import Formulation
+from treeleaks.runtime.vocabulary import Formulation
 
 if TYPE_CHECKING:
     from treeleaks.result import Reconstruction

@@ -13,8 +13,8 @@ from treeleaks.report.evidence import AuditInput, Evidence, shortfall
 from treeleaks.report.findings import COMPLETE, NOT_RUN, PARTIAL, AttackRun, Defence
 
 if TYPE_CHECKING:
-    from treeleaks.model import NoiseMechanism
-    from treeleaks.progress import ProgressCallback
+    from treeleaks.ir.model import NoiseMechanism
+    from treeleaks.runtime.progress import ProgressCallback
 
 PRUNE_K = 2  # the smallest k that removes every vulnerable node
 _STRIPPED_SUFFIXES = (".skops", ".pkl", ".pickle", ".joblib", ".txt", ".json")

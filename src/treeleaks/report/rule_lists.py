@@ -18,7 +18,7 @@ from treeleaks.report.risk import assess
 
 if TYPE_CHECKING:
     from treeleaks.frontends.rule_list import RuleList
-    from treeleaks.schema import FeatureSchema
+    from treeleaks.ir.schema import FeatureSchema
 
 TREES_ONLY = "this attack reads trees; a rule list is audited by its probabilistic reconstruction"
 

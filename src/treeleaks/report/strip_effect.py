@@ -17,7 +17,7 @@ from treeleaks.report.findings import FAILED, AttackRun
 if TYPE_CHECKING:
     import pandas as pd
 
-    from treeleaks.model import ReleasedModel
+    from treeleaks.ir.model import ReleasedModel
 
 
 @dataclass(frozen=True)

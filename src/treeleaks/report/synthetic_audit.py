@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from treeleaks.report.findings import COMPLETE, PARTIAL, AttackRun, Audit, Verdict
 from treeleaks.report.risk import Rule, apply_rules
+from treeleaks.runtime.vocabulary import Status
 from treeleaks.synthetic import anonymeter_check
 from treeleaks.synthetic.singling_out import single_out_synthetic
 from treeleaks.synthetic.utility import release_utility
-from treeleaks.vocabulary import Status
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from treeleaks.progress import ProgressCallback
+    from treeleaks.runtime.progress import ProgressCallback
     from treeleaks.synthetic.singling_out import SyntheticSinglingOut
 
 KIND = "synthetic data (PrivBayes)"

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from treeleaks.runtime.vocabulary import Formulation, Status
 from treeleaks.sweep.audit_points import KINDS, run_audit_point
 from treeleaks.sweep.single_models import run_interpretable, run_single_out
 from treeleaks.sweep.synthetic_points import run_synthetic_point
-from treeleaks.vocabulary import Formulation, Status
 
 SOLVED = (Status.OPTIMAL, Status.FEASIBLE)
 DONE = Status.DONE  # the status of a point whose attack has no solver status
@@ -82,7 +82,7 @@ class Attack:
 
 def _schema(data: Any) -> Any:
     """The adversary's schema: domains and groups read off the whole dataset (public)."""
-    from treeleaks.schema import FeatureSchema
+    from treeleaks.ir.schema import FeatureSchema
 
     return FeatureSchema.from_frame(data.features, data.one_hot_groups or None,
                                     data.at_most_one_groups or None)

@@ -82,10 +82,10 @@ def fitted_booster(kind: str, X: Any, y: Any, label: str, seed: int) -> tuple[An
 def run_audit_point(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
     """Fit one model, audit it as `treeleaks audit` does (the JSON report validated), and
     keep the verdict, the risk and each attack's status and time."""
+    from treeleaks.ir.schema import FeatureSchema
     from treeleaks.report.collect import run_audit
     from treeleaks.report.evidence import AuditInput
     from treeleaks.report.json_report import to_json
-    from treeleaks.schema import FeatureSchema
     from treeleaks.sweep.datasets import load_dataset
 
     data = load_dataset(point["dataset"], data_dir)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 
 BUILT_IN = ("breast-cancer", "diabetes")  # shipped with scikit-learn: nothing downloaded
 
@@ -81,7 +81,7 @@ def load_dataset(name: str, data_dir: Path | None) -> Dataset:
     target: for regression trees).
     """
     if name == "breast-cancer":
-        from treeleaks.demo_data import demo_data
+        from treeleaks.demos.demo_data import demo_data
 
         X, y = demo_data()
         return Dataset(name, X.assign(**{str(y.name): y.to_numpy()}), str(y.name))

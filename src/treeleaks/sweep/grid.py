@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.sweep.attacks import ATTACKS
 
 TOP_KEYS = ("attack", "axes", "point_time_limit", "point_memory_mb", "data_dir", "isolate")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 
 
 class PlotError(TreeleaksError):

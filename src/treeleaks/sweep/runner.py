@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.sweep.attacks import ATTACKS, DONE
 from treeleaks.sweep.grid import Grid, current_names, point_key
 from treeleaks.sweep.isolate import ChildOutcome, run_isolated

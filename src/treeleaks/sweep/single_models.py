@@ -21,7 +21,7 @@ def run_interpretable(point: dict[str, Any], data_dir: Path | None) -> dict[str,
     size (splits of a tree, rules of a rule list)."""
     from treeleaks.attacks.probabilistic import rule_list_reconstruction, tree_reconstruction
     from treeleaks.evaluation.entropy import summarize
-    from treeleaks.schema import FeatureSchema
+    from treeleaks.ir.schema import FeatureSchema
     from treeleaks.sweep.datasets import load_dataset
 
     data = load_dataset(point["dataset"], data_dir)

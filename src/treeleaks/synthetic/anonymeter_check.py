@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.synthetic import anonymeter_script
 from treeleaks.synthetic.encoding import Encoding, found_in
 from treeleaks.synthetic.privbayes import PrivBayes

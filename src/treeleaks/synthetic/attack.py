@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from treeleaks.progress import ProgressCallback, report
+from treeleaks.runtime.progress import ProgressCallback, report
 from treeleaks.synthetic.setup import Setup
 from treeleaks.synthetic.shadows import TargetModel
 

@@ -34,7 +34,7 @@ from itertools import combinations
 import numpy as np
 from scipy.special import logsumexp
 
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 
 BETA = 0.3  # the structure's share of ε, the paper's recommended value
 

@@ -18,7 +18,7 @@ from itertools import chain, repeat
 import numpy as np
 from sklearn.ensemble import RandomForestClassifier
 
-from treeleaks.progress import ProgressCallback, report
+from treeleaks.runtime.progress import ProgressCallback, report
 from treeleaks.synthetic.setup import Setup
 
 TREES = 100  # the meta-classifier's

@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from treeleaks.errors import BudgetError, TreeleaksError
-from treeleaks.progress import ProgressCallback
+from treeleaks.runtime.errors import BudgetError, TreeleaksError
+from treeleaks.runtime.progress import ProgressCallback
+from treeleaks.runtime.vocabulary import Status
 from treeleaks.synthetic.attack import Series, attack_rounds
 from treeleaks.synthetic.custodian import WorstCase, worst_case
 from treeleaks.synthetic.encoding import Encoding, TableMismatchError, found_in
@@ -40,7 +41,6 @@ from treeleaks.synthetic.setup import Setup
 from treeleaks.synthetic.shadows import TargetModel, train_targets
 from treeleaks.synthetic.tables import check_seed, check_tables
 from treeleaks.synthetic.targets import most_vulnerable
-from treeleaks.vocabulary import Status
 
 TRAINING_SHARE = 0.8  # of the time left, what shadow training may use before the attacks
 STUDY, WORST_CASE = "study_targets", "worst_case"  # which figure a verdict reads

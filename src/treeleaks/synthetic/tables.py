@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 
 
 def check_tables(private: pd.DataFrame | None, population: pd.DataFrame) -> None:

@@ -14,7 +14,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.preprocessing import OneHotEncoder
 
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.synthetic.encoding import Encoding, found_in
 from treeleaks.synthetic.privbayes import PrivBayes
 from treeleaks.synthetic.tables import check_seed, check_tables

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import os
 
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 
 DEFAULT_MAX_ROWS = 1_000_000  # training rows the counts may imply before a run is refused
 SEED_MAX = 2**31 - 1  # CP-SAT takes a 32-bit seed

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from treeleaks.schema import FeatureSchema
+from treeleaks.ir.schema import FeatureSchema
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Reading JSON files, and the numbers the model file format fixes.
 
-Kept apart from `treeleaks.formats`, which checks the files' fields with pydantic: loading
+Kept apart from `treeleaks.ir.formats`, which checks the files' fields with pydantic: loading
 pydantic takes a tenth of a second, which reading a skops archive, building the IR or
 writing a model file need not pay.
 """

@@ -23,11 +23,11 @@ from sklearn.datasets import load_wine
 from sklearn.ensemble import RandomForestClassifier
 
 from treeleaks.attacks.reconstruct import reconstruct
-from treeleaks.display import certificate_text, live_progress
 from treeleaks.evaluation.metrics import evaluate
 from treeleaks.frontends.sklearn import from_sklearn
+from treeleaks.ir.schema import FeatureSchema
 from treeleaks.report.evidence import rows_in_place
-from treeleaks.schema import FeatureSchema
+from treeleaks.runtime.display import certificate_text, live_progress
 
 LABEL = "cultivar"
 SHOWN_ROWS = 3

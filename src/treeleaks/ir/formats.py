@@ -5,7 +5,7 @@ read as a boolean, no fractional index truncated, no NaN threshold), with a one-
 naming the field. Past this edge the package trusts the model IR; what needs the whole model
 (the nodes form one tree, splits name existing features) is checked by `ReleasedModel.validate`.
 The readers of the shapes import this module when they parse a file, not before: pydantic
-takes a tenth of a second to load (`treeleaks.json_files` reads the files themselves).
+takes a tenth of a second to load (`treeleaks.ir.json_files` reads the files themselves).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from pydantic import (
     ValidationError,
 )
 
-from treeleaks.errors import TreeleaksError
-from treeleaks.json_files import FORMAT_VERSION, MAX_COUNT, MAX_NODES
+from treeleaks.ir.json_files import FORMAT_VERSION, MAX_COUNT, MAX_NODES
+from treeleaks.runtime.errors import TreeleaksError
 
 Shape = TypeVar("Shape", bound=BaseModel)
 

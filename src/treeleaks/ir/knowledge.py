@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from treeleaks.errors import TreeleaksError
-from treeleaks.model import ReleasedModel, Tree
-from treeleaks.paths import unreadable
-from treeleaks.schema import FeatureSchema, FeatureSpec
+from treeleaks.ir.model import ReleasedModel, Tree
+from treeleaks.ir.schema import FeatureSchema, FeatureSpec
+from treeleaks.runtime.errors import TreeleaksError
+from treeleaks.runtime.paths import unreadable
 
 FIT_CHECK_BUDGET = 200_000_000  # leaf x known row x column comparisons checked up front
 

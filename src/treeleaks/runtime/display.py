@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from rich.progress import Progress as RichProgress
     from rich.progress import TaskID
 
-    from treeleaks.progress import Progress as Event
-    from treeleaks.progress import ProgressCallback
+    from treeleaks.runtime.progress import Progress as Event
+    from treeleaks.runtime.progress import ProgressCallback
 
 # stage -> (what it is doing, what its done/total count)
 STAGES = {

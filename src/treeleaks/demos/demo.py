@@ -3,7 +3,7 @@
 Uses scikit-learn's breast-cancer data (it ships with scikit-learn, so nothing is
 downloaded), fifteen of its measurements binarized at their medians, and a forest whose
 trees each see every patient once: the cells of the trees' common refinement are few, and
-the attack proves most patients were training rows. The default demo (`treeleaks.demo_raw`)
+the attack proves most patients were training rows. The default demo (`treeleaks.demos.demo_raw`)
 attacks scikit-learn's default forest on raw measurements instead.
 """
 
@@ -23,12 +23,12 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.ensemble import RandomForestClassifier
 
 from treeleaks.attacks.reconstruct import reconstruct
-from treeleaks.demo_data import FEATURES, LABEL, demo_data
-from treeleaks.display import certificate_text, live_progress
+from treeleaks.demos.demo_data import FEATURES, LABEL, demo_data
 from treeleaks.evaluation.metrics import evaluate
 from treeleaks.frontends.sklearn import from_sklearn
+from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction
-from treeleaks.schema import FeatureSchema
+from treeleaks.runtime.display import certificate_text, live_progress
 
 N_TREES = 100
 SHOWN_PAIRS = 5

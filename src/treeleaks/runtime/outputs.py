@@ -10,7 +10,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from treeleaks.errors import TreeleaksError
+from treeleaks.runtime.errors import TreeleaksError
 
 
 class OutputError(TreeleaksError):

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from treeleaks.model import ReleasedModel
-from treeleaks.schema import FeatureSchema
+from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.schema import FeatureSchema
 
 SEPARATOR = re.compile(r"__|[:=_]")
 

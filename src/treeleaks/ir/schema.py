@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from treeleaks.errors import SchemaError
-from treeleaks.json_files import read_json
-from treeleaks.model import ModelFormatError, ReleasedModel
+from treeleaks.ir.json_files import read_json
+from treeleaks.ir.model import ModelFormatError, ReleasedModel
+from treeleaks.runtime.errors import SchemaError
 
 if TYPE_CHECKING:  # pandas is needed only to read a frame
     import pandas as pd
@@ -144,7 +144,7 @@ class FeatureSchema:
             A field is malformed, a column is both numerical and ordinal, or a group is
             invalid.
         """
-        from treeleaks.formats import parse_schema  # pydantic: loaded for a schema file only
+        from treeleaks.ir.formats import parse_schema  # pydantic: loaded for a schema file only
 
         record = parse_schema(data, SchemaError)
         features: dict[str, FeatureSpec] = {}
