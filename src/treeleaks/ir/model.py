@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from treeleaks.errors import TreeleaksError, UnsupportedModelError
-from treeleaks.json_files import FORMAT_VERSION, MAX_COUNT, read_json
+from treeleaks.ir.json_files import FORMAT_VERSION, MAX_COUNT, read_json
+from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
 
 if TYPE_CHECKING:  # the checked shapes load pydantic: imported when a file is parsed
-    from treeleaks.formats import TreeRecord
+    from treeleaks.ir.formats import TreeRecord
 
 
 class ModelFormatError(TreeleaksError, ValueError):
@@ -50,7 +50,7 @@ class Tree:
     model file keeps the field name ``"multiplicities"`` for them, so files saved earlier
     still load and files written now still load in older versions.
     A ``pooled`` tree holds every class's rows in the first column of ``counts`` (the rest
-    are 0): side knowledge that says nothing of the label (`treeleaks.knowledge`). A pooled
+    are 0): side knowledge that says nothing of the label (`treeleaks.ir.knowledge`). A pooled
     tree may count one class ``apart`` (a multiclass booster's first-round tree for that
     class): its rows in column ``apart``, every other class's in `rest_column`.
     A regression tree has one column of ``counts`` (the rows in each leaf) and ``values``, each
@@ -614,7 +614,7 @@ class ReleasedModel:
         UnsupportedModelError
             The counts are those of weighted training.
         """
-        from treeleaks.formats import parse_model
+        from treeleaks.ir.formats import parse_model
 
         record = parse_model(data, ModelFormatError)
         model = cls(
