@@ -173,7 +173,9 @@ def run_one(spec: str, framework: str, model_kind: str, n_trees: int, seed: int,
     record.update(trees_read=model.n_trees, load_s=load_s, derived_counts_right=counts_right,
                   status=rec.status, verified=rec.verified, time_s=rec.time_s,
                   leaf_values_match=certificate and certificate.leaf_values_match,
-                  rows=rec.n_rows, proven_rows=rec.proven_rows, message=rec.message)
+                  rows=rec.n_rows, proven_rows=rec.proven_rows, message=rec.message,
+                  strategy=rec.strategy, n_cells=rec.n_cells,
+                  timings={k: round(float(v), 3) for k, v in rec.timings.items()})
     if rec.n_rows:
         truth = X.assign(**{model.label_name: np.asarray(model.classes)[y_index]})
         score = evaluate(truth, rec.rows, schema, label=model.label_name)
