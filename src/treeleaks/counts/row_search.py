@@ -1,7 +1,8 @@
 """Partial datasets by a search over rows as points (issue 29, step 3).
 
 A forest whose trees each saw every training row once releases, per tree, how many rows of
-each class every leaf holds. A *partial dataset* is a set of rows within every count. This
+each class every leaf holds (a multiclass booster's trees pool classes into fewer columns:
+`Tree.count_column`, and a row is counted in its class's column). A *partial dataset* is a set of rows within every count. This
 module looks for a large one without cells. Every training row is a point on the grid the
 forest's thresholds cut (a bin per feature), so its leaves always meet (its box is never
 empty); the counts are what the search must respect.
