@@ -1,11 +1,11 @@
 """Partial datasets by a search over rows as points (issue 29, step 3).
 
 A forest whose trees each saw every training row once releases, per tree, how many rows of
-each class every leaf holds (a multiclass booster's trees pool classes into fewer columns:
-`Tree.count_column`, and a row is counted in its class's column). A *partial dataset* is a set of rows within every count. This
-module looks for a large one without cells. Every training row is a point on the grid the
-forest's thresholds cut (a bin per feature), so its leaves always meet (its box is never
-empty); the counts are what the search must respect.
+each class every leaf holds (a multiclass booster's trees pool classes into fewer columns,
+`Tree.count_column`: a row counts in its class's column). A *partial dataset* is a set of
+rows within every count. This module looks for a large one without cells. Every training
+row is a point on the grid the forest's thresholds cut (a bin per feature), so its leaves
+always meet (its box is never empty); the counts are what the search must respect.
 
 Rows are *inside* (counted, and together always within every count: a partial dataset at
 any moment) or *outside* (waiting, at a point of their own). An outside row steps across a
