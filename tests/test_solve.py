@@ -97,3 +97,50 @@ def test_vertex_supports_hold_a_fractional_solution_and_stop_at_the_deadline():
     late = vertex_supports(A, rhs, upper, np.zeros(A.shape[1]), 3, rng,
                            deadline=time.perf_counter() - 1)
     assert not late.any()
+
+
+def test_the_counts_alone_are_solved_before_the_gradient_sums() -> None:
+    """A booster's gradient sums (side rows) refine a solution of the counts alone: sums
+    the counts meet give a solution within both; sums no dataset meets, or no time left
+    for them, leave the counts' solution standing, saying so."""
+    import dataclasses
+
+    import scipy.sparse as sp
+
+    from treeleaks.counts.gradient_rows import SideRows
+
+    model, _, system = shallow_system(3)
+    n_rows = model.n_rows
+    every = sp.csr_matrix(np.ones((1, system.n_vars)))
+
+    def meets_counts(counts: np.ndarray) -> bool:
+        return bool((system.A @ counts == system.b).all() and (counts >= system.lb).all()
+                    and (counts <= system.ub).all())
+
+    held = dataclasses.replace(system, side=SideRows(every, np.array([n_rows - 0.5]),
+                                                     np.array([n_rows + 0.5])))
+    solution = solve_module.solve(held, time_limit=20, threads=1)
+    assert solution.counts is not None and meets_counts(solution.counts)
+    assert solution.bounded is not None and not solution.note
+    contradicted = dataclasses.replace(system, side=SideRows(every, np.array([n_rows + 5.0]),
+                                                             np.array([n_rows + 6.0])))
+    solution = solve_module.solve(contradicted, time_limit=20, threads=1)
+    assert solution.counts is not None and meets_counts(solution.counts)
+    assert solution.sums_infeasible and "counts alone" in solution.note
+
+
+def test_the_sums_take_at_most_their_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    import scipy.sparse as sp
+
+    from treeleaks.counts.gradient_rows import SideRows
+
+    model, _, system = shallow_system(4)
+    monkeypatch.setattr(solve_module, "SIDE_SHARE", 0.0)
+    every = sp.csr_matrix(np.ones((1, system.n_vars)))
+    held = dataclasses.replace(system, side=SideRows(every, np.array([model.n_rows - 0.5]),
+                                                     np.array([model.n_rows + 0.5])))
+    solution = solve_module.solve(held, time_limit=20, threads=1)
+    assert solution.counts is not None and (system.A @ solution.counts == system.b).all()
+    assert not solution.sums_infeasible and "0 s it gave them" in solution.note

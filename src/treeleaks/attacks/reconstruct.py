@@ -324,12 +324,12 @@ def _knowledge(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
 
 def _exact(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
            request: Request) -> Reconstruction:
-    # the row search reads per-class counts in every tree (a booster's later trees pool them)
-    searchable = not any(tree.pooled for tree in model.trees)
+    # the row search reads every tree's counts, pooled or per class (`has_uncounted` models
+    # take another route)
     return reconstruct_exact(model, bound, run, solver=request.solver,
                              strategy=request.strategy,
                              row_search=request.strategy == Strategy.AUTO
-                             and raw_measurements(model) and searchable)
+                             and raw_measurements(model))
 
 
 def _counted_rows(model: ReleasedModel) -> int:

@@ -207,6 +207,7 @@ def generate_cells(
     progress: ProgressCallback | None = None,
     workers: int = 1,
     proven: Peeled | None = None,
+    start: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Generated:
     """Generate cells until they hold an integer dataset (see the module doc).
 
@@ -214,7 +215,10 @@ def generate_cells(
     by diving: columns at whole values are kept, the largest fractional one is rounded
     up, and the rest of the rows are placed again by column generation on what is left
     of the counts, until every row is placed. ``proven`` rows (`peel_rows`) are placed
-    first and never moved. ``workers`` threads price the classes side by side.
+    first and never moved. ``workers`` threads price the classes side by side. ``start``
+    rows ``(leaves, cls)`` within every count (a row search's partial dataset) seed the
+    pool as columns the LP may use or leave, nothing proven, and are the first partial
+    dataset.
     """
     from treeleaks.counts.pricing import PricingTeam
 
@@ -227,6 +231,12 @@ def generate_cells(
     fixed = np.bincount(columns, minlength=len(pool)).astype(np.int64)
     best = BestPartial()
     best.offer(fixed)
+    if start is not None and len(start[1]):
+        seeded = []
+        for leaves, cls in zip(*start, strict=True):
+            pool.add(int(cls), leaves)
+            seeded.append(pool.index(int(cls), leaves))
+        best.offer(_padded(fixed, len(pool)) + np.bincount(seeded, minlength=len(pool)))
     with PricingTeam(model, schema, workers) as pricers:
         try:
             status, placed = _dive(pool, pricers, deadline, seed, progress, stats, fixed, best)

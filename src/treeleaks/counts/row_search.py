@@ -1,10 +1,11 @@
 """Partial datasets by a search over rows as points (issue 29, step 3).
 
 A forest whose trees each saw every training row once releases, per tree, how many rows of
-each class every leaf holds. A *partial dataset* is a set of rows within every count. This
-module looks for a large one without cells. Every training row is a point on the grid the
-forest's thresholds cut (a bin per feature), so its leaves always meet (its box is never
-empty); the counts are what the search must respect.
+each class every leaf holds (a multiclass booster's trees pool classes into fewer columns,
+`Tree.count_column`: a row counts in its class's column). A *partial dataset* is a set of
+rows within every count. This module looks for a large one without cells. Every training
+row is a point on the grid the forest's thresholds cut (a bin per feature), so its leaves
+always meet (its box is never empty); the counts are what the search must respect.
 
 Rows are *inside* (counted, and together always within every count: a partial dataset at
 any moment) or *outside* (waiting, at a point of their own). An outside row steps across a
@@ -60,17 +61,21 @@ def search_rows(
     clock (how many steps fit before the deadline).
 
     Needs a forest whose trees each saw every row once (every tree holds the same number of
-    rows of each class) and per-class counts (no pooled tree).
+    rows of each class) and counts in every tree. A tree that pools classes into one column
+    (a multiclass booster's: later rounds pool every class, the first round's tree k keeps
+    class k apart from the rest, `Tree.count_column`) bounds the rows of all the classes
+    of that column together.
     """
-    if any(tree.pooled for tree in model.trees):
-        raise ValueError("the row search needs per-class counts; a tree pools its classes")
-    totals = np.array([tree.counts.sum(axis=0) for tree in model.trees])
-    if (totals != totals[0]).any():
+    if not all(tree.counted for tree in model.trees):
+        raise ValueError("the row search needs every tree's counts; a tree has none")
+    per_class = model.class_totals()
+    if any((tree.counts.sum(axis=0) != tree.in_columns(per_class[None, :])[0]).any()
+           for tree in model.trees):
         raise ValueError("the row search needs trees that each saw every row once; "
                          "their class totals differ")
     grid = ThresholdGrid.of(model)
     rng = np.random.default_rng(seed)
-    search = _Search(grid, totals[0], rng)
+    search = _Search(grid, per_class, rng, _columns(model))
     search.place(start, pinned)
     return search.run(deadline, on_better)
 
@@ -86,12 +91,32 @@ def row_points(model: ReleasedModel, leaves: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(upper), upper, np.where(np.isfinite(lower), lower + 1.0, 0.0))
 
 
+def _columns(model: ReleasedModel) -> np.ndarray:
+    """``(G, C)``: the column of its tree's counts that holds class c's rows, per global
+    leaf (the grid's numbering)."""
+    classes = np.arange(model.n_classes)
+    return np.vstack([np.tile(np.asarray(tree.count_column(classes), dtype=np.int64),
+                              (tree.n_leaves, 1)) for tree in model.trees])
+
+
+def _start_tree(model_columns: np.ndarray, offset: np.ndarray, cls: int) -> int:
+    """The first tree that counts class ``cls`` in a column of its own (a multiclass
+    booster's first-round tree for it), else tree 0: where a row of that class starts."""
+    for t, first in enumerate(offset):
+        column = model_columns[first, cls]
+        if (model_columns[first] == column).sum() == 1:
+            return t
+    return 0
+
+
 class _Search:
     """Rows inside (counted in ``occ``: always within every count) and outside, all as
     grid points with their global leaves."""
 
-    def __init__(self, grid: ThresholdGrid, per_class: np.ndarray, rng: np.random.Generator):
+    def __init__(self, grid: ThresholdGrid, per_class: np.ndarray, rng: np.random.Generator,
+                 columns: np.ndarray):
         self.grid, self.rng = grid, rng
+        self.columns = columns  # (G, C): each global leaf's count column of each class
         self.cls = np.repeat(np.arange(len(per_class)), per_class)
         self.n_trees = len(grid.roots)
         self.n = len(self.cls)
@@ -125,14 +150,16 @@ class _Search:
             self._insert(row)
         if (self.occ > g.counts).any():
             raise ValueError("the start rows hold a leaf's class beyond its count")
-        first = slice(g.offset[0], g.offset[1] if self.n_trees > 1 else len(g.counts))
+        ends = np.append(g.offset, len(g.counts))
         for c in np.unique(self.cls):
             rows = np.flatnonzero(~given & (self.cls == c))
-            room = np.maximum(g.counts[first, c] - self.occ[first, c], 0)
+            tree = _start_tree(self.columns, g.offset, c)
+            first = np.arange(ends[tree], ends[tree + 1])
+            room = np.maximum(g.counts[self._at(first, c)] - self.occ[self._at(first, c)], 0)
             slots = self.rng.permutation(np.repeat(np.arange(len(room)), room))
             if not len(slots):
-                slots = np.flatnonzero(g.counts[first, c] > 0)
-            slots = g.offset[0] + np.resize(slots, len(rows))
+                slots = np.flatnonzero(g.counts[self._at(first, c)] > 0)
+            slots = g.offset[tree] + np.resize(slots, len(rows))
             lo, hi = g.lo[slots], g.hi[slots]
             points[rows] = lo + (self.rng.random(lo.shape) * (hi - lo + 1)).astype(np.int64)
         self._route_rows(np.flatnonzero(~given))
@@ -148,16 +175,22 @@ class _Search:
     def _insert(self, row: int) -> None:
         self.inside[row] = True
         self.since[row] = self.step
-        self.occ[self.leaves[row], self.cls[row]] += 1
+        self.occ[self._at(self.leaves[row], self.cls[row])] += 1
 
     def _eject(self, row: int) -> None:
         self.inside[row] = False
-        self.occ[self.leaves[row], self.cls[row]] -= 1
+        self.occ[self._at(self.leaves[row], self.cls[row])] -= 1
 
     def _full(self, row: int) -> np.ndarray:
         """Global leaves of ``row`` with no room left for its class."""
         mine, c = self.leaves[row], self.cls[row]
-        return mine[self.occ[mine, c] >= self.grid.counts[mine, c]]
+        at = self._at(mine, c)
+        return mine[self.occ[at] >= self.grid.counts[at]]
+
+    def _at(self, leaves: np.ndarray, c: int | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The (global leaf, column) entries of ``occ`` and the counts that hold class
+        ``c``'s rows in ``leaves``."""
+        return leaves, self.columns[leaves, c]
 
     def _changes(self, rows: np.ndarray, feats: np.ndarray, bins: np.ndarray,
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -175,8 +208,8 @@ class _Search:
     def _apply(self, row: int, feat: int, value: int, trees: np.ndarray, to: np.ndarray,
                ) -> None:
         if self.inside[row]:
-            np.subtract.at(self.occ, (self.leaves[row, trees], self.cls[row]), 1)
-            np.add.at(self.occ, (to, self.cls[row]), 1)
+            np.subtract.at(self.occ, self._at(self.leaves[row, trees], self.cls[row]), 1)
+            np.add.at(self.occ, self._at(to, self.cls[row]), 1)
         self.leaves[row, trees] = to
         self.points[row, feat] = value
 
@@ -197,8 +230,9 @@ class _Search:
             k_idx, t_idx, new = self._changes(np.full(k, row), feats, bins)
             old = self.leaves[row, t_idx]
             w = self.weight
-            gain = np.where(self.occ[old, c] >= g.counts[old, c], w[old, c], 0.0)
-            cost = np.where(self.occ[new, c] >= g.counts[new, c], w[new, c], 0.0)
+            old_at, new_at = self._at(old, c), self._at(new, c)
+            gain = np.where(self.occ[old_at] >= g.counts[old_at], w[old_at], 0.0)
+            cost = np.where(self.occ[new_at] >= g.counts[new_at], w[new_at], 0.0)
             delta = np.bincount(k_idx, cost - gain, minlength=k) + self.rng.random(k) * 1e-3
             best = int(np.argmin(delta))
             if delta[best] < 0:
@@ -207,7 +241,7 @@ class _Search:
                 if not len(self._full(row)):
                     self._insert(row)
                 return
-        self.weight[full, c] += 1.0
+        self.weight[self._at(full, c)] += 1.0
         if len(full) <= ROOM_LEAVES:
             for leaf in full:
                 self._make_room(leaf, c)
@@ -217,11 +251,13 @@ class _Search:
         self._eject_for(row, self._full(row))
 
     def _make_room(self, leaf: int, c: int) -> None:
-        """Move one inside row of class ``c`` out of ``leaf`` to leaves that all have room,
+        """Move one inside row counted with class ``c`` in ``leaf`` (of its class, or of
+        a class its tree pools with it) out of ``leaf`` to leaves that all have room,
         preferring to leave the leaves outside rows wait for (their weight)."""
         g = self.grid
         tree = int(np.searchsorted(g.offset, leaf, side="right") - 1)
-        holders = np.flatnonzero(self.inside & ~self.fixed & (self.cls == c)
+        holders = np.flatnonzero(self.inside & ~self.fixed
+                                 & (self.columns[leaf, self.cls] == self.columns[leaf, c])
                                  & (self.leaves[:, tree] == leaf))
         if not len(holders):
             return
@@ -232,9 +268,11 @@ class _Search:
         k = len(rows)
         k_idx, t_idx, new = self._changes(rows, feats, bins)
         old = self.leaves[rows[k_idx], t_idx]
-        blocked = np.bincount(k_idx, self.occ[new, c] >= g.counts[new, c], minlength=k)
+        mover = self.cls[rows[k_idx]]  # each candidate's own class
+        old_at, new_at = self._at(old, mover), self._at(new, mover)
+        blocked = np.bincount(k_idx, self.occ[new_at] >= g.counts[new_at], minlength=k)
         w = self.weight
-        score = np.bincount(k_idx, w[old, c] - w[new, c], minlength=k) + self.rng.random(k)
+        score = np.bincount(k_idx, w[old_at] - w[new_at], minlength=k) + self.rng.random(k)
         score[blocked > 0] = -np.inf
         best = int(np.argmax(score))
         if np.isfinite(score[best]):
@@ -242,15 +280,17 @@ class _Search:
             self._apply(int(rows[best]), feats[best], bins[best], t_idx[moved], new[moved])
 
     def _eject_for(self, row: int, full: np.ndarray) -> None:
-        """Bring ``row`` in, ejecting inside rows of its class that hold its leaves in
-        ``full``, those holding most first; rows brought in within ``TABU`` steps stay (and
-        when they alone hold a leaf, ``row`` stays out)."""
+        """Bring ``row`` in, ejecting inside rows counted with its class (its own, or one
+        a tree pools with it) that hold its leaves in ``full``, those holding most first;
+        rows brought in within ``TABU`` steps stay (and when they alone hold a leaf,
+        ``row`` stays out)."""
         c = self.cls[row]
-        others = np.flatnonzero(self.inside & ~self.fixed & (self.cls == c)
-                                & (self.since < self.step - TABU))
+        others = np.flatnonzero(self.inside & ~self.fixed & (self.since < self.step - TABU))
         if not len(others):
             return
-        held = np.isin(self.leaves[others], full)  # (rows, T)
+        theirs = self.leaves[others]  # (rows, T)
+        held = np.isin(theirs, full) & (self.columns[theirs, self.cls[others][:, None]]
+                                        == self.columns[self.leaves[row], c][None, :])
         ejected = []
         left = np.ones(self.n_trees, dtype=bool)
         need = np.isin(self.leaves[row], full)

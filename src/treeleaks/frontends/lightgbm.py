@@ -268,7 +268,10 @@ def _sums(count: np.ndarray, hessian: np.ndarray, value: np.ndarray, eta: float,
           l2: float, scale: float = 1.0) -> np.ndarray:
     """A later tree's gradient and hessian sums per leaf: H as stored (``scale`` times the
     rows' p(1-p)), G from the value v = -η·G/(H + λ). LightGBM keeps each row's gradient in
-    float32: the sums are trusted to `ROW_PRECISION` per row."""
+    float32: the sums are trusted to `ROW_PRECISION` per row. A tree without its hessian
+    sum (no split, value 0) adds nothing and says nothing."""
+    if np.isnan(hessian).any():
+        return no_sums()
     gradient = -value * (hessian + l2) / eta
     tolerance = count * ROW_PRECISION
     return np.vstack([sum_rows(1.0, 0.0, gradient, tolerance),
@@ -377,7 +380,10 @@ def _tree(block: dict[str, str], index: int, names: list[str]) -> _Converted:
                                     "constant leaves only")
     count = _numbers(block, "leaf_count", index, n_leaves, whole=True, low=0)
     value = _numbers(block, "leaf_value", index, n_leaves)
-    hessian = _numbers(block, "leaf_weight", index, n_leaves, low=0.0)
+    # a tree LightGBM grew no split in (a class whose gradients had nothing left to gain,
+    # late in a multiclass booster) keeps its rows and value 0 but no hessian sum
+    hessian = (np.full(1, np.nan) if n_leaves == 1 and not block.get("leaf_weight", "x").strip()
+               else _numbers(block, "leaf_weight", index, n_leaves, low=0.0))
     n_internal = n_leaves - 1
     if not n_internal:
         nodes = (np.array([-1]), np.array([0.0]), np.array([-1]), np.array([-1]),
