@@ -154,14 +154,9 @@ def interval_scores(rec: Reconstruction, model: ReleasedModel, X: np.ndarray,
             "interval_width": float(np.median((high - low) / y_span))}
 
 
-def _share(value: float | None) -> str:
-    """A share for the table, a dash where there is none."""
-    return f"{'-':>6}" if value is None else f"{value:>6.1%}"
-
-
-def _width(value: float | None) -> str:
-    """An interval width for the table, a dash where there is none."""
-    return f"{'-':>6}" if value is None else f"{value:>6.3f}"
+def _cell(value: float | None, spec: str) -> str:
+    """A figure for the table in format ``spec``, a dash where there is none."""
+    return f"{'-':>6}" if value is None else format(value, spec)
 
 
 def _paired(X: np.ndarray, got: np.ndarray, span: np.ndarray,
@@ -211,8 +206,8 @@ def main() -> None:
                     print(f"{spec:>18} {framework:>9} {kind:>7} {seed:>4} "
                           f"{row['derived_right']!s:>7} {row['status']:>8} "
                           f"{row['verified']!s:>5} {row['time_s']:>6.1f} {row['rows']:>5} "
-                          f"{row['targets_exact'] or 0:>5} {_share(row.get('inside'))} "
-                          f"{_width(row.get('interval_width'))} "
+                          f"{row['targets_exact'] or 0:>5} {_cell(row.get('inside'), '>6.1%')} "
+                          f"{_cell(row.get('interval_width'), '>6.3f')} "
                           f"{row.get('target_error', 0):>6.3f} "
                           f"{row.get('random_target_error', 0):>6.3f} "
                           f"{row.get('feature_error', 0):>6.3f} "

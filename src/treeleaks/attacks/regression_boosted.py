@@ -232,8 +232,8 @@ def _from_first_tree(model: ReleasedModel, bound: FeatureSchema, clock: RunClock
     leaf's box with the leaf's mean target (what the first tree's values are). The mean is
     exact for the group, not for any one row, so no row's target is called exact."""
     first = model.trees[0]
-    per_row, frames = leaf_group_rows(model, bound, 0, first.counts[:, 0],
-                                      first_tree_means(model))
+    assert first.values is not None  # the readers keep the first tree's leaf means
+    per_row, frames = leaf_group_rows(model, bound, 0, first.counts[:, 0], first.values)
     certificate = verify_rows_within(model, frames["rows"])
     clock.lap("first tree")
     groups = np.unique(per_row).size
@@ -250,21 +250,6 @@ def _from_first_tree(model: ReleasedModel, bound: FeatureSchema, clock: RunClock
                  "no row's target); their values are filled in those boxes"
                  + ("" if certificate.verified else
                     f", which crowd other trees' leaves ({certificate.first_mismatch})")))
-
-
-def first_tree_means(model: ReleasedModel) -> np.ndarray:
-    """The mean target of each first-tree leaf's rows (0 for an empty leaf): every row
-    starts at the same score, so its leaf's sum row ``a·Σ(start - y) + b·n`` gives Σy."""
-    gradients = model.gradients
-    assert gradients is not None
-    first = model.trees[0]
-    means = np.zeros(first.n_leaves)
-    for leaf, a, b, low, high in gradients.sums[0]:
-        n = float(first.counts[int(leaf), 0])
-        if n:
-            total = n * float(gradients.start) - ((low + high) / 2 - b * n) / a
-            means[int(leaf)] = total / n
-    return means
 
 
 def _single_row_rows(model: ReleasedModel, bound: FeatureSchema, deadline: float
