@@ -223,11 +223,13 @@ def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
     return Verdict(
         rows_reconstructed=recon.get("n_rows"),
         rows_reconstructed_partial=bool(recon.get("partial", False)),
+        rows_pinned=recon.get("pinned_rows"),
         rows_reconstructed_exactly=exact,
         rows_proven=proven,
         targets_given_away=recon.get("targets_exact"),
         rows_singled_out=singled.get("rows_singled_out",
                                      singled.get("rows_singled_out_at_least")),
+        rows_singled_out_proven=singled.get("rows_singled_out_at_least"),
         singled_out_measured_on_data="rows_singled_out" in singled,
         singling_predicates=singled.get("n_predicates"),
         singling_predicates_proven=singled.get("n_proven"),
