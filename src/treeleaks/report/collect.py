@@ -196,9 +196,11 @@ def _conclude(audit: Audit, inp: AuditInput, ev: Evidence, defences: list[Defenc
     audit.verdict = verdict(inp, audit)
     audit.risk = assess(audit.verdict, audit.partial)
     singling = audit.attack("single-out")
-    counts = remedies.strip_counts(singling if singling and singling.figures
-                                   and inp.model.counts_released else None, inp.path,
-                                   inp.model.source)
+    measured = singling if singling and singling.figures and inp.model.counts_released \
+        else None
+    counts = remedies.strip_counts(measured, inp.path, inp.model.source,
+                                   remedies.stripped_guesses_single_out(inp) if measured
+                                   else None)
     dp = [] if inp.model.is_regression else [remedies.retrain_with_dp(inp.model.noise)]
     audit.defences = [*defences, *([counts] if counts else []), *dp]
     if ev.singling is not None and inp.model.n_trees == 1:
