@@ -26,7 +26,6 @@ from typing import Any
 
 CLOSE_TO_BASELINE = 0.5  # MEDIUM when the error is below this share of the random baseline
 DIST_G_MEDIUM = 0.5  # MEDIUM when a tree leaves less than this share of the rows' entropy
-WIDE = 0.5  # below this share of numerical values pinned within 5%, proven rows are intervals
 SINGLING_CHECK = ("pass your training rows (--data): the audit counts the candidates that "
                   "match exactly one of them")
 CLOSENESS_CHECK = ("pass your training rows (--data): the audit measures how close the "
@@ -91,10 +90,10 @@ def p_value_text(p: float) -> str:
 
 
 def _proven_values(v: dict[str, Any]) -> str:
-    """What a proven row's values are: themselves, or intervals when the measured values are
-    mostly left wide (raw columns, leaves of several rows)."""
+    """What a proven row's values are: themselves where every column is 0/1 or categorical,
+    intervals where columns are measured (a box, however narrow, is not the value)."""
     pinned = v.get("values_pinned_within_5pct")
-    if pinned is None or pinned >= WIDE:
+    if pinned is None:
         return " with their values"
     return (f", each within the intervals shown ({pinned:.0%} of their numerical values "
             "pinned within 5% of the range)")
