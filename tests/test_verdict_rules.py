@@ -131,7 +131,7 @@ def test_a_presumed_level_is_marked_and_settled_by_the_data() -> None:
 def test_rebuilt_rows_are_never_called_given_away() -> None:
     v = audit_of("bootstrap forest", None).verdict
     rebuilt = next(r for r in RULES if r.name == "rows rebuilt").says(v)
-    assert f"{v['rows_reconstructed']} row(s) within every count" in rebuilt
+    assert f"{v['rows_reconstructed']} row(s) the model allows" in rebuilt
     assert "not the training rows" in rebuilt and "given away" not in rebuilt
     assert 0 <= v["rows_pinned"] <= v["rows_reconstructed"]
 

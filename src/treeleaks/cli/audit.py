@@ -329,8 +329,8 @@ def _row_figures(v: dict[str, Any]) -> list[tuple[str, str]]:
     lines = []
     if rebuilt:
         partial = " (a partial dataset)" if v.get("rows_reconstructed_partial") else ""
-        lines.append(("Rows rebuilt within every count", f"{rebuilt:,}{partial}; rows the "
-                      "counts allow, not proven to be training rows"))
+        lines.append(("Rows rebuilt from the file", f"{rebuilt:,}{partial}; rows the model "
+                      "allows, not proven to be training rows"))
         if v.get("rows_pinned") is not None:
             lines.append(("Rebuilt rows the file pins", f"{v['rows_pinned']:,} (every value "
                           "within 5% of its range)"))

@@ -164,11 +164,11 @@ def _verdict(audit: Audit) -> str:
         lines.append(("Training rows reconstructed exactly", f"at least {v['rows_proven']:,} "
                       "(the proven ones; your rows, --data, measure the rest)"))
     if v.get("rows_reconstructed"):
-        lines.append(("Rows rebuilt within every count", (
+        lines.append(("Rows rebuilt from the file", (
             f"at least {v['rows_reconstructed']:,}{of_n} ({_partial_kind(audit)}; see the "
             "rebuilt rows)" if v.get("rows_reconstructed_partial")
             else f"{v['rows_reconstructed']:,}{of_n}")
-            + "; rows the counts allow, not proven to be training rows"))
+            + "; rows the model allows, not proven to be training rows"))
         if v.get("rows_pinned") is not None:
             lines.append(("Rebuilt rows the file pins", f"{v['rows_pinned']:,} (every value "
                           "within 5% of its range)"))

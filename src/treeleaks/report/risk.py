@@ -6,7 +6,7 @@ predicates the counts prove isolate a row, targets every leaf reproduces, a tree
 narrows its rows down). *Measured*: the custodian's rows (``--data``) measured it (rows
 singled out, rows rebuilt exactly, a reconstruction close to the rows, the leak test).
 *Presumed*: the file holds evidence that only the data can confirm (singling-out candidates
-no proof settles, rows rebuilt within every count whose closeness nobody has measured); a
+no proof settles, rows rebuilt from the file whose closeness nobody has measured); a
 presumed rule holds only while its measurement is missing, and says which check settles it.
 So an audit without the data fails safe: it is never LOW while such evidence exists, and
 the data replaces each presumption with a measurement but never lowers what the file alone
@@ -112,9 +112,9 @@ def _rebuilt_says(v: dict[str, Any]) -> str:
     pinned = v.get("rows_pinned")
     of_them = f", {pinned} of them pinned within 5% of every range" if pinned else ""
     kind = "a partial dataset of " if v.get("rows_reconstructed_partial") else ""
-    return (f"the file gives back {kind}{v['rows_reconstructed']} row(s) within every count"
-            f"{of_them}; rows that fit the counts are not the training rows until your data "
-            "measures how close they are")
+    return (f"the file gives back {kind}{v['rows_reconstructed']} row(s) the model allows"
+            f"{of_them}; such rows are not the training rows until your data measures how "
+            "close they are")
 
 
 RULES = (
@@ -167,8 +167,8 @@ RULES = (
          f"MEDIUM if a tree leaves less than {DIST_G_MEDIUM:.0%} of its rows' entropy "
          "(dist_g)"),
     Rule("MEDIUM", "rows rebuilt", _unmeasured_rebuilt, _rebuilt_says,
-         "MEDIUM (presumed) if rows are rebuilt within every count and your data has not "
-         "measured how close they are", Basis.PRESUMED, CLOSENESS_CHECK),
+         "MEDIUM (presumed) if rows are rebuilt from the file and your data has not measured "
+         "how close they are", Basis.PRESUMED, CLOSENESS_CHECK),
 )
 
 
