@@ -293,11 +293,11 @@ def test_risk_rules_in_order_with_the_numbers_and_lower_bounds() -> None:
     low = assess(nothing, partial=True)
     assert low["level"] == "LOW" and "lower bound" in low["why"]
     binary = assess({**nothing, "rows_proven": 4}, False)
-    assert binary["why"].endswith("4 row(s) to be in the training data with their values")
-    pinned = assess({**nothing, "rows_proven": 4, "values_pinned_within_5pct": 0.9}, False)
-    assert "each within the intervals shown (90% of their numerical values" in pinned["why"]
-    wide = assess({**nothing, "rows_proven": 4, "values_pinned_within_5pct": 0.02}, False)
-    assert "each within the intervals shown (2% of their numerical values" in wide["why"]
+    assert "4 row(s) to be in the training data with their values" in binary["why"]
+    boxes = assess({**nothing, "rows_proven": 301, "rows_proven_pinned": 0}, False)
+    assert boxes["level"] == "LOW"  # rows proven only as wide boxes are no rows given away
+    some = assess({**nothing, "rows_proven": 10, "rows_proven_pinned": 4}, False)
+    assert "proves 4 row(s)" in some["why"] and "6 more are proven only as boxes" in some["why"]
 
 
 def test_a_bootstrap_forest_gives_its_class_balance_away_within_a_few_rows() -> None:

@@ -42,6 +42,8 @@ MODELS = {  # name: (data, estimator); small enough for an audit in a few second
         5, min_samples_leaf=5, random_state=0)),
     "tree": (_cancer, lambda: DecisionTreeClassifier(random_state=0)),
     "regression forest": (_diabetes, lambda: RandomForestRegressor(20, random_state=0)),
+    "regression forest of leaves of 5": (_diabetes, lambda: RandomForestRegressor(
+        5, min_samples_leaf=5, random_state=0)),
 }
 DATA, POPULATION = "data", "data and population"
 
@@ -66,7 +68,8 @@ def audit_of(name: str, given: str | None) -> Audit:
 # it does not, with and without the data
 CASES = {
     "proven rows": [("binary forest", None, True), ("binary forest", DATA, True),
-                    ("bootstrap forest", None, False), ("bootstrap forest", DATA, False)],
+                    ("bootstrap forest", None, False), ("bootstrap forest", DATA, False),
+                    ("regression forest of leaves of 5", None, False)],
     "singled out (proven)": [("tree", None, True), ("tree", DATA, True),
                              ("bootstrap forest", None, False),
                              ("bootstrap forest", DATA, False)],
@@ -134,6 +137,12 @@ def test_rebuilt_rows_are_never_called_given_away() -> None:
     assert f"{v['rows_reconstructed']} row(s) the model allows" in rebuilt
     assert "not the training rows" in rebuilt and "given away" not in rebuilt
     assert 0 <= v["rows_pinned"] <= v["rows_reconstructed"]
+
+
+def test_rows_proven_only_as_boxes_are_not_rows_given_away() -> None:
+    v = audit_of("regression forest of leaves of 5", None).verdict
+    assert v["rows_proven"] > 0 and v["rows_proven_pinned"] == 0  # each a leaf's box
+    assert audit_of("binary forest", None).verdict["rows_proven_pinned"] > 0
 
 
 def test_the_data_never_lowers_what_the_file_proves() -> None:

@@ -338,7 +338,7 @@ def _row_figures(v: dict[str, Any]) -> list[tuple[str, str]]:
                       ("Rows proven in the training data", "rows_proven"),
                       ("Targets given away exactly", "targets_given_away")):
         if v.get(key) is not None:
-            lines.append((name, f"{v[key]:,}"))
+            lines.append((name, f"{v[key]:,}{_boxes(v) if key == 'rows_proven' else ''}"))
     if v.get("singled_out_measured_on_data") and v.get("rows_singled_out") is not None:
         lines.append(("Rows singled out (your data)", f"{v['rows_singled_out']:,}"))
     proven = v.get("rows_singled_out_proven", v.get("rows_singled_out"))
@@ -350,6 +350,14 @@ def _row_figures(v: dict[str, Any]) -> list[tuple[str, str]]:
         lines.append(("Singling-out candidates", f"{candidates:,}, unchecked (--data checks "
                       "them)"))
     return lines
+
+
+def _boxes(v: dict[str, Any]) -> str:
+    """How many proven rows the file gives only as boxes (their values not pinned)."""
+    pinned = v.get("rows_proven_pinned")
+    if pinned is None or pinned == v["rows_proven"]:
+        return ""
+    return f" ({pinned:,} with their values; the rest only as boxes)"
 
 
 def _n_rows(value: Any) -> str:

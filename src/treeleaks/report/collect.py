@@ -217,9 +217,11 @@ def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
     recon = figures.get("reconstruct", {})
     exact = recon.get("exact_rows")
     proven = recon.get("proven_rows") if recon.get("formulation") != "dp" else 0
+    pinned = recon.get("proven_pinned_rows") if proven else proven
     if single_tree and leak:
         exact = leak["rows_fully_determined"]
         proven = exact if model.n_rows is not None else 0
+        pinned = proven if _all_discrete(inp) else 0
     singled = figures.get("single-out", {})
     leak_test = figures.get("leak-test", {})
     return Verdict(
@@ -228,6 +230,7 @@ def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
         rows_pinned=recon.get("pinned_rows"),
         rows_reconstructed_exactly=exact,
         rows_proven=proven,
+        rows_proven_pinned=pinned,
         targets_given_away=recon.get("targets_exact"),
         rows_singled_out=singled.get("rows_singled_out",
                                      singled.get("rows_singled_out_at_least")),
@@ -247,6 +250,12 @@ def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
         class_balance_estimated=audit.exposed.get("class_balance_estimated", False),
         rows_in_data=None if inp.data is None else len(inp.data),
     ).as_dict()
+
+
+def _all_discrete(inp: AuditInput) -> bool:
+    """Whether every column is 0/1 or integer, so a leaf that admits one attribute vector
+    pins a row's values (on measured columns it pins only intervals)."""
+    return all(spec.kind in ("binary", "ordinal") for spec in inp.bound.features.values())
 
 
 def plot_data(inp: AuditInput, ev: Evidence, audit: Audit) -> dict[str, Any]:

@@ -115,6 +115,8 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
                                           "likelihood_checked", "n_rows_interval")})
     figures.update(_intervals(recon))
     figures["pinned_rows"] = pinned_rows(recon)
+    figures["proven_pinned_rows"] = int((pinned(recon) & recon.proven.astype(bool)).sum()) \
+        if recon.n_rows else 0
     if recon.partial:
         figures["partial"] = True
     if recon.interrupted:  # Ctrl-C: the audit stops after this attack (`collect`)
@@ -151,15 +153,20 @@ def _intervals(recon: Reconstruction) -> dict[str, float]:
 def pinned_rows(recon: Reconstruction, share: float = 0.05) -> int:
     """Rebuilt rows the file pins: every value determined, a numerical one within ``share``
     of its column's range (a proven row with wide intervals is not pinned)."""
+    return int(pinned(recon, share).sum())
+
+
+def pinned(recon: Reconstruction, share: float = 0.05) -> np.ndarray:
+    """Per rebuilt row, whether the file pins it (see `pinned_rows`)."""
     if not recon.n_rows:
-        return 0
+        return np.zeros(0, dtype=bool)
     features = list(recon.free.columns)
     widths = (recon.width.reindex(columns=features).to_numpy(dtype=float)
               if recon.width is not None else np.full((recon.n_rows, len(features)), np.nan))
     measured = np.isfinite(widths)
     open_value = recon.free[features].to_numpy(dtype=bool) & ~measured
     narrow = np.where(measured, widths <= share, True)
-    return int((narrow & ~open_value).all(axis=1).sum())
+    return (narrow & ~open_value).all(axis=1)
 
 
 def rows_in_place(recon: Reconstruction, truth: pd.DataFrame, label: str) -> dict[str, Any]:

@@ -78,6 +78,7 @@ class Verdict:
     rows_pinned: int | None = None  # rebuilt rows with every value within 5% of its range
     rows_reconstructed_exactly: int | None = None
     rows_proven: int | None = None
+    rows_proven_pinned: int | None = None  # proven rows with every value pinned (not boxes)
     targets_given_away: int | None = None  # a regressor's targets given away exactly
     rows_singled_out: int | None = None
     rows_singled_out_proven: int | None = None  # from the model alone, whatever the data

@@ -177,8 +177,11 @@ def _verdict(audit: Audit) -> str:
                       f"{v['targets_given_away']:,}{of_n} (each the value of its leaves, "
                       "every leaf's rows and value reproduced)"))
     if v["rows_proven"] is not None:
+        pinned = v.get("rows_proven_pinned")
+        boxes = ("" if pinned is None or pinned == v["rows_proven"] else
+                 f"; {pinned:,} with their values, the rest only as boxes")
         lines.append(("Rows proven to be in the training data", f"{v['rows_proven']:,}"
-                      " (every dataset that reproduces the model's counts holds them)"))
+                      f" (every dataset that reproduces the model's counts holds them{boxes})"))
     if v["rows_singled_out"] is not None:
         how = ("checked against your data" if v["singled_out_measured_on_data"]
                else "at least; proven from the model alone")

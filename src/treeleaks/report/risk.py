@@ -89,14 +89,17 @@ def p_value_text(p: float) -> str:
     return f"p = {p:.3g}" if p >= 0.001 else "p < 0.001"
 
 
-def _proven_values(v: dict[str, Any]) -> str:
-    """What a proven row's values are: themselves where every column is 0/1 or categorical,
-    intervals where columns are measured (a box, however narrow, is not the value)."""
-    pinned = v.get("values_pinned_within_5pct")
-    if pinned is None:
-        return " with their values"
-    return (f", each within the intervals shown ({pinned:.0%} of their numerical values "
-            "pinned within 5% of the range)")
+def _proven_pinned(v: dict[str, Any]) -> int:
+    """Proven rows whose values the file pins (older verdicts: every proven row)."""
+    pinned = v.get("rows_proven_pinned")
+    return _count(v, "rows_proven") if pinned is None else pinned
+
+
+def _boxes_too(v: dict[str, Any]) -> str:
+    """The proven rows the file gives only as boxes, beside the pinned ones."""
+    boxes = _count(v, "rows_proven") - _proven_pinned(v)
+    return (f"; {boxes} more are proven only as boxes, their values not pinned" if boxes
+            else "")
 
 
 def _how_measured(v: dict[str, Any]) -> str:
@@ -118,10 +121,12 @@ def _rebuilt_says(v: dict[str, Any]) -> str:
 
 
 RULES = (
-    Rule("HIGH", "proven rows", lambda v: _count(v, "rows_proven") > 0,
-         lambda v: f"the model file alone proves {v['rows_proven']} row(s) to be in the "
-         f"training data{_proven_values(v)}",
-         "HIGH if the model proves at least one training row"),
+    Rule("HIGH", "proven rows", lambda v: _proven_pinned(v) > 0,
+         lambda v: f"the model file alone proves {_proven_pinned(v)} row(s) to be in the "
+         "training data with their values (each exact, or within 5% of its column's range)"
+         f"{_boxes_too(v)}",
+         "HIGH if the model proves a training row with its values (a row proven only as a "
+         "wide box is not one)"),
     Rule("HIGH", "singled out (proven)", lambda v: _singled_proven(v) > 0,
          lambda v: f"the model file alone proves that {_singled_proven(v)} training row(s) "
          "are each singled out by a predicate it gives away",
