@@ -218,10 +218,12 @@ def _estimator(path: Path, trust_pickle: bool) -> Any:
 
 
 def _checked_data(model: ReleasedModel, path: Path, label: str | None) -> pd.DataFrame:
-    """The custodian's rows, refused as ``single-out --data`` refuses them."""
+    """The custodian's rows (in the file's column names), refused as ``single-out --data``
+    refuses them."""
     from treeleaks.attacks.singling_out import split_data
+    from treeleaks.ir.data_columns import as_model_columns
 
-    frame = read_data(path, label)
+    frame = as_model_columns(read_data(path, label), model.feature_names, label)
     if label not in model.feature_names:
         model.label_name = label  # predicates and rows read "<label column> = <class>"
     try:
@@ -234,11 +236,12 @@ def _checked_data(model: ReleasedModel, path: Path, label: str | None) -> pd.Dat
 def _checked_population(model: ReleasedModel, path: Path, label: str | None,
                         data: Path | None) -> pd.DataFrame:
     from treeleaks.attacks.singling_out import split_data
+    from treeleaks.ir.data_columns import as_model_columns
 
     if data is None:
         fail("--population needs --data: the test sets the reconstruction against your "
              "training rows and the population", EXIT_BAD_INPUT)
-    frame = read_data(path, label)
+    frame = as_model_columns(read_data(path, label), model.feature_names, label)
     try:
         split_data(model, frame, label)
     except TreeleaksError as exc:
