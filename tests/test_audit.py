@@ -295,8 +295,10 @@ def test_risk_rules_in_order_with_the_numbers_and_lower_bounds() -> None:
     assert exact["also"] == []  # the proven rows are the rows rebuilt exactly
     low = assess(nothing, partial=True)
     assert low["level"] == "LOW" and "lower bound" in low["why"]
+    binary = assess({**nothing, "rows_proven": 4}, False)
+    assert binary["why"].endswith("4 row(s) to be in the training data with their values")
     pinned = assess({**nothing, "rows_proven": 4, "values_pinned_within_5pct": 0.9}, False)
-    assert pinned["why"].endswith("4 row(s) to be in the training data with their values")
+    assert "each within the intervals shown (90% of their numerical values" in pinned["why"]
     wide = assess({**nothing, "rows_proven": 4, "values_pinned_within_5pct": 0.02}, False)
     assert "each within the intervals shown (2% of their numerical values" in wide["why"]
 

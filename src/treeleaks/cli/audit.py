@@ -297,14 +297,13 @@ def _verdict_table(path: Path, audit: Audit) -> Table:
                   title_justify="left")
     table.add_column(style="bold")
     table.add_column()
+    presumed = " (presumed)" if risk.get("presumed") else ""
     table.add_row("Risk", Text.assemble((f" {risk['level']} ", RISK_STYLE[risk["level"]]),
-                                        f" {risk['why']}"))
-    for name, key in (("Rows reconstructed exactly", "rows_reconstructed_exactly"),
-                      ("Rows proven in the training data", "rows_proven"),
-                      ("Targets given away exactly", "targets_given_away"),
-                      ("Rows singled out", "rows_singled_out")):
-        if v.get(key) is not None:
-            table.add_row(name, f"{v[key]:,}")
+                                        f"{presumed} {risk['why']}"))
+    for check in risk.get("checks", []):
+        table.add_row("To settle a presumption", check)
+    for name, value in _row_figures(v):
+        table.add_row(name, value)
     if v["dist_g"] is not None:
         table.add_row("dist_g (1 = nothing revealed)", f"{v['dist_g']:.3f}")
     if v.get("values_pinned_within_5pct") is not None:
@@ -325,6 +324,36 @@ def _verdict_table(path: Path, audit: Audit) -> Table:
     if audit.partial:
         table.add_row("Note", Text("partial: the figures are lower bounds", "yellow"))
     return table
+
+
+def _row_figures(v: dict[str, Any]) -> list[tuple[str, str]]:
+    """The verdict's row counts, each named for what it is: rows rebuilt within every count
+    are rows the counts allow, not the training rows; the file pins or proves fewer."""
+    rebuilt = v.get("rows_reconstructed")
+    lines = []
+    if rebuilt:
+        partial = " (a partial dataset)" if v.get("rows_reconstructed_partial") else ""
+        lines.append(("Rows rebuilt from the file", f"{rebuilt:,}{partial}; rows the model "
+                      "allows, not proven to be training rows"))
+        if v.get("rows_pinned") is not None:
+            lines.append(("Rebuilt rows the file pins", f"{v['rows_pinned']:,} (every value "
+                          "within 5% of its range)"))
+    for name, key in (("Rows reconstructed exactly", "rows_reconstructed_exactly"),
+                      ("Rows proven in the training data", "rows_proven"),
+                      ("Targets given away exactly", "targets_given_away")):
+        if v.get(key) is not None:
+            lines.append((name, f"{v[key]:,}"))
+    if v.get("singled_out_measured_on_data") and v.get("rows_singled_out") is not None:
+        lines.append(("Rows singled out (your data)", f"{v['rows_singled_out']:,}"))
+    proven = v.get("rows_singled_out_proven", v.get("rows_singled_out"))
+    if proven is not None:
+        lines.append(("Rows singled out (proven by the file)", f"{proven:,}"))
+    candidates = (v.get("singling_predicates") or 0) - (v.get("singling_predicates_proven")
+                                                        or 0)
+    if candidates and not v.get("singled_out_measured_on_data"):
+        lines.append(("Singling-out candidates", f"{candidates:,}, unchecked (--data checks "
+                      "them)"))
+    return lines
 
 
 def _n_rows(value: Any) -> str:

@@ -216,9 +216,11 @@ def _conclude(audit: Audit, inp: AuditInput, ev: Evidence, defences: list[Defenc
     audit.verdict = verdict(inp, audit)
     audit.risk = assess(audit.verdict, audit.partial)
     singling = audit.attack("single-out")
-    counts = remedies.strip_counts(singling if singling and singling.figures
-                                   and inp.model.counts_released else None, inp.path,
-                                   inp.model.source)
+    measured = singling if singling and singling.figures and inp.model.counts_released \
+        else None
+    counts = remedies.strip_counts(measured, inp.path, inp.model.source,
+                                   remedies.stripped_guesses_single_out(inp) if measured
+                                   else None)
     dp = [] if inp.model.is_regression else [remedies.retrain_with_dp(inp.model.noise)]
     audit.defences = [*defences, *([counts] if counts else []), *dp]
     if ev.singling is not None and inp.model.n_trees == 1:
@@ -243,11 +245,13 @@ def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
     return Verdict(
         rows_reconstructed=recon.get("n_rows"),
         rows_reconstructed_partial=bool(recon.get("partial", False)),
+        rows_pinned=recon.get("pinned_rows"),
         rows_reconstructed_exactly=exact,
         rows_proven=proven,
         targets_given_away=recon.get("targets_exact"),
         rows_singled_out=singled.get("rows_singled_out",
                                      singled.get("rows_singled_out_at_least")),
+        rows_singled_out_proven=singled.get("rows_singled_out_at_least"),
         singled_out_measured_on_data="rows_singled_out" in singled,
         singling_predicates=singled.get("n_predicates"),
         singling_predicates_proven=singled.get("n_proven"),

@@ -120,6 +120,7 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
         figures.update({k: s[k] for k in ("log_likelihood", "log_likelihood_bound",
                                           "likelihood_checked", "n_rows_interval")})
     figures.update(_intervals(recon))
+    figures["pinned_rows"] = pinned_rows(recon)
     if recon.partial:
         figures["partial"] = True
     if recon.interrupted:  # Ctrl-C: the audit stops after this attack (`collect`)
@@ -161,6 +162,20 @@ def _intervals(recon: Reconstruction) -> dict[str, float]:
         return {}
     return {"mean_interval_width": recon.summary()["numerical_width_mean"],
             **{f"pinned_within_{share[:-1]}pct": value for share, value in pinned.items()}}
+
+
+def pinned_rows(recon: Reconstruction, share: float = 0.05) -> int:
+    """Rebuilt rows the file pins: every value determined, a numerical one within ``share``
+    of its column's range (a proven row with wide intervals is not pinned)."""
+    if not recon.n_rows:
+        return 0
+    features = list(recon.free.columns)
+    widths = (recon.width.reindex(columns=features).to_numpy(dtype=float)
+              if recon.width is not None else np.full((recon.n_rows, len(features)), np.nan))
+    measured = np.isfinite(widths)
+    open_value = recon.free[features].to_numpy(dtype=bool) & ~measured
+    narrow = np.where(measured, widths <= share, True)
+    return int((narrow & ~open_value).all(axis=1).sum())
 
 
 def rows_in_place(recon: Reconstruction, truth: pd.DataFrame, label: str) -> dict[str, Any]:

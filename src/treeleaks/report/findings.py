@@ -111,10 +111,12 @@ class Verdict:
 
     rows_reconstructed: int | None = None
     rows_reconstructed_partial: bool = False
+    rows_pinned: int | None = None  # rebuilt rows with every value within 5% of its range
     rows_reconstructed_exactly: int | None = None
     rows_proven: int | None = None
     targets_given_away: int | None = None  # a regressor's targets given away exactly
     rows_singled_out: int | None = None
+    rows_singled_out_proven: int | None = None  # from the model alone, whatever the data
     singled_out_measured_on_data: bool = False
     singling_predicates: int | None = None
     singling_predicates_proven: int | None = None

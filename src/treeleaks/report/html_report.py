@@ -164,10 +164,14 @@ def _verdict(audit: Audit) -> str:
         lines.append(("Training rows reconstructed exactly", f"at least {v['rows_proven']:,} "
                       "(the proven ones; your rows, --data, measure the rest)"))
     if v.get("rows_reconstructed"):
-        lines.append(("Rows rebuilt from the model alone", (
+        lines.append(("Rows rebuilt from the file", (
             f"at least {v['rows_reconstructed']:,}{of_n} ({_partial_kind(audit)}; see the "
             "rebuilt rows)" if v.get("rows_reconstructed_partial")
-            else f"{v['rows_reconstructed']:,}{of_n}")))
+            else f"{v['rows_reconstructed']:,}{of_n}")
+            + "; rows the model allows, not proven to be training rows"))
+        if v.get("rows_pinned") is not None:
+            lines.append(("Rebuilt rows the file pins", f"{v['rows_pinned']:,} (every value "
+                          "within 5% of its range)"))
     if v.get("targets_given_away") is not None:
         lines.append(("Training targets given away exactly",
                       f"{v['targets_given_away']:,}{of_n} (each the value of its leaves, "
@@ -177,8 +181,13 @@ def _verdict(audit: Audit) -> str:
                       " (every dataset that reproduces the model's counts holds them)"))
     if v["rows_singled_out"] is not None:
         how = ("checked against your data" if v["singled_out_measured_on_data"]
-               else "at least; from the model alone")
+               else "at least; proven from the model alone")
         lines.append(("Rows singled out", f"{v['rows_singled_out']:,}{of_n} ({how})"))
+    candidates = (v.get("singling_predicates") or 0) - (v.get("singling_predicates_proven")
+                                                        or 0)
+    if candidates and not v["singled_out_measured_on_data"]:
+        lines.append(("Singling-out candidates", f"{candidates:,} predicates no proof "
+                      "settles; your rows (--data) check them"))
     if v["dist_g"] is not None:
         lines.append(("How far the rest is narrowed down", f"dist_g = {v['dist_g']:.3f} "
                       "(share of a row's entropy a tree leaves; 1 = nothing revealed, "
@@ -205,10 +214,16 @@ def _verdict(audit: Audit) -> str:
     bound = " (a lower bound: some attacks were cut short)" if risk["lower_bound"] else ""
     also = ("<p><strong>Also:</strong> " + "; ".join(map(_e, risk["also"])) + ".</p>"
             if risk["also"] else "")
+    presumed = " (presumed)" if risk.get("presumed") else ""
+    checks = "".join(f"<li>{_e(c)}</li>" for c in risk.get("checks", []))
+    settle = (f"<p><strong>To settle what is presumed:</strong></p><ul>{checks}</ul>"
+              if checks else "")
     return (f'<h2 id="verdict">Verdict</h2><p><span class="risk {risk["level"]}">'
-            f"{risk['level']} risk</span></p><p><strong>Why:</strong> {_e(risk['why'])}"
+            f"{risk['level']} risk{presumed}</span></p><p><strong>Why:</strong> "
+            f"{_e(risk['why'])}"
             f"{_e(bound)}. <span class=\"muted\">Rule: {_e(risk['rule'])} (the rules are "
-            "listed at the end).</span></p>" + also + '<table class="verdict">' + rows
+            "listed at the end).</span></p>" + also + settle + '<table class="verdict">'
+            + rows
             + "</table>")
 
 
@@ -416,4 +431,8 @@ def _budget(audit: Audit) -> str:
 def _rules(audit: Audit) -> str:
     items = "".join(f"<li>{_e(r)}</li>" for r in audit.risk["rules"])
     return (f'<h2 id="rules">How the risk level is set</h2><p>The first rule that holds sets '
-            f"the level:</p><ol>{items}</ol>")
+            "the level. A proven rule rests on the model file alone; a measured one on your "
+            "rows (--data); a presumed one on evidence in the file that only your rows can "
+            "settle, so an audit without them never calls such a model LOW. Your rows "
+            "replace each presumption with a measurement and never lower what the file "
+            f"proves.</p><ol>{items}</ol>")

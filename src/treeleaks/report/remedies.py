@@ -132,11 +132,13 @@ def retrain_with_dp(noise: NoiseMechanism | None) -> Defence:
                    rows, dp_costs.SOURCE)
 
 
-def strip_counts(singling: AttackRun | None, path: str, source: str | None = None
-                 ) -> Defence | None:
+def strip_counts(singling: AttackRun | None, path: str, source: str | None = None,
+                 guesses_single_out: int | None = None) -> Defence | None:
     """Releasing the trees without their counts (``treeleaks strip``, the command for the
     file at ``path`` read from ``source``): how many guesses an adversary then needs to
-    single out a row (the deepest-first ranking, measured on this model's counts)."""
+    single out a row (the deepest-first ranking, measured on this model's counts), and the
+    level the stripped file audits at: ``guesses_single_out`` is how many of the
+    custodian's rows its guesses single out (None: no data, so its level is presumed)."""
     tries = None if singling is None else singling.figures.get(
         "mean_expected_tries_without_counts")
     if tries is None or not singling.figures.get("n_predicates"):
@@ -144,6 +146,26 @@ def strip_counts(singling: AttackRun | None, path: str, source: str | None = Non
     effect = (f"no predicate is proven any more, and an adversary guessing leaves deepest "
               f"first needs {tries:.1f} tries on average before one singles out a row "
               "(measured with this model's counts)")
+    figures: dict[str, Any] = {"mean_expected_tries_without_counts": tries}
+    if guesses_single_out is None:
+        effect += ("; the stripped file still audits HIGH (presumed) without your rows: its "
+                   "leaves are guesses only they can check")
+    else:
+        figures["guesses_single_out"] = guesses_single_out
+        effect += (f"; the stripped file's guesses still single out {guesses_single_out} of "
+                   "your rows, so it audits HIGH too" if guesses_single_out else
+                   "; the stripped file's guesses single out none of your rows")
     return Defence(_with_command("Release the trees without their leaf counts", path, source),
-                   effect,
-                   {"mean_expected_tries_without_counts": tries}, "measured on this model")
+                   effect, figures, "measured on this model")
+
+
+def stripped_guesses_single_out(inp: AuditInput) -> int | None:
+    """How many of the custodian's rows the guesses a stripped copy of the model still
+    allows single out (the leaves deepest first, `treeleaks single-out --no-counts`); None
+    without the data."""
+    from treeleaks.attacks.singling_out import check_against_data, no_counts_guesses
+
+    if inp.data is None or inp.label is None:
+        return None
+    exposure = check_against_data(no_counts_guesses(inp.model), inp.model, inp.data, inp.label)
+    return len(exposure.singled_out)
