@@ -134,8 +134,8 @@ def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
 
     removed = None if model.counts_released else (
         "the counts were removed (a stripped file), and this attack reads them")
-    worst_case_why = ("the model exposes no per-tree draws (a bootstrap forest's)" if not draws
-                      else "needs your training rows, --data")
+    worst_case_why = ("the model exposes no per-tree draws, as a bootstrap forest's may"
+                      if not draws else "needs your training rows, --data")
     leak_test_why = ("needs a forest's reconstruction" if not forest else "needs --data and "
                      "--population, rows of the same population that were not trained on")
     return [
