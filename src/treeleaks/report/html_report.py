@@ -131,8 +131,9 @@ def render(audit: Audit) -> str:
         parts.append('<div class="partial" id="partial"><strong>Partial report.</strong> '
                      + ("The audit was interrupted (Ctrl-C); attacks after that point did "
                         "not run. " if audit.interrupted else "")
-                     + "Some attacks stopped at their budget or did not finish: the figures "
-                     "are lower bounds on what an adversary can do.</div>")
+                     + "Some attacks were cut short at their budget, stopped without a "
+                     "complete answer, or had no time left to run (see Assumptions): the "
+                     "figures are lower bounds on what an adversary can do.</div>")
     parts += [_verdict(audit), _exposed(audit), _pictures(audit), _defences(audit),
               _rows(audit), _rebuilt(audit), _evidence(audit), _assumptions(audit), _rules(audit),
               f"<script>{SORT_SCRIPT}</script></body></html>"]
