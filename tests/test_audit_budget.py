@@ -76,7 +76,8 @@ def test_an_attack_the_budget_left_no_time_for_makes_the_audit_partial() -> None
     model = from_sklearn(RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y))
     audit = run_audit(AuditInput(model, "model", budget=MIN_SECONDS / 2))
     skipped = [a for a in audit.attacks if "budget ran out" in a.why]
-    assert skipped and all(a.status == "partial" for a in skipped) and audit.partial
+    assert skipped and all(a.status == "not run" for a in skipped) and audit.partial
+    assert all(a.words.startswith("not run (the audit's budget ran out") for a in skipped)
     validate(json.loads(to_json(audit)))
 
 

@@ -137,7 +137,8 @@ def test_rule_list_audit_matches_treeleaks_leak(tmp_path) -> None:
     assert report["verdict"]["class_balance_given_away"] == {"0": 2, "1": 3}
     assert report["risk"]["level"] == "MEDIUM" and report["risk"]["rule"] == "narrowed down"
     status = {a["name"]: a["status"] for a in report["attacks"]}
-    assert status == {"leak": "complete", "reconstruct": "not run", "single-out": "not run"}
+    assert status == {"leak": "complete", "reconstruct": "does not apply",
+                      "single-out": "does not apply"}
     with_data = runner.invoke(app, ["audit", str(rules), "--data", str(tmp_path / "x.csv"),
                                     "--label", "y", "--out", str(tmp_path / "b")])
     assert "a rule list is audited from the file alone" in one_line_error(with_data)
@@ -158,7 +159,7 @@ def test_a_regressor_is_reconstructed_singled_out_and_pruned(files, tmp_path) ->
                                   "label")
     assert report["verdict"]["rows_singled_out"] == len(exposure.singled_out) > 0
     status = {a["name"]: a["status"] for a in report["attacks"]}
-    assert status["leak"] == "not run"  # the probabilistic reconstruction reads classes
+    assert status["leak"] == "does not apply"  # the probabilistic reconstruction reads classes
     assert status["reconstruct"] in ("complete", "partial")
     rebuilt = report["verdict"]["targets_given_away"]
     assert rebuilt == report["verdict"]["rows_reconstructed"] > 0

@@ -137,8 +137,8 @@ def test_counts_no_dataset_can_produce_exit_3_with_outputs_labelled_partial(
     report = json.loads(summary.read_text())
     assert report["status"] == "INFEASIBLE" and report["partial"] is True
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "details.partial.csv", "recon.partial.csv", "s.json"]  # recon.csv only if complete
-    assert pd.read_csv(tmp_path / "recon.partial.csv").empty
+        "details.csv", "recon.csv", "s.json"]  # under the names asked for, said partial
+    assert pd.read_csv(out).empty
     assert "(partial: no complete reconstruction) to" in result.stdout
 
 
@@ -187,7 +187,7 @@ def test_details_carry_each_rows_proof_and_bounds(
     [("model", "overwrite the input"), ("schema", "overwrite the input"),
      ("each-other", "same file"), ("json", "same file"), ("folder", "it is a folder"),
      ("symlink", "overwrite the input"), ("hard-link", "overwrite the input"),
-     ("dot", "overwrite the input"), ("partial", "same file")],
+     ("dot", "overwrite the input")],
 )
 def test_outputs_never_overwrite_inputs_or_each_other(
     files: dict[str, Path], tmp_path: Path, clash: str, fragment: str
@@ -201,7 +201,7 @@ def test_outputs_never_overwrite_inputs_or_each_other(
     details = {"model": model, "schema": schema, "each-other": tmp_path / "same.csv",
                "json": tmp_path / "same.csv", "folder": tmp_path, "symlink": tmp_path / "link.csv",
                "hard-link": tmp_path / "hard.csv", "dot": tmp_path / "sub" / ".." / "model.json",
-               "partial": tmp_path / "same.partial.csv"}[clash]
+               }[clash]
     (tmp_path / "sub").mkdir()
     other = "--json" if clash == "json" else "--out"
     result = runner.invoke(app, ["reconstruct", str(model), "--schema", str(schema), other,
@@ -428,7 +428,7 @@ def test_suggest_schema_is_written_atomically_and_never_over_an_input(
     target = tmp_path / "schema.json"
     target.write_text("old")
     result = runner.invoke(app, ["inspect", str(files["forest"]), "--suggest-schema",
-                                 str(target)])
+                                 str(target), "--force"])  # replacing "old" is asked for
     assert result.exit_code == 0, result.output
     assert isinstance(json.loads(target.read_text()), dict)
     assert [p.name for p in tmp_path.iterdir()] == ["schema.json"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from treeleaks.runtime import outputs
-from treeleaks.runtime.outputs import OutputError, check_outputs, partial_path, write_outputs
+from treeleaks.runtime.outputs import OutputError, check_outputs, write_outputs
 
 
 def listing(folder: Path) -> list[str]:
@@ -141,6 +141,13 @@ def test_a_failure_on_a_later_file_removes_the_earlier_ones(
     assert listing(tmp_path) == []
 
 
-def test_partial_results_get_their_own_name() -> None:
-    assert partial_path(Path("out/recon.csv")) == Path("out/recon.partial.csv")
-    assert partial_path(Path("rows")) == Path("rows.partial")
+def test_an_existing_output_is_refused_unless_forced(model: Path, tmp_path: Path) -> None:
+    """A file at an output's path (a previous run's) is never replaced without --force; an
+    empty or unrelated folder is fine, as is a dangling symlink."""
+    old = tmp_path / "recon.csv"
+    old.write_text("previous,result\n")
+    with pytest.raises(OutputError, match=r"'.*recon\.csv' already exists.*--force"):
+        check_outputs([model], [tmp_path / "fresh.json", old])
+    check_outputs([model], [old], force=True)
+    check_outputs([model], [tmp_path / "report.json"])  # the folder holds other files only
+    assert old.read_text() == "previous,result\n"

@@ -2,9 +2,11 @@
 
 Exit codes: 0 success; 1 a reconstruction that fails its own certificate (a bug, please
 report it); 2 bad input or usage (unreadable model or schema, unsupported model, bad option,
-unwritable output); 3 no complete reconstruction (the counts admit no dataset, the solver
-ran out of time, or memory ran out); 4 an unexpected error (a bug, please report it);
-130 interrupted. Every error is one line on stderr.
+unwritable output, an output that exists without --force); 3 no reconstruction (the counts
+admit no dataset, the solver ran out of time before any row, or memory ran out); 4 an
+unexpected error (a bug, please report it); 5 a partial reconstruction (a result, written
+under the names asked for; no error line); 130 interrupted. Every error is one line on
+stderr.
 """
 
 # Each module registers its commands on `app`; `treeleaks --help` lists them in this order.

@@ -33,6 +33,7 @@ EXIT_UNVERIFIED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INCOMPLETE = 3
 EXIT_BUG = 4
+EXIT_PARTIAL = 5  # a partial reconstruction: a result, written under the names asked for
 EXIT_INTERRUPTED = 130
 INCOMPLETE = (Status.INFEASIBLE, Status.UNKNOWN)  # statuses without a complete reconstruction
 DEBUG_VARIABLE = "TREELEAKS_DEBUG"  # set to 1 to see the traceback of an unexpected error
@@ -123,6 +124,14 @@ TrustPickle = Annotated[
         help="Allow .pkl/.pickle/.joblib files. Loading a pickle runs code from the file.",
     ),
 ]
+Force = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace output files that already exist (a previous run's); without it such "
+        "a run is refused before it starts.",
+    ),
+]
 
 
 def positive_seconds(value: float) -> float:
@@ -164,11 +173,17 @@ def bound_schema(path: Path | None, model: ReleasedModel) -> FeatureSchema:
         fail(describe(exc), EXIT_BAD_INPUT)
 
 
-def guard_outputs(model: Path, schema: Path | None, outputs: list[Path]) -> None:
-    """Refuse, before the run, outputs that cannot be written or would overwrite an input
-    or each other."""
+def guard_outputs(model: Path | None, schema: Path | None, outputs: list[Path],
+                  force: bool = False) -> None:
+    """Refuse, before the run, outputs that cannot be written, would overwrite an input
+    (``model``, ``schema``: any two input files, None for none) or each other, or already
+    exist unless ``force`` (the command's `Force` option): one line naming the path, exit
+    2. A command that writes into a folder passes the files it would write there, so an
+    empty or unrelated folder is accepted. Call it before any work; `write_all` then
+    replaces the files atomically. A new writing command takes ``force: Force = False``
+    and calls ``guard_outputs(input, other_input, [its outputs], force)``."""
     try:
-        check_outputs([p for p in (model, schema) if p is not None], outputs)
+        check_outputs([p for p in (model, schema) if p is not None], outputs, force)
     except OutputError as exc:
         fail(str(exc), EXIT_BAD_INPUT)
 

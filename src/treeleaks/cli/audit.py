@@ -17,6 +17,7 @@ from treeleaks.cli.app import (
     EXIT_BAD_INPUT,
     EXIT_BUG,
     EXIT_INTERRUPTED,
+    Force,
     SchemaOption,
     TrustPickle,
     app,
@@ -85,6 +86,7 @@ def audit_command(
     anonymeter_python: Annotated[Path | None, typer.Option(
         help="With --synthetic: the python of an environment with anonymeter (it needs "
         "numpy<1.27), to run its singling-out evaluator beside the attack.")] = None,
+    force: Force = False,
 ) -> None:
     """Audit a model before release: run every attack that applies, print the verdict, and
     write report.html (self-contained) and report.json to --out. With --synthetic, audit a
@@ -98,6 +100,9 @@ def audit_command(
     if out.exists() and not out.is_dir():
         fail(f"--out {str(out)!r} is a file; name a folder for report.html and report.json",
              EXIT_BAD_INPUT)
+    html_path, json_path = out / "report.html", out / "report.json"
+    if out.is_dir():  # a previous report is refused before any work (unless --force)
+        guard_outputs(model_path, None, [html_path, json_path], force)
     if synthetic:
         from treeleaks.cli.audit_synthetic import audit_release
 
@@ -107,7 +112,7 @@ def audit_command(
         if model_path is not None or schema is not None:
             fail("--synthetic audits a synthetic-data release, not a model: drop the MODEL "
                  "and --schema, or drop --synthetic", EXIT_BAD_INPUT)
-        audit_release(out, data, population, epsilon, label, budget, anonymeter_python)
+        audit_release(out, data, population, epsilon, label, budget, anonymeter_python, force)
         return
     if model_path is None:
         fail("give the MODEL file to audit, or --synthetic with --data, --population and "
@@ -121,10 +126,9 @@ def audit_command(
     else:
         inp = _model_input(model_path, schema, data, label, population, budget, trust_pickle)
         inp.attack_budget = attack_budget
-    html_path, json_path = out / "report.html", out / "report.json"
     _make_folder(out)
     for given_file in (schema, data, population):
-        guard_outputs(model_path, given_file, [html_path, json_path])
+        guard_outputs(model_path, given_file, [html_path, json_path], force)
     if rule_list is not None:
         audit = run_rule_list_audit(rule_list, model_path.name, given, budget)
     else:
@@ -282,14 +286,13 @@ def _seconds(seconds: float) -> str:
 
 
 def _attack_line(run: AttackRun, left: float) -> str:
-    """One attack's progress line: status, time used of its share, time left."""
-    share = "" if run.budget_s is None else f" of {run.budget_s:.1f} s"
+    """One attack's progress line: what happened with the time used, time left."""
     rest = "" if left == float("inf") else f"; {max(left, 0.0):.0f} s of the budget left"
-    return f"{run.title}: {run.status} in {run.time_s:.1f} s{share}{rest}"
+    return f"{run.title}: {run.outcome}{rest}"
 
 
 def _verdict_table(path: Path, audit: Audit) -> Table:
-    from treeleaks.report.findings import FAILED, PARTIAL
+    from treeleaks.report.findings import COMPLETE, NOT_APPLICABLE
     from treeleaks.report.risk import p_value_text
 
     v, risk = audit.verdict, audit.risk
@@ -317,9 +320,10 @@ def _verdict_table(path: Path, audit: Audit) -> Table:
     if not audit.exposed["counts_released"]:
         table.add_row("Counts", "removed (a stripped file): the structure, thresholds and "
                       "leaf values remain, and the attacks that read counts do not apply")
-    for run in audit.attacks:
-        if run.status in (PARTIAL, FAILED):
-            table.add_row(escape(run.title), Text(f"{run.status}: {run.why}", "yellow"))
+    for run in audit.attacks:  # each attack that did not simply complete, and why
+        if run.status != COMPLETE:
+            style = "dim" if run.status == NOT_APPLICABLE else "yellow"
+            table.add_row(escape(run.title), Text(run.words, style))
     if audit.partial:
         table.add_row("Note", Text("partial: the figures are lower bounds", "yellow"))
     return table

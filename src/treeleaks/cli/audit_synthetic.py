@@ -35,7 +35,7 @@ RISK_STYLE = {"HIGH": "bold white on red", "MEDIUM": "bold black on yellow",
 
 def audit_release(out: Path, data: Path | None, population: Path | None,
                   epsilon: float | None, label: str | None, budget: float,
-                  anonymeter_python: Path | None) -> None:
+                  anonymeter_python: Path | None, force: bool = False) -> None:
     """Check the inputs, run the synthetic-release audit, write and print it."""
     from treeleaks.report.json_report import ReportSchemaError, to_json
     from treeleaks.report.synthetic_audit import SyntheticInput, run_synthetic_audit
@@ -55,7 +55,7 @@ def audit_release(out: Path, data: Path | None, population: Path | None,
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         fail(f"cannot create the folder {str(out)!r}: {describe(exc)}", EXIT_BAD_INPUT)
-    guard_outputs(data, population, [html_path, json_path])
+    guard_outputs(data, population, [html_path, json_path], force)
     inp = SyntheticInput(read_csv(data, "private table"), read_csv(population, "population"),
                          epsilon, data.name, population.name, budget, label,
                          anonymeter_python=anonymeter_python)

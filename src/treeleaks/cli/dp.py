@@ -14,6 +14,7 @@ from rich.text import Text
 
 from treeleaks.cli.app import (
     EXIT_BAD_INPUT,
+    Force,
     SchemaOption,
     app,
     describe,
@@ -37,6 +38,7 @@ def train_dp_command(
     depth: Annotated[int, typer.Option(min=1, help="Depth of every tree.")] = 5,
     seed: Annotated[int, typer.Option(min=0, help="Random seed (splits and noise).")] = 0,
     schema: SchemaOption = None,
+    force: Force = False,
 ) -> None:
     """Train an ε-differentially private random forest (random splits from the schema's
     domains, Laplace noise on every leaf count) and write it as a model file."""
@@ -45,7 +47,7 @@ def train_dp_command(
     from treeleaks.frontends.dp import from_dp_forest
     from treeleaks.ir.schema import FeatureSchema
 
-    guard_outputs(data, schema, [out])
+    guard_outputs(data, schema, [out], force)
     frame = read_csv(data, "data")
     if label not in frame.columns:
         fail(f"the data have no label column {label!r} (columns: "

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from treeleaks.cli.app import (
+    Force,
     ModelArg,
     SchemaOption,
     TrustPickle,
@@ -42,12 +43,14 @@ def inspect(
                      "model suggest to this schema JSON, for review and --schema."),
     ] = None,
     trust_pickle: TrustPickle = False,
+    force: Force = False,
 ) -> None:
     """Show what a model file exposes to anyone who holds it, and what rebuilding its
     training set would take."""
     from treeleaks.ir.schema_hints import schema_json, suggest_groups
 
-    guard_outputs(model_path, schema, [suggest_schema] if suggest_schema is not None else [])
+    guard_outputs(model_path, schema, [suggest_schema] if suggest_schema is not None else [],
+                  force)
     model = load(model_path, trust_pickle)
     bound = bound_schema(schema, model)
     declared = {name for group in bound.one_hot_groups + bound.at_most_one_groups

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from treeleaks.cli.app import (
     EXIT_BAD_INPUT,
+    Force,
     ModelArg,
     SchemaOption,
     TrustPickle,
@@ -53,6 +54,7 @@ def leak_command(
     top: Annotated[int, typer.Option(min=0, help="How many most-exposing leaves or rules "
                                      "to list.")] = 5,
     trust_pickle: TrustPickle = False,
+    force: Force = False,
 ) -> None:
     """How much does a decision tree or rule list narrow down each training row? Prints
     dist and dist_g (1 = nothing revealed, 0 = every row recovered), the spread of the
@@ -62,7 +64,7 @@ def leak_command(
     from treeleaks.ir.schema import FeatureSchema
 
     outputs = [p for p in (json_path, rows_path, domains_path) if p is not None]
-    guard_outputs(model_path, schema, outputs)
+    guard_outputs(model_path, schema, outputs, force)
     rule_list = rule_list_or_none(model_path)
     model = load(model_path, trust_pickle) if rule_list is None else None
     if schema is not None and (problem := unreadable(schema, "schema file")):

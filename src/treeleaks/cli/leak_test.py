@@ -14,6 +14,7 @@ from rich.text import Text
 
 from treeleaks.cli.app import (
     EXIT_BAD_INPUT,
+    Force,
     SchemaOption,
     app,
     describe,
@@ -42,6 +43,7 @@ def leak_test_command(
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Write the test's figures to this JSON file.")
     ] = None,
+    force: Force = False,
 ) -> None:
     """Is a reconstruction the training data, or only what any sample of the population
     looks like? Scores it against datasets drawn from the population (the SaTML 2026
@@ -50,7 +52,7 @@ def leak_test_command(
     from treeleaks.evaluation.leak_test import leak_test
     from treeleaks.ir.schema import FeatureSchema
 
-    guard_outputs(rows, schema, [json_path] if json_path is not None else [])
+    guard_outputs(rows, schema, [json_path] if json_path is not None else [], force)
     frames = {name: read_csv(path, name) for name, path in (
         ("reconstruction", rows), ("training rows", truth), ("population", population))}
     true_rows = frames["training rows"]

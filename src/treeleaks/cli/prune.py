@@ -14,6 +14,7 @@ from rich.table import Table
 
 from treeleaks.cli.app import (
     EXIT_BAD_INPUT,
+    Force,
     LabelOption,
     ModelArg,
     TrustPickle,
@@ -40,6 +41,7 @@ def prune_command(
         "test set.")] = None,
     label: LabelOption = None,
     trust_pickle: TrustPickle = False,
+    force: Force = False,
 ) -> None:
     """Prune a scikit-learn tree model so no node shows a count below --min-count, and
     re-run the single-out attack on the result."""
@@ -54,7 +56,7 @@ def prune_command(
     if out.suffix.lower() != ".skops":
         fail(f"--out {str(out)!r}: the pruned model is written with skops; name it *.skops",
              EXIT_BAD_INPUT)
-    guard_outputs(model_path, data, [out])
+    guard_outputs(model_path, data, [out], force)
     frame = read_data(data, label) if data is not None else None
     try:
         estimator = load_estimator(model_path, trust_pickle)

@@ -15,7 +15,9 @@ from rich.text import Text
 
 from treeleaks.cli.app import (
     EXIT_BAD_INPUT,
+    EXIT_PARTIAL,
     INCOMPLETE,
+    Force,
     ModelArg,
     SchemaOption,
     TrustPickle,
@@ -32,7 +34,6 @@ from treeleaks.cli.app import (
 from treeleaks.runtime.display import certificate_text, live_progress
 from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.runtime.limits import DEFAULT_MAX_ROWS, SEED_MAX
-from treeleaks.runtime.outputs import partial_path
 from treeleaks.runtime.vocabulary import Formulation, Status
 
 if TYPE_CHECKING:
@@ -160,16 +161,22 @@ def reconstruct_command(
                      "most likely dataset itself)."),
     ] = None,
     trust_pickle: TrustPickle = False,
+    force: Force = False,
 ) -> None:
     """Reconstruct the training rows of a forest from its released counts (trees that each
-    saw every row once, bootstrap forests, or DP forests with noisy counts)."""
+    saw every row once, bootstrap forests, or DP forests with noisy counts).
+
+    Exit codes: 0 a complete reconstruction; 5 a partial one (rows that fit the counts,
+    fewer than N, or what a run out of time holds): a result, written under the names
+    asked for, its status line and --json summary saying partial; 3 no reconstruction
+    (the counts admit no dataset, or no row within the time); 1 a complete reconstruction
+    failing its own certificate (a bug); 2 bad input."""
     from treeleaks.attacks.reconstruct import reconstruct
     from treeleaks.counts.cells import CellBudget
     from treeleaks.ir.knowledge import Knowledge
 
-    csvs = [path for path in (out, details, draws) if path is not None]  # partial: .partial.csv
-    summary_file = [json_path] if json_path is not None else []
-    guard_outputs(model_path, schema, [*csvs, *map(partial_path, csvs), *summary_file])
+    outputs = [path for path in (out, details, draws, json_path) if path is not None]
+    guard_outputs(model_path, schema, outputs, force)
     model = load(model_path, trust_pickle, allow_regression=True)  # reconstruct() refuses
     if draws is not None and not model.bootstrap:
         fail("--draws: this forest did not bootstrap, so every tree saw every row once; "
@@ -194,18 +201,17 @@ def reconstruct_command(
     out_console = Console()
     out_console.print(_summary_table(model_path, model, recon))
     partial = recon.status in INCOMPLETE or recon.partial
-    place = partial_path if partial else Path
     files, notes = {}, []
     label = " (partial: no complete reconstruction)" if partial else ""
     if out is not None:
-        files[place(out)] = _integral(recon.rows).to_csv(index=False)
-        notes.append(f"Wrote {len(recon.rows)} rows{label} to {place(out)}")
+        files[out] = _integral(recon.rows).to_csv(index=False)
+        notes.append(f"Wrote {len(recon.rows)} rows{label} to {out}")
     if details is not None:
-        files[place(details)] = _details(recon).to_csv(index=False)
-        notes.append(f"Wrote per-row proofs and bounds{label} to {place(details)}")
+        files[details] = _details(recon).to_csv(index=False)
+        notes.append(f"Wrote per-row proofs and bounds{label} to {details}")
     if draws is not None:
-        files[place(draws)] = _draws(model, recon).to_csv(index=False)
-        notes.append(f"Wrote each tree's draws of each row{label} to {place(draws)}")
+        files[draws] = _draws(model, recon).to_csv(index=False)
+        notes.append(f"Wrote each tree's draws of each row{label} to {draws}")
     if json_path is not None:
         summary = {**recon.summary(), "partial": partial, "model_path": str(model_path)}
         files[json_path] = json.dumps(summary, indent=2) + "\n"
@@ -213,7 +219,22 @@ def reconstruct_command(
     write_all(files)
     for note in notes:
         out_console.print(Text(note), soft_wrap=True)
+    if partial and recon.n_rows and recon.status != Status.INFEASIBLE:
+        out_console.print(Text(_partial_line(model, recon), style="bold yellow"),
+                          soft_wrap=True)
+        raise typer.Exit(EXIT_PARTIAL)
     check_outcome(recon.status, recon.checked, recon.message, recon.partial)
+
+
+def _partial_line(model: ReleasedModel, recon: Reconstruction) -> str:
+    """The status line of a partial reconstruction, a result of its own (exit 5)."""
+    of = f" of {model.n_rows}" if model.n_rows else ""
+    fit = ("within every count" if recon.checked else
+           "each in the box the model gives it, not within every count")
+    why = ("interrupted (Ctrl-C)" if recon.interrupted else
+           f"status {recon.status} after {recon.time_s:.1f} s")
+    return (f"Partial reconstruction: {recon.n_rows}{of} rows, {fit}, {recon.proven_rows} "
+            f"proven training rows ({why})")
 
 
 def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> Table:

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from treeleaks.cli.app import (
     EXIT_BAD_INPUT,
+    Force,
     LabelOption,
     ModelArg,
     TrustPickle,
@@ -52,12 +53,13 @@ def single_out_command(
         min=0.0, help="Seconds for the forest-wide certainty analysis (no-bootstrap "
         "forests).")] = 30.0,
     trust_pickle: TrustPickle = False,
+    force: Force = False,
 ) -> None:
     """List the predicates the model gives away that match exactly one training row
     (singling out), and with --data check them against the training rows."""
     from treeleaks.attacks import singling_out as so
 
-    guard_outputs(model_path, data, [json_path] if json_path is not None else [])
+    guard_outputs(model_path, data, [json_path] if json_path is not None else [], force)
     model = _load_any(model_path, trust_pickle)
     frame = read_data(data, label) if data is not None else None
     if frame is not None and label not in model.feature_names:

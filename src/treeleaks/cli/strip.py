@@ -14,6 +14,7 @@ from rich.text import Text
 
 from treeleaks.cli.app import (
     EXIT_BAD_INPUT,
+    Force,
     TrustPickle,
     app,
     describe,
@@ -63,6 +64,7 @@ def strip_command(
         callback=positive_seconds, help="Seconds each attack may take with --measure (the "
         "reconstruction may take as long again for its proofs).")] = 30.0,
     trust_pickle: TrustPickle = False,
+    force: Force = False,
 ) -> None:
     """Write a copy of the model without what prediction does not need (row counts,
     weighted counts, impurities, hessian sums, random states), checked to predict as the
@@ -76,7 +78,7 @@ def strip_command(
     if out.suffix.lower() != suffix:
         fail(f"--out {str(out)!r}: the stripped model keeps the input's format; name it "
              f"*{suffix}", EXIT_BAD_INPUT)
-    guard_outputs(model_path, data, [out])
+    guard_outputs(model_path, data, [out], force)
     frame = rows = None
     if data is not None:
         frame = read_data(data, label)

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from typer.core import TyperGroup
 
-from treeleaks.cli.app import EXIT_BAD_INPUT, app, describe, fail
+from treeleaks.cli.app import EXIT_BAD_INPUT, Force, app, describe, fail, guard_outputs, write_all
 from treeleaks.runtime.errors import TreeleaksError
 
 
@@ -84,19 +84,25 @@ def plot_command(
     by: Annotated[str | None, typer.Option(help="One line per value of this axis.")] = None,
     out: Annotated[Path | None, typer.Option(help="PNG to write (default: "
                                              "RESULTS/<y>_vs_<x>.png).")] = None,
+    force: Force = False,
 ) -> None:
     """Plot a measure against an axis, a line per value of another (mean ± sd)."""
+    import io
+
     import pandas as pd
 
     from treeleaks.sweep.plot import plot_sweep
 
     csv = results / "results.csv" if results.is_dir() else results
     target = out or csv.parent / f"{y}_vs_{x}{f'_by_{by}' if by else ''}.png"
+    guard_outputs(csv, None, [target], force)
+    png = io.BytesIO()
     try:
         table = pd.read_csv(csv)
-        plot_sweep(table, x, y, by, target)
+        plot_sweep(table, x, y, by, png)
     except (TreeleaksError, OSError, ValueError) as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
+    write_all({target: png.getvalue()})
     Console().print(f"Wrote {escape(str(target))}")
 
 

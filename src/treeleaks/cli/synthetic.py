@@ -16,6 +16,7 @@ from rich.table import Table
 
 from treeleaks.cli.app import (
     EXIT_BAD_INPUT,
+    Force,
     app,
     describe,
     fail,
@@ -71,6 +72,7 @@ def synthetic_command(
         help="The python of an environment with anonymeter (it needs numpy<1.27): also run "
         "its singling-out evaluator on one release. Not needed when anonymeter is "
         "importable here.")] = None,
+    force: Force = False,
 ) -> None:
     """Fit PrivBayes at --epsilon on the private table, release synthetic tables (or, with
     --white-box, the fitted models), and measure how often the shadow-model attack singles
@@ -88,7 +90,7 @@ def synthetic_command(
              f"(past it PrivBayes's noise falls below what its arithmetic holds), not "
              f"{epsilon:g}", EXIT_BAD_INPUT)
     outputs = [json_path] + ([plot] if plot is not None else [])
-    guard_outputs(data, population, outputs)
+    guard_outputs(data, population, outputs, force)
     private = read_csv(data, "private table")
     public = read_csv(population, "population")
     console = Console()

@@ -14,6 +14,7 @@ from rich.table import Table
 from treeleaks.cli.app import (
     EXIT_BAD_INPUT,
     EXIT_INCOMPLETE,
+    Force,
     ModelArg,
     SchemaOption,
     TrustPickle,
@@ -46,6 +47,7 @@ def worst_case_command(
         Path | None, typer.Option("--json", help="Write the summary to this JSON file.")
     ] = None,
     trust_pickle: TrustPickle = False,
+    force: Force = False,
 ) -> None:
     """For the custodian: how far from the training set can any dataset that reproduces a
     bootstrap forest be? Bounds every row's error, proven."""
@@ -53,7 +55,7 @@ def worst_case_command(
 
     from treeleaks.attacks.worst_case import worst_case
 
-    guard_outputs(model_path, schema, [json_path] if json_path is not None else [])
+    guard_outputs(model_path, schema, [json_path] if json_path is not None else [], force)
     model = load(model_path, trust_pickle)
     bound = bound_schema(schema, model)
     if problem := unreadable(truth, "training rows file"):

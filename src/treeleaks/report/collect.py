@@ -4,8 +4,11 @@ Which attacks apply: a forest (or a bootstrap or DP forest) gets the reconstruct
 model with counts gets singling out; every model with exact counts gets the probabilistic
 reconstruction tree by tree; a bootstrap forest exposing its draws gets the worst case
 (with the data) and the attack without its random states; with rows of the population, the
-leak test. A step that raises is listed as failed with the error, one that stops at its
-share of the budget as partial; Ctrl-C stops the audit, and what was gathered is reported as
+leak test. A step that does not apply is listed as such with why (also one that finds,
+when it runs, that it cannot read the model); one that raises is listed as failed with the
+error; one that stops without a complete answer as partial, cut short when it used its
+share of the budget (measured), else with what stopped it; one the budget had no time
+left for as not run. Ctrl-C stops the audit, and what was gathered is reported as
 partial. The whole audit has one budget (``inp.budget``), shared among the steps by the
 rule of `treeleaks.report.budget`; each step is given its share as ``budget``.
 """
@@ -24,7 +27,17 @@ from treeleaks.report import evidence, remedies
 from treeleaks.report.budget import AuditClock
 from treeleaks.report.custodian import row_table
 from treeleaks.report.evidence import AuditInput, Evidence
-from treeleaks.report.findings import FAILED, NOT_RUN, PARTIAL, AttackRun, Audit, Defence, Verdict
+from treeleaks.report.findings import (
+    FAILED,
+    NOT_APPLICABLE,
+    NOT_RUN,
+    PARTIAL,
+    AttackRun,
+    Audit,
+    Defence,
+    Verdict,
+    ran_out_of_time,
+)
 from treeleaks.report.rebuilt import rebuilt_rows
 from treeleaks.report.risk import assess
 
@@ -57,11 +70,11 @@ def run_audit(inp: AuditInput, progress: ProgressCallback | None = None,
     steps = _plan(inp, ev, defences, progress)
     runnable = [name for name, _, step in steps if not isinstance(step, str)]
     for index, (name, title, step) in enumerate(steps):
-        if audit.interrupted:
+        if isinstance(step, str):
+            audit.attacks.append(AttackRun(name, title, NOT_APPLICABLE, step))
+        elif audit.interrupted:
             audit.attacks.append(AttackRun(name, title, NOT_RUN, "the audit was interrupted "
                                            "(Ctrl-C) before this attack"))
-        elif isinstance(step, str):
-            audit.attacks.append(AttackRun(name, title, NOT_RUN, step))
         else:
             seconds = clock.share(name, runnable[runnable.index(name) + 1:])
             _run_step(audit, (name, title, step), seconds, (index, len(steps)), on_step)
@@ -77,7 +90,7 @@ def _run_step(audit: Audit, step: tuple[str, str, Callable[[float], AttackRun]],
     """Run one step within ``seconds`` (None: the budget ran out before it) and record it."""
     name, title, run = step
     if seconds is None:  # not run for want of time: the audit's figures are lower bounds
-        audit.attacks.append(AttackRun(name, title, PARTIAL, "the audit's budget ran out "
+        audit.attacks.append(AttackRun(name, title, NOT_RUN, "the audit's budget ran out "
                                        "before this attack; the figures are lower bounds"))
         return
     if on_step is not None:
@@ -85,6 +98,8 @@ def _run_step(audit: Audit, step: tuple[str, str, Callable[[float], AttackRun]],
     try:
         record = attempt(name, title, lambda: run(seconds))
         record.budget_s = seconds
+        record.cut_short = record.status == PARTIAL and (  # the step's say, or the clock's
+            record.cut_short or ran_out_of_time(record.time_s, seconds))
         audit.attacks.append(record)
         # an attack that keeps what it had at Ctrl-C returns it and says so
         audit.interrupted = bool(record.figures.get("interrupted"))
@@ -119,10 +134,10 @@ def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
 
     removed = None if model.counts_released else (
         "the counts were removed (a stripped file), and this attack reads them")
-    worst_case_why = ("the model exposes no per-tree draws (a bootstrap forest's)" if not draws
-                      else "needs your training rows (--data)")
+    worst_case_why = ("the model exposes no per-tree draws, as a bootstrap forest's may"
+                      if not draws else "needs your training rows, --data")
     leak_test_why = ("needs a forest's reconstruction" if not forest else "needs --data and "
-                     "--population (rows of the same population that were not trained on)")
+                     "--population, rows of the same population that were not trained on")
     return [
         ("reconstruct", "Reconstruction of the training set",
          removed or regression_refused or
@@ -167,7 +182,11 @@ def _regression_refusal(model: ReleasedModel) -> str:
 
 
 def attempt(name: str, title: str, step: Callable[[], AttackRun]) -> AttackRun:
-    """Run one step; an error becomes a failed record naming it."""
+    """Run one step; an error becomes a failed record naming it, and a refusal of the model
+    (`UnsupportedModelError`: the attack cannot read it) a record of why it does not
+    apply."""
+    from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
+
     start = time.perf_counter()
     try:
         run = step()
@@ -175,9 +194,10 @@ def attempt(name: str, title: str, step: Callable[[], AttackRun]) -> AttackRun:
         raise Interrupted from None
     except MemoryError:
         return AttackRun(name, title, FAILED, "memory ran out", time.perf_counter() - start)
+    except UnsupportedModelError as exc:
+        return AttackRun(name, title, NOT_APPLICABLE, " ".join(str(exc).split()),
+                         time.perf_counter() - start)
     except Exception as exc:  # one failing attack must not sink the report
-        from treeleaks.runtime.errors import TreeleaksError
-
         kind = "" if isinstance(exc, TreeleaksError | ValueError) else (
             f"unexpected {type(exc).__name__} (a bug, please report it): ")
         return AttackRun(name, title, FAILED, kind + " ".join(str(exc).split()),

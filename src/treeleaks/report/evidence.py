@@ -18,7 +18,14 @@ import numpy as np
 import pandas as pd
 
 from treeleaks.report.budget import engine_seconds
-from treeleaks.report.findings import COMPLETE, FAILED, NOT_RUN, PARTIAL, AttackRun
+from treeleaks.report.findings import (
+    COMPLETE,
+    FAILED,
+    NOT_APPLICABLE,
+    PARTIAL,
+    AttackRun,
+    ran_out_of_time,
+)
 from treeleaks.runtime.vocabulary import Formulation, Status
 
 if TYPE_CHECKING:
@@ -32,7 +39,6 @@ if TYPE_CHECKING:
     from treeleaks.runtime.progress import ProgressCallback
 
 RECONSTRUCT_TITLE = "Reconstruction of the training set from the counts"
-OUT_OF_TIME = 0.9  # a run that used this share of its budget or more ran out of it
 
 
 @dataclass
@@ -135,9 +141,19 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
         return AttackRun("reconstruct", RECONSTRUCT_TITLE, FAILED, "no dataset reproduces the "
                          f"counts: {recon.message or 'the counts contradict each other'}",
                          recon.time_s, figures)
+    return engine_run("reconstruct", RECONSTRUCT_TITLE, recon, limit, figures)
+
+
+def engine_run(name: str, title: str, recon: Reconstruction, limit: float,
+               figures: dict[str, Any]) -> AttackRun:
+    """The record of a run of the reconstruction engine given ``limit`` seconds: partial
+    when `shortfall` says so, cut short when it used its time (its own clock: the step
+    keeps part of its share for scoring against the data)."""
     why = shortfall(recon, limit)
-    return AttackRun("reconstruct", RECONSTRUCT_TITLE, PARTIAL if why else COMPLETE,
-                     why or _note(recon), recon.time_s, figures)
+    return AttackRun(name, title, PARTIAL if why else COMPLETE, why or _note(recon),
+                     recon.time_s, figures,
+                     cut_short=bool(why) and recon.formulation not in MODEL_LIMITED
+                     and ran_out_of_time(recon.time_s, limit))
 
 
 def _intervals(recon: Reconstruction) -> dict[str, float]:
@@ -190,10 +206,12 @@ def rows_in_place(recon: Reconstruction, truth: pd.DataFrame, label: str) -> dic
 MODEL_LIMITED = (Formulation.REGRESSION_LEAVES, Formulation.REGRESSION_BOOSTED)
 
 
-def shortfall(recon: Reconstruction, budget: float) -> str:
-    """Why a reconstruction's figures are only lower bounds ("" when they are not)."""
+def shortfall(recon: Reconstruction, limit: float) -> str:
+    """Why a reconstruction's figures are only lower bounds ("" when they are not): what it
+    holds and what stopped it, when the engine says (the time, and whether it ran out of
+    its ``limit``, are stated beside from the measured times: `AttackRun.words`)."""
     lower = "the figures are lower bounds"
-    budget = round(budget, 1)  # a share of the audit's budget: 20.7, not 20.7122
+    stopped = f": {' '.join(recon.message.split())}" if recon.message else ""
     if recon.partial and recon.formulation in MODEL_LIMITED:
         fits = ("fits every count" if recon.verified else
                 "lies in the leaves' boxes, its filled values not fitting every count")
@@ -203,15 +221,14 @@ def shortfall(recon: Reconstruction, budget: float) -> str:
     if recon.partial:  # rows that fit every count are not proven to be training rows
         where = (" at their training positions" if recon.bootstrap is not None
                  and recon.bootstrap.positions is not None else "")
-        return (f"no complete reconstruction within the budget of {budget:g} s: a partial "
-                f"dataset of {recon.n_rows} rows{where} fits every count, {recon.proven_rows} "
-                f"of them proven training rows; {lower}")
+        return (f"no complete reconstruction: a partial dataset of {recon.n_rows} rows{where} "
+                f"fits every count, {recon.proven_rows} of them proven training rows; {lower}")
     if recon.status == Status.UNKNOWN:
-        return f"no complete reconstruction within the budget of {budget:g} s; {lower}"
-    if recon.status == Status.FEASIBLE and recon.time_s >= OUT_OF_TIME * budget:
-        return f"stopped at the budget of {budget:g} s with the best dataset found; {lower}"
+        return f"no complete reconstruction{stopped}; {lower}"
+    if recon.status == Status.FEASIBLE and ran_out_of_time(recon.time_s, limit):
+        return f"the best dataset found in the time, not proven the best; {lower}"
     if recon.formulation == Formulation.EXACT and not recon.certainty_complete:
-        return f"the proofs were cut short at the budget of {budget:g} s; {lower}"
+        return f"the proofs were not completed; {lower}"
     return ""
 
 
@@ -353,8 +370,8 @@ def leak_or_distribution(inp: AuditInput, ev: Evidence) -> AttackRun:
     from treeleaks.evaluation.leak_test import leak_test
 
     if ev.recon is None or not ev.recon.n_rows:
-        return AttackRun("leak-test", "Leak or distribution?", NOT_RUN,
-                         "no reconstruction to test")
+        return AttackRun("leak-test", "Leak or distribution?", NOT_APPLICABLE,
+                         "the reconstruction rebuilt no rows to test")
     truth = inp.truth
     population = inp.population.rename(columns={inp.label: inp.model.label_name})
     ev.leak_test = leak_test(ev.recon.rows, truth=truth, population=population,

@@ -19,24 +19,37 @@ from treeleaks import __version__
 
 class RunStatus(StrEnum):
     """How an attack fared in the audit (`AttackRun.status`): the report's words, beside
-    the attack's own outcome (`treeleaks.runtime.vocabulary.Status`), which its figures carry."""
+    the attack's own outcome (`treeleaks.runtime.vocabulary.Status`), which its figures carry.
+    `words` says what happened in full, with the measured times."""
 
     COMPLETE = "complete"  # the attack finished within its budget
-    PARTIAL = "partial"  # it stopped at its budget (or was interrupted): figures are lower bounds
-    NOT_RUN = "not run"  # it does not apply to this model or input, or an earlier step stopped
+    # it stopped without a complete answer, at its budget (`AttackRun.cut_short`) or because
+    # it could go no further (its why says what stopped it): figures are lower bounds
+    PARTIAL = "partial"
+    NOT_RUN = "not run"  # it applies, but the budget ran out or the audit was interrupted first
+    NOT_APPLICABLE = "does not apply"  # to this model or input; its why says why
     FAILED = "failed"  # it raised an error; the report says which
 
 
 # the members by their short names, as the report's modules use them
-COMPLETE, PARTIAL, NOT_RUN, FAILED = (RunStatus.COMPLETE, RunStatus.PARTIAL, RunStatus.NOT_RUN,
-                                      RunStatus.FAILED)
+COMPLETE, PARTIAL, NOT_RUN, NOT_APPLICABLE, FAILED = (
+    RunStatus.COMPLETE, RunStatus.PARTIAL, RunStatus.NOT_RUN, RunStatus.NOT_APPLICABLE,
+    RunStatus.FAILED)
+OUT_OF_TIME = 0.9  # a run that used this share of its time or more ran out of it
+
+
+def ran_out_of_time(used_s: float, limit_s: float | None) -> bool:
+    """Whether a run that took ``used_s`` seconds stopped at its limit (None: no limit)."""
+    return limit_s is not None and math.isfinite(limit_s) and used_s >= OUT_OF_TIME * limit_s
 
 
 @dataclass
 class AttackRun:
     """One attack (or measured defence) of the audit: whether it ran, why not, and what it
     found. ``figures`` are plain JSON values named as the separate commands name them;
-    ``budget_s`` is the share of the audit's budget it was given (None: not started)."""
+    ``budget_s`` is the share of the audit's budget it was given (None: not started);
+    ``cut_short``: a partial run stopped at its time (not because it could go no
+    further), from the measured times (`ran_out_of_time`)."""
 
     name: str
     title: str
@@ -45,12 +58,35 @@ class AttackRun:
     time_s: float = 0.0
     figures: dict[str, Any] = field(default_factory=dict)
     budget_s: float | None = None
+    cut_short: bool = False
+
+    @property
+    def outcome(self) -> str:
+        """What happened, with the measured times: "complete in S s of T s", "cut short at
+        S s of T s", "stopped without a complete answer after S s", "does not apply", "not run"
+        or "failed"."""
+        used = f"{self.time_s:.1f} s"
+        share = ("" if self.budget_s is None or not math.isfinite(self.budget_s)
+                 else f" of {self.budget_s:.1f} s")
+        if self.status == COMPLETE:
+            return f"complete in {used}{share}"
+        if self.status == PARTIAL and self.cut_short:
+            return f"cut short at {used}{share}"
+        if self.status == PARTIAL:
+            return f"stopped without a complete answer after {used}"
+        return str(self.status)
+
+    @property
+    def words(self) -> str:
+        """The `outcome` and why, as the command line says it: "does not apply (a single
+        tree: ...)", "cut short at 50.9 s of 50.7 s (...)", ..."""
+        return self.outcome + (f" ({self.why})" if self.why else "")
 
     def to_dict(self) -> dict[str, Any]:
         share = None if self.budget_s is None else round(self.budget_s, 3)
         return {"name": self.name, "title": self.title, "status": self.status, "why": self.why,
                 "time_s": round(self.time_s, 3), "budget_s": plain(share),
-                "figures": plain(self.figures)}
+                "cut_short": self.cut_short, "figures": plain(self.figures)}
 
 
 @dataclass
@@ -132,8 +168,9 @@ class Audit:
 
     @property
     def partial(self) -> bool:
-        """Interrupted, or some attack stopped at its budget: figures are lower bounds."""
-        return self.interrupted or any(a.status == PARTIAL for a in self.attacks)
+        """Interrupted, or some attack that applies stopped without a complete answer or
+        did not run for want of time: figures are lower bounds."""
+        return self.interrupted or any(a.status in (PARTIAL, NOT_RUN) for a in self.attacks)
 
     def attack(self, name: str) -> AttackRun | None:
         return next((a for a in self.attacks if a.name == name), None)

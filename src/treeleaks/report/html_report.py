@@ -32,7 +32,7 @@ font-size:1.3em}
 .HIGH{background:#c62828}.MEDIUM{background:#ef6c00}.LOW{background:#2e7d32}
 .partial{background:#fff3cd;border:1px solid #e0b100;padding:.6em 1em;margin:1em 0}
 .status-complete{color:#2e7d32}.status-partial{color:#b26a00}
-.status-not-run{color:#666}.status-failed{color:#c62828}
+.status-not-run,.status-does-not-apply{color:#666}.status-failed{color:#c62828}
 .verdict td:first-child{font-weight:bold;width:40%}
 .muted{color:#666;font-size:.9em}figure{margin:1em 0}img{max-width:100%}
 figcaption{color:#555;font-size:.9em}
@@ -131,8 +131,9 @@ def render(audit: Audit) -> str:
         parts.append('<div class="partial" id="partial"><strong>Partial report.</strong> '
                      + ("The audit was interrupted (Ctrl-C); attacks after that point did "
                         "not run. " if audit.interrupted else "")
-                     + "Some attacks stopped at their budget or did not finish: the figures "
-                     "are lower bounds on what an adversary can do.</div>")
+                     + "Some attacks were cut short at their budget, stopped without a "
+                     "complete answer, or had no time left to run (see Assumptions): the "
+                     "figures are lower bounds on what an adversary can do.</div>")
     parts += [_verdict(audit), _exposed(audit), _pictures(audit), _defences(audit),
               _rows(audit), _rebuilt(audit), _evidence(audit), _assumptions(audit), _rules(audit),
               f"<script>{SORT_SCRIPT}</script></body></html>"]
@@ -257,15 +258,12 @@ def _exposed(audit: Audit) -> str:
 
 def _evidence(audit: Audit) -> str:
     out = ['<h2 id="evidence">Evidence, attack by attack</h2>',
-           "<table><tr><th>attack</th><th>status</th><th>time (of its share)</th><th>why</th>"
-           "</tr>"]
+           "<table><tr><th>attack</th><th>what happened (time used of its share)</th>"
+           "<th>why</th></tr>"]
     for a in audit.attacks:
         css = "status-" + a.status.replace(" ", "-")
-        took = "-" if a.status == NOT_RUN else f"{a.time_s:.2f}&nbsp;s"
-        if a.budget_s is not None and a.budget_s != float("inf"):
-            took += f" of {a.budget_s:.1f}&nbsp;s"
-        out.append(f"<tr><td>{_e(a.title)}</td><td class=\"{css}\">{_e(a.status)}</td>"
-                   f"<td>{took}</td><td>{_e(a.why)}</td></tr>")
+        out.append(f"<tr><td>{_e(a.title)}</td><td class=\"{css}\">{_e(a.outcome)}</td>"
+                   f"<td>{_e(a.why)}</td></tr>")
     out.append('</table><div class="cards">')
     for a in audit.attacks:
         scalars = {k: v for k, v in a.figures.items()
@@ -275,7 +273,7 @@ def _evidence(audit: Audit) -> str:
         rows = "".join(f"<tr><td>{_e(FIGURE_NAMES.get(k, k))}</td><td>{_e(_number(v))}</td>"
                        "</tr>" for k, v in scalars.items())
         notes = "".join(f"<li>{_e(n)}</li>" for n in a.figures.get("notes", []))
-        label = "" if a.status == COMPLETE else f" ({a.status})"
+        label = "" if a.status == COMPLETE else f" ({a.outcome})"
         out.append(f"<section><h3>{_e(a.title)}{_e(label)}</h3><table>{rows}</table>"
                    + (f"<ul>{notes}</ul>" if notes else "") + "</section>")
     out.append("</div>")
@@ -399,13 +397,26 @@ def _defences(audit: Audit) -> str:
 def _assumptions(audit: Audit) -> str:
     rows = "".join(f"<tr><td>{_e(k.replace('_', ' '))}</td><td>{_e(_number(v))}</td></tr>"
                    for k, v in audit.assumptions.items())
-    cut = [a.title for a in audit.attacks if a.status == PARTIAL]
-    note = (f"<p><strong>Out of budget:</strong> {_e(', '.join(cut))}. Their figures are lower "
-            "bounds on the risk.</p>" if cut else
-            "<p>No attack ran out of its budget.</p>")
+    note = _shortfalls(audit)
     return (f'<h2 id="assumptions">Assumptions</h2><p>What the adversary was assumed to '
             f"know, and the time the audit had.</p><table>{rows}</table>{_budget(audit)}"
             f"{note}")
+
+
+def _shortfalls(audit: Audit) -> str:
+    """Which attacks used up their time, which stopped short of it without a complete
+    answer, and which the budget left no time for: each figure of theirs is a lower
+    bound."""
+    groups = (("Cut short at their budget", [a.title + f" ({a.outcome})" for a in audit.attacks
+                                              if a.status == PARTIAL and a.cut_short]),
+              ("Stopped without a complete answer before their budget",
+               [f"{a.title} ({a.outcome}: {a.why})" for a in audit.attacks
+                if a.status == PARTIAL and not a.cut_short]),
+              ("Not run", [f"{a.title} ({a.why})" for a in audit.attacks
+                           if a.status == NOT_RUN]))
+    said = "".join(f"<p><strong>{_e(head)}:</strong> {_e('; '.join(titles))}. Their figures "
+                   "are lower bounds on the risk.</p>" for head, titles in groups if titles)
+    return said or "<p>No attack ran out of its budget or stopped short of an answer.</p>"
 
 
 def _budget(audit: Audit) -> str:

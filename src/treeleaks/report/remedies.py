@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from treeleaks.report import dp_costs
 from treeleaks.report.budget import engine_seconds
-from treeleaks.report.evidence import AuditInput, Evidence, shortfall
-from treeleaks.report.findings import COMPLETE, NOT_RUN, PARTIAL, AttackRun, Defence
+from treeleaks.report.evidence import AuditInput, Evidence, engine_run
+from treeleaks.report.findings import COMPLETE, NOT_APPLICABLE, AttackRun, Defence
 
 if TYPE_CHECKING:
     from treeleaks.ir.model import NoiseMechanism
@@ -50,7 +50,7 @@ def prune_effect(inp: AuditInput) -> tuple[AttackRun, Defence | None]:
     if inp.estimator is None or kind not in PRUNABLE:
         why = ("needs the scikit-learn object (a .skops file, or a pickle with "
                "--trust-pickle)" if inp.estimator is None else f"cannot prune a {kind}")
-        return AttackRun("prune", title, NOT_RUN, why), None
+        return AttackRun("prune", title, NOT_APPLICABLE, why), None
     pruned, summary = prune(inp.estimator, PRUNE_K)
     left = single_out(from_sklearn(pruned, allow_regression=True), cells=False,
                       time_limit=inp.budget)
@@ -106,9 +106,7 @@ def strip_random_states(inp: AuditInput, ev: Evidence, progress: ProgressCallbac
             effect += (f", against {figures['exact_rows_with_states']} and "
                        f"{ev.score.error:.4f} with the draws")
         effect += ")"
-    why = shortfall(without, limit)
-    run = AttackRun("strip-random-states", title, PARTIAL if why else COMPLETE, why,
-                    without.time_s, figures)
+    run = engine_run("strip-random-states", title, without, limit, figures)
     return run, Defence(_with_command("Release the trees without their random states (they "
                                       "regenerate each tree's bootstrap draws)", inp.path,
                                       inp.model.source), effect, figures,

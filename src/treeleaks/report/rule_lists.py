@@ -1,8 +1,8 @@
 """The audit of a rule list: its probabilistic reconstruction (`treeleaks leak`), what its
 counts give away, and the same verdict, risk rule and report as a tree's.
 
-The singling-out and reconstruction attacks read trees, so they are listed as not run with
-that reason; the per-row view needs a tree's leaves and is not offered for rule lists.
+The singling-out and reconstruction attacks read trees, so they are listed as not applying,
+with that reason; the per-row view needs a tree's leaves and is not offered for rule lists.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from treeleaks.report import remedies
 from treeleaks.report.budget import AuditClock
 from treeleaks.report.collect import Interrupted, attempt
 from treeleaks.report.evidence import fully_determined
-from treeleaks.report.findings import COMPLETE, NOT_RUN, AttackRun, Audit, Verdict
+from treeleaks.report.findings import COMPLETE, NOT_APPLICABLE, NOT_RUN, AttackRun, Audit, Verdict
 from treeleaks.report.risk import assess
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def run_rule_list_audit(rule_list: RuleList, path: str, schema: FeatureSchema | 
                                        "interrupted (Ctrl-C) while it ran"))
     for name, title in (("reconstruct", "Reconstruction of the training set"),
                         ("single-out", "Predicate singling out")):
-        audit.attacks.append(AttackRun(name, title, NOT_RUN, TREES_ONLY))
+        audit.attacks.append(AttackRun(name, title, NOT_APPLICABLE, TREES_ONLY))
     figures = audit.attacks[0].figures
     exact = figures.get("rows_fully_determined")
     audit.verdict = Verdict(rows_reconstructed_exactly=exact, rows_proven=exact,

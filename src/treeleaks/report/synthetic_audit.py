@@ -125,7 +125,8 @@ def run_synthetic_audit(inp: SyntheticInput,
     partial = result.status == Status.PARTIAL
     run = AttackRun(NAME, TITLE, PARTIAL if partial else COMPLETE,
                     "; ".join(result.notes) if partial else "",
-                    time.monotonic() - start, figures)
+                    time.monotonic() - start, figures, budget_s=inp.budget,
+                    cut_short=partial)  # it stopped at the deadline
     return Audit(model=_release(inp, len(inp.population.columns)),
                  exposed=_exposed(inp, result), assumptions=_assumptions(inp, result),
                  attacks=[run], verdict=_headline(result), risk=assess_release(figures,

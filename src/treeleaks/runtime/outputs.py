@@ -1,5 +1,6 @@
-"""Output files written safely: checked before the run, never over an input or each other,
-and written all or nothing, each file replaced atomically."""
+"""Output files written safely: checked before the run, never over an input, each other or
+(unless forced) a previous run's output, and written all or nothing, each file replaced
+atomically."""
 
 from __future__ import annotations
 
@@ -31,16 +32,13 @@ def same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def partial_path(path: Path) -> Path:
-    """Where a partial result goes instead of ``path``: ``recon.csv`` -> ``recon.partial.csv``,
-    so a file at the path the user named only ever holds a complete result."""
-    return path.with_name(f"{path.stem}.partial{path.suffix}")
-
-
-def check_outputs(inputs: Iterable[Path], outputs: Iterable[Path]) -> None:
+def check_outputs(inputs: Iterable[Path], outputs: Iterable[Path], force: bool = False) -> None:
     """Refuse, before any work, outputs that could not be written (missing or read-only
-    folder, a read-only file, a folder or device in the way) or that name an input or
-    each other."""
+    folder, a read-only file, a folder or device in the way), that name an input or each
+    other, or, unless ``force``, that already exist: a file there holds a previous run's
+    output (or something else), which a run never replaces without being told to. A
+    folder output is checked through the files the run would write in it, so an empty
+    or unrelated folder passes."""
     inputs = list(inputs)
     seen: list[Path] = []
     for target in outputs:
@@ -52,6 +50,9 @@ def check_outputs(inputs: Iterable[Path], outputs: Iterable[Path]) -> None:
         if any(same_file(target, other) for other in seen):
             raise OutputError(f"two outputs name the same file {str(target)!r}; give each "
                               "its own name")
+        if not force and target.is_file():
+            raise OutputError(f"{str(target)!r} already exists (a previous run's output?); "
+                              "pass --force to replace it, or choose another path")
         seen.append(target)
 
 

@@ -4,6 +4,7 @@ published figures: error against the number of trees, one line per depth)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import BinaryIO
 
 import pandas as pd
 
@@ -14,9 +15,11 @@ class PlotError(TreeleaksError):
     """The table lacks a column the plot asks for."""
 
 
-def plot_sweep(table: pd.DataFrame, x: str, y: str, by: str | None, out: Path) -> Path:
+def plot_sweep(table: pd.DataFrame, x: str, y: str, by: str | None,
+               out: Path | BinaryIO) -> Path | BinaryIO:
     """Mean of ``y`` against ``x`` (error bars: standard deviation over the other axes,
-    seeds included), a line per value of ``by``; written as PNG to ``out``."""
+    seeds included), a line per value of ``by``; written as PNG to ``out`` (a path or a
+    binary stream)."""
     missing = [c for c in (x, y, by) if c is not None and c not in table.columns]
     if missing:
         raise PlotError(f"the results have no column {missing[0]!r}; columns: "
@@ -39,6 +42,6 @@ def plot_sweep(table: pd.DataFrame, x: str, y: str, by: str | None, out: Path) -
     ax.set_ylabel(f"{y} (mean ± sd)")
     if by is not None:
         ax.legend()
-    fig.savefig(out, dpi=120)
+    fig.savefig(out, dpi=120, format="png")
     plt.close(fig)
     return out
