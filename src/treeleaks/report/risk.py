@@ -207,5 +207,6 @@ def assess(verdict: dict[str, Any], partial: bool) -> dict[str, Any]:
     why = ("no training row is proven, rebuilt or singled out, no singling-out candidate "
            "is left unchecked, and no figure is close to the training rows")
     if partial:
-        why += "; some attacks were cut short, so this is a lower bound on the risk"
+        why += ("; some attacks were cut short, stopped without a complete answer or were not "
+                "run, so this is a lower bound on the risk")
     return apply_rules(RULES, verdict, partial, why)
