@@ -48,13 +48,13 @@ def inspect(
     from treeleaks.ir.schema_hints import schema_json, suggest_groups
 
     guard_outputs(model_path, schema, [suggest_schema] if suggest_schema is not None else [])
-    model = load(model_path, trust_pickle)
+    model = load(model_path, trust_pickle, allow_regression=True)
     bound = bound_schema(schema, model)
     declared = {name for group in bound.one_hot_groups + bound.at_most_one_groups
                 for name in group}
     groups = [g for g in suggest_groups(model) if not declared.intersection(g.columns)]
     table = _inspect_table(model_path, model)
-    if (model.n_rows is not None or model.noise is not None) and model.trees:
+    if (model.n_rows is not None or model.noise is not None) and not model.is_regression:
         table.add_row("Estimated cost", _cost_estimate(model, bound))
     if groups:
         table.add_row("Looks one-hot encoded", _groups_text(groups, suggest_schema is None))
@@ -76,24 +76,16 @@ def _inspect_table(path: Path, model: ReleasedModel) -> Table:
     table.add_row("Trees", str(model.n_trees))
     table.add_row("Leaves per tree", _spread(leaves))
     table.add_row("Depth", _spread(depths))
-    table.add_row("Classes", escape(", ".join(map(str, model.classes))))
+    if not model.is_regression:
+        table.add_row("Classes", escape(", ".join(map(str, model.classes))))
     table.add_row("Label column", escape(model.label_name))
     names = model.feature_names
     table.add_row("Features", escape(f"{len(names)}: {', '.join(names[:8])}"
                                      f"{', ...' if len(names) > 8 else ''}"))
     unsplit = sum(t.size == 0 for t in model.thresholds())
     table.add_row("Features never split on", str(unsplit))
-    table.add_row("Bootstrap", "yes" if model.bootstrap else "no: every tree saw every row once")
-    exposed = bool(model.trees) and all(t.draws is not None for t in model.trees)
-    if model.bootstrap:
-        table.add_row("Per-tree draws", (
-            "exposed: the file says how often each tree drew each training row, which tells "
-            "rows apart; treeleaks rebuilds them in training order (formulation "
-            "bootstrap-known)") if exposed else ("not exposed: treeleaks infers draws for the "
-            "rows it rebuilds (formulation bootstrap-unknown, forests over few columns)"))
-    else:
-        table.add_row("Per-tree draws", "exposed" if exposed else "not exposed")
-    table.add_row("Training rows N", _rows_known(model, exposed))
+    for name, words in model.described().rows():  # the words every command prints
+        table.add_row(escape(name), escape(words))
     if model.noise is None and model.counts_released:
         table.add_row("Smallest leaf", _smallest_leaf(model))
     noise = model.noise
@@ -145,25 +137,6 @@ def _smallest_leaf(model: ReleasedModel) -> str:
     return (f"{int(sizes.min()):,} row{'s' if sizes.min() != 1 else ''}; "
             + (f"{single:,} leaves hold a single row (treeleaks single-out lists what they "
                "reveal)" if single else "no leaf holds a single row"))
-
-
-def _rows_known(model: ReleasedModel, draws_exposed: bool) -> str:
-    """N and the class balance when the counts give them away."""
-    if model.n_rows is not None:
-        per_class = model.class_totals()
-        balance = ", ".join(f"{c}: {int(k)}" for c, k in zip(model.classes, per_class))
-        return escape(f"{model.n_rows} ({balance})")
-    if draws_exposed:
-        return f"{len(model.trees[0].draws)} (length of the draws)"
-    if model.noise is not None and model.noise.kind == "laplace":
-        from treeleaks.attacks.dp import n_rows_interval
-
-        bounds = n_rows_interval(model)
-        stated = model.facts.get("n_rows")
-        return ((f"{stated} stated in the file; " if stated is not None else "")
-                + f"about {bounds.estimate:.0f} from the noisy counts (between "
-                f"{bounds.low} and {bounds.high})")
-    return "not exposed"
 
 
 def _groups_text(groups: list[SuggestedGroup], how_to_use: bool) -> Text:

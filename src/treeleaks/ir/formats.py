@@ -143,6 +143,7 @@ class ModelRecord(_Strict):
     bootstrap: StrictBool = False
     noise: NoiseRecord | None = None
     facts: dict[StrictStr, Fact] = Field(default_factory=dict)
+    description: dict[StrictStr, Any] | None = None  # `ModelDescription.to_dict`
     trees: Annotated[list[TreeRecord], Field(min_length=1)]
 
 

@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from treeleaks import __version__
+from treeleaks.ir.description import ModelDescription
 from treeleaks.report import plots
 from treeleaks.report.findings import COMPLETE, NOT_RUN, PARTIAL, Audit
 from treeleaks.report.rebuilt import rebuilt_headline
@@ -194,13 +195,15 @@ def _verdict(audit: Audit) -> str:
         lines.append(("Leak or distribution", f"{p_value_text(v['leak_test_p_value'])} ("
                       + ("a leak: " if v["leak_test_leak"] else "no evidence of a leak: ")
                       + "reconstruction against the training rows vs population samples)"))
-    lines.append(("Training-set size given away", _n_rows_text(v["n_rows_given_away"])))
-    balance = v["class_balance_given_away"]
-    estimated = v.get("class_balance_estimated", False)
-    lines.append(("Class balance given away", "not exposed" if balance is None else
-                  ("about " if estimated else "")
-                  + ", ".join(f"{k}: {c:,}" for k, c in balance.items())
-                  + (" (the trees' class totals, averaged)" if estimated else "")))
+    about = _description(audit)
+    if about is not None:  # the reader's words, as every command prints them
+        lines += [("Training-set size given away", about.n_rows_text()),
+                  ("Class balance given away", about.class_balance_text())]
+    else:
+        lines.append(("Training-set size given away", _n_rows_text(v["n_rows_given_away"])))
+        balance = v["class_balance_given_away"]
+        lines.append(("Class balance given away", "not exposed" if balance is None else
+                      ", ".join(f"{k}: {c:,}" for k, c in balance.items())))
     rows = "".join(f"<tr><td>{_e(a)}</td><td>{_e(b)}</td></tr>" for a, b in lines)
     bound = " (a lower bound: some attacks were cut short)" if risk["lower_bound"] else ""
     also = ("<p><strong>Also:</strong> " + "; ".join(map(_e, risk["also"])) + ".</p>"
@@ -212,27 +215,28 @@ def _verdict(audit: Audit) -> str:
             + "</table>")
 
 
-def _n_rows_text(value: Any) -> str:
-    if value is None:
-        return "not exposed"
-    if isinstance(value, dict):
-        stated = f"{value['stated']:,} stated in the file; " if value.get("stated") else ""
-        return (f"{stated}about {value['estimate']:.0f} from the noisy counts (between "
-                f"{value['low']:,} and {value['high']:,})")
-    return f"{value:,} rows"
+def _n_rows_text(value: int | None) -> str:
+    """N as an audit without a model description (a rule list, synthetic data) states it."""
+    return "not exposed" if value is None else f"{value:,} rows"
+
+
+def _description(audit: Audit) -> ModelDescription | None:
+    """The model file's description as its reader made it (None: an audit of another kind
+    of release, which states its own facts)."""
+    data = audit.exposed.get("description")
+    return None if data is None else ModelDescription.from_dict(data)
 
 
 def _exposed(audit: Audit) -> str:
     x = audit.exposed
     noise = x["noise"]
-    rows = [("Bootstrap", "yes" if x["bootstrap"] else "no: every tree saw every row once"),
-            ("Per-tree draws (multiplicities)", "exposed: they tell rows apart and give "
-             "them back in training order" if x["multiplicities_exposed"] else "not exposed"),
-            ("Leaf counts", (x.get("leaf_counts_read") or "released")
-             if x["counts_released"] else "removed (a stripped file): the structure, "
-             "thresholds and leaf values remain"),
-            ("Noise", "none (exact counts)" if noise is None else
-             f"{noise['kind']}, ε = {noise['epsilon']:g}, scale {noise['scale']:g}")]
+    about = _description(audit)
+    rows = about.rows() if about is not None else [
+        ("Bootstrap", "yes" if x["bootstrap"] else "no: every tree saw every row once"),
+        ("Per-tree draws (multiplicities)",
+         "exposed" if x["multiplicities_exposed"] else "not exposed")]
+    rows.append(("Noise", "none (exact counts)" if noise is None else
+                 f"{noise['kind']}, ε = {noise['epsilon']:g}, scale {noise['scale']:g}"))
     body = "".join(f"<tr><td>{_e(a)}</td><td>{_e(b)}</td></tr>" for a, b in rows)
     return f'<h2 id="exposed">What the file exposes</h2><table>{body}</table>'
 
