@@ -48,13 +48,14 @@ def inspect(
     from treeleaks.ir.schema_hints import schema_json, suggest_groups
 
     guard_outputs(model_path, schema, [suggest_schema] if suggest_schema is not None else [])
-    model = load(model_path, trust_pickle, allow_regression=True)
+    model = load(model_path, trust_pickle, allow_regression=True, counts_removed_ok=True)
     bound = bound_schema(schema, model)
     declared = {name for group in bound.one_hot_groups + bound.at_most_one_groups
                 for name in group}
     groups = [g for g in suggest_groups(model) if not declared.intersection(g.columns)]
     table = _inspect_table(model_path, model)
-    if (model.n_rows is not None or model.noise is not None) and not model.is_regression:
+    if (model.n_rows is not None or model.noise is not None) and not model.is_regression \
+            and model.counts_released:
         table.add_row("Estimated cost", _cost_estimate(model, bound))
     if groups:
         table.add_row("Looks one-hot encoded", _groups_text(groups, suggest_schema is None))

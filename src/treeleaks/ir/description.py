@@ -130,9 +130,8 @@ class ModelDescription:
         if self.target_range is not None:
             low, high = self.target_range
             out.append(("Targets", f"leaf values from {low:g} to {high:g}"))
-        out.extend((("Removed" if f.removed else f"Stored: {f.name}"),
-                    f"{f.name}: {f.exposes}" if f.removed else f.exposes)
-                   for f in self.fields)
+        out.extend((f"Field {f.name}", f"removed (it gave away {f.exposes})" if f.removed
+                    else f.exposes) for f in self.fields)
         out.extend(self.extras)
         return out
 
@@ -150,11 +149,12 @@ class ModelDescription:
         """N as the file gives it away, an estimate marked as such, or "not given away"."""
         if self.n_rows is None:
             return "not given away"
-        if not self.n_rows_estimated:
-            return f"{self.n_rows:,} given away ({self.n_rows_how})"
         bounds = ("" if self.n_rows_bounds is None else
-                  f", between {self.n_rows_bounds[0]:,} and {self.n_rows_bounds[1]:,}")
-        return f"about {self.n_rows:,}{bounds} (an estimate: {self.n_rows_how})"
+                  f"between {self.n_rows_bounds[0]:,} and {self.n_rows_bounds[1]:,}")
+        if not self.n_rows_estimated:
+            noisy = f"; the noisy counts put it {bounds}" if bounds else ""
+            return f"{self.n_rows:,} given away ({self.n_rows_how}){noisy}"
+        return f"about {self.n_rows:,}, {bounds} (an estimate {self.n_rows_how})"
 
     def class_balance_text(self) -> str:
         """The class balance as the file gives it away, an estimate, or not at all."""
