@@ -24,6 +24,7 @@ from treeleaks.cli.app import (
 )
 
 if TYPE_CHECKING:
+    from treeleaks.frontends.rule_list import RuleList
     from treeleaks.ir.model import ReleasedModel
     from treeleaks.ir.schema import FeatureSchema
     from treeleaks.ir.schema_hints import SuggestedGroup
@@ -45,9 +46,14 @@ def inspect(
 ) -> None:
     """Show what a model file exposes to anyone who holds it, and what rebuilding its
     training set would take."""
+    from treeleaks.cli.leak import rule_list_or_none
     from treeleaks.ir.schema_hints import schema_json, suggest_groups
 
     guard_outputs(model_path, schema, [suggest_schema] if suggest_schema is not None else [])
+    rule_list = rule_list_or_none(model_path)
+    if rule_list is not None:  # audit reads rule lists: so does inspect
+        Console().print(_rule_list_table(model_path, rule_list))
+        return
     model = load(model_path, trust_pickle, allow_regression=True, counts_removed_ok=True)
     bound = bound_schema(schema, model)
     declared = {name for group in bound.one_hot_groups + bound.at_most_one_groups
@@ -96,6 +102,20 @@ def _inspect_table(path: Path, model: ReleasedModel) -> Table:
         if key == "schema":  # the recorded domains, used unless --schema is given
             value = "recorded in the file (public domains the splits were drawn from)"
         table.add_row(escape(key), escape(str(value)))
+    return table
+
+
+def _rule_list_table(path: Path, rule_list: RuleList) -> Table:
+    table = Table(title=escape(f"What {path.name} exposes"), show_header=False,
+                  title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("Rules", f"{len(rule_list.rules)} and the default")
+    table.add_row("Classes", escape(", ".join(map(str, rule_list.classes))))
+    table.add_row("Features", escape(f"{rule_list.n_features}: "
+                                     f"{', '.join(rule_list.feature_names[:8])}"))
+    for name, words in rule_list.described().rows():  # the words every command prints
+        table.add_row(escape(name), escape(words))
     return table
 
 

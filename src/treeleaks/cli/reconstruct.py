@@ -240,7 +240,8 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
     if s["knowledge"]:
         table.add_row("Side knowledge", escape(s["knowledge"]))
     if s.get("partial"):
-        n = model.n_rows
+        about = model.described()  # N as the file gives it away (the draws', too)
+        n = about.n_rows if about.n_rows_given_away else None
         table.add_row("Rows reconstructed", Text(
             (f"{s['n_rows']} of {n} ({s['n_rows'] / n:.0%})" if n else f"{s['n_rows']}")
             + (": a partial dataset within every count (rows that fit the counts, training "

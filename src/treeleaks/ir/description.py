@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -49,8 +49,8 @@ class ModelDescription:
 
     ``n_rows`` is N when the file gives it away (``n_rows_estimated``: an estimate, with
     ``n_rows_bounds`` when it has bounds), ``n_rows_how`` says from what; ``class_balance``
-    likewise. ``target_range`` is a regressor's range of leaf values. ``extras`` are display
-    words a framework adds (objective, early stopping); nothing tests them.
+    likewise. ``target_range`` is a regressor's range of leaf values. A framework's other
+    words (objective, early stopping) stay in the model's ``facts``, for display.
     """
 
     framework: str
@@ -69,7 +69,6 @@ class ModelDescription:
     target_range: tuple[float, float] | None = None
     stripped: bool = False
     fields: tuple[StoredField, ...] = ()
-    extras: tuple[tuple[str, str], ...] = field(default=())
 
     @property
     def n_rows_given_away(self) -> bool:
@@ -91,7 +90,6 @@ class ModelDescription:
             "stripped": self.stripped,
             "fields": [{"name": f.name, "exposes": f.exposes, "removed": f.removed}
                        for f in self.fields],
-            "extras": dict(self.extras),
         }
 
     @classmethod
@@ -115,15 +113,14 @@ class ModelDescription:
             stripped=bool(data.get("stripped", False)),
             fields=tuple(StoredField(str(f["name"]), str(f["exposes"]), bool(f["removed"]))
                          for f in data.get("fields", [])),
-            extras=tuple((str(k), str(v)) for k, v in data.get("extras", {}).items()),
         )
 
     # --- the words every command prints --------------------------------------------------
 
     def rows(self) -> list[tuple[str, str]]:
         """The description as (name, words) rows: what every command prints about it."""
-        out = [("Model", f"{self.kind}, {self.task} ({self.framework} {self.estimator})"
-                .replace(" )", ")")),
+        maker = " ".join(word for word in (self.framework, self.estimator) if word)
+        out = [("Model", f"{self.kind}, {self.task} ({maker})"),
                ("Bootstrap", self.bootstrap_text()),
                ("Training rows N", self.n_rows_text()),
                ("Class balance", self.class_balance_text())]
@@ -132,12 +129,13 @@ class ModelDescription:
             out.append(("Targets", f"leaf values from {low:g} to {high:g}"))
         out.extend((f"Field {f.name}", f"removed (it gave away {f.exposes})" if f.removed
                     else f.exposes) for f in self.fields)
-        out.extend(self.extras)
         return out
 
     def bootstrap_text(self) -> str:
         """Whether the trees drew their rows with replacement, and what the file says of
         the draws."""
+        if self.kind == ModelKind.RULE_LIST:
+            return "no: the rules counted each training row once"
         if not self.bootstrap:
             return "no: every tree saw every row once"
         limit = "" if self.max_samples is None else f", max_samples={self.max_samples:g}"
@@ -169,8 +167,7 @@ class ModelDescription:
 
 def describe(model: Any, framework: str, estimator: str = "",
              fields: Iterable[StoredField] = (), *, kind: ModelKind | None = None,
-             bootstrap: bool | None = None, stripped: bool = False,
-             extras: Mapping[str, Any] | None = None) -> ModelDescription:
+             bootstrap: bool | None = None, stripped: bool = False) -> ModelDescription:
     """Describe ``model`` (a `ReleasedModel`) as its reader found it.
 
     The IR settles the kind (unless ``kind`` is given), N, the class balance, the draws and a
@@ -193,8 +190,7 @@ def describe(model: Any, framework: str, estimator: str = "",
         max_samples=model.facts.get("max_samples") if boot else None,
         n_rows=n_rows, n_rows_estimated=estimated, n_rows_how=how, n_rows_bounds=bounds,
         class_balance=balance, class_balance_estimated=balance_estimated,
-        target_range=_targets(model), stripped=stripped, fields=tuple(fields),
-        extras=tuple((str(k), str(v)) for k, v in (extras or {}).items()))
+        target_range=_targets(model), stripped=stripped, fields=tuple(fields))
 
 
 def _kind(model: Any, bootstrap: bool) -> ModelKind:
