@@ -204,3 +204,21 @@ def test_a_treeleaks_json_keeps_the_readers_description_and_old_files_still_load
     assert (again.kind, again.n_rows, again.class_balance) == (
         ModelKind.FOREST, model.described().n_rows, model.described().class_balance)
     assert again.framework == "treeleaks JSON"
+
+
+def test_an_edited_description_hides_nothing_and_a_malformed_one_is_named(
+        tmp_path: Path) -> None:
+    """What a treeleaks JSON gives away is read off its counts, whatever its description
+    says; a description of the wrong shape is refused naming the field."""
+    from treeleaks.ir.model import ModelFormatError
+
+    model = load_model(MODELS["extra-trees"](tmp_path))
+    saved = tmp_path / "model.json"
+    data = json.loads(model.to_json())
+    data["description"].update(n_rows=None, class_balance=None, stripped=True)
+    saved.write_text(json.dumps(data))
+    assert load_model(saved).described() == model.described()
+    data["description"]["kind"] = "a safe model"
+    saved.write_text(json.dumps(data))
+    with pytest.raises(ModelFormatError, match=r"description\.kind"):
+        load_model(saved)

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from treeleaks.ir.description import ModelDescription, describe
+from treeleaks.ir.description import ModelDescription, ModelKind, StoredField, describe
 from treeleaks.ir.json_files import FORMAT_VERSION, MAX_COUNT, read_json
 from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
 
 if TYPE_CHECKING:  # the checked shapes load pydantic: imported when a file is parsed
-    from treeleaks.ir.formats import TreeRecord
+    from treeleaks.ir.formats import DescriptionRecord, TreeRecord
 
 
 class ModelFormatError(TreeleaksError, ValueError):
@@ -282,18 +282,20 @@ class Tree:
                 "whole number: an edited file, or rescale a feature that large before training")
 
 
-def _description(data: dict[str, Any] | None, model: ReleasedModel) -> ModelDescription:
-    """The description a treeleaks JSON file holds.
+def _description(record: DescriptionRecord | None, model: ReleasedModel) -> ModelDescription:
+    """A treeleaks JSON model described, what it gives away read off its counts.
 
-    A file written before descriptions were kept is described from its IR.
+    Where it came from is as the file says (framework, estimator, stored fields; a DP forest
+    without noise stays one); N, the class balance and the draws are read again, so an
+    edited description hides nothing. A file written before descriptions were kept is
+    described from its IR alone.
     """
-    if data is None:
+    if record is None:
         return describe(model, "treeleaks JSON", model.source)
-    try:
-        return ModelDescription.from_dict(data)
-    except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
-        raise ModelFormatError(f"model file: field 'description' is malformed ({exc!r})"
-                               ) from None
+    kind = ModelKind(record.kind)
+    return describe(model, record.framework, record.estimator,
+                    [StoredField(f.name, f.exposes, f.removed) for f in record.fields],
+                    kind=kind if kind == ModelKind.DP_FOREST and model.noise is None else None)
 
 
 def _optional_int_array(values: Any) -> np.ndarray | None:
