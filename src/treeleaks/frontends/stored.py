@@ -54,8 +54,10 @@ def lightgbm_fields(regression: bool, multiclass: bool = False) -> list[StoredFi
         "" if regression else f"; {_FIRST_TREE}")
     return [StoredField("leaf_count", rows),
             StoredField("leaf_weight", "each leaf's hessian sum"),
+            StoredField("internal_count", "rows through every split"),
             StoredField("leaf_value", LEAF_VALUES if regression else "each leaf's step: with "
-                        "the hessian sums, its rows' gradient sums")]
+                        "the hessian sums, its rows' gradient sums"),
+            StoredField("feature_infos", "each feature's training minimum and maximum")]
 
 
 def xgboost_fields(regression: bool, multiclass: bool = False) -> list[StoredField]:
@@ -64,8 +66,11 @@ def xgboost_fields(regression: bool, multiclass: bool = False) -> list[StoredFie
         "in tree 0" + ("" if regression else " and, with its leaf values, per class") + \
         "; later trees: hessian sums, no counts"
     return [StoredField("sum_hessian", covers),
-            StoredField("base_weights", LEAF_VALUES if regression else "each leaf's step: "
-                        "with the covers, its rows' gradient sums")]
+            StoredField("base_weights", "every node's would-be value, from its rows' "
+                        "gradient and hessian sums"),
+            StoredField("loss_changes", "each split's gain on the training rows"),
+            StoredField("split_conditions", "at a leaf, its value: " + (
+                LEAF_VALUES if regression else "with the covers, its rows' gradient sums"))]
 
 
 def dp_fields() -> list[StoredField]:
@@ -82,5 +87,6 @@ def removed(fields: list[StoredField]) -> list[StoredField]:
 
 # What `treeleaks strip` removes (the rest, splits and leaf outputs, prediction needs).
 STRIPPED = frozenset({"n_node_samples", "weighted_n_node_samples", "impurity",
-                      "random_state", "count", "leaf_count", "leaf_weight", "sum_hessian"})
+                      "random_state", "count", "leaf_count", "leaf_weight", "internal_count",
+                      "feature_infos", "sum_hessian", "base_weights", "loss_changes"})
 
