@@ -223,3 +223,21 @@ def test_an_edited_description_hides_nothing_and_a_malformed_one_is_named(
     saved.write_text(json.dumps(data))
     with pytest.raises(ModelFormatError, match=r"description\.kind"):
         load_model(saved)
+
+
+def test_a_default_bootstrap_forest_gives_n_away_without_its_draws() -> None:
+    """Each tree drew N rows (max_samples=None): its counts add up to N, draws or not; with
+    max_samples set, only the class balance's estimate is left."""
+    from treeleaks import from_sklearn
+
+    X, y = _classification()
+    for max_samples, given in ((None, True), (0.5, False)):
+        model = from_sklearn(RandomForestClassifier(n_estimators=5, max_samples=max_samples,
+                                                    random_state=0).fit(X, y))
+        for tree in model.trees:
+            tree.draws = None
+        model.description = None  # described again, from the IR without the draws
+        about = model.described()
+        assert about.n_rows_given_away is given and not about.draws_exposed
+        assert abs(about.n_rows - len(y)) <= (0 if given else 0.1 * len(y))
+        assert about.class_balance_estimated

@@ -152,7 +152,8 @@ class ModelDescription:
         if not self.n_rows_estimated:
             noisy = f"; the noisy counts put it {bounds}" if bounds else ""
             return f"{self.n_rows:,} given away ({self.n_rows_how}){noisy}"
-        return f"about {self.n_rows:,}, {bounds} (an estimate {self.n_rows_how})"
+        return f"about {self.n_rows:,}{', ' + bounds if bounds else ''} (an estimate " \
+            f"{self.n_rows_how})"
 
     def class_balance_text(self) -> str:
         """The class balance as the file gives it away, an estimate, or not at all."""
@@ -183,7 +184,7 @@ def describe(model: Any, framework: str, estimator: str = "",
     balance, balance_estimated = (None, False) if stripped else _balance(model, boot)
     if n_rows is None and balance is not None and balance_estimated:
         n_rows, estimated = sum(k for _, k in balance), True
-        how = "the trees' mean class totals: each tree drew N rows"
+        how = "from the trees' mean class totals"
     return ModelDescription(
         framework=framework, estimator=estimator, task=model.task, kind=kind,
         bootstrap=boot, draws_exposed=draws,
@@ -210,6 +211,10 @@ def _n_rows(model: Any, draws: bool) -> tuple[int | None, bool, str, tuple[int, 
         return model.n_rows, False, "the leaf counts add up to it", None
     if draws:
         return len(model.trees[0].draws), False, "the length of the per-tree draws", None
+    totals = {int(t.counts.sum()) for t in model.trees if t.counted}
+    if (model.bootstrap and model.counts_released and "max_samples" in model.facts
+            and model.facts["max_samples"] is None and len(totals) == 1):
+        return totals.pop(), False, "each tree drew N rows: its counts add up to it", None
     if model.noise is not None and model.noise.kind == "laplace":
         low, high, estimate = noisy_row_bounds(model.trees, float(model.noise.scale))
         if stated is not None:
@@ -225,17 +230,30 @@ def _balance(model: Any, bootstrap: bool) -> tuple[tuple[tuple[str, int], ...] |
     if model.n_rows is not None:
         return tuple((str(c), int(k)) for c, k in zip(model.classes,
                                                       model.class_totals())), False
-    if bootstrap and all(t.counted and not t.pooled for t in model.trees):
-        return bootstrap_class_balance(model), True
+    share = _draw_share(model.facts)
+    if bootstrap and share is not None and all(t.counted and not t.pooled
+                                               for t in model.trees):
+        return bootstrap_class_balance(model, share), True
     return None, False
 
 
-def bootstrap_class_balance(model: Any) -> tuple[tuple[str, int], ...]:
-    """A bootstrap forest's class balance, estimated: each tree drew N rows with
-    replacement, every row once on average, so the trees' class totals average to each
-    class's rows (within about 1% over 100 trees). Rounded to add up to the mean total."""
+def _draw_share(facts: Mapping[str, Any]) -> float | None:
+    """How many rows each bootstrap tree drew, as a share of N: 1 by default
+    (``max_samples`` None or not recorded), its fraction, or None when it drew a number of
+    rows (``max_samples`` an integer), which says nothing of N."""
+    limit = facts.get("max_samples")
+    if limit is None:
+        return 1.0
+    return float(limit) if isinstance(limit, float) and 0 < limit <= 1 else None
+
+
+def bootstrap_class_balance(model: Any, share: float = 1.0) -> tuple[tuple[str, int], ...]:
+    """A bootstrap forest's class balance, estimated: each tree drew ``share`` times N rows with
+    replacement, every row ``share`` times on average, so the trees' class totals average
+    to ``share`` times each class's rows (within about 1% over 100 trees). Rounded to add up
+    to the mean total."""
     totals = np.array([tree.counts.sum(axis=0) for tree in model.trees], dtype=np.float64)
-    mean = totals.mean(axis=0)
+    mean = totals.mean(axis=0) / share
     counts = np.floor(mean).astype(np.int64)
     short = round(mean.sum()) - int(counts.sum())
     counts[np.argsort(counts - mean)[:max(short, 0)]] += 1  # largest remainders first
