@@ -241,3 +241,13 @@ def test_a_default_bootstrap_forest_gives_n_away_without_its_draws() -> None:
         assert about.n_rows_given_away is given and not about.draws_exposed
         assert abs(about.n_rows - len(y)) <= (0 if given else 0.1 * len(y))
         assert about.class_balance_estimated
+
+
+def test_inspect_refuses_to_suggest_a_schema_for_a_rule_list(tmp_path: Path) -> None:
+    X, _ = binary_frame(40, 3, seed=2)
+    path = tmp_path / "rules.json"
+    path.write_text(GreedyRuleListClassifier().fit(X, X.f0.to_numpy()).rule_list_.to_json())
+    refused = runner.invoke(app, ["inspect", str(path), "--suggest-schema",
+                                  str(tmp_path / "s.json")])
+    assert refused.exit_code == 2 and "--suggest-schema reads a tree model's" in refused.output
+    assert not (tmp_path / "s.json").exists()

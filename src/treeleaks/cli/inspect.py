@@ -13,11 +13,13 @@ from rich.table import Table
 from rich.text import Text
 
 from treeleaks.cli.app import (
+    EXIT_BAD_INPUT,
     ModelArg,
     SchemaOption,
     TrustPickle,
     app,
     bound_schema,
+    fail,
     guard_outputs,
     load,
     write_all,
@@ -52,6 +54,10 @@ def inspect(
     guard_outputs(model_path, schema, [suggest_schema] if suggest_schema is not None else [])
     rule_list = rule_list_or_none(model_path)
     if rule_list is not None:  # audit reads rule lists: so does inspect
+        if suggest_schema is not None:
+            fail("--suggest-schema reads a tree model's splits; a rule list's columns are "
+                 "its conditions' (pass --schema to the commands that take one)",
+                 EXIT_BAD_INPUT)
         Console().print(_rule_list_table(model_path, rule_list))
         return
     model = load(model_path, trust_pickle, allow_regression=True, counts_removed_ok=True)
