@@ -145,8 +145,8 @@ def test_every_command_states_the_readers_facts(name: str, tmp_path: Path) -> No
     _states(rebuilt.output, about)
 
 
-@pytest.mark.parametrize("name", ["rf", "rf-regressor", "gradient-boosting", "lightgbm",
-                                  "xgboost-regressor"])
+@pytest.mark.parametrize("name", ["rf", "rf-regressor", "extra-trees", "tree",
+                                  "gradient-boosting", "lightgbm", "xgboost-regressor"])
 def test_a_stripped_file_is_the_same_kind_and_gives_n_away_no_more(
         name: str, tmp_path: Path) -> None:
     path = MODELS[name](tmp_path)
