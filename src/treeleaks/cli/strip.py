@@ -99,7 +99,8 @@ def strip_command(
         stripped = load_model(out, trust_pickle=True, allow_regression=True,
                               counts_removed_ok=True)  # the file just written
     except (TreeleaksError, ValueError) as exc:
-        console.print(Text(f"Not described: {describe(exc)}", style="yellow"))
+        console.print(Text(f"Not described{' nor measured' if measure else ''}: "
+                           f"{describe(exc)}", style="yellow"))
         return
     console.print(_described(model_path, out, original, stripped))
     if measure:
