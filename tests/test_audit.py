@@ -318,6 +318,7 @@ def test_a_bootstrap_forest_gives_its_class_balance_away_within_a_few_rows() -> 
         if not kept:
             for tree in model.trees:
                 tree.draws = None
+            model.description = None  # described again, from the IR without the draws
         facts = exposed_facts(model)
         assert facts["class_balance_estimated"] is True
         balance = facts["class_balance"]

@@ -168,7 +168,7 @@ def test_the_commands_read_the_saved_files(tmp_path) -> None:
         path = str(tmp_path / model)
         shown = CliRunner().invoke(app, ["inspect", path])
         assert shown.exit_code == 0, shown.output
-        assert "150 (0: 50, 1: 50, 2: 50)" in shown.output
+        assert "150 given away" in shown.output and "0: 50, 1: 50, 2: 50 given" in shown.output
         singled = CliRunner().invoke(app, ["single-out", path, "--data",
                                            str(tmp_path / "iris.csv"), "--label", "label"])
         assert singled.exit_code == 0, singled.output

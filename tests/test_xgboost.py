@@ -188,4 +188,5 @@ def test_the_audit_measures_the_trees_with_counts_and_says_why_not_the_others(tm
     assert report["model"]["kind"] == "gradient-boosted model"
     leak = next(a for a in report["attacks"] if a["name"] == "leak")
     assert leak["status"] == "complete" and "4 trees have no counts" in leak["why"]
-    assert "tree 0" in report["exposed"]["leaf_counts_read"]
+    covers = {f["name"]: f["exposes"] for f in report["exposed"]["description"]["fields"]}
+    assert "tree 0" in covers["sum_hessian"]

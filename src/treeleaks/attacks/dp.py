@@ -56,6 +56,7 @@ from treeleaks.counts.materialize import rows_from_counts
 from treeleaks.counts.noise import log_mass
 from treeleaks.counts.noisy_solve import NoisyCounts, most_likely, row_gains
 from treeleaks.counts.system import count_incidence
+from treeleaks.ir.description import noisy_row_bounds
 from treeleaks.ir.knowledge import Knowledge, KnowledgeError
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
@@ -66,7 +67,6 @@ from treeleaks.runtime.progress import ProgressCallback, report
 from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 
 FORMULATION = Formulation.DP
-INTERVAL_SDS = 3.0  # half-width of the bounds on an unknown N, in standard deviations
 ENUMERATION_SHARE = 0.25  # of the time limit, at most, for listing cells
 SHRINKAGE = 0.5  # weight of the prior fitted on the most likely dataset (see the module doc)
 
@@ -81,22 +81,8 @@ class RowCountBounds:
 
 
 def n_rows_interval(model: ReleasedModel) -> RowCountBounds:
-    """Bounds on N from the released counts alone.
-
-    A released count r = int(z + Y) puts z + Y in an interval of length 1 (r != 0) or 2
-    (r = 0); its midpoint estimates z + Y, so each tree's midpoints add up to N plus the
-    tree's summed noise (mean 0), up to the rounding within the intervals. Averaged over the
-    trees, that estimate has standard deviation ``sqrt(counts * (2 scale^2 + 1/12) / T)``
-    (Laplace variance 2 scale^2, uniform rounding 1/12), and the bounds lie `INTERVAL_SDS`
-    of them either side (for the sums of many counts here, a normal approximation).
-    """
-    scale = _scale(model)
-    totals = [np.sign(t.counts).sum() * 0.5 + t.counts.sum() for t in model.trees]
-    n_counts = float(np.mean([t.counts.size for t in model.trees]))
-    estimate = float(np.mean(totals))
-    spread = INTERVAL_SDS * math.sqrt(n_counts * (2 * scale**2 + 1 / 12) / model.n_trees)
-    return RowCountBounds(max(1, math.floor(estimate - spread)),
-                          max(1, math.ceil(estimate + spread)), estimate)
+    """Bounds on N from the released counts alone (`noisy_row_bounds` says how)."""
+    return RowCountBounds(*noisy_row_bounds(model.trees, _scale(model)))
 
 
 def reconstruct_dp(

@@ -22,6 +22,7 @@ from treeleaks.attacks.regression_draws import reconstruct_by_draws
 from treeleaks.attacks.regression_leaves import reads_leaf_intervals
 from treeleaks.counts.target_classes import target_class_view, unheld_leaf
 from treeleaks.counts.verify import verify_regression
+from treeleaks.ir.description import ModelKind
 from treeleaks.ir.knowledge import Knowledge
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
@@ -46,7 +47,7 @@ def refuse_regression(model: ReleasedModel, strategy: str, knowledge: Knowledge 
                       ignore_draws: bool) -> None:
     """Raise `UnsupportedModelError` naming what step 1 does not read, if anything."""
     facts = model.facts
-    if "gradient-boosted" in str(facts.get("model kind", "")) or any(
+    if model.described().kind == ModelKind.GRADIENT_BOOSTED or any(
             tree.values is None for tree in model.trees):
         raise UnsupportedModelError(f"boosted regressors are {READS}")
     if model.bootstrap and (ignore_draws or any(tree.draws is None or tree.n_samples is None

@@ -153,9 +153,11 @@ def seconds(value: float) -> float:
     return value
 
 
-def load(path: Path, trust_pickle: bool, allow_regression: bool = False) -> ReleasedModel:
+def load(path: Path, trust_pickle: bool, allow_regression: bool = False,
+         counts_removed_ok: bool = False) -> ReleasedModel:
     try:
-        return load_model(path, trust_pickle=trust_pickle, allow_regression=allow_regression)
+        return load_model(path, trust_pickle=trust_pickle, allow_regression=allow_regression,
+                          counts_removed_ok=counts_removed_ok)
     except (TreeleaksError, ValueError, OSError) as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
 

@@ -292,6 +292,7 @@ def _attack_line(run: AttackRun, left: float) -> str:
 
 
 def _verdict_table(path: Path, audit: Audit) -> Table:
+    from treeleaks.ir.description import ModelDescription
     from treeleaks.report.findings import COMPLETE, NOT_APPLICABLE
     from treeleaks.report.risk import p_value_text
 
@@ -316,7 +317,13 @@ def _verdict_table(path: Path, audit: Audit) -> Table:
     if v.get("leak_test_p_value") is not None:
         table.add_row("Leak test", f"{p_value_text(v['leak_test_p_value'])} ("
                       + ("a leak" if v["leak_test_leak"] else "no evidence of a leak") + ")")
-    table.add_row("N given away", _n_rows(v["n_rows_given_away"]))
+    about = audit.exposed.get("description")
+    if about is not None:  # the reader's words, as every command prints them
+        for name, words in ModelDescription.from_dict(about).rows()[:4]:
+            table.add_row(name, escape(words))
+    else:
+        table.add_row("N given away", "no" if v["n_rows_given_away"] is None
+                      else f"{v['n_rows_given_away']:,}")
     if not audit.exposed["counts_released"]:
         table.add_row("Counts", "removed (a stripped file): the structure, thresholds and "
                       "leaf values remain, and the attacks that read counts do not apply")
@@ -365,13 +372,3 @@ def _boxes(v: dict[str, Any]) -> str:
     if pinned is None or pinned == v["rows_proven"]:
         return ""
     return f" ({pinned:,} with their values; the rest only as boxes)"
-
-
-def _n_rows(value: Any) -> str:
-    """N as the file gives it away: exactly, stated, estimated, or not at all."""
-    if value is None:
-        return "no"
-    if not isinstance(value, dict):
-        return f"{value:,}"
-    stated = f"{value['stated']:,} stated in the file; " if value.get("stated") else ""
-    return f"{stated}about {value['estimate']:.0f} from the noisy counts"

@@ -13,18 +13,21 @@ from rich.table import Table
 from rich.text import Text
 
 from treeleaks.cli.app import (
+    EXIT_BAD_INPUT,
     Force,
     ModelArg,
     SchemaOption,
     TrustPickle,
     app,
     bound_schema,
+    fail,
     guard_outputs,
     load,
     write_all,
 )
 
 if TYPE_CHECKING:
+    from treeleaks.frontends.rule_list import RuleList
     from treeleaks.ir.model import ReleasedModel
     from treeleaks.ir.schema import FeatureSchema
     from treeleaks.ir.schema_hints import SuggestedGroup
@@ -47,17 +50,27 @@ def inspect(
 ) -> None:
     """Show what a model file exposes to anyone who holds it, and what rebuilding its
     training set would take."""
+    from treeleaks.cli.leak import rule_list_or_none
     from treeleaks.ir.schema_hints import schema_json, suggest_groups
 
     guard_outputs(model_path, schema, [suggest_schema] if suggest_schema is not None else [],
                   force)
-    model = load(model_path, trust_pickle)
+    rule_list = rule_list_or_none(model_path)
+    if rule_list is not None:  # audit reads rule lists: so does inspect
+        if suggest_schema is not None:
+            fail("--suggest-schema reads a tree model's splits; a rule list's columns are "
+                 "its conditions' (pass --schema to the commands that take one)",
+                 EXIT_BAD_INPUT)
+        Console().print(_rule_list_table(model_path, rule_list))
+        return
+    model = load(model_path, trust_pickle, allow_regression=True, counts_removed_ok=True)
     bound = bound_schema(schema, model)
     declared = {name for group in bound.one_hot_groups + bound.at_most_one_groups
                 for name in group}
     groups = [g for g in suggest_groups(model) if not declared.intersection(g.columns)]
     table = _inspect_table(model_path, model)
-    if (model.n_rows is not None or model.noise is not None) and model.trees:
+    if (model.n_rows is not None or model.noise is not None) and not model.is_regression \
+            and model.counts_released:
         table.add_row("Estimated cost", _cost_estimate(model, bound))
     if groups:
         table.add_row("Looks one-hot encoded", _groups_text(groups, suggest_schema is None))
@@ -79,24 +92,16 @@ def _inspect_table(path: Path, model: ReleasedModel) -> Table:
     table.add_row("Trees", str(model.n_trees))
     table.add_row("Leaves per tree", _spread(leaves))
     table.add_row("Depth", _spread(depths))
-    table.add_row("Classes", escape(", ".join(map(str, model.classes))))
+    if not model.is_regression:
+        table.add_row("Classes", escape(", ".join(map(str, model.classes))))
     table.add_row("Label column", escape(model.label_name))
     names = model.feature_names
     table.add_row("Features", escape(f"{len(names)}: {', '.join(names[:8])}"
                                      f"{', ...' if len(names) > 8 else ''}"))
     unsplit = sum(t.size == 0 for t in model.thresholds())
     table.add_row("Features never split on", str(unsplit))
-    table.add_row("Bootstrap", "yes" if model.bootstrap else "no: every tree saw every row once")
-    exposed = bool(model.trees) and all(t.draws is not None for t in model.trees)
-    if model.bootstrap:
-        table.add_row("Per-tree draws", (
-            "exposed: the file says how often each tree drew each training row, which tells "
-            "rows apart; treeleaks rebuilds them in training order (formulation "
-            "bootstrap-known)") if exposed else ("not exposed: treeleaks infers draws for the "
-            "rows it rebuilds (formulation bootstrap-unknown, forests over few columns)"))
-    else:
-        table.add_row("Per-tree draws", "exposed" if exposed else "not exposed")
-    table.add_row("Training rows N", _rows_known(model, exposed))
+    for name, words in model.described().rows():  # the words every command prints
+        table.add_row(escape(name), escape(words))
     if model.noise is None and model.counts_released:
         table.add_row("Smallest leaf", _smallest_leaf(model))
     noise = model.noise
@@ -106,6 +111,20 @@ def _inspect_table(path: Path, model: ReleasedModel) -> Table:
         if key == "schema":  # the recorded domains, used unless --schema is given
             value = "recorded in the file (public domains the splits were drawn from)"
         table.add_row(escape(key), escape(str(value)))
+    return table
+
+
+def _rule_list_table(path: Path, rule_list: RuleList) -> Table:
+    table = Table(title=escape(f"What {path.name} exposes"), show_header=False,
+                  title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("Rules", f"{len(rule_list.rules)} and the default")
+    table.add_row("Classes", escape(", ".join(map(str, rule_list.classes))))
+    table.add_row("Features", escape(f"{rule_list.n_features}: "
+                                     f"{', '.join(rule_list.feature_names[:8])}"))
+    for name, words in rule_list.described().rows():  # the words every command prints
+        table.add_row(escape(name), escape(words))
     return table
 
 
@@ -148,25 +167,6 @@ def _smallest_leaf(model: ReleasedModel) -> str:
     return (f"{int(sizes.min()):,} row{'s' if sizes.min() != 1 else ''}; "
             + (f"{single:,} leaves hold a single row (treeleaks single-out lists what they "
                "reveal)" if single else "no leaf holds a single row"))
-
-
-def _rows_known(model: ReleasedModel, draws_exposed: bool) -> str:
-    """N and the class balance when the counts give them away."""
-    if model.n_rows is not None:
-        per_class = model.class_totals()
-        balance = ", ".join(f"{c}: {int(k)}" for c, k in zip(model.classes, per_class))
-        return escape(f"{model.n_rows} ({balance})")
-    if draws_exposed:
-        return f"{len(model.trees[0].draws)} (length of the draws)"
-    if model.noise is not None and model.noise.kind == "laplace":
-        from treeleaks.attacks.dp import n_rows_interval
-
-        bounds = n_rows_interval(model)
-        stated = model.facts.get("n_rows")
-        return ((f"{stated} stated in the file; " if stated is not None else "")
-                + f"about {bounds.estimate:.0f} from the noisy counts (between "
-                f"{bounds.low} and {bounds.high})")
-    return "not exposed"
 
 
 def _groups_text(groups: list[SuggestedGroup], how_to_use: bool) -> Text:

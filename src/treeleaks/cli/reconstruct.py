@@ -213,7 +213,8 @@ def reconstruct_command(
         files[draws] = _draws(model, recon).to_csv(index=False)
         notes.append(f"Wrote each tree's draws of each row{label} to {draws}")
     if json_path is not None:
-        summary = {**recon.summary(), "partial": partial, "model_path": str(model_path)}
+        summary = {**recon.summary(), "partial": partial, "model_path": str(model_path),
+                   "model": model.described().to_dict()}
         files[json_path] = json.dumps(summary, indent=2) + "\n"
         notes.append(f"Wrote the summary{label} to {json_path}")
     write_all(files)
@@ -242,8 +243,10 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
     table = Table(title="Reconstruction", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("Model", escape(f"{path} ({model.source or 'treeleaks JSON'}, "
-                                  f"{model.n_trees} trees, {model.n_features} features)"))
+    table.add_row("File", escape(f"{path} ({model.n_trees} trees, {model.n_features} "
+                                 "features)"))
+    for name, words in model.described().rows()[:4]:  # the words every command prints
+        table.add_row(escape(name), escape(words))
     status_style = "green" if s["status"] == Status.OPTIMAL else "yellow"
     solver = f" ({s['solver']})" if s["solver"] else ""
     table.add_row("Status", Text(f"{s['status']} in {s['time_s']:.2f} s{solver}", status_style))
@@ -258,7 +261,8 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
     if s["knowledge"]:
         table.add_row("Side knowledge", escape(s["knowledge"]))
     if s.get("partial"):
-        n = model.n_rows
+        about = model.described()  # N as the file gives it away (the draws', too)
+        n = about.n_rows if about.n_rows_given_away else None
         table.add_row("Rows reconstructed", Text(
             (f"{s['n_rows']} of {n} ({s['n_rows'] / n:.0%})" if n else f"{s['n_rows']}")
             + (": a partial dataset within every count (rows that fit the counts, training "

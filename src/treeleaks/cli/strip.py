@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from treeleaks.defences.strip import Stripped
+    from treeleaks.ir.model import ReleasedModel
 
 _FORMAT_OF_SUFFIX = {".skops": "skops", ".pkl": "pickle", ".pickle": "pickle",
                      ".joblib": "joblib", ".txt": "lightgbm", ".json": "xgboost"}
@@ -70,6 +71,7 @@ def strip_command(
     weighted counts, impurities, hessian sums, random states), checked to predict as the
     original, and show what each attack gets from both."""
     from treeleaks.defences.strip import StripOptions, strip
+    from treeleaks.io import load_model
 
     suffix = model_path.suffix.lower()
     if suffix not in _FORMAT_OF_SUFFIX:
@@ -94,8 +96,18 @@ def strip_command(
     write_all({out: result.content})
     console = Console()
     console.print(_summary(model_path, out, data, result))
+    try:
+        original = load_model(model_path, trust_pickle=trust_pickle, allow_regression=True)
+        stripped = load_model(out, trust_pickle=True, allow_regression=True,
+                              counts_removed_ok=True)  # the file just written
+    except (TreeleaksError, ValueError) as exc:
+        console.print(Text(f"Not described{' nor measured' if measure else ''}: "
+                           f"{describe(exc)}", style="yellow"))
+        return
+    console.print(_described(model_path, out, original, stripped))
     if measure:
-        console.print(_leak_table(model_path, out, frame, label, time_limit, trust_pickle))
+        console.print(_leak_table(model_path, out, original, stripped, frame, label,
+                                  time_limit))
 
 
 def _summary(model_path: Path, out: Path, data: Path | None, result: Stripped) -> Table:
@@ -121,17 +133,28 @@ def _summary(model_path: Path, out: Path, data: Path | None, result: Stripped) -
     return table
 
 
-def _leak_table(model_path: Path, out: Path, frame: pd.DataFrame | None, label: str | None,
-                time_limit: float, trust_pickle: bool) -> Table | Text:
+def _described(model_path: Path, out: Path, original: ReleasedModel,
+               stripped: ReleasedModel) -> Table:
+    """What each file is and gives away, in its reader's words (`ModelDescription.rows`)."""
+    table = Table(title="What each file gives away", title_justify="left")
+    for column in ("", model_path.name, out.name):
+        table.add_column(escape(column))
+    after = dict(stripped.described().rows())
+    for name, words in original.described().rows():
+        table.add_row(escape(name), escape(words), escape(after.pop(name, "-")))
+    for name, words in after.items():  # what the stripped file lists removed
+        table.add_row(escape(name), "-", escape(words))
+    return table
+
+
+def _leak_table(model_path: Path, out: Path, original: ReleasedModel,
+                stripped: ReleasedModel, frame: pd.DataFrame | None, label: str | None,
+                time_limit: float) -> Table | Text:
     """What each attack gets from the original and from the stripped file, or one line
     saying why it was not measured."""
-    from treeleaks.io import load_model
     from treeleaks.report.strip_effect import leak_before_after
 
     try:
-        original = load_model(model_path, trust_pickle=trust_pickle, allow_regression=True)
-        stripped = load_model(out, trust_pickle=True, allow_regression=True,
-                              counts_removed_ok=True)  # the file just written
         rows = leak_before_after(original, stripped, frame, label, time_limit)
     except (TreeleaksError, ValueError) as exc:
         return Text(f"Leak not measured: {describe(exc)}", style="yellow")

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from treeleaks.ir.description import StoredField, describe
 from treeleaks.ir.model import ReleasedModel, Tree
 
 
@@ -41,4 +42,6 @@ def from_dl85(root: dict[str, Any], feature_names: list[str], X: np.ndarray,
                 np.zeros((leaves, len(classes)), dtype=np.int64))
     model = ReleasedModel([tree], classes.tolist(), list(feature_names), source="pydl85")
     tree.counts = model.leaf_counts_of(X, y)[0]
+    model.description = describe(model, "DL8.5", "DL85Classifier", [StoredField(
+        "counts", "each leaf's class counts, of the rows given")])
     return model

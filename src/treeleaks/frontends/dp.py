@@ -12,6 +12,8 @@ import json
 import numpy as np
 
 from treeleaks.defences.dp_forest import DPRandomForestClassifier
+from treeleaks.frontends.stored import dp_fields
+from treeleaks.ir.description import ModelKind, describe
 from treeleaks.ir.model import NoiseMechanism, ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
 from treeleaks.runtime.errors import UnsupportedModelError
@@ -89,4 +91,6 @@ def from_dp_forest(
         },
     )
     model.validate()
+    model.description = describe(model, "treeleaks DP", "DPRandomForestClassifier",
+                                 dp_fields(), kind=ModelKind.DP_FOREST)
     return model

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from treeleaks.frontends.boosting import (
-    LEAF_VALUES,
     booster_trees,
     check_thresholds,
     float32_positives,
@@ -37,7 +36,9 @@ from treeleaks.frontends.boosting import (
 from treeleaks.frontends.lightgbm_multiclass import class_counts
 from treeleaks.frontends.multiclass import check_round, multiclass_facts, multiclass_trees
 from treeleaks.frontends.numbers import checked, checked_one
-from treeleaks.frontends.stripped import counts_removed, structure_only
+from treeleaks.frontends.stored import lightgbm_fields
+from treeleaks.frontends.stripped import Stripped, counts_removed, structure_only
+from treeleaks.ir.description import ModelKind, describe
 from treeleaks.ir.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
 from treeleaks.runtime.errors import UnsupportedModelError
 
@@ -72,10 +73,12 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
         if not counts_removed_ok:
             raise counts_removed("LightGBM model", "no tree keeps its leaf_count")
         shapes = [_tree(_zero_counts(block), index, names) for index, block in enumerate(trees)]
-        return structure_only([c[0] for c in shapes], [] if objective[0] == "regression"
-                              else classes, list(names), label_name, "LightGBM",
-                              "gradient-boosted (LightGBM)",
-                              shapes[0][3] if objective[0] == "regression" else None)
+        regression = objective[0] == "regression"
+        about = Stripped("LightGBM", f"objective {objective[0]}", lightgbm_fields(
+            regression, objective[0] == "multiclass"), ModelKind.GRADIENT_BOOSTED)
+        return structure_only([c[0] for c in shapes], [] if regression else classes,
+                              list(names), label_name, "LightGBM", about,
+                              shapes[0][3] if regression else None)
     converted = [_tree(block, index, names) for index, block in enumerate(trees)]
     _same_rows([count for _, count, _, _ in converted], params)
     eta = _float(params, "learning_rate", 0.1)
@@ -92,11 +95,10 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
         _sums(count, hessian, value, eta, l2) for _, count, hessian, value in converted[1:]])
     model = ReleasedModel(out, classes, list(names), label_name=label_name, source="LightGBM",
                           gradients=gradients,
-                          facts={"model kind": "gradient-boosted (LightGBM)", "objective": "binary",
-                                 "learning_rate": eta, "lambda_l2": l2,
-                                 "leaf counts": "rows per leaf in every tree (leaf_count); "
-                                 "per class in tree 0, derived from its leaf values"})
+                          facts={"objective": "binary", "learning_rate": eta, "lambda_l2": l2})
     model.validate()
+    model.description = describe(model, "LightGBM", "objective binary",
+                                 lightgbm_fields(False))
     return model
 
 
@@ -166,10 +168,10 @@ def _regression(converted: list[_Converted], params: dict[str, str], names: list
                                         ROW_PRECISION)
     model = ReleasedModel(out, [], list(names), label_name=label_name, source="LightGBM",
                           task="regression", gradients=gradients,
-                          facts={"model kind": "gradient-boosted regressor (LightGBM)",
-                                 "learning_rate": eta, "lambda_l2": l2,
-                                 "leaf values": LEAF_VALUES})
+                          facts={"learning_rate": eta, "lambda_l2": l2})
     model.validate()
+    model.description = describe(model, "LightGBM", "objective regression",
+                                 lightgbm_fields(True))
     return model
 
 
@@ -193,10 +195,11 @@ def _multiclass(converted: list[_Converted], classes: list[Any], names: list[str
     gradients = LeafGradients(np.zeros(n_classes), [c[3] for c in converted], sums)
     model = ReleasedModel(trees, classes, list(names), label_name=label_name,
                           source="LightGBM", gradients=gradients,
-                          facts=multiclass_facts("gradient-boosted (LightGBM)", n_classes,
-                                                 len(trees), objective="multiclass",
+                          facts=multiclass_facts(n_classes, len(trees), objective="multiclass",
                                                  learning_rate=eta, lambda_l2=l2))
     model.validate()
+    model.description = describe(model, "LightGBM", "objective multiclass",
+                                 lightgbm_fields(False, multiclass=True))
     return model
 
 

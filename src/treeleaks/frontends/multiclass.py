@@ -68,7 +68,6 @@ def check_round(class_counts: list[np.ndarray], n_rows: int, framework: str) -> 
             "guess its classes")
 
 
-def multiclass_facts(kind: str, n_classes: int, n_trees: int, **more: Any) -> dict[str, Any]:
-    """The facts every multiclass booster states."""
-    return {"model kind": kind, "classes": n_classes,
-            "rounds": n_trees // n_classes, "leaf counts": LATER_SUMS, **more}
+def multiclass_facts(n_classes: int, n_trees: int, **more: Any) -> dict[str, Any]:
+    """The facts every multiclass booster states (its fields: `stored.multiclass_counts`)."""
+    return {"classes": n_classes, "rounds": n_trees // n_classes, **more}

@@ -27,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from treeleaks.ir.description import ModelDescription, ModelKind, StoredField
 from treeleaks.runtime.errors import TreeleaksError
 
 FORMAT = "treeleaks.RuleList"
@@ -95,6 +96,20 @@ class RuleList:
     @property
     def n_rows(self) -> int | None:
         return sum(sum(r.counts) for r in self.all_rules) if self.has_counts else None
+
+    def described(self) -> ModelDescription:
+        """What the file is and gives away, in the words every command prints."""
+        balance = None
+        if self.has_counts:
+            balance = tuple((str(c), int(sum(r.counts[k] for r in self.all_rules)))
+                            for k, c in enumerate(self.classes))
+        fields = (StoredField("counts", "each rule's class counts: with the rules before "
+                              "it, the rows it alone holds"),) if self.has_counts else ()
+        return ModelDescription(
+            framework="treeleaks rule list", estimator=self.source, task="classification",
+            kind=ModelKind.RULE_LIST, n_rows=self.n_rows,
+            n_rows_how="the rules' counts add up to it" if self.has_counts else "",
+            class_balance=balance, fields=fields)
 
     def boxes(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each rule's antecedent as a box ``lower < x <= upper`` (the default: everything)."""

@@ -25,7 +25,9 @@ from treeleaks.frontends.sklearn_boosting import (
     tree_nodes,
 )
 from treeleaks.frontends.sklearn_multiclass import multiclass_booster_model
-from treeleaks.frontends.stripped import counts_removed, structure_only
+from treeleaks.frontends.stored import sklearn_booster_fields, sklearn_tree_fields
+from treeleaks.frontends.stripped import Stripped, counts_removed, structure_only
+from treeleaks.ir.description import ModelKind, describe
 from treeleaks.ir.model import ReleasedModel, Tree
 from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.sklearn_compat import node_class_counts
@@ -167,6 +169,8 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
         facts=facts,
     )
     model.validate()
+    model.description = describe(model, "scikit-learn", kind,
+                                 sklearn_tree_fields(regression, bootstrap, trees))
     return model
 
 
@@ -198,8 +202,14 @@ def _structure(estimator: Any, kind: str, names: list[str], label_name: str,
             np.asarray(first.children_left) < 0, 0, 0]
     classes = [] if regression else [c.item() if isinstance(c, np.generic) else c
                                      for c in estimator.classes_]
-    return structure_only(nodes, classes, names, label_name, f"sklearn.{kind}",
-                          f"scikit-learn {kind}", values if regression else None)
+    boosted = kind in BOOSTERS + REGRESSION_BOOSTERS
+    bootstrap = bool(getattr(estimator, "bootstrap", False))
+    fields = (sklearn_booster_fields(hasattr(estimator, "_predictors"), regression) if boosted
+              else sklearn_tree_fields(regression, bootstrap, []))
+    about = Stripped("scikit-learn", kind, fields,
+                     ModelKind.GRADIENT_BOOSTED if boosted else None, bootstrap)
+    return structure_only(nodes, classes, names, label_name, f"sklearn.{kind}", about,
+                          values if regression else None)
 
 
 def _free_name(wanted: str, taken: list[str]) -> str:

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from treeleaks.frontends.boosting import (
-    LEAF_VALUES,
     Nodes,
     booster_trees,
     float32_positives,
@@ -34,6 +33,8 @@ from treeleaks.frontends.boosting import (
     sum_rows,
     whole_positives,
 )
+from treeleaks.frontends.stored import sklearn_booster_fields
+from treeleaks.ir.description import describe
 from treeleaks.ir.model import LeafGradients, ReleasedModel, Tree
 from treeleaks.runtime.errors import UnsupportedModelError
 
@@ -60,10 +61,12 @@ def booster_model(estimator: Any, names: list[str], label_name: str) -> Released
     _same_rows(rows, kind)
     model = ReleasedModel(booster_trees(nodes, rows, positives), classes, names,
                           label_name=label_name, source=f"sklearn.{kind}", gradients=gradients,
-                          facts={"model kind": f"gradient-boosted (scikit-learn {kind})",
-                                 "objective": "log_loss",
+                          facts={"objective": "log_loss",
                                  "learning_rate": float(estimator.learning_rate), **facts})
     model.validate()
+    model.description = describe(model, "scikit-learn", kind,
+                                 sklearn_booster_fields(kind != "GradientBoostingClassifier",
+                                                        False))
     return model
 
 
@@ -123,10 +126,10 @@ def booster_regression_model(estimator: Any, names: list[str], label_name: str
              for t, (shape, count) in enumerate(zip(nodes, rows))]
     model = ReleasedModel(trees, [], names, label_name=label_name, source=f"sklearn.{kind}",
                           task="regression", gradients=gradients,
-                          facts={"model kind": f"gradient-boosted regressor (scikit-learn "
-                                 f"{kind})", "learning_rate": eta,
-                                 "leaf values": LEAF_VALUES})
+                          facts={"learning_rate": eta})
     model.validate()
+    model.description = describe(model, "scikit-learn", kind, sklearn_booster_fields(
+        kind != "GradientBoostingRegressor", True))
     return model
 
 
@@ -158,8 +161,7 @@ def _gradient_boosting(estimator: Any, names: list[str]) -> _Read:
                               [no_sums()] + [sum_rows(1.0, v, np.zeros(v.size),
                                                       n * (1.0 + np.abs(v)) * FLOAT64_ROW)
                                              for v, n in zip(steps[1:], rows[1:])])
-    facts = {"leaf counts": "rows per leaf in every tree (n_node_samples); per class in "
-             "tree 0, derived from its leaf values"}
+    facts: dict[str, Any] = {}
     if getattr(estimator, "n_iter_no_change", None) is not None:
         facts["early stopping"] = (f"validation_fraction={estimator.validation_fraction} of "
                                    "the rows held out: the counts are of the rest")
@@ -223,8 +225,7 @@ def _hist_gradient_boosting(estimator: Any, names: list[str]) -> _Read:
                               [no_sums()] + [sum_rows(1.0, v / eta, -v * l2 / eta,
                                                       n * (1.0 + np.abs(v / eta)) * FLOAT32_ROW)
                                              for v, n in zip(values[1:], rows[1:])])
-    facts: dict[str, Any] = {"l2_regularization": l2, "leaf counts": "rows per leaf in every "
-                             "tree (count); per class in tree 0, derived from its leaf values"}
+    facts: dict[str, Any] = {"l2_regularization": l2}
     if getattr(estimator, "do_early_stopping_", False) and getattr(
             estimator, "_use_validation_data", False):
         facts["early stopping"] = (f"validation_fraction={estimator.validation_fraction} of "

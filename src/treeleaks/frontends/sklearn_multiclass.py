@@ -37,6 +37,8 @@ from treeleaks.frontends.sklearn_boosting import (
     check_classifier,
     predictor_tree,
 )
+from treeleaks.frontends.stored import sklearn_booster_fields
+from treeleaks.ir.description import describe
 from treeleaks.ir.model import LeafGradients, ReleasedModel
 from treeleaks.runtime.errors import UnsupportedModelError
 
@@ -55,13 +57,14 @@ def multiclass_booster_model(estimator: Any, names: list[str], label_name: str
     nodes, rows, derived, gradients, more = read(estimator, names, len(classes))
     _same_rows(rows, kind)
     check_round(derived, int(rows[0].sum()), kind)
-    facts = multiclass_facts(f"gradient-boosted (scikit-learn {kind})", len(classes),
-                             len(nodes), objective="log_loss",
+    facts = multiclass_facts(len(classes), len(nodes), objective="log_loss",
                              learning_rate=float(estimator.learning_rate), **more)
     model = ReleasedModel(multiclass_trees(nodes, list(rows), derived), classes, names,
                           label_name=label_name, source=f"sklearn.{kind}",
                           gradients=gradients, facts=facts)
     model.validate()
+    model.description = describe(model, "scikit-learn", kind,
+                                 sklearn_booster_fields(kind == HGB, False, multiclass=True))
     return model
 
 

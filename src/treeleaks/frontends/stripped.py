@@ -5,11 +5,14 @@ sums), which is what `ReleasedModel.counts_released` reports as stripped."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from treeleaks.frontends.boosting import Nodes
+from treeleaks.frontends.stored import removed
+from treeleaks.ir.description import ModelKind, StoredField, describe
 from treeleaks.ir.model import ReleasedModel, Tree
 from treeleaks.runtime.errors import CountsRemovedError
 
@@ -30,10 +33,10 @@ def counts_removed(what: str, fields: str, random_states: bool = False) -> Count
 
 
 def structure_only(nodes: list[Nodes], classes: list[Any], names: list[str],
-                   label_name: str, source: str, what: str,
+                   label_name: str, source: str, about: Stripped,
                    first_values: np.ndarray | None = None) -> ReleasedModel:
     """The IR of a stripped file: its trees' splits with every count 0 (a regressor's first
-    tree with its leaf values ``first_values``)."""
+    tree with its leaf values ``first_values``), described as ``about`` says."""
     n_columns = max(1, len(classes))
     trees = []
     for index, shape in enumerate(nodes):
@@ -42,8 +45,22 @@ def structure_only(nodes: list[Nodes], classes: list[Any], names: list[str],
                           n_samples=np.zeros(n_leaves, dtype=np.int64),
                           values=first_values if index == 0 else None))
     model = ReleasedModel(trees, list(classes), list(names), label_name=label_name,
-                          source=source, task="classification" if classes else "regression",
-                          facts={"model kind": what, "counts": "removed (a stripped file): "
-                                 "only the structure, thresholds and leaf values remain"})
+                          source=source, task="classification" if classes else "regression")
     model.validate()
+    model.description = describe(model, about.framework, about.estimator,
+                                 removed(about.fields), kind=about.kind,
+                                 bootstrap=about.bootstrap, stripped=True)
     return model
+
+
+@dataclass(frozen=True)
+class Stripped:
+    """What a stripped file was before its counts went: its framework and estimator, the
+    fields its framework stores, its kind (None: as its trees say) and whether it drew
+    bootstrap samples (its random states neutralised, its trees still drew them)."""
+
+    framework: str
+    estimator: str
+    fields: list[StoredField]
+    kind: ModelKind | None = None
+    bootstrap: bool = False

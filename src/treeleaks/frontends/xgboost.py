@@ -32,8 +32,10 @@ from treeleaks.frontends.multiclass import (
     softmax,
 )
 from treeleaks.frontends.numbers import checked, checked_one
-from treeleaks.frontends.stripped import counts_removed, structure_only
+from treeleaks.frontends.stored import xgboost_fields
+from treeleaks.frontends.stripped import Stripped, counts_removed, structure_only
 from treeleaks.frontends.xgboost_regression import regression_model
+from treeleaks.ir.description import ModelKind, describe
 from treeleaks.ir.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
 from treeleaks.runtime.errors import UnsupportedModelError
 
@@ -101,8 +103,10 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
         if not counts_removed_ok:
             raise counts_removed("XGBoost model", "its covers, sum_hessian, are 0")
         regressor = objective == REGRESSION
+        about = Stripped("XGBoost", f"objective {objective}",
+                         xgboost_fields(regressor, multiclass), ModelKind.GRADIENT_BOOSTED)
         return structure_only([p[0] for p in parsed], [] if regressor else classes,
-                              list(names), label_name, "XGBoost", "gradient-boosted (XGBoost)",
+                              list(names), label_name, "XGBoost", about,
                               np.full(parsed[0][2].size, base) if regressor else None)
     if objective == REGRESSION:
         return regression_model(trees, parsed, base, list(names), label_name, objective)
@@ -123,14 +127,12 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
                                              for _, h, w in parsed[1:]])
     model = ReleasedModel(out, classes, list(names), label_name=label_name,
                           source="XGBoost", gradients=gradients,
-                          facts={"model kind": "gradient-boosted (XGBoost)",
-                                 "objective": objective, "trees in file": len(trees),
+                          facts={"objective": objective, "trees in file": len(trees),
                                  "learning rate (recovered)": float(f"{eta:.6g}"),
-                                 "L2 penalty (recovered)": float(f"{l2:.6g}"),
-                                 "leaf counts": "per class in tree 0 (from its covers and leaf "
-                                 "values); later trees give gradient and hessian sums, no "
-                                 "counts"})
+                                 "L2 penalty (recovered)": float(f"{l2:.6g}")})
     model.validate()
+    model.description = describe(model, "XGBoost", f"objective {objective}",
+                                 xgboost_fields(False))
     return model
 
 
@@ -214,12 +216,13 @@ def _multiclass(parsed: list[tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarra
         _sums(cover, value, eta, l2, n_rows, 2.0) for _, cover, value in parsed[n_classes:]])
     model = ReleasedModel(trees, classes, names, label_name=label_name, source="XGBoost",
                           gradients=gradients,
-                          facts=multiclass_facts("gradient-boosted (XGBoost)", n_classes,
-                                                 len(parsed), objective=objective,
+                          facts=multiclass_facts(n_classes, len(parsed), objective=objective,
                                                  **{"learning rate (recovered)": eta,
                                                     "L2 penalty (recovered)":
                                                     float(f"{l2:.6g}")}))
     model.validate()
+    model.description = describe(model, "XGBoost", f"objective {objective}",
+                                 xgboost_fields(False, multiclass=True))
     return model
 
 

@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.frontends.boosting import LEAF_VALUES, squared_error_gradients
+from treeleaks.frontends.boosting import squared_error_gradients
+from treeleaks.frontends.stored import xgboost_fields
+from treeleaks.ir.description import describe
 from treeleaks.ir.model import ReleasedModel, Tree
 from treeleaks.runtime.errors import UnsupportedModelError
 
@@ -50,12 +52,12 @@ def regression_model(trees: list[dict[str, Any]], parsed: list[tuple[Any, np.nda
     gradients = squared_error_gradients(base, values, rows, eta, l2, ROW_PRECISION)
     model = ReleasedModel(out, [], list(names), label_name=label_name, source="XGBoost",
                           task="regression", gradients=gradients,
-                          facts={"model kind": "gradient-boosted regressor (XGBoost)",
-                                 "objective": objective, "trees in file": len(trees),
+                          facts={"objective": objective, "trees in file": len(trees),
                                  "learning rate (recovered)": float(f"{eta:.6g}"),
-                                 "L2 penalty (recovered)": float(f"{l2:.6g}"),
-                                 "leaf values": LEAF_VALUES})
+                                 "L2 penalty (recovered)": float(f"{l2:.6g}")})
     model.validate()
+    model.description = describe(model, "XGBoost", f"objective {objective}",
+                                 xgboost_fields(True))
     return model
 
 

@@ -130,6 +130,28 @@ class NoiseRecord(_Strict):
     scale: Annotated[Finite, Field(gt=0)]
 
 
+class StoredFieldRecord(_Strict):
+    """One field the framework's file stored, with what it gives away."""
+
+    name: StrictStr
+    exposes: StrictStr
+    removed: StrictBool = False
+
+
+class DescriptionRecord(BaseModel):
+    """Where a model file came from, as its first reader described it: the framework, the
+    estimator, the kind and the stored fields. What it gives away (N, the class balance,
+    the draws) is read off the counts again, so the file's own figures are ignored."""
+
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+    framework: StrictStr
+    estimator: StrictStr
+    kind: Literal["single tree", "forest (no bootstrap)", "bootstrap forest",
+                  "gradient-boosted model", "DP forest", "rule list"]
+    fields: list[StoredFieldRecord] = Field(default_factory=list)
+
+
 class ModelRecord(_Strict):
     """A treeleaks model file: what a released tree model exposes."""
 
@@ -143,6 +165,7 @@ class ModelRecord(_Strict):
     bootstrap: StrictBool = False
     noise: NoiseRecord | None = None
     facts: dict[StrictStr, Fact] = Field(default_factory=dict)
+    description: DescriptionRecord | None = None  # `ModelDescription.to_dict`
     trees: Annotated[list[TreeRecord], Field(min_length=1)]
 
 

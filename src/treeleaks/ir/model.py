@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from treeleaks.ir.description import ModelDescription, ModelKind, StoredField, describe
 from treeleaks.ir.json_files import FORMAT_VERSION, MAX_COUNT, read_json
 from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
 
 if TYPE_CHECKING:  # the checked shapes load pydantic: imported when a file is parsed
-    from treeleaks.ir.formats import TreeRecord
+    from treeleaks.ir.formats import DescriptionRecord, TreeRecord
 
 
 class ModelFormatError(TreeleaksError, ValueError):
@@ -281,6 +282,22 @@ class Tree:
                 "whole number: an edited file, or rescale a feature that large before training")
 
 
+def _description(record: DescriptionRecord | None, model: ReleasedModel) -> ModelDescription:
+    """A treeleaks JSON model described, what it gives away read off its counts.
+
+    Where it came from is as the file says (framework, estimator, stored fields; a DP forest
+    without noise stays one); N, the class balance and the draws are read again, so an
+    edited description hides nothing. A file written before descriptions were kept is
+    described from its IR alone.
+    """
+    if record is None:
+        return describe(model, "treeleaks JSON", model.source)
+    kind = ModelKind(record.kind)
+    return describe(model, record.framework, record.estimator,
+                    [StoredField(f.name, f.exposes, f.removed) for f in record.fields],
+                    kind=kind if kind == ModelKind.DP_FOREST and model.noise is None else None)
+
+
 def _optional_int_array(values: Any) -> np.ndarray | None:
     return None if values is None else np.asarray(values, dtype=np.int64)
 
@@ -353,6 +370,8 @@ class ReleasedModel:
         ``classification`` or ``regression``.
     gradients : LeafGradients or None, default None
         A booster's leaf values as bounds on gradient sums; not kept in the treeleaks JSON.
+    description : ModelDescription or None, default None
+        What the file is and gives away, as its reader found it (`described` reads it).
     """
 
     trees: list[Tree]
@@ -365,6 +384,21 @@ class ReleasedModel:
     facts: dict[str, Any] = field(default_factory=dict)
     task: str = "classification"
     gradients: LeafGradients | None = None  # a booster's; not kept in the treeleaks JSON
+    description: ModelDescription | None = None
+
+    def described(self) -> ModelDescription:
+        """Say what the model is and gives away: its reader's account of the file.
+
+        A model built without a reader (by hand, in a test) is described once from its IR.
+
+        Returns
+        -------
+        ModelDescription
+            The one description every command prints.
+        """
+        if self.description is None:
+            self.description = describe(self, "treeleaks", self.source)
+        return self.description
 
     @property
     def is_regression(self) -> bool:
@@ -567,6 +601,7 @@ class ReleasedModel:
             "bootstrap": self.bootstrap,
             "noise": None if self.noise is None else vars(self.noise).copy(),
             "facts": self.facts,
+            "description": self.described().to_dict(),
             "trees": [tree.to_dict() for tree in self.trees],
         }
 
@@ -629,6 +664,7 @@ class ReleasedModel:
             task=record.task,
         )
         model.validate()
+        model.description = _description(record.description, model)
         return model
 
     @classmethod

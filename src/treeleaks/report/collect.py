@@ -300,14 +300,11 @@ def plot_data(inp: AuditInput, ev: Evidence, audit: Audit) -> dict[str, Any]:
 
 
 def model_facts(inp: AuditInput) -> dict[str, Any]:
-    """What the model is, for the report's header."""
+    """What the model is, for the report's header: its reader's description."""
     model = inp.model
-    boosted = str(model.facts.get("model kind", "")).startswith("gradient-boosted")
-    kind = ("DP forest" if model.noise is not None else "bootstrap forest" if model.bootstrap
-            else "gradient-boosted model" if boosted
-            else "single tree" if model.n_trees == 1 else "forest (no bootstrap)")
-    return {"path": inp.path, "source": model.source or "treeleaks JSON", "kind": kind,
-            "task": model.task,
+    about = model.described()
+    return {"path": inp.path, "source": model.source or "treeleaks JSON", "kind": about.kind,
+            "task": about.task, "framework": about.framework, "estimator": about.estimator,
             "n_trees": model.n_trees, "n_features": model.n_features,
             "feature_names": list(model.feature_names),
             "classes": [str(c) for c in model.classes], "label": model.label_name,
@@ -315,51 +312,28 @@ def model_facts(inp: AuditInput) -> dict[str, Any]:
 
 
 def exposed_facts(model: ReleasedModel) -> dict[str, Any]:
-    """What anyone holding the file reads off it (as `treeleaks inspect` shows): N and the
-    class balance, the per-tree draws, the noise."""
-    from treeleaks.attacks.bootstrap import has_draws
-
-    draws = has_draws(model)
-    n_rows: Any = model.n_rows if model.counts_released else None  # stripped: all zero
-    balance, estimated = None, False
-    if n_rows is not None and not model.is_regression:
-        per_class = model.class_totals()
-        balance = {str(c): int(k) for c, k in zip(model.classes, per_class)}
-    elif draws:
-        n_rows = len(model.trees[0].draws)
-    if balance is None and model.bootstrap and model.noise is None and \
-            model.counts_released and not model.is_regression:
-        balance, estimated = bootstrap_class_balance(model), True
-    elif model.noise is not None and model.noise.kind == "laplace":
-        from treeleaks.attacks.dp import n_rows_interval
-
-        bounds = n_rows_interval(model)
-        n_rows = {"stated": model.facts.get("n_rows"), "estimate": bounds.estimate,
-                  "low": bounds.low, "high": bounds.high}
+    """What anyone holding the file reads off it (as `treeleaks inspect` shows), from its
+    reader's description: N and the class balance, the per-tree draws, the noise, each
+    stored field (``description``, whole)."""
+    about = model.described()
+    n_rows: Any = about.n_rows if about.n_rows_given_away else None
+    if about.n_rows_bounds is not None:  # a DP forest's: stated, or estimated in bounds
+        low, high = about.n_rows_bounds
+        n_rows = {"stated": None if about.n_rows_estimated else about.n_rows,
+                  "estimate": about.n_rows if about.n_rows_estimated else None,
+                  "low": low, "high": high}
     return {
         "n_rows": n_rows,
-        "class_balance": balance,
-        "class_balance_estimated": estimated,
-        "bootstrap": model.bootstrap,
-        "multiplicities_exposed": draws,
+        "class_balance": None if about.class_balance is None else dict(about.class_balance),
+        "class_balance_estimated": about.class_balance_estimated,
+        "bootstrap": about.bootstrap,
+        "multiplicities_exposed": about.draws_exposed,
         "noise": None if model.noise is None else {
             "kind": model.noise.kind, "epsilon": model.noise.epsilon,
             "scale": model.noise.scale},
-        "counts_released": model.counts_released,
-        "leaf_counts_read": model.facts.get("leaf counts"),
+        "counts_released": not about.stripped and model.counts_released,
+        "description": about.to_dict(),
     }
-
-
-def bootstrap_class_balance(model: ReleasedModel) -> dict[str, int]:
-    """A bootstrap forest's class balance, estimated: each tree drew N rows with
-    replacement, every row once on average, so the trees' class totals average to each
-    class's rows (within about 1% over 100 trees). Rounded to add up to the mean total."""
-    totals = np.array([tree.counts.sum(axis=0) for tree in model.trees], dtype=np.float64)
-    mean = totals.mean(axis=0)
-    counts = np.floor(mean).astype(np.int64)
-    short = round(mean.sum()) - int(counts.sum())
-    counts[np.argsort(counts - mean)[:max(short, 0)]] += 1  # largest remainders first
-    return {str(c): int(k) for c, k in zip(model.classes, counts)}
 
 
 def assumptions(inp: AuditInput) -> dict[str, Any]:

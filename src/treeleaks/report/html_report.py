@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from treeleaks import __version__
+from treeleaks.ir.description import ModelDescription
 from treeleaks.report import plots
 from treeleaks.report.findings import COMPLETE, NOT_RUN, PARTIAL, Audit
 from treeleaks.report.rebuilt import rebuilt_headline
@@ -154,7 +155,27 @@ def _partial_kind(audit: Audit) -> str:
 
 
 def _verdict(audit: Audit) -> str:
-    v, risk = audit.verdict, audit.risk
+    risk = audit.risk
+    rows = "".join(f"<tr><td>{_e(a)}</td><td>{_e(b)}</td></tr>"
+                   for a, b in _verdict_lines(audit))
+    bound = " (a lower bound: some attacks were cut short)" if risk["lower_bound"] else ""
+    also = ("<p><strong>Also:</strong> " + "; ".join(map(_e, risk["also"])) + ".</p>"
+            if risk["also"] else "")
+    presumed = " (presumed)" if risk.get("presumed") else ""
+    checks = "".join(f"<li>{_e(c)}</li>" for c in risk.get("checks", []))
+    settle = (f"<p><strong>To settle what is presumed:</strong></p><ul>{checks}</ul>"
+              if checks else "")
+    return (f'<h2 id="verdict">Verdict</h2><p><span class="risk {risk["level"]}">'
+            f"{risk['level']} risk{presumed}</span></p><p><strong>Why:</strong> "
+            f"{_e(risk['why'])}"
+            f"{_e(bound)}. <span class=\"muted\">Rule: {_e(risk['rule'])} (the rules are "
+            "listed at the end).</span></p>" + also + settle + '<table class="verdict">'
+            + rows + "</table>")
+
+
+def _verdict_lines(audit: Audit) -> list[tuple[str, str]]:
+    """The verdict's figures, a (name, words) pair each."""
+    v = audit.verdict
     n = v["rows_in_data"]
     of_n = f" of {n:,}" if n is not None else ""
     lines = []
@@ -164,6 +185,39 @@ def _verdict(audit: Audit) -> str:
     elif v["rows_proven"]:
         lines.append(("Training rows reconstructed exactly", f"at least {v['rows_proven']:,} "
                       "(the proven ones; your rows, --data, measure the rest)"))
+    lines += _row_lines(audit, of_n)
+    if v["dist_g"] is not None:
+        lines.append(("How far the rest is narrowed down", f"dist_g = {v['dist_g']:.3f} "
+                      "(share of a row's entropy a tree leaves; 1 = nothing revealed, "
+                      "0 = every row recovered)"))
+    if v.get("values_pinned_within_5pct") is not None:
+        lines.append(("Numerical values pinned within 5% of their range",
+                      f"{v['values_pinned_within_5pct']:.1%} (the interval of the leaves "
+                      "each reconstructed row falls in)"))
+    if v["error"] is not None:
+        lines.append(("Reconstruction error", f"{v['error']:.4f} (random guesses: "
+                      f"{v['baseline_error']:.4f}; 0 = every value right)"))
+    if v.get("leak_test_p_value") is not None:
+        lines.append(("Leak or distribution", f"{p_value_text(v['leak_test_p_value'])} ("
+                      + ("a leak: " if v["leak_test_leak"] else "no evidence of a leak: ")
+                      + "reconstruction against the training rows vs population samples)"))
+    about = _description(audit)
+    if about is not None:  # the reader's words, as every command prints them
+        lines += [("Training-set size given away", about.n_rows_text()),
+                  ("Class balance given away", about.class_balance_text())]
+    else:
+        lines.append(("Training-set size given away", _n_rows_text(v["n_rows_given_away"])))
+        balance = v["class_balance_given_away"]
+        lines.append(("Class balance given away", "not exposed" if balance is None else
+                      ", ".join(f"{k}: {c:,}" for k, c in balance.items())))
+    return lines
+
+
+def _row_lines(audit: Audit, of_n: str) -> list[tuple[str, str]]:
+    """The verdict's row counts, each named for what it is (rebuilt, pinned, proven, singled
+    out, candidates)."""
+    v = audit.verdict
+    lines: list[tuple[str, str]] = []
     if v.get("rows_reconstructed"):
         lines.append(("Rows rebuilt from the file", (
             f"at least {v['rows_reconstructed']:,}{of_n} ({_partial_kind(audit)}; see the "
@@ -192,66 +246,31 @@ def _verdict(audit: Audit) -> str:
     if candidates and not v["singled_out_measured_on_data"]:
         lines.append(("Singling-out candidates", f"{candidates:,} predicates no proof "
                       "settles; your rows (--data) check them"))
-    if v["dist_g"] is not None:
-        lines.append(("How far the rest is narrowed down", f"dist_g = {v['dist_g']:.3f} "
-                      "(share of a row's entropy a tree leaves; 1 = nothing revealed, "
-                      "0 = every row recovered)"))
-    if v.get("values_pinned_within_5pct") is not None:
-        lines.append(("Numerical values pinned within 5% of their range",
-                      f"{v['values_pinned_within_5pct']:.1%} (the interval of the leaves "
-                      "each reconstructed row falls in)"))
-    if v["error"] is not None:
-        lines.append(("Reconstruction error", f"{v['error']:.4f} (random guesses: "
-                      f"{v['baseline_error']:.4f}; 0 = every value right)"))
-    if v.get("leak_test_p_value") is not None:
-        lines.append(("Leak or distribution", f"{p_value_text(v['leak_test_p_value'])} ("
-                      + ("a leak: " if v["leak_test_leak"] else "no evidence of a leak: ")
-                      + "reconstruction against the training rows vs population samples)"))
-    lines.append(("Training-set size given away", _n_rows_text(v["n_rows_given_away"])))
-    balance = v["class_balance_given_away"]
-    estimated = v.get("class_balance_estimated", False)
-    lines.append(("Class balance given away", "not exposed" if balance is None else
-                  ("about " if estimated else "")
-                  + ", ".join(f"{k}: {c:,}" for k, c in balance.items())
-                  + (" (the trees' class totals, averaged)" if estimated else "")))
-    rows = "".join(f"<tr><td>{_e(a)}</td><td>{_e(b)}</td></tr>" for a, b in lines)
-    bound = " (a lower bound: some attacks were cut short)" if risk["lower_bound"] else ""
-    also = ("<p><strong>Also:</strong> " + "; ".join(map(_e, risk["also"])) + ".</p>"
-            if risk["also"] else "")
-    presumed = " (presumed)" if risk.get("presumed") else ""
-    checks = "".join(f"<li>{_e(c)}</li>" for c in risk.get("checks", []))
-    settle = (f"<p><strong>To settle what is presumed:</strong></p><ul>{checks}</ul>"
-              if checks else "")
-    return (f'<h2 id="verdict">Verdict</h2><p><span class="risk {risk["level"]}">'
-            f"{risk['level']} risk{presumed}</span></p><p><strong>Why:</strong> "
-            f"{_e(risk['why'])}"
-            f"{_e(bound)}. <span class=\"muted\">Rule: {_e(risk['rule'])} (the rules are "
-            "listed at the end).</span></p>" + also + settle + '<table class="verdict">'
-            + rows
-            + "</table>")
+    return lines
 
 
-def _n_rows_text(value: Any) -> str:
-    if value is None:
-        return "not exposed"
-    if isinstance(value, dict):
-        stated = f"{value['stated']:,} stated in the file; " if value.get("stated") else ""
-        return (f"{stated}about {value['estimate']:.0f} from the noisy counts (between "
-                f"{value['low']:,} and {value['high']:,})")
-    return f"{value:,} rows"
+def _n_rows_text(value: int | None) -> str:
+    """N as an audit without a model description (a rule list, synthetic data) states it."""
+    return "not exposed" if value is None else f"{value:,} rows"
+
+
+def _description(audit: Audit) -> ModelDescription | None:
+    """The model file's description as its reader made it (None: an audit of another kind
+    of release, which states its own facts)."""
+    data = audit.exposed.get("description")
+    return None if data is None else ModelDescription.from_dict(data)
 
 
 def _exposed(audit: Audit) -> str:
     x = audit.exposed
     noise = x["noise"]
-    rows = [("Bootstrap", "yes" if x["bootstrap"] else "no: every tree saw every row once"),
-            ("Per-tree draws (multiplicities)", "exposed: they tell rows apart and give "
-             "them back in training order" if x["multiplicities_exposed"] else "not exposed"),
-            ("Leaf counts", (x.get("leaf_counts_read") or "released")
-             if x["counts_released"] else "removed (a stripped file): the structure, "
-             "thresholds and leaf values remain"),
-            ("Noise", "none (exact counts)" if noise is None else
-             f"{noise['kind']}, ε = {noise['epsilon']:g}, scale {noise['scale']:g}")]
+    about = _description(audit)
+    rows = about.rows() if about is not None else [
+        ("Bootstrap", "yes" if x["bootstrap"] else "no: every tree saw every row once"),
+        ("Per-tree draws (multiplicities)",
+         "exposed" if x["multiplicities_exposed"] else "not exposed")]
+    rows.append(("Noise", "none (exact counts)" if noise is None else
+                 f"{noise['kind']}, ε = {noise['epsilon']:g}, scale {noise['scale']:g}"))
     body = "".join(f"<tr><td>{_e(a)}</td><td>{_e(b)}</td></tr>" for a, b in rows)
     return f'<h2 id="exposed">What the file exposes</h2><table>{body}</table>'
 

@@ -30,20 +30,18 @@ def run_rule_list_audit(rule_list: RuleList, path: str, schema: FeatureSchema | 
     from treeleaks.evaluation.entropy import summarize
 
     clock = AuditClock(budget)
-    balance = None
-    if rule_list.has_counts:
-        totals = [sum(r.counts[c] for r in rule_list.all_rules)
-                  for c in range(len(rule_list.classes))]
-        balance = {str(c): int(k) for c, k in zip(rule_list.classes, totals)}
+    about = rule_list.described()
+    balance = None if about.class_balance is None else dict(about.class_balance)
     audit = Audit(
         model={"path": path, "source": rule_list.source or "rule list JSON",
-               "kind": "rule list", "n_trees": 0, "n_rules": len(rule_list.rules),
+               "kind": about.kind, "task": about.task, "framework": about.framework,
+               "estimator": about.estimator, "n_trees": 0, "n_rules": len(rule_list.rules),
                "n_features": rule_list.n_features, "feature_names": rule_list.feature_names,
                "classes": [str(c) for c in rule_list.classes], "label": rule_list.label_name,
                "max_depth": 0},
-        exposed={"n_rows": rule_list.n_rows, "class_balance": balance, "bootstrap": False,
+        exposed={"n_rows": about.n_rows, "class_balance": balance, "bootstrap": False,
                  "multiplicities_exposed": False, "noise": None,
-                 "counts_released": rule_list.has_counts},
+                 "counts_released": rule_list.has_counts, "description": about.to_dict()},
         assumptions={
             "model_file": "the whole file, as released (every rule and its counts)",
             "schema": "given (--schema)" if schema is not None else

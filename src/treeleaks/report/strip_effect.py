@@ -1,8 +1,9 @@
 """What each attack gets from a model file and from its stripped copy (``treeleaks strip``
 prints it): the reconstruction, the rows singled out (by proofs or, on a stripped file, by
-the adversary's guesses checked against the data), the tries a guessing adversary needs,
-and N. The attacks are the audit's own calls (`treeleaks.report.evidence`), each within the
-time limit, so the figures are the audit's."""
+the adversary's guesses checked against the data) and the tries a guessing adversary needs.
+The attacks are the audit's own calls (`treeleaks.report.evidence`), each within the time
+limit, so the figures are the audit's. What each file gives away (N, the class balance) is
+its reader's description, which ``treeleaks strip`` prints above."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from treeleaks.report import evidence
-from treeleaks.report.collect import attempt
+from treeleaks.report.collect import _regression_refusal, attempt
 from treeleaks.report.evidence import AuditInput, Evidence
 from treeleaks.report.findings import FAILED, AttackRun
 
@@ -51,18 +52,17 @@ def _measure(model: ReleasedModel, data: pd.DataFrame | None, label: str | None,
         f"Reconstruction ({time_limit:g} s)": _reconstruction(inp, ev),
         "Rows singled out": _singled(singling, data),
         "Tries to single out without counts": _tries(singling),
-        "N given away": f"{model.n_rows:,}" if model.counts_released and model.n_rows
-        is not None else "no",
     }
 
 
 def _reconstruction(inp: AuditInput, ev: Evidence) -> str:
     model = inp.model
-    if model.is_regression:
-        return "does not apply (a regressor)"
     if not model.counts_released:
         return "not possible: the counts were removed"
-    if model.n_trees == 1 and not model.bootstrap:
+    refused = _regression_refusal(model) if model.is_regression else ""
+    if refused:
+        return f"does not apply ({refused})"
+    if model.n_trees == 1 and not model.bootstrap and not model.is_regression:
         return "does not apply (a single tree: singling out is its attack)"
     run = attempt("reconstruct", "", lambda: evidence.reconstruction(inp, ev, None))
     if run.status == FAILED:
