@@ -84,13 +84,12 @@ def release_command(
     _make_folder(out)
     guard_outputs(model_path, data, [out / TABLE])
     err = Console(stderr=True)
-    err.print(Text(f"Auditing {model_path.name} and refitting its {learner.framework} "
-                   f"learner on {len(frame):,} rows, within {budget:g} s", style="bold"),
-              soft_wrap=True)
     try:
         found = search(model, model_path.name, estimator, learner, frame, label, budget,
                        on_candidate=lambda m, i, n: err.print(
-                           Text(_line(m, i, n, learner.classifier)), soft_wrap=True))
+                           Text(_line(m, i, n, learner.classifier)), soft_wrap=True),
+                       on_original=lambda m, n: err.print(
+                           Text(_original_line(m, n, learner.classifier)), soft_wrap=True))
     except BudgetTooShort as exc:
         fail(str(exc), EXIT_BAD_INPUT)
     _write(out, found, model_path.name, force)
@@ -195,40 +194,52 @@ def _count(value: int | None) -> str:
 
 
 def _settings(m: Measured) -> str:
+    """A candidate's settings in a few words."""
     from treeleaks.defences.release_grid import DP_FOREST
 
-    shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                      for k, v in m.settings.items() if k != "learner")
-    kind = "DP forest" if m.settings.get("learner") == DP_FOREST else "refit"
-    return f"{kind}: {shown or 'original settings'}"
+    given = {k: v for k, v in m.settings.items() if k != "learner"}
+    if m.settings.get("learner") == DP_FOREST:
+        return (f"DP forest ε={given['epsilon']:g} ({given['n_estimators']} trees, depth "
+                f"{given['max_depth']})")
+    shown = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                      for k, v in given.items())
+    return shown or "original settings, stripped"
 
 
 def _line(m: Measured, index: int, total: int, classifier: bool) -> str:
     """One candidate's progress line."""
     word = "accuracy" if classifier else "R²"
     if m.error:
-        return f"candidate {index + 1}/{total} {_settings(m)}: failed ({m.error}) in " \
+        return f"candidate {index + 1}/{total}, {_settings(m)}: failed ({m.error}) in " \
                f"{m.seconds:.1f} s"
     bound = " (a lower bound)" if m.lower_bound else ""
-    return (f"candidate {index + 1}/{total} {_settings(m)}: {m.level}{bound}, "
+    return (f"candidate {index + 1}/{total}, {_settings(m)}: {m.level}{bound}, "
             f"{_count(m.rows_singled_out)} rows singled out, {word} {_score(m.score)}, "
             f"{m.seconds:.1f} s")
+
+
+def _original_line(m: Measured, total: int, classifier: bool) -> str:
+    """The original's progress line, before the candidates'."""
+    word = "accuracy" if classifier else "R²"
+    bound = " (a lower bound)" if m.lower_bound else ""
+    return (f"original: {m.level}{bound}, {_count(m.rows_rebuilt)} rows rebuilt, "
+            f"{_count(m.rows_singled_out)} rows singled out, {word} {_score(m.score)}, "
+            f"{m.seconds:.1f} s" + (f"; {total} candidates to measure" if total else ""))
 
 
 def _table(found: Search) -> Table:
     word = "accuracy" if found.metric == "accuracy" else "R²"
     table = Table(title=f"Release candidates ({word} by 5-fold cross-validation)",
                   title_justify="left")
-    for column in ("", "settings", "level", "rows rebuilt", "rows singled out", word,
-                   "seconds"):
-        table.add_column(column)
+    for column in ("#", "settings", "level", "rebuilt", "singled out", word, "s"):
+        table.add_column(column, overflow="fold")
     rows = [("original", found.original), *((str(i + 1), c)
                                               for i, c in enumerate(found.candidates))]
     for mark, m in rows:
         chosen = m is found.chosen_candidate
         level = (f"failed: {m.error}" if m.error else
                  f"{m.level}{' (lower bound)' if m.lower_bound else ''}")
-        settings = "the file as given" if m is found.original else _settings(m)
+        settings = "as given" if m is found.original else _settings(m)
         table.add_row(mark + (" ✓" if chosen else ""), escape(settings), escape(level),
                       _count(m.rows_rebuilt), _count(m.rows_singled_out), _score(m.score),
                       f"{m.seconds:.1f}", style="bold green" if chosen else None)

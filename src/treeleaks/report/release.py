@@ -137,9 +137,12 @@ def audit_original(model: ReleasedModel, name: str, estimator: Any, learner: Lea
 
 def search(model: ReleasedModel, name: str, estimator: Any, learner: Learner,
            frame: pd.DataFrame, label: str, budget: float,
-           on_candidate: OnCandidate | None = None) -> Search:
+           on_candidate: OnCandidate | None = None,
+           on_original: Callable[[Measured, int], None] | None = None) -> Search:
     """Audit the original, then every candidate within ``budget`` seconds in all (see the
-    module docstring); raises `BudgetTooShort` before any candidate when one would not fit."""
+    module docstring), calling ``on_original(record, candidates)`` and
+    ``on_candidate(record, index, candidates)`` as each is measured; raises
+    `BudgetTooShort` before any candidate when one would not fit."""
     start = time.perf_counter()
     deadline = start + budget
     X, y = _split(model, frame, label)
@@ -148,6 +151,18 @@ def search(model: ReleasedModel, name: str, estimator: Any, learner: Learner,
                               budget / (len(candidates) + 1))
     metric = "accuracy" if learner.classifier else "r2"
     left = deadline - time.perf_counter()
+    if original.lower_bound:
+        raise BudgetTooShort(
+            f"--budget {budget:g} s is too short: the original's audit was cut short at its "
+            f"share of {budget / (len(candidates) + 1):.1f} s (the budget over "
+            f"{len(candidates)} candidates and the original), so its level {original.level} "
+            f"is only a lower bound and no candidate can be shown to audit below it; one "
+            f"candidate needs about as long as the original's whole audit, more than "
+            f"{original.seconds:.1f} s: give a larger --budget")
+    if level_rank(original.level) == 0:  # nothing audits lower: no candidate is refitted
+        if on_original is not None:
+            on_original(original, 0)
+        return Search(original, [], 0, metric, budget, time.perf_counter() - start)
     if left < original.seconds:
         raise BudgetTooShort(
             f"--budget {budget:g} s is too short for one candidate: the original audits "
@@ -157,6 +172,8 @@ def search(model: ReleasedModel, name: str, estimator: Any, learner: Learner,
             f"for all {len(candidates)} candidates (at least "
             f"{math.ceil(budget - left + original.seconds)} s for one)")
     found = Search(original, [], len(candidates), metric, budget)
+    if on_original is not None:
+        on_original(original, len(candidates))
     for index, candidate in enumerate(candidates):
         left = deadline - time.perf_counter()
         if left <= 0:
@@ -295,9 +312,11 @@ def advice(table: dict[str, Any]) -> str:
     measured = len(table["candidates"])
     if chosen is None:
         short = "" if table.get("complete", True) else " (the run stopped short)"
+        if level_rank(original["level"]) == 0:
+            return f"the original already audits {original['level']}: no level is below it"
         return (f"none of the {measured} candidates measured{short} audits below the "
                 f"original's {original['level']}: larger leaves, shallower or fewer trees, "
-                "pruning and DP forests all leave it as high")
+                f"pruning and DP forests all leave it at {original['level']} or above")
     settings = table["candidates"][chosen["index"]]["settings"]
     shown = ", ".join(f"{k}={v}" for k, v in settings.items() if k != "learner")
     how = (f"a DP forest with {shown}" if settings.get("learner") == DP_FOREST else
