@@ -198,3 +198,33 @@ def test_release_refuses_a_budget_too_short_for_one_candidate(files: dict[str, P
     line = one_line_error(result)
     assert "--budget 2 s is too short" in line and "original" in line
     assert not list((tmp_path / "o").glob("*"))
+
+
+def test_the_dp_forests_file_is_checked_to_vote_as_the_forest(files: dict[str, Path]) -> None:
+    from treeleaks.defences.dp_forest import DPRandomForestClassifier
+    from treeleaks.frontends.dp import from_dp_forest
+    from treeleaks.report.release import check_dp_file
+    from treeleaks.runtime.errors import TreeleaksError
+
+    frame = pd.read_csv(files["cancer"])
+    X, y = frame.drop(columns=LABEL), frame[LABEL]
+    forest = DPRandomForestClassifier(epsilon=4.0, random_state=0).fit(X, y)
+    content = from_dp_forest(forest, label_name=LABEL).to_json().encode()
+    check_dp_file(forest, content, X)
+    forest.trees_[0].counts[0] += 50  # the forest no longer votes as its file
+    with pytest.raises(TreeleaksError, match="votes differently"):
+        check_dp_file(forest, content, X)
+
+
+def test_a_level_that_is_only_a_lower_bound_is_never_taken_as_lower() -> None:
+    from treeleaks.report.release import Measured, choose
+
+    original = Measured({}, level="HIGH")
+    candidates = [Measured({}, level="LOW", lower_bound=True, score=0.99),
+                  Measured({}, level="MEDIUM", score=0.90),
+                  Measured({}, level="LOW", score=0.95, error="failed"),
+                  Measured({}, level="HIGH", score=0.97),
+                  Measured({}, level="LOW", score=0.93)]
+    assert choose(original, candidates) == 4  # the most accurate of those measured lower
+    assert choose(Measured({}, level="MEDIUM"), candidates) == 4
+    assert choose(Measured({}, level="LOW"), candidates) is None

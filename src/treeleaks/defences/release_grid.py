@@ -33,6 +33,10 @@ KNOBS: dict[str, tuple[float, ...]] = {
     "trees": (0.1, 0.25),
     "pruning": (0.01, 0.03),
 }
+# knobs turned together: large leaves in few trees leave fewest leaves holding one row of a
+# class (measured on breast cancer: 0 rows singled out at 100-row leaves in 10 trees)
+COMBINATIONS: tuple[dict[str, float], ...] = (
+    {"leaf": 50, "trees": 0.1}, {"leaf": 100, "trees": 0.1}, {"leaf": 100, "trees": 0.25})
 DP_EPSILONS = (1.0, 4.0, 16.0)
 DP_SETTINGS = {"n_estimators": 10, "max_depth": 5}
 _FOREST_PARAMS = {"leaf": "min_samples_leaf", "depth": "max_depth", "trees": "n_estimators",
@@ -176,20 +180,30 @@ def _number(value: str) -> Any:
 def grid(learner: Learner, y: np.ndarray) -> list[Candidate]:
     """Every candidate for this learner and these targets: the original's settings, then
     each knob's values that expose less than the original, then the DP forest (classifiers)."""
-    n = len(y)
+    turned = [{knob: value} for knob, values in KNOBS.items() for value in values]
     candidates = [Candidate(OWN, {})]
-    for knob, values in KNOBS.items():
-        name = learner.params.get(knob)
-        if name is None:
-            continue
-        for value in values:
-            setting = _setting(knob, value, learner, y)
-            if setting is not None and (knob != "leaf" or setting <= n // 4):
-                candidates.append(Candidate(OWN, {name: setting}))
+    for knobs in [*turned, *COMBINATIONS]:
+        settings = _settings(knobs, learner, y)
+        if settings and Candidate(OWN, settings) not in candidates:
+            candidates.append(Candidate(OWN, settings))
     if learner.classifier:
         candidates += [Candidate(DP_FOREST, {**DP_SETTINGS, "epsilon": eps})
                        for eps in DP_EPSILONS]
     return candidates
+
+
+def _settings(knobs: dict[str, float], learner: Learner, y: np.ndarray
+              ) -> dict[str, Any] | None:
+    """The learner's parameters for these knobs' values, or None where one of them does
+    not apply or would not expose less (leaves are at most a quarter of the rows)."""
+    settings = {}
+    for knob, value in knobs.items():
+        name = learner.params.get(knob)
+        setting = None if name is None else _setting(knob, value, learner, y)
+        if setting is None or (knob == "leaf" and setting > len(y) // 4):
+            return None
+        settings[name] = setting
+    return settings
 
 
 def _setting(knob: str, value: float, learner: Learner, y: np.ndarray) -> Any:
@@ -200,7 +214,7 @@ def _setting(knob: str, value: float, learner: Learner, y: np.ndarray) -> Any:
     if knob == "depth":
         return int(value) if value < learner.size["depth"] else None
     if knob == "pruning":
-        return float(value * _root_impurity(y, learner.classifier))
+        return float(f"{value * _root_impurity(y, learner.classifier):.3g}")
     return int(value) if value > learner.size["leaf"] else None
 
 

@@ -281,6 +281,8 @@ def _audited(record: Measured, model: ReleasedModel, name: str, estimator: Any,
         model.label_name = label  # predicates and rows read "<label column> = <class>"
     start = time.perf_counter()
     audit = run_audit(AuditInput(model, name, None, estimator, frame, label, None, budget))
+    if audit.interrupted:  # Ctrl-C inside the audit: the search stops here
+        raise KeyboardInterrupt
     record.audit_seconds = time.perf_counter() - start
     record.level, record.why = audit.risk["level"], audit.risk["why"]
     record.lower_bound = bool(audit.risk.get("lower_bound"))
