@@ -81,6 +81,7 @@ def release_command(
     _refuse_previous(out, force)
     model, estimator, learner = _read(model_path, trust_pickle)
     frame = _checked_data(model, data, label)
+    created = not out.exists()
     _make_folder(out)
     guard_outputs(model_path, data, [out / TABLE])
     err = Console(stderr=True)
@@ -91,6 +92,8 @@ def release_command(
                        on_original=lambda m, n: err.print(
                            Text(_original_line(m, n, learner.classifier)), soft_wrap=True))
     except BudgetTooShort as exc:
+        if created:
+            out.rmdir()  # the folder this run made, still empty
         fail(str(exc), EXIT_BAD_INPUT)
     _write(out, found, model_path.name, force)
     console = Console()

@@ -81,7 +81,7 @@ class Learner:
     base: Any
     params: dict[str, str]
     classifier: bool
-    size: dict[str, float] = field(default_factory=dict)  # trees and depth of the original
+    size: dict[str, float] = field(default_factory=dict)  # the original's trees, depth, leaf
 
     def content(self, fitted: Any) -> Any:
         """What `strip` takes for a fitted estimator of this learner."""
@@ -104,13 +104,6 @@ class Candidate:
             return DPRandomForestClassifier(random_state=SEED, **self.settings)
         return clone(learner.base).set_params(**self.settings)
 
-    def describe(self) -> str:
-        """The settings as one short phrase, for a progress line."""
-        what = "DP forest" if self.learner == DP_FOREST else "own learner"
-        shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
-                          for k, v in self.settings.items())
-        return f"{what}: {shown}" if shown else f"{what}: the original's settings"
-
 
 def sklearn_learner(estimator: Any) -> Learner:
     """The learner of a fitted scikit-learn tree model."""
@@ -123,9 +116,11 @@ def sklearn_learner(estimator: Any) -> Learner:
     size = {"trees": float(getattr(estimator, "n_estimators", getattr(estimator, "max_iter", 1))),
             "depth": float(max(depths)) if depths else float("inf"),
             "leaf": _leaf_size(estimator.get_params().get("min_samples_leaf", 1), estimator)}
-    classifier = "Classifier" in kind
-    return Learner("scikit-learn", "skops", clone(estimator), _SKLEARN_PARAMS[kind],
-                   classifier, size)
+    base = clone(estimator)
+    if "random_state" in base.get_params() and base.random_state is None:
+        base.set_params(random_state=SEED)  # every refit repeatable
+    return Learner("scikit-learn", "skops", base, _SKLEARN_PARAMS[kind], "Classifier" in kind,
+                   size)
 
 
 def _leaf_size(value: Any, estimator: Any) -> float:

@@ -156,12 +156,12 @@ def search(model: ReleasedModel, name: str, estimator: Any, learner: Learner,
     left = deadline - time.perf_counter()
     if original.lower_bound:
         raise BudgetTooShort(
-            f"--budget {budget:g} s is too short: the original's audit was cut short at its "
-            f"share of {budget / (len(candidates) + 1):.1f} s (the budget over "
-            f"{len(candidates)} candidates and the original), so its level {original.level} "
-            f"is only a lower bound and no candidate can be shown to audit below it; one "
-            f"candidate needs about as long as the original's whole audit, more than "
-            f"{original.seconds:.1f} s: give a larger --budget")
+            f"--budget {budget:g} s is too short: the original's audit, given "
+            f"{budget / (len(candidates) + 1):.1f} s (the budget over {len(candidates)} "
+            f"candidates and the original), was cut short at {original.level} ({original.why}), "
+            f"a lower bound no candidate can be shown to audit below; one candidate needs "
+            f"about as long as that audit, more than {original.seconds:.1f} s: give a "
+            f"larger --budget")
     if level_rank(original.level) == 0:  # nothing audits lower: no candidate is refitted
         if on_original is not None:
             on_original(original, 0)
