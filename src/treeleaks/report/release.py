@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from treeleaks.ir.model import ReleasedModel
 
 LEVELS = ("LOW", "MEDIUM", "HIGH")
-SUFFIX = {"skops": ".skops", "lightgbm": ".txt", "xgboost": ".json", DP_FOREST: ".json"}
+SUFFIX = {"skops": ".skops", "lightgbm": ".txt", DP_FOREST: ".json"}
 FORMAT_VERSION = 1
 
 
@@ -190,6 +190,8 @@ def search(model: ReleasedModel, name: str, estimator: Any, learner: Learner,
             found.stopped = (f"interrupted (Ctrl-C) after {index} of {len(candidates)} "
                              "candidates")
             break
+        if choose(original, [record]) is None:
+            record.content = None  # never written: its bytes need not be kept
         found.candidates.append(record)
         if on_candidate is not None:
             on_candidate(record, index, len(candidates))
@@ -241,8 +243,7 @@ def _released(candidate: Candidate, learner: Learner, fitted: Any, X: Any, y: np
         released = from_dp_forest(fitted, feature_names=[str(c) for c in X.columns],
                                   label_name=label)
         content = released.to_json().encode("utf-8")
-        check_dp_file(fitted, content, X)
-        return released, content, SUFFIX[DP_FOREST]
+        return check_dp_file(fitted, content, X), content, SUFFIX[DP_FOREST]
     from treeleaks.defences.strip import strip
 
     stripped = strip(learner.content(fitted), learner.file_format, rows=X, labels=y)
@@ -260,9 +261,10 @@ def read_file(content: bytes, suffix: str) -> ReleasedModel:
         return load_model(path, allow_regression=True, counts_removed_ok=True)
 
 
-def check_dp_file(fitted: Any, content: bytes, X: Any) -> None:
-    """The DP forest's file read back predicts as the forest: each row's soft vote of its
-    leaves' noisy counts (negatives as 0), as `DPRandomForestClassifier.predict_proba`."""
+def check_dp_file(fitted: Any, content: bytes, X: Any) -> ReleasedModel:
+    """The DP forest's file read back, checked to predict as the forest: each row's soft
+    vote of its leaves' noisy counts (negatives as 0), as
+    `DPRandomForestClassifier.predict_proba`."""
     from treeleaks.ir.model import ReleasedModel
 
     model = ReleasedModel.from_json(content.decode("utf-8"))
@@ -277,6 +279,7 @@ def check_dp_file(fitted: Any, content: bytes, X: Any) -> None:
     if not np.array_equal(read, expected):
         raise TreeleaksError("the DP forest's file read back votes differently from the "
                              "forest; nothing was written")
+    return model
 
 
 def _audited(record: Measured, model: ReleasedModel, name: str, estimator: Any,
