@@ -228,3 +228,20 @@ def test_a_level_that_is_only_a_lower_bound_is_never_taken_as_lower() -> None:
     assert choose(original, candidates) == 4  # the most accurate of those measured lower
     assert choose(Measured({}, level="MEDIUM"), candidates) == 4
     assert choose(Measured({}, level="LOW"), candidates) is None
+
+
+def test_a_lightgbm_candidate_is_written_as_a_stripped_model_text(files: dict[str, Path]
+                                                                  ) -> None:
+    from treeleaks.report.release import _candidate
+
+    frame = pd.read_csv(files["diabetes"])
+    X, y = frame.drop(columns=LABEL), frame[LABEL].to_numpy()
+    booster = lightgbm.LGBMRegressor(n_estimators=5, min_child_samples=5, verbose=-1).fit(X, y)
+    learner = lightgbm_learner(booster.booster_.model_to_string())
+    candidate = Candidate("own", {"min_child_samples": 20})
+    record = _candidate(candidate, learner, X, y, frame, LABEL, 10.0)
+    assert record.error is None and record.suffix == ".txt" and record.level is not None
+    written = lightgbm.Booster(model_str=record.content.decode())
+    refit = candidate.estimator(learner).fit(X, y)
+    assert np.array_equal(written.predict(X), refit.predict(X))
+    assert "leaf_count=" not in record.content.decode()  # stripped

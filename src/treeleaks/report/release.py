@@ -184,7 +184,7 @@ def search(model: ReleasedModel, name: str, estimator: Any, learner: Learner,
                              f"{len(candidates)} candidates")
             break
         try:
-            record = _candidate(candidate, learner, model, X, y, frame, label,
+            record = _candidate(candidate, learner, X, y, frame, label,
                                 left / (len(candidates) - index))
         except KeyboardInterrupt:
             found.stopped = (f"interrupted (Ctrl-C) after {index} of {len(candidates)} "
@@ -211,8 +211,8 @@ def choose(original: Measured, candidates: list[Measured]) -> int | None:
     return max(lower, key=lambda i: candidates[i].score, default=None)
 
 
-def _candidate(candidate: Candidate, learner: Learner, model: ReleasedModel, X: Any,
-               y: np.ndarray, frame: pd.DataFrame, label: str, share: float) -> Measured:
+def _candidate(candidate: Candidate, learner: Learner, X: Any, y: np.ndarray,
+               frame: pd.DataFrame, label: str, share: float) -> Measured:
     """Refit, strip, score and audit one candidate within about ``share`` seconds."""
     start = time.perf_counter()
     record = Measured({"learner": candidate.learner, **candidate.settings})
