@@ -13,7 +13,8 @@ stderr.
 # isort: off
 from treeleaks.cli.app import app
 from treeleaks.cli import audit, demo, reconstruct, inspect, worst_case, dp  # noqa: F401
-from treeleaks.cli import leak_test, leak, single_out, prune, strip, synthetic, sweep  # noqa: F401
+from treeleaks.cli import leak_test, leak, single_out, prune, strip, release  # noqa: F401
+from treeleaks.cli import synthetic, sweep  # noqa: F401
 # isort: on
 
 __all__ = ["app"]
