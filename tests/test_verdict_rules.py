@@ -38,8 +38,8 @@ MODELS = {  # name: (data, estimator); small enough for an audit in a few second
     "binary forest": (lambda: binary_frame(60, 8, 0),
                       lambda: RandomForestClassifier(5, bootstrap=False, random_state=0)),
     "bootstrap forest": (_cancer, lambda: RandomForestClassifier(5, random_state=0)),
-    "forest of leaves of 5": (_cancer, lambda: RandomForestClassifier(
-        5, min_samples_leaf=5, random_state=0)),
+    "forest of stumps": (_cancer, lambda: RandomForestClassifier(
+        5, max_depth=1, random_state=0)),
     "tree": (_cancer, lambda: DecisionTreeClassifier(random_state=0)),
     "regression forest": (_diabetes, lambda: RandomForestRegressor(20, random_state=0)),
     "regression forest of leaves of 5": (_diabetes, lambda: RandomForestRegressor(
@@ -74,19 +74,19 @@ CASES = {
                              ("bootstrap forest", None, False),
                              ("bootstrap forest", DATA, False)],
     "singled out": [("bootstrap forest", DATA, True), ("bootstrap forest", None, False),
-                    ("forest of leaves of 5", DATA, False)],
+                    ("forest of stumps", DATA, False)],
     "leak test": [("binary forest", POPULATION, True), ("binary forest", DATA, False),
                   ("binary forest", None, False)],
     "singling-out candidates": [("bootstrap forest", None, True),
                                 ("bootstrap forest", DATA, False),
                                 ("binary forest", None, False)],
     "rows rebuilt exactly": [("binary forest", DATA, True), ("binary forest", None, False),
-                             ("forest of leaves of 5", DATA, False)],
+                             ("forest of stumps", DATA, False)],
     "targets given away": [("regression forest", None, True),
                            ("regression forest", DATA, True),
                            ("bootstrap forest", None, False), ("bootstrap forest", DATA, False)],
     "close reconstruction": [("binary forest", DATA, True), ("binary forest", None, False),
-                             ("forest of leaves of 5", DATA, False)],
+                             ("forest of stumps", DATA, False)],
     "narrowed down": [("binary forest", None, True), ("binary forest", DATA, True),
                       ("bootstrap forest", None, False), ("bootstrap forest", DATA, False)],
     "rows rebuilt": [("bootstrap forest", None, True), ("bootstrap forest", DATA, False),
@@ -126,9 +126,20 @@ def test_a_presumed_level_is_marked_and_settled_by_the_data() -> None:
     assert any("match exactly one" in check for check in alone["checks"])
     measured = audit_of("bootstrap forest", DATA).risk
     assert (measured["basis"], measured["rule"]) == (Basis.MEASURED, "singled out")
-    leafy = audit_of("forest of leaves of 5", DATA).risk  # the data settles it lower
-    assert leafy["level"] == "LOW" and not leafy["presumed"]
-    assert audit_of("forest of leaves of 5", None).risk["level"] != "LOW"
+    stumps = audit_of("forest of stumps", DATA).risk  # the data settles it lower
+    assert stumps["level"] == "LOW" and not stumps["presumed"]
+    assert audit_of("forest of stumps", None).risk["level"] != "LOW"
+
+
+def test_the_guesses_a_stripped_copy_allows_count_for_the_file_too() -> None:
+    # a bootstrap tree's counts cover its sample only, so every leaf stays a guess
+    alone = audit_of("forest of stumps", None).verdict
+    assert alone["singling_guesses_open"] == 20  # 5 stumps, 2 leaves, 2 classes
+    singled = audit_of("bootstrap forest", DATA).attack("single-out").figures
+    assert singled["rows_singled_out"] >= max(singled["rows_singled_out_by_predicates"],
+                                              singled["rows_singled_out_by_guesses"])
+    # exact counts of every row settle each guess: none is left open
+    assert audit_of("binary forest", None).verdict["singling_guesses_open"] == 0
 
 
 def test_rebuilt_rows_are_never_called_given_away() -> None:

@@ -358,8 +358,9 @@ def _row_figures(v: dict[str, Any]) -> list[tuple[str, str]]:
     proven = v.get("rows_singled_out_proven", v.get("rows_singled_out"))
     if proven is not None:
         lines.append(("Rows singled out (proven by the file)", f"{proven:,}"))
-    candidates = (v.get("singling_predicates") or 0) - (v.get("singling_predicates_proven")
-                                                        or 0)
+    from treeleaks.report.risk import singling_candidates
+
+    candidates = singling_candidates(v)
     if candidates and not v.get("singled_out_measured_on_data"):
         lines.append(("Singling-out candidates", f"{candidates:,}, unchecked (--data checks "
                       "them)"))

@@ -219,8 +219,8 @@ def _conclude(audit: Audit, inp: AuditInput, ev: Evidence, defences: list[Defenc
     measured = singling if singling and singling.figures and inp.model.counts_released \
         else None
     counts = remedies.strip_counts(measured, inp.path, inp.model.source,
-                                   remedies.stripped_guesses_single_out(inp) if measured
-                                   else None)
+                                   measured.figures.get("rows_singled_out_by_guesses")
+                                   if measured else None)
     dp = [] if inp.model.is_regression else [remedies.retrain_with_dp(inp.model.noise)]
     audit.defences = [*defences, *([counts] if counts else []), *dp]
     if ev.singling is not None and inp.model.n_trees == 1:
@@ -259,6 +259,7 @@ def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
         singling_predicates=singled.get("n_predicates"),
         singling_predicates_proven=singled.get("n_proven"),
         singling_predicates_valid=singled.get("predicates_matching_one_row"),
+        singling_guesses_open=singled.get("open_guesses"),
         dist_g=leak.get("dist_g"),
         error=recon.get("error"),
         baseline_error=recon.get("baseline_error"),

@@ -98,7 +98,8 @@ def _singling_predicates(inp: AuditInput, ev: Evidence) -> dict[int, str]:
     features = FeatureSchema.infer(inp.model).features
     binary = {name for name, spec in features.items() if spec.kind == "binary"}
     out: dict[int, str] = {}
-    for p in ev.singling.predicates:  # shortest first
+    guesses = ev.guesses.predicates if ev.guesses is not None else []
+    for p in [*ev.singling.predicates, *guesses]:  # the model's predicates first
         if p.matches is not None and len(p.matches) == 1 and p.matches[0] not in out:
             out[p.matches[0]] = p.text(inp.model.label_name, binary)
     return out

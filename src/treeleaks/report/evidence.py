@@ -93,6 +93,7 @@ class Evidence:
     score: ReconstructionScore | None = None
     row_error: np.ndarray | None = None
     singling: SinglingOut | None = None
+    guesses: SinglingOut | None = None  # the leaves a stripped copy still lets one guess
     exposure: Exposure | None = None
     leaks: list[LeakSummary] = field(default_factory=list)
     leak_test: LeakTest | None = None
@@ -256,15 +257,31 @@ def singling_out(inp: AuditInput, ev: Evidence) -> AttackRun:
     trees = [so.tries_without_counts(model, t) for t in range(model.n_trees)]
     found = [tr.expected for tr in trees if tr.expected is not None]
     figures["mean_expected_tries_without_counts"] = float(np.mean(found)) if found else None
+    figures["open_guesses"] = so.open_guesses(model)
     if inp.data is not None:
-        ev.exposure = so.check_against_data(result, model, inp.data, inp.label)
-        figures.update(rows_singled_out=len(ev.exposure.singled_out),
-                       predicates_matching_one_row=ev.exposure.n_valid)
+        _check_with_guesses(inp, ev, figures)
     cut = [n for n in result.notes if n.startswith(so.CELLS_CUT)]
     why = (f"{cut[0]}: rows a forest's cells single out were not all found (lower bound)"
            if cut else "")
     return AttackRun("single-out", "Predicate singling out",
                      PARTIAL if result.status == Status.PARTIAL else COMPLETE, why, 0.0, figures)
+
+
+def _check_with_guesses(inp: AuditInput, ev: Evidence, figures: dict[str, Any]) -> None:
+    """Check the predicates against the data, and the guesses a stripped copy would still
+    allow too: whoever holds the file can make them, so the rows they single out count
+    (the file never audits lower than its stripped copy)."""
+    from treeleaks.attacks import singling_out as so
+
+    model = inp.model
+    counted = so.check_against_data(ev.singling, model, inp.data, inp.label)
+    ev.guesses = so.no_counts_guesses(model)
+    guessed = so.check_against_data(ev.guesses, model, inp.data, inp.label)
+    rows = sorted(set(counted.singled_out) | set(guessed.singled_out))
+    ev.exposure = so.Exposure(counted.n_rows, rows, counted.n_valid, counted.n_checked)
+    figures.update(rows_singled_out=len(rows), predicates_matching_one_row=counted.n_valid,
+                   rows_singled_out_by_predicates=len(counted.singled_out),
+                   rows_singled_out_by_guesses=len(guessed.singled_out))
 
 
 def guessing(inp: AuditInput, ev: Evidence) -> AttackRun:

@@ -122,6 +122,7 @@ class Verdict:
     singling_predicates: int | None = None
     singling_predicates_proven: int | None = None
     singling_predicates_valid: int | None = None
+    singling_guesses_open: int | None = None  # leaf guesses the counts do not settle
     dist_g: float | None = None
     error: float | None = None
     baseline_error: float | None = None

@@ -17,7 +17,7 @@ from treeleaks.ir.description import ModelDescription
 from treeleaks.report import plots
 from treeleaks.report.findings import COMPLETE, NOT_RUN, PARTIAL, Audit
 from treeleaks.report.rebuilt import rebuilt_headline
-from treeleaks.report.risk import p_value_text
+from treeleaks.report.risk import p_value_text, singling_candidates
 
 ROWS_SHOWN = 1000  # rows in the HTML table, most exposed first; report.json has all
 CSS = """
@@ -241,8 +241,7 @@ def _row_lines(audit: Audit, of_n: str) -> list[tuple[str, str]]:
         how = ("checked against your data" if v["singled_out_measured_on_data"]
                else "at least; proven from the model alone")
         lines.append(("Rows singled out", f"{v['rows_singled_out']:,}{of_n} ({how})"))
-    candidates = (v.get("singling_predicates") or 0) - (v.get("singling_predicates_proven")
-                                                        or 0)
+    candidates = singling_candidates(v)
     if candidates and not v["singled_out_measured_on_data"]:
         lines.append(("Singling-out candidates", f"{candidates:,} predicates no proof "
                       "settles; your rows (--data) check them"))

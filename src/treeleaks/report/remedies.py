@@ -157,15 +157,3 @@ def strip_counts(singling: AttackRun | None, path: str, source: str | None = Non
                    "; the stripped file's guesses single out none of your rows")
     return Defence(_with_command("Release the trees without their leaf counts", path, source),
                    effect, figures, "measured on this model")
-
-
-def stripped_guesses_single_out(inp: AuditInput) -> int | None:
-    """How many of the custodian's rows the guesses a stripped copy of the model still
-    allows single out (the leaves deepest first, `treeleaks single-out --no-counts`); None
-    without the data."""
-    from treeleaks.attacks.singling_out import check_against_data, no_counts_guesses
-
-    if inp.data is None or inp.label is None:
-        return None
-    exposure = check_against_data(no_counts_guesses(inp.model), inp.model, inp.data, inp.label)
-    return len(exposure.singled_out)

@@ -73,9 +73,11 @@ def _singled_proven(v: dict[str, Any]) -> int:
     return 0 if v.get("singled_out_measured_on_data") else _count(v, "rows_singled_out")
 
 
-def _candidates(v: dict[str, Any]) -> int:
-    """Singling-out predicates no proof settles."""
-    return _count(v, "singling_predicates") - _count(v, "singling_predicates_proven")
+def singling_candidates(v: dict[str, Any]) -> int:
+    """Singling-out predicates no proof settles: the model's unproven ones, and the leaf
+    guesses its counts leave open (any leaf of a bootstrap, pooled or stripped tree)."""
+    return (_count(v, "singling_predicates") - _count(v, "singling_predicates_proven")
+            + _count(v, "singling_guesses_open"))
 
 
 def _unmeasured_rebuilt(v: dict[str, Any]) -> bool:
@@ -144,8 +146,9 @@ RULES = (
          "HIGH if the reconstruction is significantly closer to the training rows than to "
          "the population (leak test with --data and --population, p < 0.05)", Basis.MEASURED),
     Rule("HIGH", "singling-out candidates",
-         lambda v: not v.get("singled_out_measured_on_data") and _candidates(v) > 0,
-         lambda v: f"the model gives away {_candidates(v)} predicate(s) that may each single "
+         lambda v: not v.get("singled_out_measured_on_data") and singling_candidates(v) > 0,
+         lambda v: f"the model gives away {singling_candidates(v)} predicate(s) (its own "
+         "candidates and the leaves its counts leave open to guessing) that may each single "
          "out a training row; no proof settles them",
          "HIGH (presumed) if the model gives away singling-out candidates that only your data "
          "can check", Basis.PRESUMED, SINGLING_CHECK),
