@@ -244,6 +244,23 @@ def read_csv(path: Path, what: str) -> pd.DataFrame:
         fail(f"cannot read the {what} {str(path)!r}: {describe(exc)}", EXIT_BAD_INPUT)
 
 
+def checked_data(model: ReleasedModel, path: Path, label: str | None,
+                 option: str = "--data") -> pd.DataFrame:
+    """The custodian's rows of ``option`` in the file's column names (LightGBM's rewritten
+    ones matched), refused in one line naming the columns unless they hold the model's
+    columns and the label."""
+    from treeleaks.attacks.singling_out import split_data
+    from treeleaks.ir.data_columns import as_model_columns
+
+    frame = as_model_columns(read_data(path, label), model.feature_names, label)
+    try:
+        split_data(model, frame, label)
+    except TreeleaksError as exc:
+        fail(describe(exc) if option == "--data" else f"{option}: {describe(exc)}",
+             EXIT_BAD_INPUT)
+    return frame
+
+
 def read_data(path: Path, label: str | None) -> pd.DataFrame:
     """The custodian's ``--data`` rows, which need ``--label``."""
     if label is None:

@@ -22,12 +22,12 @@ from treeleaks.cli.app import (
     TrustPickle,
     app,
     bound_schema,
+    checked_data,
     describe,
     fail,
     guard_outputs,
     optional_positive_seconds,
     positive_seconds,
-    read_data,
     write_all,
 )
 from treeleaks.runtime.errors import TreeleaksError
@@ -222,35 +222,18 @@ def _estimator(path: Path, trust_pickle: bool) -> Any:
 
 
 def _checked_data(model: ReleasedModel, path: Path, label: str | None) -> pd.DataFrame:
-    """The custodian's rows (in the file's column names), refused as ``single-out --data``
-    refuses them."""
-    from treeleaks.attacks.singling_out import split_data
-    from treeleaks.ir.data_columns import as_model_columns
-
-    frame = as_model_columns(read_data(path, label), model.feature_names, label)
-    if label not in model.feature_names:
+    """The custodian's rows, refused as ``single-out --data`` refuses them."""
+    if label is not None and label not in model.feature_names:
         model.label_name = label  # predicates and rows read "<label column> = <class>"
-    try:
-        split_data(model, frame, label)
-    except TreeleaksError as exc:
-        fail(describe(exc), EXIT_BAD_INPUT)
-    return frame
+    return checked_data(model, path, label)
 
 
 def _checked_population(model: ReleasedModel, path: Path, label: str | None,
                         data: Path | None) -> pd.DataFrame:
-    from treeleaks.attacks.singling_out import split_data
-    from treeleaks.ir.data_columns import as_model_columns
-
     if data is None:
         fail("--population needs --data: the test sets the reconstruction against your "
              "training rows and the population", EXIT_BAD_INPUT)
-    frame = as_model_columns(read_data(path, label), model.feature_names, label)
-    try:
-        split_data(model, frame, label)
-    except TreeleaksError as exc:
-        fail(f"--population: {describe(exc)}", EXIT_BAD_INPUT)
-    return frame
+    return checked_data(model, path, label, "--population")
 
 
 @contextmanager

@@ -18,20 +18,20 @@ from rich.text import Text
 from treeleaks.cli.app import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
+    Force,
     TrustPickle,
     app,
+    checked_data,
     describe,
     fail,
     guard_outputs,
     positive_seconds,
-    read_data,
     write_all,
 )
 from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.runtime.paths import unreadable
 
 if TYPE_CHECKING:
-    import pandas as pd
 
     from treeleaks.defences.release_grid import Learner
     from treeleaks.ir.model import ReleasedModel
@@ -60,9 +60,7 @@ def release_command(
         callback=positive_seconds, help="Seconds for the whole search: the original's audit "
         "gets budget / (candidates + 1), each candidate the time left over the candidates "
         "still to run. Too short for one candidate: refused before any.")] = 900.0,
-    force: Annotated[bool, typer.Option(
-        "--force", help="Replace a previous run's candidates.json and release file in "
-        "--out.")] = False,
+    force: Force = False,
     trust_pickle: TrustPickle = False,
 ) -> None:
     """Find a release that audits lower: refit the model's learner on --data with larger
@@ -80,7 +78,7 @@ def release_command(
              "release file", EXIT_BAD_INPUT)
     _refuse_previous(out, force)
     model, estimator, learner = _read(model_path, trust_pickle)
-    frame = _checked_data(model, data, label)
+    frame = checked_data(model, data, label)
     created = not out.exists()
     _make_folder(out)
     guard_outputs(model_path, data, [out / TABLE])
@@ -151,19 +149,6 @@ def _refuse_json(path: Path) -> None:
     fail(f"cannot refit {path.name}: an XGBoost model file keeps its trees but not the "
          "parameters it was trained with (eta, max_depth, min_child_weight, subsample); "
          "release refits scikit-learn (.skops) and LightGBM (.txt) models", EXIT_BAD_INPUT)
-
-
-def _checked_data(model: ReleasedModel, path: Path, label: str) -> pd.DataFrame:
-    """The training rows, refused (naming the columns) unless they hold the model's
-    columns and the label."""
-    from treeleaks.attacks.singling_out import split_data
-
-    frame = read_data(path, label)
-    try:
-        split_data(model, frame, label)
-    except TreeleaksError as exc:
-        fail(describe(exc), EXIT_BAD_INPUT)
-    return frame
 
 
 def _make_folder(out: Path) -> None:
