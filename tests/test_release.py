@@ -4,6 +4,7 @@ plain statement when no candidate audits lower, and bad input refused in one lin
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 from pathlib import Path
@@ -30,7 +31,7 @@ from treeleaks.defences.release_grid import (
 from treeleaks.io import load_model, save_model
 from treeleaks.report.collect import run_audit
 from treeleaks.report.evidence import AuditInput
-from treeleaks.report.release import advice, level_rank
+from treeleaks.report.release_table import advice, level_rank
 
 from conftest import one_line_error
 
@@ -109,6 +110,37 @@ def test_release_writes_the_most_accurate_candidate_that_audits_lower(
         not written.estimators_[0].tree_.n_node_samples.any()  # stripped
     assert reaudit(path, files["diabetes"]) == row["level"] == chosen["level"]
     assert "release release.skops" in advice(table)
+    assert table["model_sha256"] == hashlib.sha256(files["regressor"].read_bytes()).hexdigest()
+    _the_audit_quotes_the_table(files, out, table, tmp_path)
+
+
+def _the_audit_quotes_the_table(files: dict[str, Path], out: Path, table: dict,
+                                tmp_path: Path) -> None:
+    """The audit's "What to do" quotes the measured table of a run on this very file, and
+    refuses one made from another file."""
+    result = runner.invoke(app, ["audit", str(files["regressor"]), "--out",
+                                 str(tmp_path / "a"), "--release", str(out), "--budget", "5"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "a" / "report.json").read_text())
+    first = report["defences"][0]
+    assert first["name"].startswith("Release the refitted model")
+    assert advice(table) in first["effect"] and first["figures"]["chosen"] == table["chosen"]
+    other = runner.invoke(app, ["audit", str(files["forest"]), "--out", str(tmp_path / "b"),
+                                "--release", str(out / "candidates.json")])
+    line = one_line_error(other)
+    assert other.exit_code == 2 and "--release" in line and "another file" in line
+    assert not (tmp_path / "b").exists()
+
+
+def test_without_a_release_run_the_audit_names_the_command(files: dict[str, Path],
+                                                           tmp_path: Path) -> None:
+    result = runner.invoke(app, ["audit", str(files["forest"]), "--out", str(tmp_path / "a"),
+                                 "--budget", "5"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "a" / "report.json").read_text())
+    assert report["release_command"].startswith("treeleaks release forest.skops --data")
+    assert not any(d["name"].startswith("Release the refitted") for d in report["defences"])
+    assert report["release_command"] in " ".join(result.stdout.split())
 
 
 def test_release_says_plainly_when_no_candidate_audits_lower(

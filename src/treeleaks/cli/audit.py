@@ -64,6 +64,10 @@ def audit_command(
         help="CSV of rows from the same population that were not trained on (features and "
         "label): runs the leak-or-distribution test on a forest's reconstruction.")] = None,
     schema: SchemaOption = None,
+    release: Annotated[Path | None, typer.Option(
+        help="The folder a `treeleaks release` run of this very file wrote (or its "
+        "candidates.json): 'What to do' quotes its measured table.", show_default=False)
+    ] = None,
     budget: Annotated[float, typer.Option(
         callback=positive_seconds, help="Seconds for the whole audit, shared among its "
         "attacks: they share 95% of it (the rest is for the report), each getting the time "
@@ -126,6 +130,7 @@ def audit_command(
     else:
         inp = _model_input(model_path, schema, data, label, population, budget, trust_pickle)
         inp.attack_budget = attack_budget
+        inp.release_table = _release_table(release, model_path)
     _make_folder(out)
     for given_file in (schema, data, population):
         guard_outputs(model_path, given_file, [html_path, json_path], force)
@@ -140,11 +145,21 @@ def audit_command(
         fail(f"{exc}; this is a bug, please report it", EXIT_BUG)
     write_all(files)
     console = Console()
-    console.print(_verdict_table(model_path, audit))
-    console.print(Text(f"Wrote {html_path} and {json_path}"
-                       + (" (partial)" if audit.partial else ""), style="bold"), soft_wrap=True)
+    _print_verdict(console, model_path, audit, (html_path, json_path))
     if audit.interrupted:
         fail("interrupted; the partial report says what ran", EXIT_INTERRUPTED)
+
+
+def _print_verdict(console: Console, model_path: Path, audit: Audit,
+                   written: tuple[Path, Path]) -> None:
+    """The verdict's table, the release search to run next (when none was quoted) and the
+    files written."""
+    console.print(_verdict_table(model_path, audit))
+    if audit.release_command is not None:
+        console.print(Text(f"To find a release that audits lower: {audit.release_command}"),
+                      soft_wrap=True)
+    console.print(Text(f"Wrote {written[0]} and {written[1]}"
+                       + (" (partial)" if audit.partial else ""), style="bold"), soft_wrap=True)
 
 
 def _model_input(model_path: Path, schema: Path | None, data: Path | None, label: str | None,
@@ -219,6 +234,18 @@ def _estimator(path: Path, trust_pickle: bool) -> Any:
         return load_estimator(path, trust_pickle)
     except (TreeleaksError, ValueError, OSError):
         return None  # the model loaded; only the defences that edit it will not run
+
+
+def _release_table(path: Path | None, model: Path) -> dict[str, Any] | None:
+    """The release table of ``--release``, checked to be this file's (None: not given)."""
+    from treeleaks.report.release_table import read_table
+
+    if path is None:
+        return None
+    try:
+        return read_table(path, model)
+    except TreeleaksError as exc:
+        fail(f"--release: {exc}", EXIT_BAD_INPUT)
 
 
 def _checked_data(model: ReleasedModel, path: Path, label: str | None) -> pd.DataFrame:

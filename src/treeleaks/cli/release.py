@@ -28,6 +28,7 @@ from treeleaks.cli.app import (
     positive_seconds,
     write_all,
 )
+from treeleaks.report.release_table import TABLE, file_sha256
 from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.runtime.paths import unreadable
 
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from treeleaks.ir.model import ReleasedModel
     from treeleaks.report.release import Measured, Search
 
-TABLE = "candidates.json"
 RELEASE = "release"
 
 
@@ -93,7 +93,7 @@ def release_command(
         if created:
             out.rmdir()  # the folder this run made, still empty
         fail(str(exc), EXIT_BAD_INPUT)
-    _write(out, found, model_path.name, force)
+    _write(out, found, model_path, force)
     console = Console()
     console.print(_table(found))
     console.print(Text(_conclusion(found, out), style="bold"), soft_wrap=True)
@@ -158,12 +158,13 @@ def _make_folder(out: Path) -> None:
         fail(f"cannot create the folder {str(out)!r}: {describe(exc)}", EXIT_BAD_INPUT)
 
 
-def _write(out: Path, found: Search, name: str, force: bool) -> None:
+def _write(out: Path, found: Search, model: Path, force: bool) -> None:
     """``candidates.json`` and the chosen candidate's file; with ``--force``, a previous
     run's release file of another format is removed first."""
     chosen = found.chosen_candidate
     files: dict[Path, str | bytes] = {
-        out / TABLE: json.dumps(found.table(name), indent=2, allow_nan=False) + "\n"}
+        out / TABLE: json.dumps(found.table(model.name, file_sha256(model)), indent=2,
+                                allow_nan=False) + "\n"}
     if chosen is not None and chosen.content is not None:
         files[out / f"{RELEASE}{chosen.suffix}"] = chosen.content
     if force:
@@ -237,7 +238,7 @@ def _table(found: Search) -> Table:
 def _conclusion(found: Search, out: Path) -> str:
     """The plain statement: the file written with its level and cost, or that none is
     lower; and whether the run stopped short."""
-    from treeleaks.report.release import advice
+    from treeleaks.report.release_table import advice
 
     table = found.table("")
     short = f"Stopped short: {found.stopped}; {out / TABLE} holds what was measured. " \

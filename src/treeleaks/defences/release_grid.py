@@ -21,7 +21,7 @@ from treeleaks.defences.dp_forest import DPRandomForestClassifier
 from treeleaks.defences.strip_sklearn import STRIPPABLE
 from treeleaks.runtime.errors import TreeleaksError
 
-DP_FOREST = "dp_forest"
+DP_FOREST = "dp_forest"  # the learner word in a table (report.release_table reads it)
 OWN = "own"
 FOLDS = 5
 SEED = 0

@@ -222,7 +222,11 @@ def _conclude(audit: Audit, inp: AuditInput, ev: Evidence, defences: list[Defenc
                                    measured.figures.get("rows_singled_out_by_guesses")
                                    if measured else None)
     dp = [] if inp.model.is_regression else [remedies.retrain_with_dp(inp.model.noise)]
-    audit.defences = [*defences, *([counts] if counts else []), *dp]
+    release = [] if inp.release_table is None else [remedies.release_search(inp.release_table)]
+    refittable = inp.estimator is not None or inp.path.endswith(".txt")
+    if refittable and inp.release_table is None:
+        audit.release_command = remedies.release_command(inp.path)
+    audit.defences = [*release, *defences, *([counts] if counts else []), *dp]
     if ev.singling is not None and inp.model.n_trees == 1:
         audit.vulnerable_nodes = sorted({p.node for p in ev.singling.predicates})
     audit.plots_data = plot_data(inp, ev, audit)

@@ -59,6 +59,7 @@ class AuditInput:
     population: pd.DataFrame | None = None
     budget: float = 300.0
     attack_budget: float | None = None
+    release_table: dict[str, Any] | None = None  # a `treeleaks release` run's candidates.json
 
     @property
     def bound(self) -> FeatureSchema:

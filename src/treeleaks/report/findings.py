@@ -166,6 +166,7 @@ class Audit:
     estimator: Any = None
     vulnerable_nodes: list[int] = field(default_factory=list)
     budget: dict[str, Any] | None = None
+    release_command: str | None = None  # the release search to run, when none was quoted
 
     @property
     def partial(self) -> bool:
@@ -193,6 +194,7 @@ class Audit:
             "rows": None if self.rows is None else plain(self.rows),
             "rebuilt": plain(self.rebuilt),
             "defences": [d.to_dict() for d in self.defences],
+            "release_command": self.release_command,
             "assumptions": plain(self.assumptions),
             "budget": plain(self.budget),
         }

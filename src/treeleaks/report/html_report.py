@@ -407,9 +407,14 @@ def _sort_key(value: Any) -> str:
 def _defences(audit: Audit) -> str:
     rows = "".join(f"<tr><td>{_e(d.name)}</td><td>{_e(d.effect)}</td><td>{_e(d.source)}</td>"
                    "</tr>" for d in audit.defences)
+    step = ("" if audit.release_command is None else "<p><strong>To find a release that "
+            "audits lower:</strong> <code>" + _e(audit.release_command) + "</code> refits the "
+            "model's learner on your rows with settings that expose less, strips and audits "
+            "each, and writes the most accurate one below this level with its cost; this "
+            "report then quotes it.</p>")
     return ('<h2 id="defences">What to do</h2><p>Each defence that applies, with its effect '
-            "on this model measured, or cited with its source.</p><table><tr><th>defence"
-            f"</th><th>effect</th><th>source</th></tr>{rows}</table>")
+            "on this model measured, or cited with its source.</p>" + step + "<table><tr><th>"
+            f"defence</th><th>effect</th><th>source</th></tr>{rows}</table>")
 
 
 def _assumptions(audit: Audit) -> str:

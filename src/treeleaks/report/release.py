@@ -33,6 +33,7 @@ from treeleaks.defences.release_grid import (
 )
 from treeleaks.report.collect import run_audit
 from treeleaks.report.evidence import AuditInput
+from treeleaks.report.release_table import level_rank
 from treeleaks.runtime.errors import TreeleaksError
 
 if TYPE_CHECKING:
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 
     from treeleaks.ir.model import ReleasedModel
 
-LEVELS = ("LOW", "MEDIUM", "HIGH")
 SUFFIX = {"skops": ".skops", "lightgbm": ".txt", DP_FOREST: ".json"}
 FORMAT_VERSION = 1
 
@@ -95,11 +95,13 @@ class Search:
     def chosen_candidate(self) -> Measured | None:
         return None if self.chosen is None else self.candidates[self.chosen]
 
-    def table(self, model_name: str) -> dict[str, Any]:
-        """``candidates.json``."""
+    def table(self, model_name: str, model_sha256: str = "") -> dict[str, Any]:
+        """``candidates.json``; ``model_sha256`` names the original file's bytes, so an
+        audit quoting the table checks it is this file's."""
         chosen = self.chosen_candidate
         return {
             "format": "treeleaks.release", "version": FORMAT_VERSION, "model": model_name,
+            "model_sha256": model_sha256,
             "metric": self.metric, "folds": FOLDS, "budget_s": self.budget,
             "seconds": round(self.seconds, 2), "complete": self.stopped is None,
             "stopped": self.stopped, "planned": self.planned,
@@ -114,14 +116,6 @@ class Search:
 
 
 OnCandidate = Callable[[Measured, int, int], None]  # the record, its index, how many
-
-
-def level_rank(level: str | None) -> int | None:
-    """A level's place in `LEVELS` (its first word, so "HIGH (presumed)" reads as HIGH)."""
-    if not level:
-        return None
-    word = level.split()[0].upper()
-    return LEVELS.index(word) if word in LEVELS else None
 
 
 def audit_original(model: ReleasedModel, name: str, estimator: Any, learner: Learner,
@@ -310,27 +304,3 @@ def _cost(before: float | None, after: float | None) -> float | None:
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else round(value, 4)
-
-
-def advice(table: dict[str, Any]) -> str:
-    """One line of advice from a ``candidates.json`` table: the file to release, its level
-    and its cost, or that no candidate measured audits lower."""
-    metric = table["metric"]
-    word = "accuracy" if metric == "accuracy" else "R²"
-    original = table["original"]
-    chosen = table.get("chosen")
-    measured = len(table["candidates"])
-    if chosen is None:
-        short = "" if table.get("complete", True) else " (the run stopped short)"
-        if level_rank(original["level"]) == 0:
-            return f"the original already audits {original['level']}: no level is below it"
-        return (f"none of the {measured} candidates measured{short} audits below the "
-                f"original's {original['level']}: larger leaves, shallower or fewer trees, "
-                f"pruning and DP forests all leave it at {original['level']} or above")
-    settings = table["candidates"][chosen["index"]]["settings"]
-    shown = ", ".join(f"{k}={v}" for k, v in settings.items() if k != "learner")
-    how = (f"a DP forest with {shown}" if settings.get("learner") == DP_FOREST else
-           f"the same learner refitted with {shown or 'its settings'}, stripped")
-    return (f"release {chosen['file']} ({how}): it audits {chosen['level']} against the original's "
-            f"{original['level']}, at {word} {chosen[metric]:.3f} against "
-            f"{original[metric]:.3f} ({table['folds']}-fold cross-validation)")

@@ -1,6 +1,7 @@
 """The defences an audit proposes, each with its effect on this model measured (prune to k,
-strip the random states) or, for retraining with DP, cited from the project's benchmark.
-A defence without a number behind it is not proposed."""
+strip the random states), measured by the custodian's own release search, or, for
+retraining with DP, cited from the project's benchmark. A defence without a number behind it
+is not proposed: without a release run the audit names the command that measures one."""
 
 from __future__ import annotations
 
@@ -157,3 +158,23 @@ def strip_counts(singling: AttackRun | None, path: str, source: str | None = Non
                    "; the stripped file's guesses single out none of your rows")
     return Defence(_with_command("Release the trees without their leaf counts", path, source),
                    effect, figures, "measured on this model")
+
+
+def release_command(path: str) -> str:
+    """The ``treeleaks release`` run that measures refitted models of the file at ``path``,
+    and the audit that then quotes it."""
+    return (f"treeleaks release {path} --data TRAIN.csv --label COLUMN --out release/, then "
+            f"treeleaks audit {path} --release release/")
+
+
+def release_search(table: dict[str, Any]) -> Defence:
+    """Releasing the refitted model the custodian's own ``treeleaks release`` run chose
+    (``table``, its candidates.json), or the plain statement that none audits lower."""
+    from treeleaks.report.release_table import advice
+
+    measured = [c for c in table["candidates"] if c.get("level")]
+    figures = {"candidates": len(measured), "none_lower": table["none_lower"],
+               "original_level": table["original"]["level"], "chosen": table["chosen"]}
+    return Defence("Release the refitted model `treeleaks release` chose",
+                   f"{advice(table)} ({len(measured)} candidates measured)", figures,
+                   "measured on your rows by treeleaks release")
