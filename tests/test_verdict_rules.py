@@ -142,6 +142,17 @@ def test_the_guesses_a_stripped_copy_allows_count_for_the_file_too() -> None:
     assert audit_of("binary forest", None).verdict["singling_guesses_open"] == 0
 
 
+def test_a_regressors_leaf_values_stay_open_guesses() -> None:
+    from sklearn.tree import DecisionTreeRegressor
+
+    from treeleaks.attacks.singling_out import open_guesses
+
+    X, y = _diabetes()
+    tree = DecisionTreeRegressor(min_samples_leaf=5, random_state=0).fit(X, y)
+    # exact counts of leaves of five or more rows, yet one row may hold its leaf's mean
+    assert open_guesses(from_sklearn(tree, allow_regression=True)) == tree.get_n_leaves()
+
+
 def test_rebuilt_rows_are_never_called_given_away() -> None:
     v = audit_of("bootstrap forest", None).verdict
     rebuilt = next(r for r in RULES if r.name == "rows rebuilt").says(v)

@@ -353,13 +353,15 @@ def no_counts_guesses(model: ReleasedModel) -> SinglingOut:
 def open_guesses(model: ReleasedModel) -> int:
     """How many of the no-counts guesses (`no_counts_guesses`) the file's counts leave open.
 
-    A tree whose exact per-class counts cover every training row (no bootstrap, no noise,
-    neither pooled nor uncounted) settles each guess: its leaf holds 0 or at least 2 rows
-    of the label (no guess can single one out) or exactly 1 (a predicate `single_out`
-    already lists). Every other tree's guesses stay open: a bootstrap count covers the
-    sample only, a pooled or removed count does not say the label's.
+    A classifier's tree whose exact per-class counts cover every training row (no
+    bootstrap, no noise, neither pooled nor uncounted) settles each guess: its leaf holds 0
+    or at least 2 rows of the label (no guess can single one out) or exactly 1 (a predicate
+    `single_out` already lists). Every other tree's guesses stay open: a bootstrap count
+    covers the sample only, a pooled or removed count does not say the label's, and a
+    regressor's guess is its leaf's value, which one row of a larger leaf may hold.
     """
-    settled = (not model.bootstrap and model.noise is None and model.counts_released)
+    settled = (not model.bootstrap and model.noise is None and model.counts_released
+               and not model.is_regression)
     open_ = 0
     for t, tree in enumerate(model.trees):
         if not (settled and tree.counted and not tree.pooled):
