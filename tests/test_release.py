@@ -214,12 +214,15 @@ def test_release_refuses_a_previous_run_unless_forced(files: dict[str, Path],
     out = tmp_path / "o"
     out.mkdir()
     (out / "release.skops").write_bytes(b"earlier")
+    (out / "candidates.json").write_text("{}")
     result = runner.invoke(app, ["release", str(files["regressor"]), "--data",
                                  str(files["diabetes"]), "--label", LABEL, "--out", str(out)])
-    assert "already holds a previous run's output (release.skops)" in one_line_error(result)
+    assert ("already holds a previous run's output (candidates.json, release.skops)"
+            in one_line_error(result))
     assert (out / "release.skops").read_bytes() == b"earlier"
     release(files["regressor"], files["diabetes"], out, "--force")
     assert (out / "release.skops").read_bytes() != b"earlier"
+    assert json.loads((out / "candidates.json").read_text())["format"] == "treeleaks.release"
 
 
 def test_release_refuses_a_budget_too_short_for_one_candidate(files: dict[str, Path],

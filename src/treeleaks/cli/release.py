@@ -81,7 +81,7 @@ def release_command(
     frame = checked_data(model, data, label)
     created = not out.exists()
     _make_folder(out)
-    guard_outputs(model_path, data, [out / TABLE])
+    guard_outputs(model_path, data, [out / TABLE], force)
     err = Console(stderr=True)
     try:
         found = search(model, model_path.name, estimator, learner, frame, label, budget,
