@@ -280,3 +280,15 @@ def test_a_lightgbm_candidate_is_written_as_a_stripped_model_text(files: dict[st
     refit = candidate.estimator(learner).fit(X, y)
     assert np.array_equal(written.predict(X), refit.predict(X))
     assert "leaf_count=" not in record.content.decode()  # stripped
+
+
+def test_the_audit_names_the_release_command_only_for_a_learner_release_refits(
+        files: dict[str, Path]) -> None:
+    from treeleaks.report.remedies import release_command
+
+    forest = pickle.loads(files["pickle"].read_bytes())
+    model = from_sklearn(forest)
+    said = release_command(AuditInput(model, "forest.pkl", estimator=forest))
+    assert said is not None and said.count("--trust-pickle") == 2
+    assert release_command(AuditInput(model, "forest.json")) is None  # no learner to refit
+    assert release_command(AuditInput(model, "xgb.json")) is None

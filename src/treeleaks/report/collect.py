@@ -223,9 +223,8 @@ def _conclude(audit: Audit, inp: AuditInput, ev: Evidence, defences: list[Defenc
                                    if measured else None)
     dp = [] if inp.model.is_regression else [remedies.retrain_with_dp(inp.model.noise)]
     release = [] if inp.release_table is None else [remedies.release_search(inp.release_table)]
-    refittable = inp.estimator is not None or inp.path.endswith(".txt")
-    if refittable and inp.release_table is None:
-        audit.release_command = remedies.release_command(inp.path)
+    if inp.release_table is None:
+        audit.release_command = remedies.release_command(inp)
     audit.defences = [*release, *defences, *([counts] if counts else []), *dp]
     if ev.singling is not None and inp.model.n_trees == 1:
         audit.vulnerable_nodes = sorted({p.node for p in ev.singling.predicates})

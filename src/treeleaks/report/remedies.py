@@ -160,11 +160,22 @@ def strip_counts(singling: AttackRun | None, path: str, source: str | None = Non
                    effect, figures, "measured on this model")
 
 
-def release_command(path: str) -> str:
-    """The ``treeleaks release`` run that measures refitted models of the file at ``path``,
-    and the audit that then quotes it."""
-    return (f"treeleaks release {path} --data TRAIN.csv --label COLUMN --out release/, then "
-            f"treeleaks audit {path} --release release/")
+def release_command(inp: AuditInput) -> str | None:
+    """The ``treeleaks release`` run that measures refitted models of the audited file, and
+    the audit that then quotes it; None when release cannot refit the file's learner (a
+    treeleaks JSON or XGBoost file, an estimator outside its grid)."""
+    from treeleaks.defences.release_grid import RefitError, sklearn_learner
+
+    if inp.estimator is not None:
+        try:
+            sklearn_learner(inp.estimator)
+        except RefitError:
+            return None
+    elif Path(inp.path).suffix.lower() != ".txt":  # LightGBM's text keeps its parameters
+        return None
+    trust = " --trust-pickle" if Path(inp.path).suffix.lower() in _PICKLES else ""
+    return (f"treeleaks release {inp.path} --data TRAIN.csv --label COLUMN --out release/"
+            f"{trust}, then treeleaks audit {inp.path} --release release/{trust}")
 
 
 def release_search(table: dict[str, Any]) -> Defence:
