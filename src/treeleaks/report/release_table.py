@@ -67,8 +67,8 @@ def read_table(path: Path, model: Path) -> dict[str, Any]:
                                 f"{type(exc).__name__}; give the folder `treeleaks release "
                                 "--out` wrote") from None
     if not isinstance(table, dict) or table.get("format") != "treeleaks.release":
-        raise ReleaseTableError(f"{str(file)!r} is not a `treeleaks release` table "
-                                "(candidates.json)")
+        raise ReleaseTableError(f"{str(file)!r} is not a `treeleaks release` table; give "
+                                "the folder `treeleaks release --out` wrote")
     if table.get("model_sha256") != file_sha256(model):
         raise ReleaseTableError(f"{str(file)!r} was made from another file than "
                                 f"{model.name!r}; run `treeleaks release {model.name} ...` "
