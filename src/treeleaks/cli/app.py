@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
-from treeleaks.io import load_model
+from treeleaks.io import load_any, load_model
 from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.runtime.outputs import OutputError, check_outputs, write_outputs
 from treeleaks.runtime.paths import unreadable
@@ -158,6 +158,17 @@ def load(path: Path, trust_pickle: bool, allow_regression: bool = False,
     try:
         return load_model(path, trust_pickle=trust_pickle, allow_regression=allow_regression,
                           counts_removed_ok=counts_removed_ok)
+    except (TreeleaksError, ValueError, OSError) as exc:
+        fail(describe(exc), EXIT_BAD_INPUT)
+
+
+def load_any_model(path: Path, trust_pickle: bool, allow_regression: bool = False,
+                   counts_removed_ok: bool = False) -> Any:
+    """A tree model (`ReleasedModel`) or, for a rule-list file, its ``RuleList``: for the
+    commands that read both (leak, inspect, audit). The registry tells them apart."""
+    try:
+        return load_any(path, trust_pickle=trust_pickle, allow_regression=allow_regression,
+                        counts_removed_ok=counts_removed_ok)
     except (TreeleaksError, ValueError, OSError) as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
 
