@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from treeleaks.ir.description import ModelDescription, ModelKind, StoredField, describe
+from treeleaks.ir.inputs import InputMap
 from treeleaks.ir.json_files import FORMAT_VERSION, MAX_COUNT, read_json
 from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
 
@@ -385,6 +386,7 @@ class ReleasedModel:
     task: str = "classification"
     gradients: LeafGradients | None = None  # a booster's; not kept in the treeleaks JSON
     description: ModelDescription | None = None
+    inputs: InputMap | None = None  # the custodian's columns, when they are not the features
 
     def described(self) -> ModelDescription:
         """Say what the model is and gives away: its reader's account of the file.

@@ -263,12 +263,28 @@ class FeatureSchema:
 
         recorded = model.facts.get("schema")
         if not recorded:
-            return cls.infer(model)
+            return cls.infer(model) if model.inputs is None else cls._encoded(model)
         try:
             return cls.from_dict(json.loads(recorded))
         except (TypeError, ValueError) as exc:
             raise SchemaError(f"the model's recorded schema does not parse ({exc}); give "
                               "the schema (--schema)") from None
+
+    @classmethod
+    def _encoded(cls, model: ReleasedModel) -> FeatureSchema:
+        """Infer the schema, then add what the model's input map says.
+
+        Its categories' and gaps' indicators are binary, each categorical column's features
+        a group.
+        """
+        assert model.inputs is not None
+        inferred = cls.infer(model)
+        features = dict(inferred.features)
+        for name in model.inputs.binary():
+            features[name] = FeatureSpec("binary", 0.0, 1.0)
+        groups = model.inputs.groups()
+        return cls(features, [g for g, exactly in groups if exactly],
+                   [g for g, exactly in groups if not exactly])
 
     def to_dict(self) -> dict[str, Any]:
         """Write the schema in the ``--schema`` JSON form that `from_dict` reads.
