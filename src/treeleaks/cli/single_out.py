@@ -20,6 +20,7 @@ from treeleaks.cli.app import (
     TrustPickle,
     app,
     describe,
+    encoded_rows,
     fail,
     guard_outputs,
     read_data,
@@ -62,6 +63,8 @@ def single_out_command(
     guard_outputs(model_path, data, [json_path] if json_path is not None else [], force)
     model = _load_any(model_path, trust_pickle)
     frame = read_data(data, label) if data is not None else None
+    if frame is not None and model.inputs is not None:  # a pipeline's: its columns encoded
+        frame = encoded_rows(model, frame, label)
     if frame is not None and label not in model.feature_names:
         model.label_name = label  # predicates read "<label column> = <class>"
     if not (no_counts or model.counts_released or frame is not None):

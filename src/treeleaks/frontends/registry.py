@@ -129,7 +129,11 @@ def _read_pickle(file: ModelFile) -> Any:
 
 
 def _from_estimator(estimator: Any) -> Any:
-    """A scikit-learn estimator (or its plain records) in the IR, as it is."""
+    """A scikit-learn estimator or pipeline (or a tree's plain records) in the IR, as it is."""
+    if type(estimator).__name__ in ("Pipeline", "ColumnTransformer"):
+        from treeleaks.frontends.sklearn_pipeline import from_pipeline
+
+        return from_pipeline(estimator)
     from treeleaks.frontends.sklearn import from_sklearn
 
     return from_sklearn(estimator, allow_regression=True, counts_removed_ok=True)

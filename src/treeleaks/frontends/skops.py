@@ -69,6 +69,23 @@ TRUSTED_SKOPS_TYPES |= {
         "HalfBinomialLoss", "HalfMultinomialLoss", "ExponentialLoss", "HalfSquaredError",
         "AbsoluteError", "PinballLoss", "HuberLoss", "HalfPoissonLoss")),
 }
+# A pipeline's steps treeleaks reads (`treeleaks.frontends.sklearn_steps`); a
+# ColumnTransformer keeps 'passthrough' as an identity FunctionTransformer, refused by the
+# reader when it holds a function.
+TRUSTED_SKOPS_TYPES |= {
+    "sklearn.pipeline.Pipeline",
+    "sklearn.compose._column_transformer.ColumnTransformer",
+    "sklearn.preprocessing._function_transformer.FunctionTransformer",
+    "sklearn.preprocessing._encoders.OneHotEncoder",
+    "sklearn.preprocessing._encoders.OrdinalEncoder",
+    "sklearn.preprocessing._data.StandardScaler",
+    "sklearn.preprocessing._data.MinMaxScaler",
+    "sklearn.preprocessing._data.RobustScaler",
+    "sklearn.preprocessing._data.MaxAbsScaler",
+    "sklearn.impute._base.SimpleImputer",
+    "sklearn.impute._base.MissingIndicator",
+    "builtins.slice",
+}
 SKOPS_PROTOCOL = 2  # the archive layout `read_plain_skops` understands
 
 # Plain data a skops archive may hold beside the trusted types: no code runs to build it.
@@ -95,13 +112,17 @@ def load_skops(path: Path, plain: bool = True) -> Any:
         raise ModelFormatError(f"{path.name} is not a readable skops file: {exc}") from exc
     unknown = sorted(held - TRUSTED_SKOPS_TYPES - _PLAIN_SKOPS_TYPES)
     if unknown:
+        steps = _steps_holding(path, set(unknown))
+        where = "" if not steps else f" in the pipeline's step(s) {', '.join(steps)}"
         raise UntrustedPickleError(
             f"refusing to load {path.name}: it holds types treeleaks does not read "
-            f"({', '.join(unknown[:5])}); save the tree classifier itself (for a pipeline, "
-            "its last step) with skops"
+            f"({', '.join(unknown[:5])}){where}; treeleaks reads a tree model, or a Pipeline "
+            "of OneHotEncoder, OrdinalEncoder, StandardScaler, MinMaxScaler, RobustScaler, "
+            "MaxAbsScaler, SimpleImputer, 'passthrough' and 'drop' before one"
         )
+    trusted = held | {"numpy.dtype", "numpy.ndarray"}  # numpy's data, named as skops names it
     try:  # skops refuses any type the archive holds beyond these (its own check)
-        return skops.io.load(path, trusted=sorted(held & TRUSTED_SKOPS_TYPES))
+        return skops.io.load(path, trusted=sorted(trusted & TRUSTED_SKOPS_TYPES))
     except Exception as exc:
         raise ModelFormatError(f"could not load the skops file {path.name}: {exc}") from exc
 
@@ -121,6 +142,53 @@ def archive_types(path: Path) -> set[str]:
         elif isinstance(node, list):
             pending.extend(node)
     return held
+
+
+def _steps_holding(path: Path, types: set[str]) -> list[str]:
+    """The names of a pipeline's steps (name and class) whose objects hold any of ``types``.
+
+    A step is a (name, object) pair in a Pipeline's ``steps`` or a (name, object, columns)
+    triple in a ColumnTransformer's ``transformers``.
+    """
+    with zipfile.ZipFile(path) as archive:
+        schema = json.loads(archive.read("schema.json"))
+    found: list[str] = []
+    pending = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            pending.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        content = node.get("content")
+        if node.get("__loader__") == "TupleNode" and isinstance(content, list) \
+                and len(content) in (2, 3) and content[0].get("__loader__") == "JsonNode":
+            held = _types_in(content[1])
+            if held & types and not _is_container(content[1]):
+                kind = f"{content[1].get('__module__')}.{content[1].get('__class__')}"
+                found.append(f"{json.loads(content[0]['content'])!r} ({kind})")
+                continue
+        pending.extend(node.values())
+    return found
+
+
+def _types_in(node: Any) -> set[str]:
+    held, pending = set(), [node]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            if isinstance(item.get("__module__"), str) and isinstance(item.get("__class__"), str):
+                held.add(f"{item['__module__']}.{item['__class__']}")
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return held
+
+
+def _is_container(node: Any) -> bool:
+    """A Pipeline or ColumnTransformer: its own steps are named instead."""
+    return isinstance(node, dict) and node.get("__class__") in ("Pipeline", "ColumnTransformer")
 
 
 class _NotPlain(Exception):

@@ -201,6 +201,21 @@ class InputMap:
         rest = [c for c in rows.columns if c not in self.feature_names and c not in out]
         return pd.concat([decoded, rows[rest]], axis=1)
 
+    def maybe_filled(self, lower: pd.DataFrame, upper: pd.DataFrame) -> pd.DataFrame:
+        """Per column an imputer filled with no indicator: which rows' bounds on its feature
+        (``lower < x <= upper``, over the model's features) hold the fill, so the row's
+        value there may have been a gap."""
+        import pandas as pd
+
+        out = {}
+        for column in self.columns:
+            if isinstance(column, NumberColumn) and column.gap is None \
+                    and column.fill is not None:
+                name = self.feature_names[column.feature]
+                low, high = lower[name].to_numpy(), upper[name].to_numpy()
+                out[column.name] = (low < column.fill) & (column.fill <= high)
+        return pd.DataFrame(out, index=lower.index)
+
     def groups(self) -> list[tuple[list[str], bool]]:
         """The one-hot groups of the model's features: per categorical column of two or
         more features, their names and whether exactly one is 1."""

@@ -38,7 +38,12 @@ class SuggestedGroup:
 
 
 def suggest_groups(model: ReleasedModel) -> list[SuggestedGroup]:
-    """Groups of binary columns sharing a name prefix that the model does not contradict."""
+    """Groups of binary columns sharing a name prefix that the model does not contradict.
+
+    None for a model whose input map says what its features are (a pipeline's encoder).
+    """
+    if model.inputs is not None:
+        return []
     kinds = FeatureSchema.infer(model).kind_array()
     binary = [j for j in range(model.n_features) if kinds[j] == "binary"]
     by_prefix = _by_prefix([model.feature_names[j] for j in binary])
