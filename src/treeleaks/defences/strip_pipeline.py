@@ -90,7 +90,7 @@ def probe_rows(inputs: InputMap, thresholds: list[np.ndarray], n: int, unseen: b
                seed: int = 0) -> pd.DataFrame:
     """``n`` random rows in the custodian's columns: numbers around the model's thresholds
     on their feature (a quarter exactly at one), categories among those the encoder saw
-    (and, with ``unseen``, one it never saw), and `GAPS` of every column a gap."""
+    (and, with ``unseen``, one it never saw, and gaps), and `GAPS` of every number a gap."""
     import pandas as pd
 
     rng = np.random.default_rng(seed)
@@ -102,7 +102,8 @@ def probe_rows(inputs: InputMap, thresholds: list[np.ndarray], n: int, unseen: b
             choices = [*column.categories, *([UNSEEN] if unseen else [])]
             values = np.empty(n, dtype=object)
             values[:] = [choices[i] for i in rng.integers(0, len(choices), n)]
-        values[rng.random(n) < GAPS] = np.nan
+        if isinstance(column, NumberColumn) or unseen:  # a gap is a category an encoder
+            values[rng.random(n) < GAPS] = np.nan  # saw, or an unseen one
         out[column.name] = values
     for f in inputs.passed:
         out[inputs.feature_names[f]] = probe_inputs([thresholds[f]], n, seed)[:, 0]

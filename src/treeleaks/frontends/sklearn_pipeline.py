@@ -111,13 +111,14 @@ def _feature_names(tracks: list[Track]) -> list[str]:
 
 
 def _carried_back(model: ReleasedModel, tracks: list[Track], float32: bool) -> ReleasedModel:
-    """The model with every threshold on a scaled feature in the column's own units."""
+    """The model with every threshold in the column's own units, as doubles compare: a
+    scaled feature's carried back through its scaler, a tree's float32 reading undone."""
     trees = []
     for tree in model.trees:
         threshold = np.array(tree.threshold, dtype=np.float64)
         for j, track in enumerate(tracks):
             at = np.flatnonzero(tree.feature == j)
-            if track.ops and at.size:
+            if (track.ops or float32) and at.size:
                 threshold[at] = thresholds_back(threshold[at], track.ops, float32)
         trees.append(dataclasses.replace(tree, threshold=threshold))
     carried = dataclasses.replace(model, trees=trees)

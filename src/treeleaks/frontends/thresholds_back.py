@@ -4,7 +4,9 @@ A tree fitted after a scaler compares ``float32(f(x)) <= t``, where ``f`` is the
 floating-point arithmetic (``(x - mean) / scale``, ...). Each operation rounds, but
 monotonically, so the values of ``x`` sent left are all the doubles up to one, ``x*``: the
 threshold in the column's own units is ``x*`` itself, found by bisection over the ordered
-doubles, so a value exactly at a threshold routes as the pipeline routes it.
+doubles, so a value exactly at a threshold routes as the pipeline routes it. Without a
+scaler the float32 rounding alone moves it: a tree may cut at ``t = float32(4.64)``, just
+below the double 4.64 that it sends left.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def thresholds_back(thresholds: np.ndarray, ops: tuple[tuple[str, Any], ...],
     way) becomes the largest or the smallest double.
     """
     t = np.asarray(thresholds, dtype=np.float64)
-    if not ops or t.size == 0:
+    if (not ops and not float32) or t.size == 0:
         return t.copy()
     lo = np.full(t.shape, _key(np.array(-np.finfo(np.float64).max)), dtype=np.uint64)
     hi = np.full(t.shape, _key(np.array(np.finfo(np.float64).max)), dtype=np.uint64)
