@@ -163,3 +163,22 @@ def test_singling_out_claims_no_row_of_a_leaf_reached_by_several_paths(penguin_l
         if predicate.label is not None:  # one row of its label
             inside &= label == predicate.label
         assert inside.sum() == 1
+
+
+def test_strip_keeps_predictions_on_gaps_and_categories(penguin_like) -> None:
+    from treeleaks.defences.strip import strip
+
+    frame, label = penguin_like
+    fitted = HistGradientBoostingClassifier(max_iter=5, categorical_features="from_dtype",
+                                            random_state=0).fit(frame, label)
+    result = strip(fitted, "skops", rows=frame, labels=label, n_random=2_000)
+    assert any("gaps included and categories" in line for line in result.compared)
+    assert result.score is not None and result.score.before == result.score.after
+    import skops.io
+
+    again = skops.io.loads(result.content,
+                           trusted=skops.io.get_untrusted_types(data=result.content))
+    unseen = frame.astype(object).copy()
+    unseen.loc[::3, "island"] = "Atlantis"  # a category the model never saw
+    unseen.loc[::4, "mass"] = np.nan
+    assert (again.predict_proba(unseen) == fitted.predict_proba(unseen)).all()

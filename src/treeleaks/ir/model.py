@@ -163,9 +163,9 @@ class Tree:
         """
         if self.aliased:
             raise UnsupportedModelError(
-                "this model routes gaps or categories, so a leaf is reached by several paths; "
-                "this attack reads one box per leaf (reconstruct, single-out and the audit "
-                "read such models)")
+                "the model routes gaps or categories, so some leaf is reached by several "
+                "paths and is not one box, which this attack reads (reconstruct, single-out "
+                "and the audit read such models)")
         lower, upper = self.node_boxes(n_features)
         leaf_nodes = np.flatnonzero(self.feature < 0)
         order = np.argsort(self.leaf_of_node[leaf_nodes])
