@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from treeleaks.frontends.hist_routing import hist_routing, routed_columns
 from treeleaks.frontends.sklearn_boosting import (
     BOOSTERS,
     REGRESSION_BOOSTERS,
@@ -191,7 +192,8 @@ def _structure(estimator: Any, kind: str, names: list[str], label_name: str,
                regression: bool) -> ReleasedModel:
     """A stripped model's splits and leaf values, every count 0."""
     if hasattr(estimator, "_predictors"):
-        read = [predictor_tree(p.nodes, t, names) for t, per_round in
+        routing = hist_routing(estimator, names)
+        read = [predictor_tree(p, t, names, routing) for t, per_round in
                 enumerate(estimator._predictors) for p in per_round]
         nodes, values = [r[0] for r in read], read[0][2]
     else:
@@ -208,8 +210,11 @@ def _structure(estimator: Any, kind: str, names: list[str], label_name: str,
               else sklearn_tree_fields(regression, bootstrap, []))
     about = Stripped("scikit-learn", kind, fields,
                      ModelKind.GRADIENT_BOOSTED if boosted else None, bootstrap)
-    return structure_only(nodes, classes, names, label_name, f"sklearn.{kind}", about,
-                          values if regression else None)
+    features, inputs = routed_columns(estimator, names)
+    model = structure_only(nodes, classes, features, label_name, f"sklearn.{kind}", about,
+                           values if regression else None)
+    model.inputs = inputs
+    return model
 
 
 def _free_name(wanted: str, taken: list[str]) -> str:

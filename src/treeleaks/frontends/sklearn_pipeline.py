@@ -60,6 +60,11 @@ def from_pipeline(pipeline: Any, label_name: str = "label") -> ReleasedModel:
     names = _feature_names(tracks)
     model = from_sklearn(final, feature_names=names, label_name=label_name,
                          allow_regression=True, counts_removed_ok=True)
+    if model.inputs is not None:  # the booster's own map of gaps and categories
+        raise UnsupportedModelError(
+            f"the pipeline's {kind} routes gaps or categories of its own, after the steps "
+            "before it: the two maps are not composed yet; save the steps' output with its "
+            "model alone, or a pipeline whose imputer fills every gap")
     model = _carried_back(model, tracks, float32=kind not in _FLOAT64_TREES)
     steps = tuple(type(s).__name__ for _, s in _flattened(pipeline)[:-1])
     model.inputs = InputMap(_columns(tracks), tuple(names), steps)

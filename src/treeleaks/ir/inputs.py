@@ -89,12 +89,15 @@ class OneHotColumn:
         return out
 
     def decode(self, block: np.ndarray) -> np.ndarray:
-        """Each row's category: the one whose feature is largest above one half."""
+        """Each row's category: the one whose feature is 1 (``other`` when none is; NaN when
+        none is and some feature is unknown, NaN)."""
         out = np.empty(block.shape[0], dtype=object)
-        out[:] = [self.other] * block.shape[0]
+        unknown = np.isnan(block).any(axis=1)
+        out[:] = [np.nan if open_ else self.other for open_ in unknown]
         if block.shape[1]:
-            best = block.argmax(axis=1)
-            hot = block[np.arange(block.shape[0]), best] > 0.5
+            filled = np.nan_to_num(block, nan=0.0)
+            best = filled.argmax(axis=1)
+            hot = filled[np.arange(block.shape[0]), best] > 0.5
             categories = np.empty(len(self.categories), dtype=object)
             categories[:] = list(self.categories)
             out[hot] = categories[best[hot]]
