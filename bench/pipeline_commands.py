@@ -4,7 +4,8 @@ Two pipelines, each fitted with a default RandomForestClassifier on two tables w
 categories and gaps: ``onehot`` = Pipeline(ColumnTransformer(OneHotEncoder on the text
 columns, SimpleImputer(add_indicator=True) on the numbers with gaps, passthrough for the
 rest), forest) and ``scaler`` = Pipeline(StandardScaler, forest) on the numeric columns
-(rows with gaps dropped: a scaler passes gaps to the forest). Per pipeline and table:
+(rows with gaps dropped: a scaler passes gaps to the forest); the forest is the default
+one, or with ``--no-bootstrap`` 20 trees that each saw every row. Per pipeline and table:
 ``inspect``, ``reconstruct --out``, ``single-out --data``, ``audit --data`` and ``strip
 --data`` run through the command line, each's exit code and seconds; reconstruct's CSV, in
 the table's own columns, is encoded back through the model's input map and scored against
@@ -44,6 +45,7 @@ def cars() -> tuple[pd.DataFrame, str]:
 
 
 TABLES = {"penguins": penguins, "cars": cars}
+FOREST: dict[str, Any] = {"random_state": 0}  # --no-bootstrap: 20 trees that each saw every row
 
 
 def onehot(frame: pd.DataFrame, label: str) -> tuple[Any, pd.DataFrame]:
@@ -59,7 +61,7 @@ def onehot(frame: pd.DataFrame, label: str) -> tuple[Any, pd.DataFrame]:
     steps = ColumnTransformer([("text", OneHotEncoder(handle_unknown="ignore"), text),
                                ("gaps", SimpleImputer(add_indicator=True), gaps)],
                               remainder="passthrough")
-    return Pipeline([("columns", steps), ("forest", RandomForestClassifier(random_state=0))]
+    return Pipeline([("columns", steps), ("forest", RandomForestClassifier(**FOREST))]
                     ).fit(X, frame[label]), frame
 
 
@@ -71,7 +73,7 @@ def scaler(frame: pd.DataFrame, label: str) -> tuple[Any, pd.DataFrame]:
     numbers = frame[[c for c in frame.columns if c == label or
                      pd.api.types.is_numeric_dtype(frame[c])]].dropna().reset_index(drop=True)
     return Pipeline([("scale", StandardScaler()), ("forest", RandomForestClassifier(
-        random_state=0))]).fit(numbers.drop(columns=label), numbers[label]), numbers
+        **FOREST))]).fit(numbers.drop(columns=label), numbers[label]), numbers
 
 
 KINDS = {"onehot": onehot, "scaler": scaler}
@@ -136,7 +138,10 @@ def main() -> int:
     p.add_argument("--time-limit", type=float, default=60.0)
     p.add_argument("--tables", default=",".join(TABLES))
     p.add_argument("--kinds", default=",".join(KINDS))
+    p.add_argument("--no-bootstrap", action="store_true")
     args = p.parse_args()
+    if args.no_bootstrap:
+        FOREST.update(bootstrap=False, n_estimators=20)
     with tempfile.TemporaryDirectory() as folder:
         for table in args.tables.split(","):
             for kind in args.kinds.split(","):
