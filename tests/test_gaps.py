@@ -182,3 +182,34 @@ def test_strip_keeps_predictions_on_gaps_and_categories(penguin_like) -> None:
     unseen.loc[::3, "island"] = "Atlantis"  # a category the model never saw
     unseen.loc[::4, "mass"] = np.nan
     assert (again.predict_proba(unseen) == fitted.predict_proba(unseen)).all()
+
+
+def test_a_forest_fitted_on_gaps_routes_them_and_is_rebuilt(penguin_like) -> None:
+    from sklearn.ensemble import RandomForestClassifier
+
+    frame, label = penguin_like
+    numbers = frame[["mass"]].assign(noise=np.random.default_rng(2).normal(size=len(frame)))
+    fitted = RandomForestClassifier(n_estimators=5, bootstrap=False, random_state=0).fit(
+        numbers, label)
+    model = from_sklearn(fitted)
+    assert model.inputs is not None and "mass=(missing)" in model.feature_names
+    encoded = model.inputs.encode(numbers)[model.feature_names].to_numpy()
+    for tree in model.trees:
+        assert (np.bincount(tree.apply(encoded), minlength=tree.n_leaves)
+                == tree.n_samples).all()
+    rebuilt = reconstruct(model, time_limit=60)
+    assert rebuilt.summary()["verified"] and len(rebuilt.rows) == len(frame)
+    gaps = model.inputs.decode(rebuilt.rows)["mass"].isna().sum()
+    assert gaps == numbers["mass"].isna().sum()  # each gap of the table comes back a gap
+
+
+def test_a_bootstrap_forest_on_gaps_is_rebuilt_over_its_cells(penguin_like) -> None:
+    from sklearn.ensemble import RandomForestClassifier
+
+    frame, label = penguin_like
+    fitted = RandomForestClassifier(n_estimators=3, random_state=0).fit(frame[["mass"]], label)
+    model = from_sklearn(fitted)
+    assert model.bootstrap and model.inputs is not None
+    rebuilt = reconstruct(model, time_limit=30)
+    assert rebuilt.summary()["verified"] and len(rebuilt.rows) == len(frame)
+    assert model.inputs.decode(rebuilt.rows)["mass"].isna().sum() == frame["mass"].isna().sum()

@@ -194,7 +194,11 @@ class _Builder:
 
     def _value_split(self, node: int, column: int, settled: dict[int, Any]) -> int:
         tree = self.tree
-        here = self._node(self.layout.value[column], float(tree.threshold[node]))
+        threshold = float(tree.threshold[node])
+        if np.isinf(threshold):  # every value one way (scikit-learn: gaps alone the other)
+            return self.emit(int(tree.left[node] if threshold > 0 else tree.right[node]),
+                             settled)
+        here = self._node(self.layout.value[column], threshold)
         self.left[here] = self.emit(int(tree.left[node]), settled)
         self.right[here] = self.emit(int(tree.right[node]), settled)
         return here
