@@ -215,3 +215,19 @@ def test_a_bootstrap_forest_on_gaps_is_rebuilt_over_its_cells(penguin_like) -> N
     # a row no tree drew is free, so the gaps are counted only where the gap feature is set
     gaps = model.inputs.decode(rebuilt.rows)["mass"].isna()
     assert gaps.sum() > 0 and (gaps == (rebuilt.rows["mass=(missing)"] == 1)).all()
+
+
+def test_categories_edited_to_contradict_the_trees_are_named(penguin_like) -> None:
+    from treeleaks.ir.model import ModelFormatError
+
+    frame, label = penguin_like
+    fitted = HistGradientBoostingClassifier(max_iter=3, categorical_features="from_dtype",
+                                            random_state=0).fit(frame, label)
+    predictor = next(p for (p,) in fitted._predictors
+                     if p.nodes["is_categorical"][p.nodes["is_leaf"] == 0].any())
+    node = int(np.flatnonzero(predictor.nodes["is_categorical"]
+                              & (predictor.nodes["is_leaf"] == 0))[0])
+    predictor.raw_left_cat_bitsets[predictor.nodes["bitset_idx"][node]] = 0  # none left
+    predictor.nodes["missing_go_to_left"][node] = 0
+    with pytest.raises(ModelFormatError, match="no value, gap or category can reach"):
+        from_sklearn(fitted)

@@ -28,6 +28,7 @@ import numpy as np
 
 from treeleaks.frontends.boosting import Nodes
 from treeleaks.ir.inputs import InputColumn, InputMap, NumberColumn, OneHotColumn
+from treeleaks.ir.model import ModelFormatError
 from treeleaks.runtime.errors import UnsupportedModelError
 
 GAP = -1  # the code of a gap among a categorical column's possible values
@@ -143,6 +144,18 @@ def spell_out(tree: RoutedTree, layout: Layout, n_leaves: int, index: int = 0
              np.asarray(out.left, dtype=np.int64), np.asarray(out.right, dtype=np.int64),
              leaf.astype(np.int64))
     return nodes, kept
+
+
+def check_unreached(kept: np.ndarray, rows: np.ndarray, index: int, fields: str) -> None:
+    """Refuse a tree whose leaf holds rows (``rows`` per original leaf) that no value, gap
+    or category can reach once the splits are followed: an edited or damaged file."""
+    lost = np.setdiff1d(np.flatnonzero(rows > 0), kept)
+    if lost.size:
+        leaf = int(lost[0])
+        raise ModelFormatError(
+            f"tree {index}, leaf {leaf} holds {int(rows[leaf])} training row(s) that no value, "
+            f"gap or category can reach: its splits ({fields}) contradict each other, so the "
+            "file was edited or is damaged")
 
 
 class _Builder:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.frontends.gaps import Column, Layout, RoutedTree, spell_out
+from treeleaks.frontends.gaps import Column, Layout, RoutedTree, check_unreached, spell_out
 from treeleaks.ir.model import Tree
 
 
@@ -49,6 +49,8 @@ def spelled(tree: Tree, sk_tree: Any, layout: Layout, index: int) -> Tree:
         right=np.asarray(sk_tree.children_right, dtype=np.int64), leaf=leaf,
         gap_left=np.asarray(sk_tree.missing_go_to_left).astype(bool))
     nodes, kept = spell_out(routed, layout, int(is_leaf.sum()), index)
+    check_unreached(kept, np.asarray(sk_tree.n_node_samples)[is_leaf], index,
+                    "threshold and missing_go_to_left")
 
     def kept_of(values: np.ndarray | None) -> np.ndarray | None:
         return None if values is None else values[kept]
