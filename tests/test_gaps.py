@@ -231,3 +231,18 @@ def test_categories_edited_to_contradict_the_trees_are_named(penguin_like) -> No
     predictor.nodes["missing_go_to_left"][node] = 0
     with pytest.raises(ModelFormatError, match="no value, gap or category can reach"):
         from_sklearn(fitted)
+
+
+def test_a_three_class_histogram_booster_with_categories_is_read(penguin_like) -> None:
+    frame, _ = penguin_like
+    label = np.random.default_rng(3).integers(0, 3, len(frame))
+    fitted = HistGradientBoostingClassifier(max_iter=2, categorical_features="from_dtype",
+                                            random_state=0).fit(frame, label)
+    model = from_sklearn(fitted)
+    encoded = model.inputs.encode(frame)[model.feature_names].to_numpy()
+    for tree in model.trees:
+        assert (np.bincount(tree.apply(encoded), minlength=tree.n_leaves)
+                == tree.n_samples).all()
+    first = model.trees[0]  # the first round counts class 0 apart, in the table's rows
+    assert (np.bincount(first.apply(encoded[label == 0]), minlength=first.n_leaves)
+            == first.counts[:, 0]).all()
