@@ -182,3 +182,67 @@ def test_strip_keeps_predictions_on_gaps_and_categories(penguin_like) -> None:
     unseen.loc[::3, "island"] = "Atlantis"  # a category the model never saw
     unseen.loc[::4, "mass"] = np.nan
     assert (again.predict_proba(unseen) == fitted.predict_proba(unseen)).all()
+
+
+def test_a_forest_fitted_on_gaps_routes_them_and_is_rebuilt(penguin_like) -> None:
+    from sklearn.ensemble import RandomForestClassifier
+
+    frame, label = penguin_like
+    numbers = frame[["mass"]].assign(noise=np.random.default_rng(2).normal(size=len(frame)))
+    fitted = RandomForestClassifier(n_estimators=5, bootstrap=False, random_state=0).fit(
+        numbers, label)
+    model = from_sklearn(fitted)
+    assert model.inputs is not None and "mass=(missing)" in model.feature_names
+    encoded = model.inputs.encode(numbers)[model.feature_names].to_numpy()
+    for tree in model.trees:
+        assert (np.bincount(tree.apply(encoded), minlength=tree.n_leaves)
+                == tree.n_samples).all()
+    rebuilt = reconstruct(model, time_limit=60)
+    assert rebuilt.summary()["verified"] and len(rebuilt.rows) == len(frame)
+    gaps = model.inputs.decode(rebuilt.rows)["mass"].isna().sum()
+    assert gaps == numbers["mass"].isna().sum()  # each gap of the table comes back a gap
+
+
+def test_a_bootstrap_forest_on_gaps_is_rebuilt_over_its_cells(penguin_like) -> None:
+    from sklearn.ensemble import RandomForestClassifier
+
+    frame, label = penguin_like
+    fitted = RandomForestClassifier(n_estimators=3, random_state=0).fit(frame[["mass"]], label)
+    model = from_sklearn(fitted)
+    assert model.bootstrap and model.inputs is not None
+    rebuilt = reconstruct(model, time_limit=30)
+    assert rebuilt.summary()["verified"] and len(rebuilt.rows) == len(frame)
+    # a row no tree drew is free, so the gaps are counted only where the gap feature is set
+    gaps = model.inputs.decode(rebuilt.rows)["mass"].isna()
+    assert gaps.sum() > 0 and (gaps == (rebuilt.rows["mass=(missing)"] == 1)).all()
+
+
+def test_categories_edited_to_contradict_the_trees_are_named(penguin_like) -> None:
+    from treeleaks.ir.model import ModelFormatError
+
+    frame, label = penguin_like
+    fitted = HistGradientBoostingClassifier(max_iter=3, categorical_features="from_dtype",
+                                            random_state=0).fit(frame, label)
+    predictor = next(p for (p,) in fitted._predictors
+                     if p.nodes["is_categorical"][p.nodes["is_leaf"] == 0].any())
+    node = int(np.flatnonzero(predictor.nodes["is_categorical"]
+                              & (predictor.nodes["is_leaf"] == 0))[0])
+    predictor.raw_left_cat_bitsets[predictor.nodes["bitset_idx"][node]] = 0  # none left
+    predictor.nodes["missing_go_to_left"][node] = 0
+    with pytest.raises(ModelFormatError, match="no value, gap or category can reach"):
+        from_sklearn(fitted)
+
+
+def test_a_three_class_histogram_booster_with_categories_is_read(penguin_like) -> None:
+    frame, _ = penguin_like
+    label = np.random.default_rng(3).integers(0, 3, len(frame))
+    fitted = HistGradientBoostingClassifier(max_iter=2, categorical_features="from_dtype",
+                                            random_state=0).fit(frame, label)
+    model = from_sklearn(fitted)
+    encoded = model.inputs.encode(frame)[model.feature_names].to_numpy()
+    for tree in model.trees:
+        assert (np.bincount(tree.apply(encoded), minlength=tree.n_leaves)
+                == tree.n_samples).all()
+    first = model.trees[0]  # the first round counts class 0 apart, in the table's rows
+    assert (np.bincount(first.apply(encoded[label == 0]), minlength=first.n_leaves)
+            == first.counts[:, 0]).all()

@@ -100,11 +100,17 @@ def pipelines(draw: Any) -> Pipeline:
 
 def leaves_as_the_pipeline_routes(pipeline: Pipeline, frame: pd.DataFrame, model: Any
                                   ) -> np.ndarray:
-    """Each row's leaf in each tree of the IR, found by the pipeline's own transform."""
-    nodes = pipeline[-1].apply(pipeline[:-1].transform(frame))
-    nodes = nodes.reshape(len(frame), -1)
-    return np.column_stack([tree.leaf_of_node[nodes[:, t]]
-                            for t, tree in enumerate(model.trees)])
+    """Each row's leaf in each tree of the IR, found by the pipeline's own transform: the
+    IR numbers a tree's leaves in the order of scikit-learn's leaf nodes (spelling out an
+    imputer's gaps copies paths, not leaves)."""
+    transformed = pipeline[:-1].transform(frame)
+    members = getattr(pipeline[-1], "estimators_", [pipeline[-1]])
+    assert len(members) == len(model.trees)
+    leaves = []
+    for member in members:
+        rank = np.cumsum(member.tree_.children_left < 0) - 1  # a leaf node's leaf number
+        leaves.append(rank[member.apply(transformed)])
+    return np.column_stack(leaves)
 
 
 def random_rows(frame: pd.DataFrame, n: int, unseen: bool, seed: int = 1) -> pd.DataFrame:
@@ -152,11 +158,6 @@ def test_rows_rebuilt_in_the_custodians_columns_fit_every_count(pipeline: Pipeli
     """The reconstruction's rows, decoded into the custodian's columns and transformed by
     the pipeline itself, reproduce every leaf count of the tree model (its certificate)."""
     frame, label = table(seed)
-    if isinstance(pipeline[-1], RandomForestClassifier):
-        # a forest's cells may pair an imputer's gap indicator with a value away from its
-        # fill, which the pipeline never gives: until the IR routes a gap on its own
-        # (leaves reachable by several paths), the property holds for one tree
-        pipeline.steps[-1] = ("tree", DecisionTreeClassifier(max_depth=5, random_state=0))
     pipeline.fit(frame, label)
     model = from_pipeline(pipeline)
     recon = reconstruct(model, FeatureSchema.for_model(model).bind(model), time_limit=20)

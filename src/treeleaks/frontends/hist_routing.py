@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from treeleaks.frontends.boosting import Nodes
-from treeleaks.frontends.gaps import Column, Layout, RoutedTree, spell_out
+from treeleaks.frontends.gaps import Column, Layout, RoutedTree, check_unreached, spell_out
 from treeleaks.ir.inputs import InputMap
 
 
@@ -49,7 +49,10 @@ class HistRouting:
             left=table["left"].astype(np.int64), right=table["right"].astype(np.int64),
             leaf=leaf, gap_left=table["missing_go_to_left"].astype(bool),
             categories_left=categories)
-        return spell_out(routed, self.layout, int(is_leaf.sum()), index)
+        nodes, kept = spell_out(routed, self.layout, int(is_leaf.sum()), index)
+        check_unreached(kept, table["count"][is_leaf], index,
+                        "missing_go_to_left, raw_left_cat_bitsets and the known categories")
+        return nodes, kept
 
 
 def hist_routing(estimator: Any, names: list[str]) -> HistRouting | None:

@@ -28,6 +28,7 @@ from treeleaks.frontends.sklearn_boosting import (
 from treeleaks.frontends.sklearn_multiclass import multiclass_booster_model
 from treeleaks.frontends.stored import sklearn_booster_fields, sklearn_tree_fields
 from treeleaks.frontends.stripped import Stripped, counts_removed, structure_only
+from treeleaks.frontends.tree_routing import gap_layout, spelled
 from treeleaks.ir.description import ModelKind, describe
 from treeleaks.ir.model import ReleasedModel, Tree
 from treeleaks.runtime.errors import UnsupportedModelError
@@ -153,6 +154,11 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
                                  getattr(estimator, "criterion", "squared_error"))
                 if regression else _tree(member.tree_, index, kind, draws))
         trees.append(tree)
+    layout = gap_layout([m.tree_ for m in estimators], names)
+    if layout is not None:  # fitted on gaps: each gap split spelled out
+        trees = [spelled(tree, m.tree_, layout, index)
+                 for index, (tree, m) in enumerate(zip(trees, estimators))]
+        names = list(layout.names)
     facts: dict[str, Any] = {}
     if not kind.startswith("DecisionTree") and bootstrap:
         facts["max_samples"] = estimator.max_samples
@@ -168,6 +174,7 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
         bootstrap=bootstrap,
         source=f"sklearn.{kind}",
         facts=facts,
+        inputs=None if layout is None else layout.inputs(),
     )
     model.validate()
     model.description = describe(model, "scikit-learn", kind,

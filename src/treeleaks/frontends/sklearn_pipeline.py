@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from treeleaks.frontends.gaps import spell_imputed
 from treeleaks.frontends.sklearn import REGRESSORS, SUPPORTED, from_sklearn
 from treeleaks.frontends.sklearn_boosting import BOOSTERS, REGRESSION_BOOSTERS
 from treeleaks.frontends.sklearn_steps import Track, apply_step
@@ -67,7 +68,9 @@ def from_pipeline(pipeline: Any, label_name: str = "label") -> ReleasedModel:
             "model alone, or a pipeline whose imputer fills every gap")
     model = _carried_back(model, tracks, float32=kind not in _FLOAT64_TREES)
     steps = tuple(type(s).__name__ for _, s in _flattened(pipeline)[:-1])
-    model.inputs = InputMap(_columns(tracks), tuple(names), steps)
+    inputs = InputMap(_columns(tracks), tuple(names), steps)
+    model = _imputed_gaps(model, inputs)
+    model.inputs = inputs
     model.facts = {**model.facts, "pipeline steps": step_list(pipeline),
                    "your columns": ", ".join(model.inputs.names)}
     about = model.described()
@@ -129,6 +132,20 @@ def _carried_back(model: ReleasedModel, tracks: list[Track], float32: bool) -> R
     carried = dataclasses.replace(model, trees=trees)
     carried.validate()
     return carried
+
+
+def _imputed_gaps(model: ReleasedModel, inputs: InputMap) -> ReleasedModel:
+    """The model with each gap an imputer marked (its indicator) routed as the pipeline
+    routes it, the fill's way at every split on the value (`gaps.spell_imputed`)."""
+    imputed = {c.feature: (c.gap, float(c.fill)) for c in inputs.columns
+               if isinstance(c, NumberColumn) and c.gap is not None and c.fill is not None}
+    if not imputed:
+        return model
+    trees = [spell_imputed(tree, imputed, inputs.feature_names, index)
+             for index, tree in enumerate(model.trees)]
+    spelled = dataclasses.replace(model, trees=trees)
+    spelled.validate()
+    return spelled
 
 
 def _columns(tracks: list[Track]) -> tuple[InputColumn, ...]:

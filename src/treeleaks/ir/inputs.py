@@ -204,6 +204,17 @@ class InputMap:
         rest = [c for c in rows.columns if c not in self.feature_names and c not in out]
         return pd.concat([decoded, rows[rest]], axis=1)
 
+    def summary(self) -> str:
+        """The custodian's columns in a line: each with what it holds beyond a number."""
+        def about(column: InputColumn) -> str:
+            if isinstance(column, NumberColumn):
+                return column.name + (" (gaps)" if column.gap is not None else "")
+            known = [c for c in column.categories if not _is_gap(c)]
+            gaps = len(known) < len(column.categories)
+            return f"{column.name} ({len(known)} categories{', gaps' if gaps else ''})"
+        shown = [about(c) for c in self.columns] + [self.feature_names[f] for f in self.passed]
+        return f"{len(shown)}: {', '.join(shown)}"
+
     def maybe_filled(self, lower: pd.DataFrame, upper: pd.DataFrame) -> pd.DataFrame:
         """Per column an imputer filled with no indicator: which rows' bounds on its feature
         (``lower < x <= upper``, over the model's features) hold the fill, so the row's

@@ -164,8 +164,8 @@ class Tree:
         if self.aliased:
             raise UnsupportedModelError(
                 "the model routes gaps or categories, so some leaf is reached by several "
-                "paths and is not one box, which this attack reads (reconstruct, single-out "
-                "and the audit read such models)")
+                "paths and is not one box; this attack reads one box per leaf and does not "
+                "apply to such a model yet")
         lower, upper = self.node_boxes(n_features)
         leaf_nodes = np.flatnonzero(self.feature < 0)
         order = np.argsort(self.leaf_of_node[leaf_nodes])
@@ -475,6 +475,14 @@ class ReleasedModel:
         stripped.
         """
         return all(bool(tree.counts.any()) for tree in self.trees if tree.counted)
+
+    @property
+    def aliased(self) -> bool:
+        """Whether some tree has a leaf reached by several paths (`Tree.aliased`).
+
+        The row searches, which read one box per leaf, then stand aside for the cells.
+        """
+        return any(tree.aliased for tree in self.trees)
 
     @property
     def n_trees(self) -> int:
