@@ -307,17 +307,11 @@ def _columns_note(model: ReleasedModel, recon: Reconstruction) -> str:
     if not recon.n_rows:
         return words
     maybe = model.inputs.maybe_filled(recon.lower, recon.upper)
-    if not maybe.empty:
-        counts = ", ".join(f"{name} {int(flags.sum())}" for name, flags in maybe.items())
-        words += (f"; values that may have been gaps the imputer filled (its fill within "
-                  f"the row's bounds; --details marks them): {counts}")
-    misplaced = {name: n for name, n in model.inputs.misplaced_gaps(
-        recon.rows, recon.lower, recon.upper).items() if n}
-    if misplaced:
-        words += ("; rows given as gaps whose bounds miss the imputer's fill (they fit the "
-                  "counts as the model's features, not once the pipeline fills them): "
-                  + ", ".join(f"{name} {n}" for name, n in misplaced.items()))
-    return words
+    if maybe.empty:
+        return words
+    counts = ", ".join(f"{name} {int(flags.sum())}" for name, flags in maybe.items())
+    return (f"{words}; values that may have been gaps the imputer filled (its fill within "
+            f"the row's bounds; --details marks them): {counts}")
 
 
 def _noisy_rows(s: dict[str, Any]) -> list[tuple[str, str]]:

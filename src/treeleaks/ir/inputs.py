@@ -230,24 +230,6 @@ class InputMap:
                 out[column.name] = (low < column.fill) & (column.fill <= high)
         return pd.DataFrame(out, index=lower.index)
 
-    def misplaced_gaps(self, rows: pd.DataFrame, lower: pd.DataFrame,
-                       upper: pd.DataFrame) -> dict[str, int]:
-        """Per column an imputer filled and marked (a gap feature and a fill): how many rows
-        marked a gap have bounds on its value feature that do not hold the fill. The model's
-        features leave a gap row's value free; the pipeline puts it at the fill, so such a
-        row, decoded as a gap, routes elsewhere in the pipeline (a forest's cells can pair
-        the two)."""
-        out = {}
-        for column in self.columns:
-            if isinstance(column, NumberColumn) and column.gap is not None \
-                    and column.fill is not None:
-                value = self.feature_names[column.feature]
-                gap = rows[self.feature_names[column.gap]].to_numpy() > 0.5
-                low, high = lower[value].to_numpy(), upper[value].to_numpy()
-                out[column.name] = int((gap & ~((low < column.fill)
-                                                & (column.fill <= high))).sum())
-        return out
-
     def condition_text(self, feature: str, op: str, threshold: float) -> str | None:
         """A split ``feature op threshold`` in the custodian's words (``island = Biscoe``,
         ``age is missing``, ``size in {S, M}``), or None where the feature is the column's
