@@ -246,3 +246,34 @@ def test_a_three_class_histogram_booster_with_categories_is_read(penguin_like) -
     first = model.trees[0]  # the first round counts class 0 apart, in the table's rows
     assert (np.bincount(first.apply(encoded[label == 0]), minlength=first.n_leaves)
             == first.counts[:, 0]).all()
+
+
+def test_a_pipeline_passing_gaps_to_its_forest_routes_them(penguin_like) -> None:
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from treeleaks.frontends.sklearn_pipeline import from_pipeline
+
+    frame, label = penguin_like
+    table = frame.astype({"island": object, "sex": object})
+    steps = ColumnTransformer([("text", OneHotEncoder(handle_unknown="ignore"),
+                                ["island", "sex"])], remainder="passthrough")
+    fitted = Pipeline([("encode", steps), ("forest", RandomForestClassifier(
+        n_estimators=5, bootstrap=False, random_state=0))]).fit(table, label)
+    model = from_pipeline(fitted)
+    assert model.inputs.names == ["island", "sex", "mass"]
+    assert "mass=(missing)" in model.feature_names
+    encoded = model.inputs.encode(table)[model.feature_names].to_numpy()
+    for tree in model.trees:
+        assert (np.bincount(tree.apply(encoded), minlength=tree.n_leaves)
+                == tree.n_samples).all()
+    rebuilt = reconstruct(model, time_limit=60)
+    assert rebuilt.summary()["verified"] and len(rebuilt.rows) == len(frame)
+    decoded = model.inputs.decode(rebuilt.rows)  # in the table's columns, gaps as gaps
+    transformed = fitted[:-1].transform(decoded[model.inputs.names])
+    for tree, member in zip(model.trees, fitted[-1].estimators_, strict=True):
+        rank = np.cumsum(member.tree_.children_left < 0) - 1  # the IR's leaf numbers
+        assert (np.bincount(rank[member.apply(transformed)], minlength=tree.n_leaves)
+                == tree.n_samples).all()

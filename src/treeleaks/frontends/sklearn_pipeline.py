@@ -61,14 +61,10 @@ def from_pipeline(pipeline: Any, label_name: str = "label") -> ReleasedModel:
     names = _feature_names(tracks)
     model = from_sklearn(final, feature_names=names, label_name=label_name,
                          allow_regression=True, counts_removed_ok=True)
-    if model.inputs is not None:  # the booster's own map of gaps and categories
-        raise UnsupportedModelError(
-            f"the pipeline's {kind} routes gaps or categories of its own, after the steps "
-            "before it: the two maps are not composed yet; save the steps' output with its "
-            "model alone, or a pipeline whose imputer fills every gap")
-    model = _carried_back(model, tracks, float32=kind not in _FLOAT64_TREES)
+    position, gap_of = _tree_gaps(model, names, tracks, kind)
+    model = _carried_back(model, tracks, kind not in _FLOAT64_TREES, position)
     steps = tuple(type(s).__name__ for _, s in _flattened(pipeline)[:-1])
-    inputs = InputMap(_columns(tracks), tuple(names), steps)
+    inputs = InputMap(_columns(tracks, position, gap_of), tuple(model.feature_names), steps)
     model = _imputed_gaps(model, inputs)
     model.inputs = inputs
     model.facts = {**model.facts, "pipeline steps": step_list(pipeline),
@@ -118,14 +114,42 @@ def _feature_names(tracks: list[Track]) -> list[str]:
     return names
 
 
-def _carried_back(model: ReleasedModel, tracks: list[Track], float32: bool) -> ReleasedModel:
+def _tree_gaps(model: ReleasedModel, names: list[str], tracks: list[Track], kind: str
+               ) -> tuple[np.ndarray, dict[int, int]]:
+    """Where each step's feature sits among the model's, and the gap feature of each a tree
+    fitted on gaps spelled out (`frontends.tree_routing`): a value the steps passed on with
+    its gaps. A booster's own map of gaps and categories is refused: the two maps do not
+    compose yet."""
+    if model.inputs is None:
+        return np.arange(len(names)), {}
+    if kind in BOOSTERS + REGRESSION_BOOSTERS:
+        raise UnsupportedModelError(
+            f"the pipeline's {kind} routes gaps or categories of its own, after the steps "
+            "before it: the two maps are not composed yet; save the steps' output with its "
+            "model alone, or a pipeline whose imputer fills every gap")
+    position = np.array([model.feature_names.index(name) for name in names])
+    gap_of = {}
+    for column in model.inputs.columns:
+        if isinstance(column, NumberColumn) and column.gap is not None:
+            j = names.index(column.name)
+            if tracks[j].kind != "value" or tracks[j].filled:
+                raise UnsupportedModelError(
+                    f"the pipeline's {kind} routes gaps in {column.name!r}, which its steps "
+                    "never leave missing: an edited file?")
+            gap_of[j] = column.gap
+    return position, gap_of
+
+
+def _carried_back(model: ReleasedModel, tracks: list[Track], float32: bool,
+                  position: np.ndarray) -> ReleasedModel:
     """The model with every threshold in the column's own units, as doubles compare: a
-    scaled feature's carried back through its scaler, a tree's float32 reading undone."""
+    scaled feature's carried back through its scaler, a tree's float32 reading undone
+    (``position``: each track's feature among the model's)."""
     trees = []
     for tree in model.trees:
         threshold = np.array(tree.threshold, dtype=np.float64)
         for j, track in enumerate(tracks):
-            at = np.flatnonzero(tree.feature == j)
+            at = np.flatnonzero(tree.feature == position[j])
             if (track.ops or float32) and at.size:
                 threshold[at] = thresholds_back(threshold[at], track.ops, float32)
         trees.append(dataclasses.replace(tree, threshold=threshold))
@@ -148,12 +172,35 @@ def _imputed_gaps(model: ReleasedModel, inputs: InputMap) -> ReleasedModel:
     return spelled
 
 
-def _columns(tracks: list[Track]) -> tuple[InputColumn, ...]:
-    """The input map's columns: each custodian's column and the features it feeds."""
+def _columns(tracks: list[Track], position: np.ndarray, gap_of: dict[int, int]
+             ) -> tuple[InputColumn, ...]:
+    """The input map's columns: each custodian's column and the model features it feeds
+    (``position``: each track's; ``gap_of``: the gap feature the model spelled out for a
+    track)."""
     fed: dict[str, list[int]] = {}
     for j, track in enumerate(tracks):
         fed.setdefault(track.column, []).append(j)
-    return tuple(_column(name, features, tracks) for name, features in fed.items())
+    columns = []
+    for name, features in fed.items():
+        column = _column(name, features, tracks)
+        track = column.feature if isinstance(column, NumberColumn) else None
+        column = _placed(column, position)
+        if track in gap_of:  # the model's own gap feature (already one of its indices)
+            column = dataclasses.replace(column, gap=gap_of[track])
+        columns.append(column)
+    return tuple(columns)
+
+
+def _placed(column: InputColumn, position: np.ndarray) -> InputColumn:
+    """``column`` with its tracks' indices turned into the model's feature indices."""
+    if isinstance(column, OneHotColumn):
+        return dataclasses.replace(column, features=tuple(int(position[f])
+                                                          for f in column.features))
+    if isinstance(column, NumberColumn):
+        return dataclasses.replace(
+            column, feature=int(position[column.feature]),
+            gap=None if column.gap is None else int(position[column.gap]))
+    return dataclasses.replace(column, feature=int(position[column.feature]))
 
 
 def _column(name: str, features: list[int], tracks: list[Track]) -> InputColumn:

@@ -53,10 +53,17 @@ class NumberColumn:
         return np.column_stack([filled, missing.astype(np.float64)])
 
     def decode(self, block: np.ndarray) -> np.ndarray:
-        """Each row's value from its features' values; NaN where the gap feature is 1."""
+        """Each row's value from its features' values; NaN where the gap feature is 1.
+
+        A value the model leaves open (NaN: no split reads it) in a row that is no gap
+        takes the imputer's fill when there is one, a value the row may hold: NaN would
+        read as a gap.
+        """
         values = np.asarray(block[:, 0], dtype=np.float64)
         if self.gap is None:
             return values
+        if self.fill is not None:
+            values = np.where(np.isnan(values), self.fill, values)
         return np.where(block[:, 1] > 0.5, np.nan, values)
 
 
