@@ -117,6 +117,8 @@ def _summary(model_path: Path, out: Path, data: Path | None, result: Stripped) -
     table.add_column()
     for field in result.removed:
         table.add_row("Removed", escape(field))
+    for kept in result.kept:
+        table.add_row("Kept", escape(kept))
     for change in result.changes:
         table.add_row("Changed", escape(change))
     for compared in result.compared:

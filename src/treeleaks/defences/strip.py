@@ -29,7 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.defences.strip_boosters import strip_lightgbm, strip_xgboost
+from treeleaks.defences.strip_boosters import (
+    LIGHTGBM_KEPT,
+    XGBOOST_KEPT,
+    strip_lightgbm,
+    strip_xgboost,
+)
 from treeleaks.defences.strip_check import (
     N_RANDOM,
     Predictions,
@@ -39,7 +44,7 @@ from treeleaks.defences.strip_check import (
     reloaded,
 )
 from treeleaks.defences.strip_rounding import round_leaf_values
-from treeleaks.defences.strip_sklearn import strip_estimator
+from treeleaks.defences.strip_sklearn import kept_fields, strip_estimator
 from treeleaks.defences.strip_thresholds import move_thresholds
 from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
 
@@ -75,7 +80,8 @@ class Score:
 @dataclass(frozen=True)
 class Stripped:
     """The stripped file's bytes, what was removed or neutralised, what the options
-    changed, the inputs its predictions were compared on and how."""
+    changed, the inputs its predictions were compared on and how, and what it keeps of the
+    training rows because prediction needs it."""
 
     content: bytes
     kind: str
@@ -85,6 +91,7 @@ class Stripped:
     changes: list[str] = field(default_factory=list)
     compared: list[str] = field(default_factory=list)
     score: Score | None = None
+    kept: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,7 @@ class _Plan:
     tolerance: float = 0.0
     changes: list[str] = field(default_factory=list)
     metric: str | None = None
+    kept: list[str] = field(default_factory=list)
 
 
 def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RANDOM,
@@ -149,7 +157,7 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
             _score(stripped(matrix), labels, plan.metric))
     return Stripped(plan.content, plan.kind, plan.removed,
                     0 if matrix is None else len(matrix), n_random, plan.changes, compared,
-                    score)
+                    score, plan.kept)
 
 
 def _refuse_options(options: StripOptions, framework: str) -> None:
@@ -205,7 +213,8 @@ def _sklearn(estimator: Any, file_format: str, rows: Any, options: StripOptions
     plan = _Plan(type(estimator).__name__, dump(stripped), removed, _sklearn_outputs(estimator),
                  lambda content: _sklearn_outputs(load(content)), f"scikit-learn ({file_format})",
                  thresholds, names, moves, not hasattr(estimator, "_predictors"), tolerance,
-                 changes, "R²" if "Regressor" in type(estimator).__name__ else "accuracy")
+                 changes, "R²" if "Regressor" in type(estimator).__name__ else "accuracy",
+                 kept_fields(estimator))
     return plan, matrix
 
 
@@ -297,7 +306,8 @@ def _lightgbm(text: Any, file_format: str) -> _Plan:
     return _Plan("LightGBM model", stripped.encode("utf-8"), removed, _lightgbm_outputs(original),
                  lambda content: _lightgbm_outputs(lightgbm.Booster(
                      model_str=content.decode("utf-8"))), "LightGBM",
-                 _per_feature(pairs, original.num_feature()), original.feature_name())
+                 _per_feature(pairs, original.num_feature()), original.feature_name(),
+                 kept=[LIGHTGBM_KEPT])
 
 
 def _lightgbm_outputs(booster: Any) -> _Predictor:
@@ -319,7 +329,8 @@ def _xgboost(data: Any, file_format: str) -> _Plan:
     return _Plan("XGBoost model", json.dumps(stripped).encode("utf-8"), removed,
                  _xgboost_outputs(_xgboost_booster(json.dumps(data).encode("utf-8"))),
                  lambda content: _xgboost_outputs(_xgboost_booster(content)), "XGBoost",
-                 _per_feature(pairs, n_features), data["learner"].get("feature_names") or None)
+                 _per_feature(pairs, n_features), data["learner"].get("feature_names") or None,
+                 kept=[XGBOOST_KEPT])
 
 
 def _xgboost_booster(content: bytes) -> Any:
