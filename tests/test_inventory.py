@@ -137,3 +137,15 @@ def test_lightgbm_and_xgboost_fields_listed_then_stripped(tmp_path: Path) -> Non
     assert "class balance" in words["base_score"] and "strip keeps it" in words["base_score"]
     result = strip(data, "xgboost", frame, n_random=500)
     assert "base_score" in result.kept[0]
+
+
+def test_edited_bin_edges_are_said_and_not_used() -> None:
+    """Edges a tree does not split at would give wrong values: the column is named and
+    left to the box fill."""
+    frame, label = _table()
+    estimator = HistGradientBoostingClassifier(max_iter=5).fit(frame, label)
+    estimator._bin_mapper.bin_thresholds_[0] = estimator._bin_mapper.bin_thresholds_[0] + 0.25
+    model = from_sklearn(estimator)
+    words = dict((f.name, f.exposes) for f in model.described().fields)
+    assert "split 1 column (age) where no edge lies" in words["_bin_mapper.bin_thresholds_"]
+    assert set(model.revealed) == {1}

@@ -88,9 +88,14 @@ def _histogram_fields(estimator: Any, names: list[str]
                       ) -> tuple[list[StoredField], dict[int, RevealedValues]]:
     """A histogram booster's bin edges, distinct counts, scores, start and seed."""
     mapper = estimator._bin_mapper
-    revealed = revealed_values(mapper)
+    contradicted = _contradicted(estimator)
+    revealed = {j: r for j, r in revealed_values(mapper).items() if j not in contradicted}
     classifier = hasattr(estimator, "classes_")
-    fields = [StoredField(BIN_EDGES, _edges_words(mapper, revealed, names)),
+    words = _edges_words(mapper, revealed, names)
+    if contradicted:
+        words += (f"; the trees split {_listed([names[j] for j in sorted(contradicted)])} "
+                  "where no edge lies, so those edges were edited: not used")
+    fields = [StoredField(BIN_EDGES, words),
               StoredField("_bin_mapper.n_bins_non_missing_", "each column's number of "
                           f"distinct training values (up to max_bins={_max_bins(mapper)})"),
               StoredField("_baseline_prediction", (
@@ -106,6 +111,18 @@ def _histogram_fields(estimator: Any, names: list[str]
                                   "split (with the rows: which were held out) and the "
                                   "feature draws"))
     return fields, revealed
+
+
+def _contradicted(estimator: Any) -> set[int]:
+    """The numerical columns some tree splits at a threshold that is not one of their bin
+    edges (every split of a fitted booster is at an edge)."""
+    edges = estimator._bin_mapper.bin_thresholds_
+    tables = [p.nodes for per_round in estimator._predictors for p in per_round]
+    split = [(t["is_leaf"] == 0) & (t["is_categorical"] == 0) for t in tables]
+    features = np.concatenate([t["feature_idx"][s] for t, s in zip(tables, split)])
+    thresholds = np.concatenate([t["num_threshold"][s] for t, s in zip(tables, split)])
+    return {j for j in map(int, np.unique(features)) if j < len(edges) and np.size(edges[j])
+            and not np.isin(thresholds[features == j], edges[j]).all()}
 
 
 def _max_bins(mapper: Any) -> int:
