@@ -153,6 +153,7 @@ def run_one(spec: str, time_limit: float) -> dict[str, Any]:
             "smallest_rule_right": None if smallest is None else bool(
                 np.array_equal(smallest, distinct)),
             "single_share": float(single.mean()),
+            "held_mean": float(filled["held"][:, j].mean()),
             "single_exact": float(np.mean(filled["revealed"][single, j]
                                           == X[name].to_numpy()[single])) if single.any()
             else None,
@@ -200,15 +201,16 @@ def report(runs: list[dict[str, Any]]) -> None:
               f"| {fmt(min(singles) if singles else None)} "
               f"| {fmt(pooled('recon_middle_error'))} | {fmt(pooled('recon_revealed_error'))} "
               f"| {_ratio(pooled('recon_revealed_error'), pooled('recon_middle_error'))} |")
-    print("\n| table | column | distinct | reading | boxes with one value | exact: middle → "
-          "revealed | error: middle → revealed |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| table | column | distinct | reading | values per box | boxes with one value "
+          "| exact: middle → revealed | error: middle → revealed |")
+    print("|---|---|---|---|---|---|---|---|")
     for run in runs:
         for c in run["columns"]:
             if c["reading"] == "quantiles":
                 continue
             print(f"| {run['table']} | {c['column']} | {c['distinct']} | {c['reading']} "
-                  f"| {fmt(c['single_share'])} | {fmt(c['box_middle_exact'])} → "
+                  f"| {fmt(c['held_mean'])} | {fmt(c['single_share'])} "
+                  f"| {fmt(c['box_middle_exact'])} → "
                   f"{fmt(c['box_revealed_exact'])} | {fmt(c['box_middle_error'])} → "
                   f"{fmt(c['box_revealed_error'])} |")
 
