@@ -149,3 +149,19 @@ def test_edited_bin_edges_are_said_and_not_used() -> None:
     words = dict((f.name, f.exposes) for f in model.described().fields)
     assert "split 1 column (age) where no edge lies" in words["_bin_mapper.bin_thresholds_"]
     assert set(model.revealed) == {1}
+
+
+def test_values_follow_their_columns_through_gaps_and_categories() -> None:
+    """With gaps and a categorical column (binned first), each column's values land on the
+    model feature that holds its values."""
+    frame, label = _table()
+    frame.loc[::7, "age"] = np.nan
+    frame["colour"] = pd.Categorical(np.random.default_rng(1).choice(["red", "blue"], len(frame)))
+    frame = frame[["age", "colour", "score", "noise"]]
+    model = from_sklearn(HistGradientBoostingClassifier(max_iter=5, categorical_features=
+                                                        "from_dtype").fit(frame, label))
+    names = list(model.feature_names)
+    assert set(model.revealed) == {names.index("age"), names.index("score")}
+    for column in ("age", "score"):
+        expected = np.unique(frame[column].dropna().to_numpy())
+        assert model.revealed[names.index(column)].values.tolist() == expected.tolist()

@@ -5,7 +5,6 @@ reconstruction verified against the model."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 import skops.io
 from sklearn.datasets import load_breast_cancer, load_diabetes
@@ -132,16 +131,6 @@ def test_weights_subsamples_and_other_losses_are_refused(cancer) -> None:
     for estimator, fit, message in cases:
         with pytest.raises(UnsupportedModelError, match=message):
             from_sklearn(estimator.fit(X, y, **fit))
-
-
-def test_categorical_splits_are_refused_naming_the_feature() -> None:
-    rng = np.random.default_rng(0)
-    frame = pd.DataFrame({"colour": pd.Categorical(rng.integers(0, 5, 300)),
-                          "size": rng.normal(size=300)})
-    y = (frame["colour"].isin([1, 3]) ^ (frame["size"] > 1)).astype(int)
-    fitted = HistGradientBoostingClassifier(max_iter=3).fit(frame, y)
-    with pytest.raises(UnsupportedModelError, match="feature 'colour' as a category"):
-        from_sklearn(fitted)
 
 
 def test_a_custom_start_is_refused(cancer, tmp_path) -> None:

@@ -486,6 +486,8 @@ def _tree_record(state: dict[str, Any]) -> SimpleNamespace:
         n_node_samples=nodes["n_node_samples"],
         weighted_n_node_samples=nodes["weighted_n_node_samples"],
         impurity=nodes["impurity"], value=state["values"][:n_nodes],
+        **({"missing_go_to_left": nodes["missing_go_to_left"]}
+           if "missing_go_to_left" in nodes.dtype.names else {}),
     )
 
 

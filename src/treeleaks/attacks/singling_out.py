@@ -131,12 +131,19 @@ class SinglingOut:
 
 
 def node_counts(tree: Tree) -> np.ndarray:
-    """``(n_nodes, n_columns)``: every node's counts, the sums of its leaves'."""
+    """``(n_nodes, n_columns)``: every node's counts, the sums of its leaves'.
+
+    A node that holds only some paths of a leaf (`Tree.whole_nodes`) holds an unknown
+    share of its rows: its counts are -1, which no predicate takes for one row.
+    """
     counts = np.zeros((len(tree.feature), tree.counts.shape[1]), dtype=np.int64)
     leaves = np.flatnonzero(tree.feature < 0)
-    counts[leaves] = tree.counts[tree.leaf_of_node[leaves]]
+    # each leaf counted once, at its first path: a whole node holds all its paths
+    _, first = np.unique(tree.leaf_of_node[leaves], return_index=True)
+    counts[leaves[first]] = tree.counts[tree.leaf_of_node[leaves[first]]]
     for node in reversed(tree.internal_nodes()):
         counts[node] = counts[tree.left[node]] + counts[tree.right[node]]
+    counts[~tree.whole_nodes()] = -1
     return counts
 
 
@@ -164,7 +171,7 @@ def tree_predicates(model: ReleasedModel, index: int) -> list[Predicate]:
     lower, upper = tree.node_boxes(model.n_features)
     if model.is_regression:
         rows = tree.n_samples if tree.n_samples is not None else tree.counts[:, 0]
-        leaves = np.flatnonzero(tree.feature < 0)
+        leaves = np.flatnonzero((tree.feature < 0) & tree.whole_nodes())
         hits = [(int(n), 0) for n in leaves if rows[tree.leaf_of_node[n]] == 1]
     else:
         counts = node_counts(tree)

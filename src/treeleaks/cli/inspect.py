@@ -96,6 +96,8 @@ def _inspect_table(path: Path, model: ReleasedModel) -> Table:
         table.add_row("Classes", escape(", ".join(map(str, model.classes))))
     table.add_row("Label column", escape(model.label_name))
     names = model.feature_names
+    if model.inputs is not None:  # the table's columns, read as the features below
+        table.add_row("Columns", escape(model.inputs.summary()))
     table.add_row("Features", escape(f"{len(names)}: {', '.join(names[:8])}"
                                      f"{', ...' if len(names) > 8 else ''}"))
     unsplit = sum(t.size == 0 for t in model.thresholds())

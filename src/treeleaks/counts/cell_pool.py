@@ -102,4 +102,4 @@ class CellPool:
         cell's leaves), every class allowed."""
         leaves = self.leaves if which is None else self.leaves[which]
         allowed = np.ones((len(leaves), self.n_classes), dtype=bool)
-        return Cells(*cell_boxes(self.model, leaves), allowed, leaves.astype(np.int32))
+        return Cells(*cell_boxes(self.model, leaves, self.schema), allowed, leaves.astype(np.int32))

@@ -171,10 +171,19 @@ def enumerate_cells(
     return Cells(lower, upper, allowed, leaf)
 
 
-def cell_boxes(model: ReleasedModel, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def cell_boxes(model: ReleasedModel, leaves: np.ndarray, schema: FeatureSchema | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
     """The boxes ``(lower, upper)`` of cells given by their leaf in every tree (one row of
-    ``leaves`` each): the intersection of those leaves' boxes."""
+    ``leaves`` each): the intersection of those leaves' boxes.
+
+    A model with leaves reached by several paths (`Tree.aliased`) gives each cell the
+    first box, path by path, that every tree's leaf holds and ``schema`` allows.
+    """
     m = model.n_features
+    if any(tree.aliased for tree in model.trees):
+        boxes = [_path_cell_box(model, row, schema) for row in leaves]
+        return (np.array([b[0] for b in boxes]).reshape(-1, m),
+                np.array([b[1] for b in boxes]).reshape(-1, m))
     lower = np.full((len(leaves), m), -np.inf)
     upper = np.full((len(leaves), m), np.inf)
     for t, tree in enumerate(model.trees):
@@ -182,6 +191,38 @@ def cell_boxes(model: ReleasedModel, leaves: np.ndarray) -> tuple[np.ndarray, np
         np.maximum(lower, leaf_lower[leaves[:, t]], out=lower)
         np.minimum(upper, leaf_upper[leaves[:, t]], out=upper)
     return lower, upper
+
+
+MAX_PATH_BOXES = 512  # boxes kept while a cell's paths are intersected tree by tree
+
+
+def _path_cell_box(model: ReleasedModel, leaves: np.ndarray, schema: FeatureSchema | None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """One box of the cell in ``leaves``: its trees' paths intersected, those left empty
+    or outside the schema dropped (an empty box when none is left)."""
+    m = model.n_features
+    lower, upper = np.full((1, m), -np.inf), np.full((1, m), np.inf)
+    for t, tree in enumerate(model.trees):
+        path_lower, path_upper, leaf_of_path = _paths_of(tree, m)
+        mine = np.flatnonzero(leaf_of_path == leaves[t])
+        lower = np.maximum(lower[:, None], path_lower[mine][None]).reshape(-1, m)
+        upper = np.minimum(upper[:, None], path_upper[mine][None]).reshape(-1, m)
+        keep = (lower < upper).all(axis=1)
+        if schema is not None:
+            keep &= schema.feasible(lower, upper)
+        if not keep.any():
+            return lower[0], upper[0]
+        lower, upper = lower[keep][:MAX_PATH_BOXES], upper[keep][:MAX_PATH_BOXES]
+    return lower[0], upper[0]
+
+
+def _paths_of(tree: Tree, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`Tree.path_boxes`, computed once per tree."""
+    cached = getattr(tree, "_path_boxes", None)
+    if cached is None or cached[0].shape[1] != m:
+        cached = tree.path_boxes(m)
+        tree._path_boxes = cached  # type: ignore[attr-defined]
+    return cached
 
 
 def node_presence(tree: Tree, leaf_presence: np.ndarray) -> np.ndarray:

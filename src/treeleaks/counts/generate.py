@@ -195,7 +195,7 @@ class ColumnPool:
         unique, cell_of = np.unique(leaves, axis=0, return_inverse=True)
         allowed = np.zeros((len(unique), self.n_classes), dtype=bool)
         allowed[cell_of.ravel(), np.array(self.cls, dtype=np.int64)] = True
-        return (Cells(*cell_boxes(self.model, unique), allowed, unique.astype(np.int32)),
+        return (Cells(*cell_boxes(self.model, unique, schema), allowed, unique.astype(np.int32)),
                 cell_of.ravel())
 
 

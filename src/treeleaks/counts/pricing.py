@@ -54,16 +54,23 @@ class Pricer:
                        else np.flatnonzero(tree.holds()[:, cls]))
             if not allowed.size:
                 self.feasible = False
-            node_of_leaf = np.empty(tree.n_leaves, dtype=np.int64)
             leaf_nodes = np.flatnonzero(tree.feature < 0)
-            node_of_leaf[tree.leaf_of_node[leaf_nodes]] = leaf_nodes
             paths = _paths(tree)
             vars_ = []
             for leaf in allowed:
                 y = self.cp.new_bool_var("")
-                for node, go_left in paths[node_of_leaf[leaf]]:
-                    lit = split.literal(int(tree.feature[node]), float(tree.threshold[node]))
-                    self.cp.add_implication(y, lit if go_left else ~lit)
+                nodes = leaf_nodes[tree.leaf_of_node[leaf_nodes] == leaf]
+                # a leaf reached by several paths (`Tree.aliased`) holds a point on one
+                ways = [y] if nodes.size == 1 else [self.cp.new_bool_var("") for _ in nodes]
+                if nodes.size > 1:
+                    self.cp.add_bool_or([~y, *ways])
+                    for way in ways:
+                        self.cp.add_implication(way, y)
+                for way, end in zip(ways, nodes):
+                    for node, go_left in paths[int(end)]:
+                        lit = split.literal(int(tree.feature[node]),
+                                            float(tree.threshold[node]))
+                        self.cp.add_implication(way, lit if go_left else ~lit)
                 vars_.append(y)
             self.cp.add_exactly_one(vars_)
             self.leaf_vars.append(np.array(vars_, dtype=object))

@@ -45,6 +45,7 @@ from treeleaks.defences.strip_check import (
 )
 from treeleaks.defences.strip_rounding import round_leaf_values
 from treeleaks.defences.strip_sklearn import kept_fields, strip_estimator
+from treeleaks.defences.strip_tables import TableInputs, table_inputs
 from treeleaks.defences.strip_thresholds import move_thresholds
 from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
 
@@ -114,6 +115,7 @@ class _Plan:
     tolerance: float = 0.0
     changes: list[str] = field(default_factory=list)
     metric: str | None = None
+    table: TableInputs | None = None  # a histogram booster's inputs: gaps, categories
     kept: list[str] = field(default_factory=list)
 
 
@@ -147,6 +149,10 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
                         "to the lower of the two (where both split it alike)")
     else:
         compared.append(f"{exact} on {n_random:,} random inputs around the thresholds")
+    if plan.table is not None:
+        probes = plan.table.probes(probes)
+        compared[-1] += (", gaps included" + (" and categories (seen, gaps, unseen)"
+                                              if plan.table.categories else ""))
     inputs.append((probes, "random inputs"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # feature names, NaN importances: not our concern
@@ -193,11 +199,29 @@ def _matrix(rows: Any, names: list[str] | None, n_features: int) -> np.ndarray:
     return matrix
 
 
+def _columns(rows: Any, names: list[str] | None) -> Any:
+    """The custodian's rows as a model fitted on a table reads them: its columns, by name."""
+    missing = [n for n in names or [] if n not in getattr(rows, "columns", [])]
+    if names is None or missing:
+        raise StripError(f"the rows to check on lack the model's column(s) "
+                         f"{', '.join(map(repr, missing[:5]))}; give the training data "
+                         "with its label column named by --label")
+    return rows[names]
+
+
 def _sklearn(estimator: Any, file_format: str, rows: Any, options: StripOptions
              ) -> tuple[_Plan, np.ndarray | None]:
     stripped, removed = strip_estimator(estimator)
-    names, thresholds = _names(estimator), _sklearn_thresholds(estimator)
-    matrix = None if rows is None else _matrix(rows, names, len(thresholds))
+    table = table_inputs(estimator)
+    names, thresholds = _names(estimator), _sklearn_thresholds(estimator, table)
+    if table is not None and table.categories:
+        if options.thresholds is not None:
+            raise UnsupportedModelError(
+                "--thresholds moves numeric splits only; this model also splits categories "
+                "(categorical_features): drop --thresholds")
+        matrix = None if rows is None else _columns(rows, names)
+    else:
+        matrix = None if rows is None else _matrix(rows, names, len(thresholds))
     changes: list[str] = []
     moves: dict[int, list[tuple[float, float]]] = {}
     tolerance = 0.0
@@ -214,7 +238,7 @@ def _sklearn(estimator: Any, file_format: str, rows: Any, options: StripOptions
                  lambda content: _sklearn_outputs(load(content)), f"scikit-learn ({file_format})",
                  thresholds, names, moves, not hasattr(estimator, "_predictors"), tolerance,
                  changes, "R²" if "Regressor" in type(estimator).__name__ else "accuracy",
-                 kept_fields(estimator))
+                 table, kept_fields(estimator))
     return plan, matrix
 
 
@@ -227,15 +251,18 @@ def _sklearn_outputs(estimator: Any) -> _Predictor:
     return predict
 
 
-def _sklearn_thresholds(estimator: Any) -> list[np.ndarray]:
-    """Each feature's split thresholds over every tree (trees or histogram predictors)."""
+def _sklearn_thresholds(estimator: Any, table: TableInputs | None = None
+                        ) -> list[np.ndarray]:
+    """Each input column's numeric split thresholds over every tree (trees or histogram
+    predictors, whose features ``table`` places among the input columns)."""
     pairs: list[tuple[np.ndarray, np.ndarray]] = []
-    if hasattr(estimator, "_predictors"):
+    if table is not None:
         for per_round in estimator._predictors:
             for predictor in per_round:
-                inner = predictor.nodes["is_leaf"] == 0
-                pairs.append((predictor.nodes["feature_idx"][inner],
-                              predictor.nodes["num_threshold"][inner]))
+                nodes = predictor.nodes
+                inner = (nodes["is_leaf"] == 0) & (nodes["is_categorical"] == 0)
+                pairs.append((table.column_of[nodes["feature_idx"][inner]],
+                              nodes["num_threshold"][inner]))
     else:
         members = np.asarray(getattr(estimator, "estimators_", [estimator])).ravel()
         for member in members:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from treeleaks.frontends.hist_routing import hist_routing, routed_columns
 from treeleaks.frontends.sklearn_boosting import (
     BOOSTERS,
     REGRESSION_BOOSTERS,
@@ -28,6 +29,7 @@ from treeleaks.frontends.sklearn_extras import sklearn_extras, with_extras
 from treeleaks.frontends.sklearn_multiclass import multiclass_booster_model
 from treeleaks.frontends.stored import sklearn_booster_fields, sklearn_tree_fields
 from treeleaks.frontends.stripped import Stripped, counts_removed, structure_only
+from treeleaks.frontends.tree_routing import gap_layout, spelled
 from treeleaks.ir.description import ModelKind, describe
 from treeleaks.ir.model import ReleasedModel, Tree
 from treeleaks.runtime.errors import UnsupportedModelError
@@ -96,7 +98,7 @@ def from_sklearn(
         model = booster_regression_model(estimator, names, label_name)
     else:
         model = _tree_model(estimator, kind, names, label_name, regression)
-    return with_extras(model, estimator)
+    return with_extras(model, estimator, names)
 
 
 def _check_estimator(estimator: Any, kind: str, regression: bool,
@@ -155,6 +157,11 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
                                  getattr(estimator, "criterion", "squared_error"))
                 if regression else _tree(member.tree_, index, kind, draws))
         trees.append(tree)
+    layout = gap_layout([m.tree_ for m in estimators], names)
+    if layout is not None:  # fitted on gaps: each gap split spelled out
+        trees = [spelled(tree, m.tree_, layout, index)
+                 for index, (tree, m) in enumerate(zip(trees, estimators))]
+        names = list(layout.names)
     facts: dict[str, Any] = {}
     if not kind.startswith("DecisionTree") and bootstrap:
         facts["max_samples"] = estimator.max_samples
@@ -170,6 +177,7 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
         bootstrap=bootstrap,
         source=f"sklearn.{kind}",
         facts=facts,
+        inputs=None if layout is None else layout.inputs(),
     )
     model.validate()
     model.description = describe(model, "scikit-learn", kind,
@@ -194,7 +202,8 @@ def _structure(estimator: Any, kind: str, names: list[str], label_name: str,
                regression: bool) -> ReleasedModel:
     """A stripped model's splits and leaf values, every count 0."""
     if hasattr(estimator, "_predictors"):
-        read = [predictor_tree(p.nodes, t, names) for t, per_round in
+        routing = hist_routing(estimator, names)
+        read = [predictor_tree(p, t, names, routing) for t, per_round in
                 enumerate(estimator._predictors) for p in per_round]
         nodes, values = [r[0] for r in read], read[0][2]
     else:
@@ -212,8 +221,11 @@ def _structure(estimator: Any, kind: str, names: list[str], label_name: str,
     fields += sklearn_extras(estimator, names)[0]
     about = Stripped("scikit-learn", kind, fields,
                      ModelKind.GRADIENT_BOOSTED if boosted else None, bootstrap)
-    return structure_only(nodes, classes, names, label_name, f"sklearn.{kind}", about,
-                          values if regression else None)
+    features, inputs = routed_columns(estimator, names)
+    model = structure_only(nodes, classes, features, label_name, f"sklearn.{kind}", about,
+                           values if regression else None)
+    model.inputs = inputs
+    return model
 
 
 def _free_name(wanted: str, taken: list[str]) -> str:

@@ -33,6 +33,7 @@ from treeleaks.frontends.boosting import (
     sum_rows,
     whole_positives,
 )
+from treeleaks.frontends.hist_routing import HistRouting, hist_routing, routed_columns
 from treeleaks.frontends.stored import sklearn_booster_fields
 from treeleaks.ir.description import describe
 from treeleaks.ir.model import LeafGradients, ReleasedModel, Tree
@@ -59,10 +60,12 @@ def booster_model(estimator: Any, names: list[str], label_name: str) -> Released
         _hist_gradient_boosting)
     nodes, rows, positives, gradients, facts = read(estimator, names)
     _same_rows(rows, kind)
-    model = ReleasedModel(booster_trees(nodes, rows, positives), classes, names,
+    features, inputs = routed_columns(estimator, names)
+    model = ReleasedModel(booster_trees(nodes, rows, positives), classes, features,
                           label_name=label_name, source=f"sklearn.{kind}", gradients=gradients,
                           facts={"objective": "log_loss",
-                                 "learning_rate": float(estimator.learning_rate), **facts})
+                                 "learning_rate": float(estimator.learning_rate), **facts},
+                          inputs=inputs)
     model.validate()
     model.description = describe(model, "scikit-learn", kind,
                                  sklearn_booster_fields(kind != "GradientBoostingClassifier",
@@ -124,7 +127,9 @@ def booster_regression_model(estimator: Any, names: list[str], label_name: str
     trees = [Tree(*shape, count[:, None].copy(), n_samples=count.copy(),
                   values=means if t == 0 else None)
              for t, (shape, count) in enumerate(zip(nodes, rows))]
-    model = ReleasedModel(trees, [], names, label_name=label_name, source=f"sklearn.{kind}",
+    features, inputs = routed_columns(estimator, names)
+    model = ReleasedModel(trees, [], features, label_name=label_name, inputs=inputs,
+                          source=f"sklearn.{kind}",
                           task="regression", gradients=gradients,
                           facts={"learning_rate": eta})
     model.validate()
@@ -236,14 +241,22 @@ def _hist_gradient_boosting(estimator: Any, names: list[str]) -> _Read:
 def _predictor_trees(estimator: Any, names: list[str]
                      ) -> tuple[list[Nodes], list[np.ndarray], list[np.ndarray]]:
     """Every histogram-boosting predictor's IR nodes, leaf row counts and leaf values."""
-    read = [predictor_tree(p.nodes, t, names) for t, (p,) in enumerate(estimator._predictors)]
+    routing = hist_routing(estimator, names)
+    read = [predictor_tree(p, t, names, routing) for t, (p,) in enumerate(estimator._predictors)]
     return [r[0] for r in read], [r[1] for r in read], [r[2] for r in read]
 
 
-def predictor_tree(table: np.ndarray, index: int, names: list[str]
-                    ) -> tuple[Nodes, np.ndarray, np.ndarray]:
-    """One histogram-boosting predictor's IR nodes, leaf row counts and leaf values."""
+def predictor_tree(predictor: Any, index: int, names: list[str],
+                   routing: HistRouting | None = None) -> tuple[Nodes, np.ndarray, np.ndarray]:
+    """One histogram-boosting predictor's IR nodes, leaf row counts and leaf values.
+
+    With ``routing`` (`hist_routing`), its gap and category splits spelled out.
+    """
+    table = predictor.nodes
     is_leaf = table["is_leaf"].astype(bool)
+    if routing is not None:
+        nodes, kept = routing.tree(predictor, table, index)
+        return nodes, table["count"][is_leaf][kept].astype(np.int64), table["value"][is_leaf][kept]
     feature = np.where(is_leaf, -1, table["feature_idx"].astype(np.int64))
     for node in np.flatnonzero(~is_leaf & table["is_categorical"].astype(bool)):
         name = names[feature[node]] if 0 <= feature[node] < len(names) else str(feature[node])

@@ -12,7 +12,9 @@ from typing import Any
 import numpy as np
 
 from treeleaks.frontends.bin_values import Reading, read_edges
+from treeleaks.frontends.hist_routing import hist_routing
 from treeleaks.ir.description import StoredField
+from treeleaks.ir.inputs import NumberColumn
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.revealed import RevealedValues
 
@@ -21,22 +23,36 @@ KEPT = "prediction needs it: strip keeps it"
 _SHOWN = 4  # column names shown per reading
 
 
-def with_extras(model: ReleasedModel, estimator: Any) -> ReleasedModel:
-    """``model`` (read from ``estimator``) with the fields beside its trees added to its
-    description and the training values they give away on `ReleasedModel.revealed`."""
-    fields, revealed = sklearn_extras(estimator, model.feature_names)
+def with_extras(model: ReleasedModel, estimator: Any, names: list[str]) -> ReleasedModel:
+    """``model`` (read from ``estimator``, whose columns are ``names``) with the fields
+    beside its trees added to its description and the training values they give away on
+    `ReleasedModel.revealed`, under the model's feature each column's values feed."""
+    fields, revealed = sklearn_extras(estimator, names)
     about = model.described()
     model.description = dataclasses.replace(about, fields=about.fields + tuple(fields))
-    if revealed:
-        model.revealed = revealed
+    features = {name: _feature_of(model, name) for name in revealed}
+    model.revealed = {features[name]: values for name, values in revealed.items()
+                      if features[name] is not None}
+    if model.revealed:
         model.validate()
     return model
 
 
+def _feature_of(model: ReleasedModel, column: str) -> int | None:
+    """The model feature holding a numeric column's values (through its input map)."""
+    if model.inputs is not None:
+        for mapped in model.inputs.columns:
+            if mapped.name == column:
+                return mapped.feature if isinstance(mapped, NumberColumn) else None
+    names = list(model.feature_names)
+    return names.index(column) if column in names else None
+
+
 def sklearn_extras(estimator: Any, names: list[str]
-                   ) -> tuple[list[StoredField], dict[int, RevealedValues]]:
-    """The fields beside the trees that ``estimator`` holds (each only when present and
-    not emptied), and the training values its bin edges give away, per column index."""
+                   ) -> tuple[list[StoredField], dict[str, RevealedValues]]:
+    """The fields beside the trees that ``estimator`` (columns ``names``) holds, each only
+    when present and not emptied, and the training values its bin edges give away, per
+    column name."""
     if hasattr(estimator, "_bin_mapper"):
         return _histogram_fields(estimator, names)
     fields = [StoredField(name, words) for name, words in _ROW_FIELDS.items()
@@ -85,9 +101,12 @@ def _gradient_boosting_fields(estimator: Any) -> list[StoredField]:
 
 
 def _histogram_fields(estimator: Any, names: list[str]
-                      ) -> tuple[list[StoredField], dict[int, RevealedValues]]:
+                      ) -> tuple[list[StoredField], dict[str, RevealedValues]]:
     """A histogram booster's bin edges, distinct counts, scores, start and seed."""
     mapper = estimator._bin_mapper
+    routing = hist_routing(estimator, names)  # categorical columns come first in the bins
+    column_of = np.arange(len(names)) if routing is None else routing.column_of
+    names = [names[int(j)] for j in column_of]  # each binned column's name
     contradicted = _contradicted(estimator)
     revealed = {j: r for j, r in revealed_values(mapper).items() if j not in contradicted}
     classifier = hasattr(estimator, "classes_")
@@ -110,19 +129,23 @@ def _histogram_fields(estimator: Any, names: list[str]
         fields.append(StoredField("_random_seed", "the seed that repeats the early-stopping "
                                   "split (with the rows: which were held out) and the "
                                   "feature draws"))
-    return fields, revealed
+    return fields, {names[j]: values for j, values in revealed.items()}
 
 
 def _contradicted(estimator: Any) -> set[int]:
     """The numerical columns some tree splits at a threshold that is not one of their bin
-    edges (every split of a fitted booster is at an edge)."""
+    edges (every split of a fitted booster is at an edge, but for +inf: all values one
+    way, the gaps the other)."""
     edges = estimator._bin_mapper.bin_thresholds_
     tables = [p.nodes for per_round in estimator._predictors for p in per_round]
     split = [(t["is_leaf"] == 0) & (t["is_categorical"] == 0) for t in tables]
     features = np.concatenate([t["feature_idx"][s] for t, s in zip(tables, split)])
     thresholds = np.concatenate([t["num_threshold"][s] for t, s in zip(tables, split)])
-    return {j for j in map(int, np.unique(features)) if j < len(edges) and np.size(edges[j])
-            and not np.isin(thresholds[features == j], edges[j]).all()}
+    at_edge = np.isinf(thresholds)
+    for j in map(int, np.unique(features)):
+        if j < len(edges):
+            at_edge[features == j] |= np.isin(thresholds[features == j], edges[j])
+    return {int(j) for j in np.unique(features[~at_edge]) if np.size(edges[j])}
 
 
 def _max_bins(mapper: Any) -> int:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from treeleaks.frontends.boosting import Nodes, float32_positives, no_sums, sum_rows
+from treeleaks.frontends.hist_routing import hist_routing, routed_columns
 from treeleaks.frontends.multiclass import (
     check_round,
     multiclass_facts,
@@ -59,7 +60,9 @@ def multiclass_booster_model(estimator: Any, names: list[str], label_name: str
     check_round(derived, int(rows[0].sum()), kind)
     facts = multiclass_facts(len(classes), len(nodes), objective="log_loss",
                              learning_rate=float(estimator.learning_rate), **more)
-    model = ReleasedModel(multiclass_trees(nodes, list(rows), derived), classes, names,
+    features, inputs = routed_columns(estimator, names)
+    model = ReleasedModel(multiclass_trees(nodes, list(rows), derived), classes, features,
+                          inputs=inputs,
                           label_name=label_name, source=f"sklearn.{kind}",
                           gradients=gradients, facts=facts)
     model.validate()
@@ -121,6 +124,7 @@ def _predictor_rounds(estimator: Any, names: list[str]
                       ) -> tuple[list[Nodes], list[np.ndarray], list[np.ndarray]]:
     """Every histogram-boosting predictor's IR nodes, leaf row counts and leaf values,
     round after round."""
-    read = [predictor_tree(p.nodes, t, names)
+    routing = hist_routing(estimator, names)
+    read = [predictor_tree(p, t, names, routing)
             for t, p in enumerate(p for round_ in estimator._predictors for p in round_)]
     return [r[0] for r in read], [r[1] for r in read], [r[2] for r in read]

@@ -40,7 +40,7 @@ def structure_only(nodes: list[Nodes], classes: list[Any], names: list[str],
     n_columns = max(1, len(classes))
     trees = []
     for index, shape in enumerate(nodes):
-        n_leaves = int((shape[4] >= 0).sum())
+        n_leaves = int(np.unique(shape[4][shape[4] >= 0]).size)  # leaves, not paths
         trees.append(Tree(*shape, np.zeros((n_leaves, n_columns), dtype=np.int64),
                           n_samples=np.zeros(n_leaves, dtype=np.int64),
                           values=first_values if index == 0 else None))

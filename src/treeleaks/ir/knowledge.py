@@ -182,13 +182,16 @@ class Knowledge:
         groups = [[j] for j in range(len(features))] if not self.linked else [
             list(range(len(features)))]
         for t, tree in enumerate(model.trees):
-            lower, upper = (bounds[:, index] for bounds in tree.leaf_boxes(model.n_features))
+            lower, upper, leaf_of_path = tree.path_boxes(model.n_features)
+            lower, upper = lower[:, index], upper[:, index]
             occupied = tree.counts > 0
             for group in groups:
-                inside = np.ones((tree.n_leaves, len(values)), dtype=bool)
+                on_path = np.ones((len(leaf_of_path), len(values)), dtype=bool)
                 for j in group:
-                    inside &= (lower[:, j, None] < values[None, :, j]) & (
+                    on_path &= (lower[:, j, None] < values[None, :, j]) & (
                         values[None, :, j] <= upper[:, j, None])
+                inside = np.zeros((tree.n_leaves, len(values)), dtype=bool)
+                np.logical_or.at(inside, leaf_of_path, on_path)  # a leaf: any of its paths
                 holds = occupied[:, cls] if cls is not None else occupied.any(axis=1)[:, None]
                 fits = (inside & holds).any(axis=0)
                 if model.bootstrap:  # linked, in training order: only trees that drew it

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from treeleaks.ir.description import ModelDescription, ModelKind, StoredField, describe
+from treeleaks.ir.inputs import InputMap
 from treeleaks.ir.json_files import FORMAT_VERSION, MAX_COUNT, read_json
 from treeleaks.ir.revealed import RevealedValues
 from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
@@ -106,8 +107,66 @@ class Tree:
             lower[self.right[node], f] = max(lower[node, f], t)
         return lower, upper
 
+    @property
+    def aliased(self) -> bool:
+        """Whether some leaf is reached by several paths.
+
+        A booster's gap or category split, spelled out over indicator features
+        (`treeleaks.frontends.gaps`), makes a leaf's region a union of boxes.
+        """
+        return int((self.feature < 0).sum()) > self.n_leaves
+
+    def path_boxes(self, n_features: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every path's box and leaf: ``(lower, upper, leaf)``, one row per leaf node.
+
+        A leaf's region is the union of its paths' boxes (one path unless `aliased`).
+        """
+        lower, upper = self.node_boxes(n_features)
+        leaf_nodes = np.flatnonzero(self.feature < 0)
+        return lower[leaf_nodes], upper[leaf_nodes], self.leaf_of_node[leaf_nodes]
+
+    def whole_nodes(self) -> np.ndarray:
+        """``(n_nodes,)``: whether every path of each leaf below a node lies below it.
+
+        The rows of such a node are exactly those of its leaves; in an `aliased` tree a
+        node that holds one path of a leaf but not another holds an unknown share of its
+        rows. Every node of a tree that is not aliased is whole.
+        """
+        if not self.aliased:
+            return np.ones(len(self.feature), dtype=bool)
+        order, stack = [], [0]  # depth-first: a subtree is the run of positions from its root
+        while stack:
+            node = stack.pop()
+            order.append(node)
+            if self.feature[node] >= 0:
+                stack.extend((self.right[node], self.left[node]))
+        position = np.empty(len(order), dtype=np.int64)
+        position[order] = np.arange(len(order))
+        is_leaf = self.feature < 0
+        first = np.full(self.n_leaves, len(order))
+        last = np.full(self.n_leaves, -1)
+        np.minimum.at(first, self.leaf_of_node[is_leaf], position[is_leaf])
+        np.maximum.at(last, self.leaf_of_node[is_leaf], position[is_leaf])
+        low, high, end = position.copy(), position.copy(), position.copy()
+        low[is_leaf] = first[self.leaf_of_node[is_leaf]]
+        high[is_leaf] = last[self.leaf_of_node[is_leaf]]
+        for node in reversed(order):
+            if not is_leaf[node]:
+                kids = [self.left[node], self.right[node]]
+                low[node], high[node] = min(low[k] for k in kids), max(high[k] for k in kids)
+                end[node] = max(end[k] for k in kids)
+        return (low >= position) & (high <= end)
+
     def leaf_boxes(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
-        """Each leaf's box ``(lower, upper)``, ``(n_leaves, n_features)``, in leaf order."""
+        """Each leaf's box ``(lower, upper)``, ``(n_leaves, n_features)``, in leaf order.
+
+        Refused for an `aliased` tree, whose leaves are unions of boxes (`path_boxes`).
+        """
+        if self.aliased:
+            raise UnsupportedModelError(
+                "the model routes gaps or categories, so some leaf is reached by several "
+                "paths and is not one box; this attack reads one box per leaf and does not "
+                "apply to such a model yet")
         lower, upper = self.node_boxes(n_features)
         leaf_nodes = np.flatnonzero(self.feature < 0)
         order = np.argsort(self.leaf_of_node[leaf_nodes])
@@ -228,7 +287,9 @@ class Tree:
             if len(getattr(self, name)) != n_nodes:
                 raise ModelFormatError(f"tree field {name!r} has a length other than 'feature'")
         is_leaf = self.feature < 0
-        self._check_leaf_arrays(int(is_leaf.sum()), n_classes)
+        # a leaf may be reached by several paths (`aliased`): count the leaves, not the nodes
+        n_leaves = int(np.unique(self.leaf_of_node[is_leaf]).size)
+        self._check_leaf_arrays(n_leaves, n_classes)
         self._check_nodes(is_leaf, n_features)
 
     def _check_leaf_arrays(self, n_leaves: int, n_classes: int) -> None:
@@ -260,13 +321,13 @@ class Tree:
 
         Its splits are finite and its leaves numbered in order.
         """
-        n_nodes, n_leaves = len(self.feature), int(is_leaf.sum())
-        if sorted(self.leaf_of_node[is_leaf].tolist()) != list(range(n_leaves)):
+        n_nodes, n_leaves = len(self.feature), self.n_leaves
+        if set(self.leaf_of_node[is_leaf].tolist()) != set(range(n_leaves)):
             raise ModelFormatError("tree 'leaf_of_node' must number the leaves 0..n_leaves-1")
         children = np.concatenate([self.left[~is_leaf], self.right[~is_leaf]])
         # Every node but the root is a child exactly once, and all are reached from the root.
         if sorted(children.tolist()) != list(range(1, n_nodes)) or (
-            len(self.internal_nodes()) != n_nodes - n_leaves
+            len(self.internal_nodes()) != n_nodes - int(is_leaf.sum())
         ):
             raise ModelFormatError("tree nodes must form one binary tree rooted at node 0")
         used = self.feature[~is_leaf]
@@ -389,6 +450,7 @@ class ReleasedModel:
     task: str = "classification"
     gradients: LeafGradients | None = None  # a booster's; not kept in the treeleaks JSON
     description: ModelDescription | None = None
+    inputs: InputMap | None = None  # the custodian's columns, when they are not the features
     revealed: dict[int, RevealedValues] = field(default_factory=dict)
 
     def described(self) -> ModelDescription:
@@ -418,6 +480,14 @@ class ReleasedModel:
         stripped.
         """
         return all(bool(tree.counts.any()) for tree in self.trees if tree.counted)
+
+    @property
+    def aliased(self) -> bool:
+        """Whether some tree has a leaf reached by several paths (`Tree.aliased`).
+
+        The row searches, which read one box per leaf, then stand aside for the cells.
+        """
+        return any(tree.aliased for tree in self.trees)
 
     @property
     def n_trees(self) -> int:

@@ -193,7 +193,9 @@ class FeatureSchema:
         (`cuts_zero_one`) is binary; an unsplit column is unknown; any other is numerical.
         A column split at several points inside (0, 1), such as a ratio, is numerical, and
         so is a two-valued column split elsewhere (a scaled flag, -0.04 and 0.05 cut at
-        0.003): calling either binary would fill values the data never held.
+        0.003): calling either binary would fill values the data never held. A model
+        with an input map (`treeleaks.ir.inputs`) adds what it says: its categories' and
+        gaps' indicators are binary, each categorical column's features a group.
 
         Parameters
         ----------
@@ -213,7 +215,15 @@ class FeatureSchema:
                 features[name] = FeatureSpec("binary", 0.0, 1.0)
             else:
                 features[name] = FeatureSpec("numerical")
-        return cls(features)
+        if model.inputs is None:
+            return cls(features)
+        # the model's own input map: its categories' and gaps' indicators are 0/1, and each
+        # categorical column's features a group
+        for name in model.inputs.binary():
+            features[name] = FeatureSpec("binary", 0.0, 1.0)
+        groups = model.inputs.groups()
+        return cls(features, [g for g, exactly in groups if exactly],
+                   [g for g, exactly in groups if not exactly])
 
     def completed(self, frame: pd.DataFrame) -> FeatureSchema:
         """Extend this schema over every column of ``frame``.
@@ -355,18 +365,20 @@ class FeatureSchema:
         says what is.
         """
         for t, tree in enumerate(model.trees):
-            lower, upper = tree.leaf_boxes(model.n_features)
-            occupied = tree.counts.sum(axis=1) > 0
-            bad = np.flatnonzero(occupied & ~self.feasible(lower, upper))
+            lower, upper, leaf_of_path = tree.path_boxes(model.n_features)
+            admits = np.zeros(tree.n_leaves, dtype=bool)
+            admits[leaf_of_path[self.feasible(lower, upper)]] = True
+            bad = np.flatnonzero((tree.counts.sum(axis=1) > 0) & ~admits)
             if not bad.size:
                 continue
             leaf, rows = bad[0], int(tree.counts[bad[0]].sum())
+            path = int(np.flatnonzero(leaf_of_path == leaf)[0])
             where = f"tree {t}, leaf {leaf} holds {rows} training row(s)"
-            if not (lower[leaf] < upper[leaf]).all():
+            if not (lower[path] < upper[path]).all():
                 raise ModelFormatError(f"{where} but its splits contradict each other, so no "
                                        "row can reach it; the model file is corrupt")
             raise SchemaError(f"{where} but the schema allows no row there: "
-                              f"{self._exclusion(lower[leaf], upper[leaf])}; fix the schema")
+                              f"{self._exclusion(lower[path], upper[path])}; fix the schema")
 
     def _exclusion(self, lower: np.ndarray, upper: np.ndarray) -> str:
         """Which column's domain (or which group) rules out the box ``lower < x <= upper``."""

@@ -38,9 +38,15 @@ class SuggestedGroup:
 
 
 def suggest_groups(model: ReleasedModel) -> list[SuggestedGroup]:
-    """Groups of binary columns sharing a name prefix that the model does not contradict."""
+    """Groups of binary columns sharing a name prefix that the model does not contradict.
+
+    Features the model's input map already explains (its categories' and gaps' 0/1
+    features, whose groups it states) are no candidates.
+    """
     kinds = FeatureSchema.infer(model).kind_array()
-    binary = [j for j in range(model.n_features) if kinds[j] == "binary"]
+    explained = set(model.inputs.binary()) if model.inputs is not None else set()
+    binary = [j for j in range(model.n_features)
+              if kinds[j] == "binary" and model.feature_names[j] not in explained]
     by_prefix = _by_prefix([model.feature_names[j] for j in binary])
     candidates = {p: np.array([binary[i] for i in members]) for p, members in by_prefix.items()}
     if not candidates:
@@ -86,8 +92,10 @@ def _leaf_facts(
     forced_one = dict.fromkeys(candidates, False)
     all_zero = dict.fromkeys(candidates, False)
     for tree in model.trees:
-        lower, upper = tree.leaf_boxes(model.n_features)
-        occupied = tree.counts.sum(axis=1) > 0
+        lower, upper, leaf = tree.path_boxes(model.n_features)
+        # a path holds rows when its leaf does and no other path shares them
+        whole = tree.whole_nodes()[tree.feature < 0]
+        occupied = (tree.counts.sum(axis=1) > 0)[leaf] & whole
         for prefix, cols in candidates.items():
             ones = (lower[occupied][:, cols] >= 0).sum(axis=1)
             zeros = (upper[occupied][:, cols] < 1).all(axis=1)

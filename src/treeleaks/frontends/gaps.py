@@ -1,0 +1,246 @@
+"""A booster's gaps and native categories, spelled out as splits the IR can hold.
+
+Boosters fitted on a real table route a missing value (a gap) left or right at each split,
+chosen split by split, and split a categorical column by a set of its categories. Neither is
+``x <= t`` on one axis. Each is rewritten over 0/1 features: a column with gaps gains a
+feature that is 1 exactly on a gap, a categorical column becomes one feature per category
+(and one for a gap when it may have them), exactly one of them 1. A split
+
+- ``x <= t``, gaps to the left, becomes ``gap <= 0.5``: on a gap, the left subtree; else
+  ``x <= t`` as before;
+- ``category in S`` becomes a chain ``is c1``, ``is c2``, ... over the smaller of S and the
+  categories left, each hit leading to its side's subtree.
+
+A subtree reached twice is copied, and every copy's leaves are the same leaves of the
+model (`treeleaks.ir.model.Tree.aliased`): their counts and values are the file's, and a
+leaf's region is the union of its copies' boxes. A copy knows what its path settled (a gap,
+or which categories remain), so later splits on that column are followed, not repeated, and
+copies stay small. The `InputMap` built beside says how the custodian's columns become these
+features, so rows are read and written in the table's own terms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from treeleaks.frontends.boosting import Nodes
+from treeleaks.ir.inputs import InputColumn, InputMap, NumberColumn, OneHotColumn
+from treeleaks.ir.model import ModelFormatError
+from treeleaks.runtime.errors import UnsupportedModelError
+
+GAP = -1  # the code of a gap among a categorical column's possible values
+MAX_NODES = 200_000  # nodes one tree may grow to once spelled out
+_SEPARATOR = "="
+
+
+@dataclass(frozen=True)
+class Column:
+    """One input column as a booster splits it.
+
+    ``categories`` lists a categorical column's categories by code (None: numeric);
+    ``gaps`` says whether its training rows may hold gaps.
+    """
+
+    name: str
+    categories: tuple[Any, ...] | None = None
+    gaps: bool = False
+
+
+@dataclass
+class RoutedTree:
+    """A booster's tree as its framework routes a row.
+
+    Per node: the split column (-1 at a leaf), the threshold of a numeric split (go left
+    when ``x <= threshold``), the children, the leaf index (-1 inside), whether a gap goes
+    left, and, for a categorical split, the category codes that go left.
+    """
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    leaf: np.ndarray
+    gap_left: np.ndarray
+    categories_left: list[frozenset[int] | None] = field(default_factory=list)
+
+    def category_split(self, node: int) -> frozenset[int] | None:
+        """The codes a categorical split sends left, None for a numeric split."""
+        return self.categories_left[node] if self.categories_left else None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each column's features sit among the model's."""
+
+    columns: tuple[Column, ...]
+    value: tuple[int, ...]  # a numeric column's feature (-1 for a categorical column)
+    gap: tuple[int, ...]  # its gap feature (-1: none)
+    hot: tuple[tuple[int, ...], ...]  # a categorical column's feature per code
+    names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, columns: list[Column]) -> Layout:
+        names: list[str] = []
+        value, gap, hot = [], [], []
+        for column in columns:
+            if column.categories is None:
+                value.append(len(names))
+                names.append(column.name)
+                gap.append(len(names) if column.gaps else -1)
+                if column.gaps:
+                    names.append(f"{column.name}{_SEPARATOR}(missing)")
+                hot.append(())
+            else:
+                value.append(-1)
+                hot.append(tuple(range(len(names), len(names) + len(column.categories))))
+                names += [f"{column.name}{_SEPARATOR}{c}" for c in column.categories]
+                gap.append(len(names) if column.gaps else -1)
+                if column.gaps:
+                    names.append(f"{column.name}{_SEPARATOR}(missing)")
+        return cls(tuple(columns), tuple(value), tuple(gap), tuple(hot), tuple(names))
+
+    @property
+    def spelled_out(self) -> bool:
+        """Whether any column needs more than its one numeric feature."""
+        return any(c.gaps or c.categories is not None for c in self.columns)
+
+    def inputs(self) -> InputMap:
+        """How the custodian's columns become these features."""
+        mapped: list[InputColumn] = []
+        for j, column in enumerate(self.columns):
+            if column.categories is None:
+                if column.gaps:
+                    mapped.append(NumberColumn(column.name, self.value[j], gap=self.gap[j]))
+                continue
+            features = self.hot[j] + ((self.gap[j],) if column.gaps else ())
+            categories = column.categories + ((np.nan,) if column.gaps else ())
+            mapped.append(OneHotColumn(column.name, features, categories))
+        return InputMap(tuple(mapped), self.names)
+
+    def possible(self, column: int) -> frozenset[int]:
+        """The codes a categorical column's row may hold before any split."""
+        codes = set(range(len(self.columns[column].categories or ())))
+        return frozenset(codes | ({GAP} if self.columns[column].gaps else set()))
+
+
+def spell_out(tree: RoutedTree, layout: Layout, n_leaves: int, index: int = 0
+              ) -> tuple[Nodes, np.ndarray]:
+    """The tree over the layout's features, and the original leaves it kept, in order.
+
+    A leaf no row can reach once gaps and categories are followed is dropped (its index is
+    missing from the second array); the caller keeps the per-leaf arrays of the others.
+    """
+    out = _Builder(tree, layout, index)
+    out.emit(0, {})
+    kept = np.unique(np.asarray(out.leaf)[np.asarray(out.feature) < 0])
+    renumber = np.full(n_leaves, -1, dtype=np.int64)
+    renumber[kept] = np.arange(kept.size)
+    feature = np.asarray(out.feature, dtype=np.int64)
+    leaf = np.where(feature < 0, renumber[np.maximum(np.asarray(out.leaf), 0)], -1)
+    nodes = (feature, np.asarray(out.threshold, dtype=np.float64),
+             np.asarray(out.left, dtype=np.int64), np.asarray(out.right, dtype=np.int64),
+             leaf.astype(np.int64))
+    return nodes, kept
+
+
+def check_unreached(kept: np.ndarray, rows: np.ndarray, index: int, fields: str) -> None:
+    """Refuse a tree whose leaf holds rows (``rows`` per original leaf) that no value, gap
+    or category can reach once the splits are followed: an edited or damaged file."""
+    lost = np.setdiff1d(np.flatnonzero(rows > 0), kept)
+    if lost.size:
+        leaf = int(lost[0])
+        raise ModelFormatError(
+            f"tree {index}, leaf {leaf} holds {int(rows[leaf])} training row(s) that no value, "
+            f"gap or category can reach: its splits ({fields}) contradict each other, so the "
+            "file was edited or is damaged")
+
+
+class _Builder:
+    """Grows the spelled-out tree node by node (children after their parent)."""
+
+    def __init__(self, tree: RoutedTree, layout: Layout, index: int) -> None:
+        self.tree, self.layout, self.index = tree, layout, index
+        self.feature: list[int] = []
+        self.threshold: list[float] = []
+        self.left: list[int] = []
+        self.right: list[int] = []
+        self.leaf: list[int] = []
+
+    def _node(self, feature: int, threshold: float, leaf: int = -1) -> int:
+        if len(self.feature) >= MAX_NODES:
+            raise UnsupportedModelError(
+                f"tree {self.index} grows past {MAX_NODES:,} nodes once its gap and category "
+                "splits are spelled out; treeleaks does not read a booster this large")
+        self.feature.append(feature)
+        self.threshold.append(threshold)
+        self.left.append(-1)
+        self.right.append(-1)
+        self.leaf.append(leaf)
+        return len(self.feature) - 1
+
+    def emit(self, node: int, settled: dict[int, Any]) -> int:
+        """The spelled-out subtree of ``node`` given what the path settled per column: a
+        numeric column's gap (True/False), a categorical column's possible codes."""
+        tree = self.tree
+        column = int(tree.feature[node])
+        if column < 0:
+            return self._node(-1, np.nan, int(tree.leaf[node]))
+        categories = tree.category_split(node)
+        if categories is None:
+            return self._numeric(node, column, settled)
+        return self._categorical(node, column, categories, settled)
+
+    def _numeric(self, node: int, column: int, settled: dict[int, Any]) -> int:
+        tree, layout = self.tree, self.layout
+        gap_side = int(tree.left[node] if tree.gap_left[node] else tree.right[node])
+        if layout.gap[column] < 0 or settled.get(column) is False:
+            return self._value_split(node, column, settled)
+        if settled.get(column) is True:
+            return self.emit(gap_side, settled)
+        here = self._node(layout.gap[column], 0.5)
+        self.left[here] = self._value_split(node, column, {**settled, column: False})
+        self.right[here] = self.emit(gap_side, {**settled, column: True})
+        return here
+
+    def _value_split(self, node: int, column: int, settled: dict[int, Any]) -> int:
+        tree = self.tree
+        threshold = float(tree.threshold[node])
+        if np.isinf(threshold):  # every value one way (scikit-learn: gaps alone the other)
+            return self.emit(int(tree.left[node] if threshold > 0 else tree.right[node]),
+                             settled)
+        here = self._node(self.layout.value[column], threshold)
+        self.left[here] = self.emit(int(tree.left[node]), settled)
+        self.right[here] = self.emit(int(tree.right[node]), settled)
+        return here
+
+    def _categorical(self, node: int, column: int, categories: frozenset[int],
+                     settled: dict[int, Any]) -> int:
+        tree, layout = self.tree, self.layout
+        possible = settled.get(column, layout.possible(column))
+        to_left = frozenset(c for c in possible if (
+            bool(tree.gap_left[node]) if c == GAP else c in categories))
+        to_right = possible - to_left
+        left, right = int(tree.left[node]), int(tree.right[node])
+        if not to_right or not to_left:
+            return self.emit(left if to_right == frozenset() else right,
+                             {**settled, column: possible})
+        # a chain over the smaller side: each of its codes leads to that side's subtree
+        chained, side, other, rest = ((to_left, left, right, to_right)
+                                      if len(to_left) <= len(to_right)
+                                      else (to_right, right, left, to_left))
+        codes = sorted(chained)
+        first = here = -1
+        for code in codes:
+            feature = layout.gap[column] if code == GAP else layout.hot[column][code]
+            test = self._node(feature, 0.5)
+            if here < 0:
+                first = test
+            else:
+                self.left[here] = test
+            self.right[test] = self.emit(side, {**settled, column: frozenset({code})})
+            here = test
+        self.left[here] = self.emit(other, {**settled, column: rest})
+        return first

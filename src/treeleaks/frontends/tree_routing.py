@@ -1,0 +1,61 @@
+"""How a scikit-learn tree or forest fitted on a table with gaps routes them.
+
+Since scikit-learn 1.4 a tree learns from rows with gaps: each node keeps
+``missing_go_to_left``. For a node whose rows held no gap it is set to the child with more
+rows (``n_node_samples``), so a split that sends gaps elsewhere shows that column held gaps
+in training; such a split's threshold may be infinite (every value left, the gaps right).
+The columns with gaps are spelled out by `treeleaks.frontends.gaps`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from treeleaks.frontends.gaps import Column, Layout, RoutedTree, check_unreached, spell_out
+from treeleaks.ir.model import Tree
+
+
+def gap_layout(sk_trees: list[Any], names: list[str]) -> Layout | None:
+    """The layout with a gap feature for each column some split shows held gaps, None when
+    no column did (or the trees keep no routing)."""
+    gaps = np.zeros(len(names), dtype=bool)
+    for sk_tree in sk_trees:
+        routing = getattr(sk_tree, "missing_go_to_left", None)
+        if routing is None:
+            return None
+        left, right = np.asarray(sk_tree.children_left), np.asarray(sk_tree.children_right)
+        inner = np.flatnonzero(left >= 0)
+        rows = np.asarray(sk_tree.n_node_samples)
+        odd = np.asarray(routing)[inner].astype(bool) != (rows[left[inner]] > rows[right[inner]])
+        gaps[np.asarray(sk_tree.feature)[inner[odd]]] = True
+    if not gaps.any():
+        return None
+    return Layout.of([Column(name, None, bool(gap)) for name, gap in zip(names, gaps)])
+
+
+def spelled(tree: Tree, sk_tree: Any, layout: Layout, index: int) -> Tree:
+    """``tree`` (read from ``sk_tree``, leaves in node order) with its gap splits spelled
+    out, its per-leaf arrays kept for the leaves a row can still reach."""
+    left = np.asarray(sk_tree.children_left, dtype=np.int64)
+    is_leaf = left < 0
+    leaf = np.full(len(left), -1, dtype=np.int64)
+    leaf[is_leaf] = np.arange(int(is_leaf.sum()))
+    routed = RoutedTree(
+        feature=np.where(is_leaf, -1, np.asarray(sk_tree.feature, dtype=np.int64)),
+        threshold=np.asarray(sk_tree.threshold, dtype=np.float64), left=left,
+        right=np.asarray(sk_tree.children_right, dtype=np.int64), leaf=leaf,
+        gap_left=np.asarray(sk_tree.missing_go_to_left).astype(bool))
+    nodes, kept = spell_out(routed, layout, int(is_leaf.sum()), index)
+    check_unreached(kept, np.asarray(sk_tree.n_node_samples)[is_leaf], index,
+                    "threshold and missing_go_to_left")
+
+    def kept_of(values: np.ndarray | None) -> np.ndarray | None:
+        return None if values is None else values[kept]
+
+    return dataclasses.replace(
+        tree, feature=nodes[0], threshold=nodes[1], left=nodes[2], right=nodes[3],
+        leaf_of_node=nodes[4], counts=tree.counts[kept], n_samples=kept_of(tree.n_samples),
+        values=kept_of(tree.values), impurity=kept_of(tree.impurity))

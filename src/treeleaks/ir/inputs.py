@@ -1,0 +1,241 @@
+"""The custodian's columns and the model features they become.
+
+A model fitted on a real table seldom sees that table's columns as they are: a pipeline's
+encoder spreads a text column over one 0/1 feature per category, an imputer fills gaps, and
+the readers of boosters turn a gap or a native categorical split into features the IR can
+split on (`treeleaks.frontends.gaps`). An `InputMap` records, column by column, how the
+custodian's values become the model's features, so their rows can be encoded to be scored
+and every result decoded back into the custodian's own columns: categories as their values,
+gaps as gaps. Columns it does not name are the model's features as they are.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+GAP = "gap"  # how a gap is shown where a value is expected (a CSV writes NaN as empty)
+
+
+@dataclass(frozen=True)
+class NumberColumn:
+    """A numeric column read by the model as one feature, a gap marked by a 0/1 feature.
+
+    ``gap`` is the index of the feature that is 1 exactly when the value is missing (a
+    pipeline's missing indicator, or the one a reader adds for a booster's gap routing);
+    the value feature then holds ``fill`` (an imputer's fill value) or any value. ``fill``
+    without ``gap``: gaps were filled and nothing tells a filled cell from a real one.
+    """
+
+    name: str
+    feature: int
+    gap: int | None = None
+    fill: float | None = None
+
+    @property
+    def features(self) -> tuple[int, ...]:
+        """The model's features this column feeds."""
+        return (self.feature,) if self.gap is None else (self.feature, self.gap)
+
+    def encode(self, values: np.ndarray) -> np.ndarray:
+        """``(n, len(features))``: the features of each value (NaN a gap)."""
+        values = np.asarray(values, dtype=np.float64)
+        missing = np.isnan(values)
+        filled = np.where(missing, 0.0 if self.fill is None else self.fill, values)
+        if self.gap is None:
+            return filled[:, None]
+        return np.column_stack([filled, missing.astype(np.float64)])
+
+    def decode(self, block: np.ndarray) -> np.ndarray:
+        """Each row's value from its features' values; NaN where the gap feature is 1."""
+        values = np.asarray(block[:, 0], dtype=np.float64)
+        if self.gap is None:
+            return values
+        return np.where(block[:, 1] > 0.5, np.nan, values)
+
+
+@dataclass(frozen=True)
+class OneHotColumn:
+    """A categorical column read as one 0/1 feature per category.
+
+    ``features[i]`` is 1 exactly when the value is ``categories[i]``. When every one is 0
+    the value is ``other``: a category the encoder dropped, or one it never saw (an
+    unknown value, `UNSEEN`); with ``exactly_one`` no row can be all 0. A gap is a category
+    like any other, written NaN.
+    """
+
+    name: str
+    features: tuple[int, ...]
+    categories: tuple[Any, ...]
+    exactly_one: bool = True
+    other: Any = None
+
+    def __post_init__(self) -> None:
+        if len(self.features) != len(self.categories):
+            raise ValueError(f"column {self.name!r}: {len(self.features)} features but "
+                             f"{len(self.categories)} categories")
+
+    def encode(self, values: np.ndarray) -> np.ndarray:
+        """``(n, K)`` 0/1: which category each value is (all 0 for any other)."""
+        out = np.zeros((len(values), len(self.categories)), dtype=np.float64)
+        for j, category in enumerate(self.categories):
+            out[:, j] = [_same(value, category) for value in values]
+        return out
+
+    def decode(self, block: np.ndarray) -> np.ndarray:
+        """Each row's category: the one whose feature is 1 (``other`` when none is; NaN when
+        none is and some feature is unknown, NaN)."""
+        out = np.empty(block.shape[0], dtype=object)
+        unknown = np.isnan(block).any(axis=1)
+        out[:] = [np.nan if open_ else self.other for open_ in unknown]
+        if block.shape[1]:
+            filled = np.nan_to_num(block, nan=0.0)
+            best = filled.argmax(axis=1)
+            hot = filled[np.arange(block.shape[0]), best] > 0.5
+            categories = np.empty(len(self.categories), dtype=object)
+            categories[:] = list(self.categories)
+            out[hot] = categories[best[hot]]
+        return out
+
+
+@dataclass(frozen=True)
+class CodedColumn:
+    """A categorical column read as one feature holding each category's code.
+
+    ``categories[c]`` is the category coded ``c`` (an ordinal encoder's order, or a
+    booster's own numbering); a value of no category is coded ``unknown`` when the encoder
+    gives it one.
+    """
+
+    name: str
+    feature: int
+    categories: tuple[Any, ...]
+    unknown: float | None = None
+
+    @property
+    def features(self) -> tuple[int, ...]:
+        """The model's features this column feeds."""
+        return (self.feature,)
+
+    def encode(self, values: np.ndarray) -> np.ndarray:
+        """``(n, 1)``: each value's code (``unknown``, or NaN, for any other)."""
+        missing = np.nan if self.unknown is None else self.unknown
+        codes = [next((c for c, category in enumerate(self.categories)
+                       if _same(value, category)), missing) for value in values]
+        return np.asarray(codes, dtype=np.float64)[:, None]
+
+    def decode(self, block: np.ndarray) -> np.ndarray:
+        """Each row's category, from its code rounded to the nearest category's."""
+        out = np.empty(block.shape[0], dtype=object)
+        codes = np.clip(np.rint(block[:, 0]), 0, len(self.categories) - 1).astype(np.int64)
+        out[:] = [self.categories[c] for c in codes]
+        return out
+
+
+InputColumn = NumberColumn | OneHotColumn | CodedColumn
+
+
+@dataclass(frozen=True)
+class InputMap:
+    """How each of the custodian's columns becomes the model's features.
+
+    ``columns`` name the custodian's columns in their order; ``feature_names`` are the
+    model's. A model feature no column feeds is passed through under its own name.
+    """
+
+    columns: tuple[InputColumn, ...]
+    feature_names: tuple[str, ...]
+    steps: tuple[str, ...] = field(default=())  # the steps read, for messages ("OneHotEncoder")
+
+    def __post_init__(self) -> None:
+        used = [f for column in self.columns for f in column.features]
+        if len(used) != len(set(used)) or any(
+                not 0 <= f < len(self.feature_names) for f in used):
+            raise ValueError("each model feature is fed by at most one column")
+
+    @property
+    def passed(self) -> list[int]:
+        """The model features no column feeds, each its own column."""
+        used = {f for column in self.columns for f in column.features}
+        return [f for f in range(len(self.feature_names)) if f not in used]
+
+    @property
+    def names(self) -> list[str]:
+        """The custodian's columns, those the map names then those passed through."""
+        return [c.name for c in self.columns] + [self.feature_names[f] for f in self.passed]
+
+    def encode(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The custodian's rows as the model's features (other columns, such as the label,
+        kept after them)."""
+        import pandas as pd
+
+        out = np.zeros((len(frame), len(self.feature_names)), dtype=np.float64)
+        for column in self.columns:
+            values = frame[column.name].to_numpy()
+            if isinstance(column, NumberColumn):
+                values = pd.to_numeric(frame[column.name], errors="raise").to_numpy(
+                    dtype=np.float64, na_value=np.nan)
+            out[:, list(column.features)] = column.encode(values)
+        for f in self.passed:
+            out[:, f] = pd.to_numeric(frame[self.feature_names[f]]).to_numpy(np.float64)
+        encoded = pd.DataFrame(out, columns=list(self.feature_names), index=frame.index)
+        fed = set(self.names)
+        rest = [c for c in frame.columns if c not in fed and c not in encoded.columns]
+        return pd.concat([encoded, frame[rest]], axis=1)
+
+    def decode(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """Rows over the model's features as the custodian's columns (other columns, such
+        as the label, kept after them)."""
+        import pandas as pd
+
+        features = rows[list(self.feature_names)].to_numpy(dtype=np.float64)
+        out: dict[str, Any] = {}
+        for column in self.columns:
+            out[column.name] = column.decode(features[:, list(column.features)])
+        for f in self.passed:
+            out[self.feature_names[f]] = features[:, f]
+        decoded = pd.DataFrame(out, index=rows.index)
+        rest = [c for c in rows.columns if c not in self.feature_names and c not in out]
+        return pd.concat([decoded, rows[rest]], axis=1)
+
+    def summary(self) -> str:
+        """The custodian's columns in a line: each with what it holds beyond a number."""
+        def about(column: InputColumn) -> str:
+            if isinstance(column, NumberColumn):
+                return column.name + (" (gaps)" if column.gap is not None else "")
+            known = [c for c in column.categories if not _is_gap(c)]
+            gaps = len(known) < len(column.categories)
+            return f"{column.name} ({len(known)} categories{', gaps' if gaps else ''})"
+        shown = [about(c) for c in self.columns] + [self.feature_names[f] for f in self.passed]
+        return f"{len(shown)}: {', '.join(shown)}"
+
+    def groups(self) -> list[tuple[list[str], bool]]:
+        """The one-hot groups of the model's features: per categorical column of two or
+        more features, their names and whether exactly one is 1."""
+        return [([self.feature_names[f] for f in c.features], c.exactly_one)
+                for c in self.columns if isinstance(c, OneHotColumn) and len(c.features) > 1]
+
+    def binary(self) -> list[str]:
+        """The model features that hold only 0 or 1 (categories' and gaps' indicators)."""
+        names = [self.feature_names[f] for c in self.columns if isinstance(c, OneHotColumn)
+                 for f in c.features]
+        return names + [self.feature_names[c.gap] for c in self.columns
+                        if isinstance(c, NumberColumn) and c.gap is not None]
+
+
+def _same(value: Any, category: Any) -> bool:
+    """Whether a table's value is a category (a gap matches a NaN category)."""
+    if _is_gap(value) or _is_gap(category):
+        return _is_gap(value) and _is_gap(category)
+    return bool(value == category)
+
+
+def _is_gap(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or (
+        type(value).__name__ in ("NAType", "NaTType"))
