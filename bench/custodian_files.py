@@ -18,7 +18,8 @@ Tables (they ship with Python packages; a missing one is skipped with a line):
 - ``weather``: vega_datasets' Seattle weather, 1,461 rows; the month as text, four
   measurements; label: a sunny day.
 
-    python bench/custodian_files.py --smoke             # one kind, one table, 20 s
+    python bench/custodian_files.py --smoke             # one kind, one table, 20 s (exit 1
+                                                        # unless it is read and gives rows)
     python bench/custodian_files.py --time-limit 60     # every kind on every table
 """
 
@@ -326,6 +327,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
     write_json(out, {"meta": meta, "runs": runs})
     print_table(runs, f"custodian files, time limit {time_limit:g} s  ->  {out}")
+    if args.smoke and not all(r.get("read") and r.get("n_rows") for r in runs):
+        print("smoke: the file was not read or gave no rows", file=sys.stderr)
+        return 1
     return 0
 
 

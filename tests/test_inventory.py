@@ -165,3 +165,20 @@ def test_values_follow_their_columns_through_gaps_and_categories() -> None:
     for column in ("age", "score"):
         expected = np.unique(frame[column].dropna().to_numpy())
         assert model.revealed[names.index(column)].values.tolist() == expected.tolist()
+
+
+def test_values_in_a_pipeline_stay_only_where_no_step_moved_them() -> None:
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from treeleaks.frontends.sklearn_pipeline import from_pipeline
+
+    frame, label = _table()
+    steps = ColumnTransformer([("scaled", StandardScaler(), ["age"])], remainder="passthrough",
+                              verbose_feature_names_out=False)
+    pipeline = Pipeline([("prep", steps), ("hgb", HistGradientBoostingClassifier(max_iter=5))])
+    model = from_pipeline(pipeline.fit(frame, label))
+    names = list(model.feature_names)
+    assert set(model.revealed) == {names.index("score")}
+    assert model.revealed[names.index("score")].values.tolist() == sorted(frame["score"].unique())

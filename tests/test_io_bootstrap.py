@@ -23,7 +23,8 @@ from sklearn.ensemble import (
 
 from treeleaks import from_sklearn
 from treeleaks.frontends.sklearn_draws import recorded_samples
-from treeleaks.io import _read_plain_skops, load_model, save_model
+from treeleaks.frontends.skops import read_plain_skops
+from treeleaks.io import load_model, save_model
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,7 @@ def test_direct_read_is_the_skops_model_draw_for_draw(
     X, y = data
     forest = kind(n_estimators=12, random_state=seed, **params).fit(X, y)
     path = save_model(forest, tmp_path / "forest.skops")
-    record = _read_plain_skops(path)
+    record = read_plain_skops(path)
     assert record is not None, "the archive went through skops"
     for drawn, expected in zip(record.estimators_samples_, forest.estimators_samples_,
                                strict=True):
@@ -73,7 +74,7 @@ def test_bootstrap_regressors_read_directly_too(
     X, y = data
     forest = kind(n_estimators=6, bootstrap=True, random_state=2).fit(X, X.f0 * 1.5 + y)
     path = save_model(forest, tmp_path / "forest.skops")
-    assert _read_plain_skops(path) is not None
+    assert read_plain_skops(path) is not None
     assert load_model(path, allow_regression=True).to_dict() == from_sklearn(
         skops_route(path), allow_regression=True).to_dict()
 
@@ -85,7 +86,7 @@ def test_a_forest_seeded_by_a_random_state_object_goes_through_skops(
     X, y = data
     forest = RandomForestClassifier(n_estimators=5, random_state=np.random.RandomState(4))
     path = save_model(forest.fit(X, y), tmp_path / "forest.skops")
-    assert _read_plain_skops(path) is None
+    assert read_plain_skops(path) is None
     assert load_model(path).to_dict() == from_sklearn(skops_route(path)).to_dict()
 
 
@@ -98,7 +99,7 @@ def test_records_whose_draws_only_scikit_learn_repeats_give_none(
     X, y = data
     path = save_model(RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y),
                       tmp_path / "forest.skops")
-    record = _read_plain_skops(path)
+    record = read_plain_skops(path)
     assert recorded_samples(record) is not None
     for name, value in change.items():
         setattr(record, name, value)
@@ -119,7 +120,7 @@ def test_a_tree_seed_out_of_range_goes_through_skops(
         for item in source.infolist():
             target.writestr(item, json.dumps(schema) if item.filename == "schema.json"
                             else source.read(item))
-    assert _read_plain_skops(edited) is None
+    assert read_plain_skops(edited) is None
 
 
 def test_reconstruct_of_a_bootstrap_forest_imports_no_heavy_library(

@@ -57,8 +57,11 @@ class Predicate:
             mask &= values <= cond.threshold if cond.op == "<=" else values > cond.threshold
         return mask
 
-    def text(self, label_name: str, binary: set[str]) -> str:
-        parts = [c.text(c.feature in binary) for c in self.conditions]
+    def text(self, label_name: str, binary: set[str], inputs: Any = None) -> str:
+        """Readable, in the custodian's words where ``inputs`` (a pipeline's `InputMap`)
+        says what a feature stands for."""
+        parts = [(inputs is not None and inputs.condition_text(c.feature, c.op, c.threshold))
+                 or c.text(c.feature in binary) for c in self.conditions]
         if self.label is not None:  # None: a tree that pools the classes (a booster's)
             parts.append(f"{label_name} = {self.label}")
         return " AND ".join(parts)

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
-from treeleaks.io import load_model
+from treeleaks.io import load_any, load_model
 from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.runtime.outputs import OutputError, check_outputs, write_outputs
 from treeleaks.runtime.paths import unreadable
@@ -162,6 +162,17 @@ def load(path: Path, trust_pickle: bool, allow_regression: bool = False,
         fail(describe(exc), EXIT_BAD_INPUT)
 
 
+def load_any_model(path: Path, trust_pickle: bool, allow_regression: bool = False,
+                   counts_removed_ok: bool = False) -> Any:
+    """A tree model (`ReleasedModel`) or, for a rule-list file, its ``RuleList``: for the
+    commands that read both (leak, inspect, audit). The registry tells them apart."""
+    try:
+        return load_any(path, trust_pickle=trust_pickle, allow_regression=allow_regression,
+                        counts_removed_ok=counts_removed_ok)
+    except (TreeleaksError, ValueError, OSError) as exc:
+        fail(describe(exc), EXIT_BAD_INPUT)
+
+
 def bound_schema(path: Path | None, model: ReleasedModel) -> FeatureSchema:
     """The schema file bound to the model's columns, or the one inferred from its splits."""
     from treeleaks.ir.schema import FeatureSchema
@@ -252,13 +263,39 @@ def checked_data(model: ReleasedModel, path: Path, label: str | None,
     from treeleaks.attacks.singling_out import split_data
     from treeleaks.ir.data_columns import as_model_columns
 
-    frame = as_model_columns(read_data(path, label), model.feature_names, label)
+    frame = read_data(path, label)
+    if model.inputs is not None:  # a pipeline's: the custodian's columns, encoded
+        frame = encoded_rows(model, frame, label, option)
+    else:
+        frame = as_model_columns(frame, model.feature_names, label)
     try:
         split_data(model, frame, label)
     except TreeleaksError as exc:
         fail(describe(exc) if option == "--data" else f"{option}: {describe(exc)}",
              EXIT_BAD_INPUT)
     return frame
+
+
+def encoded_rows(model: ReleasedModel, frame: pd.DataFrame, label: str | None,
+                 option: str = "--data") -> pd.DataFrame:
+    """The custodian's rows, in their own columns, as the model's features and the label: a
+    pipeline's model reads the columns its steps read (others are ignored, as the pipeline
+    ignores them). Refused in one line naming what is missing or unreadable."""
+    assert model.inputs is not None
+    names = model.inputs.names
+    missing = [c for c in names if c not in frame.columns]
+    if label is None or label not in frame.columns:
+        fail(f"{option}: the data have no label column {label!r}; name it with --label",
+             EXIT_BAD_INPUT)
+    if missing:
+        fail(f"{option}: the data lack the columns the pipeline reads: "
+             f"{', '.join(missing[:5])}; give the table the pipeline was fitted on (its "
+             f"columns {', '.join(names[:5])}...)", EXIT_BAD_INPUT)
+    try:
+        return model.inputs.encode(frame[[*names, label]])
+    except (ValueError, TypeError) as exc:
+        fail(f"{option}: the data's columns do not fit the pipeline's steps ({exc}); give "
+             "numbers where it scales or fills, as in its training table", EXIT_BAD_INPUT)
 
 
 def read_data(path: Path, label: str | None) -> pd.DataFrame:

@@ -26,6 +26,7 @@ from treeleaks.cli.app import (
     describe,
     fail,
     guard_outputs,
+    load_any_model,
     optional_positive_seconds,
     positive_seconds,
     write_all,
@@ -95,7 +96,7 @@ def audit_command(
     """Audit a model before release: run every attack that applies, print the verdict, and
     write report.html (self-contained) and report.json to --out. With --synthetic, audit a
     PrivBayes synthetic-data release of --data instead."""
-    from treeleaks.cli.leak import rule_list_or_none
+    from treeleaks.ir.model import ReleasedModel
     from treeleaks.report.collect import run_audit
     from treeleaks.report.html_report import render
     from treeleaks.report.json_report import ReportSchemaError, to_json
@@ -124,11 +125,14 @@ def audit_command(
     if epsilon is not None or anonymeter_python is not None:
         fail("--epsilon and --anonymeter-python are for --synthetic; a model's audit reads "
              "its budget from the model file", EXIT_BAD_INPUT)
-    rule_list = rule_list_or_none(model_path)
+    loaded = load_any_model(model_path, trust_pickle, allow_regression=True,
+                            counts_removed_ok=True)
+    rule_list = None if isinstance(loaded, ReleasedModel) else loaded
     if rule_list is not None:
         given = _rule_list_schema(rule_list, schema, data or population)
     else:
-        inp = _model_input(model_path, schema, data, label, population, budget, trust_pickle)
+        inp = _model_input(loaded, model_path, schema, data, label, population, budget,
+                           trust_pickle)
         inp.attack_budget = attack_budget
         inp.release_table = _release_table(release, model_path)
     _make_folder(out)
@@ -162,29 +166,19 @@ def _print_verdict(console: Console, model_path: Path, audit: Audit,
                        + (" (partial)" if audit.partial else ""), style="bold"), soft_wrap=True)
 
 
-def _model_input(model_path: Path, schema: Path | None, data: Path | None, label: str | None,
-                 population: Path | None, budget: float, trust_pickle: bool) -> AuditInput:
-    """Load and check every input as the separate commands do."""
+def _model_input(model: ReleasedModel, model_path: Path, schema: Path | None,
+                 data: Path | None, label: str | None, population: Path | None,
+                 budget: float, trust_pickle: bool) -> AuditInput:
+    """Check every input as the separate commands do (the model, regressors and stripped
+    files included: singling out and pruning read them, and what is left of a stripped file
+    is audited)."""
     from treeleaks.report.evidence import AuditInput
 
-    model = _load_any(model_path, trust_pickle)
     bound_schema(schema, model)  # refused here as the other commands refuse it
     frame = _checked_data(model, data, label) if data is not None else None
     rest = _checked_population(model, population, label, data) if population else None
     return AuditInput(model, model_path.name, _schema(schema),
                       _estimator(model_path, trust_pickle), frame, label, rest, budget)
-
-
-def _load_any(path: Path, trust_pickle: bool) -> ReleasedModel:
-    """The model in the IR, regressors included (singling out and pruning read them), and
-    a stripped file's structure (what is left of it is audited)."""
-    from treeleaks.io import load_model
-
-    try:
-        return load_model(path, trust_pickle=trust_pickle, allow_regression=True,
-                          counts_removed_ok=True)
-    except (TreeleaksError, ValueError, OSError) as exc:
-        fail(describe(exc), EXIT_BAD_INPUT)
 
 
 def _rule_list_schema(rule_list: Any, schema: Path | None, rows: Path | None) -> Any:

@@ -22,7 +22,7 @@ from treeleaks.cli.app import (
     bound_schema,
     fail,
     guard_outputs,
-    load,
+    load_any_model,
     write_all,
 )
 
@@ -50,20 +50,20 @@ def inspect(
 ) -> None:
     """Show what a model file exposes to anyone who holds it, and what rebuilding its
     training set would take."""
-    from treeleaks.cli.leak import rule_list_or_none
+    from treeleaks.ir.model import ReleasedModel
     from treeleaks.ir.schema_hints import schema_json, suggest_groups
 
     guard_outputs(model_path, schema, [suggest_schema] if suggest_schema is not None else [],
                   force)
-    rule_list = rule_list_or_none(model_path)
-    if rule_list is not None:  # audit reads rule lists: so does inspect
+    model = load_any_model(model_path, trust_pickle, allow_regression=True,
+                           counts_removed_ok=True)
+    if not isinstance(model, ReleasedModel):  # audit reads rule lists: so does inspect
         if suggest_schema is not None:
             fail("--suggest-schema reads a tree model's splits; a rule list's columns are "
                  "its conditions' (pass --schema to the commands that take one)",
                  EXIT_BAD_INPUT)
-        Console().print(_rule_list_table(model_path, rule_list))
+        Console().print(_rule_list_table(model_path, model))
         return
-    model = load(model_path, trust_pickle, allow_regression=True, counts_removed_ok=True)
     bound = bound_schema(schema, model)
     declared = {name for group in bound.one_hot_groups + bound.at_most_one_groups
                 for name in group}

@@ -23,9 +23,10 @@ from treeleaks.cli.app import (
     describe,
     fail,
     guard_outputs,
-    load,
+    load_any_model,
     write_all,
 )
+from treeleaks.ir.model import ReleasedModel
 from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.runtime.paths import unreadable
 
@@ -65,8 +66,8 @@ def leak_command(
 
     outputs = [p for p in (json_path, rows_path, domains_path) if p is not None]
     guard_outputs(model_path, schema, outputs, force)
-    rule_list = rule_list_or_none(model_path)
-    model = load(model_path, trust_pickle) if rule_list is None else None
+    loaded = load_any_model(model_path, trust_pickle)
+    rule_list, model = (None, loaded) if isinstance(loaded, ReleasedModel) else (loaded, None)
     if schema is not None and (problem := unreadable(schema, "schema file")):
         fail(problem, EXIT_BAD_INPUT)
     try:
@@ -102,24 +103,6 @@ def leak_command(
             tables = [table.assign(tree=t) for t, table in enumerate(tables)]
         files[domains_path] = pd.concat(tables).to_csv(index=False)
     write_all(files)
-
-
-def rule_list_or_none(path: Path) -> Any:
-    """The rule list in a ``.json`` file whose top-level keys say it is one, else None."""
-    from treeleaks.frontends.rule_list import RuleList, is_rule_list_json
-
-    if path.suffix.lower() != ".json" or not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None  # the model loader reports what is wrong with the file
-    if not is_rule_list_json(data):
-        return None
-    try:
-        return RuleList.from_dict(data)
-    except TreeleaksError as exc:
-        fail(str(exc), EXIT_BAD_INPUT)
 
 
 def _print(console: Console, part: Any, summary: Any, top: int, rule_list: Any) -> None:

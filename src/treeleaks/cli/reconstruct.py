@@ -204,10 +204,11 @@ def reconstruct_command(
     files, notes = {}, []
     label = " (partial: no complete reconstruction)" if partial else ""
     if out is not None:
-        files[out] = _integral(recon.rows).to_csv(index=False)
+        rows = recon.rows if model.inputs is None else model.inputs.decode(recon.rows)
+        files[out] = _integral(rows).to_csv(index=False)  # in the custodian's own columns
         notes.append(f"Wrote {len(recon.rows)} rows{label} to {out}")
     if details is not None:
-        files[details] = _details(recon).to_csv(index=False)
+        files[details] = _details(recon, model).to_csv(index=False)
         notes.append(f"Wrote per-row proofs and bounds{label} to {details}")
     if draws is not None:
         files[draws] = _draws(model, recon).to_csv(index=False)
@@ -288,11 +289,29 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
                       f"{s['numerical_width_mean']:.1%} of their range on average"
                       + "".join(f"; {share:.0%} within {limit}" for limit, share
                                 in within.items()))
+    if model.inputs is not None:
+        table.add_row("Columns", escape(_columns_note(model, recon)))
     if s["proof"]:
         table.add_row("Proofs", escape(s["proof"]))
     if s["message"]:
         table.add_row("Note", escape(s["message"]))
     return table
+
+
+def _columns_note(model: ReleasedModel, recon: Reconstruction) -> str:
+    """How a pipeline's rows come back: in the custodian's columns, and the cells an imputer
+    may have filled (its fill within the row's bounds, no indicator to tell)."""
+    assert model.inputs is not None
+    words = (f"{len(model.inputs.names)} of yours, decoded through the pipeline's steps "
+             f"({', '.join(model.inputs.steps)}): categories as their values, gaps empty")
+    if not recon.n_rows:
+        return words
+    maybe = model.inputs.maybe_filled(recon.lower, recon.upper)
+    if maybe.empty:
+        return words
+    counts = ", ".join(f"{name} {int(flags.sum())}" for name, flags in maybe.items())
+    return (f"{words}; values that may have been gaps the imputer filled (its fill within "
+            f"the row's bounds; --details marks them): {counts}")
 
 
 def _noisy_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
@@ -309,11 +328,12 @@ def _noisy_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def _details(recon: Reconstruction) -> pd.DataFrame:
+def _details(recon: Reconstruction, model: ReleasedModel) -> pd.DataFrame:
     """Per row: its training position where known (``row``), proven, proven_pattern, and
     each feature's free flag and bounds (and, for numerical and ordinal columns, the
     bounds' width as a share of the column's range); a regressor's target interval and
-    whether it is exact, where the attack gives one."""
+    whether it is exact, where the attack gives one; for a pipeline whose imputer filled
+    gaps unmarked, ``<column>:maybe_gap`` where the row's bounds hold the fill."""
     import pandas as pd
 
     parts = {"row": recon.training_positions(), "proven": recon.proven,
@@ -330,6 +350,9 @@ def _details(recon: Reconstruction) -> pd.DataFrame:
         low, high = bounds
         parts[f"{label}:lower"], parts[f"{label}:upper"] = low, high
         parts[f"{label}:exact"] = low == high
+    if model.inputs is not None and recon.n_rows:
+        for name, maybe in model.inputs.maybe_filled(recon.lower, recon.upper).items():
+            parts[f"{name}:maybe_gap"] = maybe.to_numpy()
     return pd.DataFrame(parts)
 
 

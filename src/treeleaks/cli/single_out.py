@@ -20,6 +20,7 @@ from treeleaks.cli.app import (
     TrustPickle,
     app,
     describe,
+    encoded_rows,
     fail,
     guard_outputs,
     read_data,
@@ -62,6 +63,8 @@ def single_out_command(
     guard_outputs(model_path, data, [json_path] if json_path is not None else [], force)
     model = _load_any(model_path, trust_pickle)
     frame = read_data(data, label) if data is not None else None
+    if frame is not None and model.inputs is not None:  # a pipeline's: its columns encoded
+        frame = encoded_rows(model, frame, label)
     if frame is not None and label not in model.feature_names:
         model.label_name = label  # predicates read "<label column> = <class>"
     if not (no_counts or model.counts_released or frame is not None):
@@ -79,7 +82,7 @@ def single_out_command(
     Console().print(_summary_table(model_path, model, result, exposure, tries, guessing))
     Console().print(_predicate_table(model, result, guessing))
     if json_path is not None:
-        write_all({json_path: json.dumps(_report(result, exposure, tries), indent=2)
+        write_all({json_path: json.dumps(_report(model, result, exposure, tries), indent=2)
                    + "\n"})
 
 
@@ -156,7 +159,8 @@ def _predicate_table(model: ReleasedModel, result: SinglingOut, guessing: bool) 
         table.add_column(column)
     for p in result.predicates[:SHOWN]:
         table.add_row("forest" if p.tree is None else str(p.tree), str(p.node),
-                      escape(p.text(model.label_name, binary)), "yes" if p.proven else "no",
+                      escape(p.text(model.label_name, binary,
+                                     model.inputs)), "yes" if p.proven else "no",
                       "-" if p.matches is None else escape(_short(p.matches)))
     return table
 
@@ -165,9 +169,13 @@ def _short(rows: list[int]) -> str:
     return ", ".join(map(str, rows[:5])) + (f", ... ({len(rows)})" if len(rows) > 5 else "")
 
 
-def _report(result: SinglingOut, exposure: Exposure | None,
+def _report(model: ReleasedModel, result: SinglingOut, exposure: Exposure | None,
             tries: dict[str, Any] | None) -> dict[str, Any]:
     out: dict[str, Any] = {**result.summary(), "tries_without_counts": tries}
+    if model.inputs is not None:  # a pipeline's: each predicate in the custodian's words
+        binary = set(result.binary_columns)
+        for written, p in zip(out["predicates"], result.predicates):
+            written["text"] = p.text(model.label_name, binary, model.inputs)
     if exposure is not None:
         out["exposure"] = {"n_rows": exposure.n_rows, "singled_out": exposure.singled_out,
                            "n_singled_out": len(exposure.singled_out),

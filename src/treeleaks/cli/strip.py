@@ -18,6 +18,7 @@ from treeleaks.cli.app import (
     TrustPickle,
     app,
     describe,
+    encoded_rows,
     fail,
     guard_outputs,
     positive_seconds,
@@ -88,9 +89,14 @@ def strip_command(
             fail(f"--label {label!r} is not a column of {data.name}", EXIT_BAD_INPUT)
         rows = frame.drop(columns=[label])
     try:
-        result = strip(_read(model_path, trust_pickle), _FORMAT_OF_SUFFIX[suffix], rows,
+        held = _read(model_path, trust_pickle)
+        released = None  # a pipeline's IR, to draw random rows in its columns
+        if type(held).__name__ == "Pipeline":
+            released = load_model(model_path, trust_pickle=trust_pickle,
+                                  allow_regression=True, counts_removed_ok=True)
+        result = strip(held, _FORMAT_OF_SUFFIX[suffix], rows,
                        labels=None if frame is None else frame[label],
-                       options=StripOptions(thresholds, round_values))
+                       options=StripOptions(thresholds, round_values), released=released)
     except (TreeleaksError, ValueError, OSError) as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
     write_all({out: result.content})
@@ -106,6 +112,8 @@ def strip_command(
         return
     console.print(_described(model_path, out, original, stripped))
     if measure:
+        if frame is not None and original.inputs is not None:  # a pipeline's: encoded
+            frame = encoded_rows(original, frame, label)
         console.print(_leak_table(model_path, out, original, stripped, frame, label,
                                   time_limit))
 

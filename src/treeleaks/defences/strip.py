@@ -43,6 +43,7 @@ from treeleaks.defences.strip_check import (
     probe_inputs,
     reloaded,
 )
+from treeleaks.defences.strip_pipeline import probe_rows, strip_pipeline
 from treeleaks.defences.strip_rounding import round_leaf_values
 from treeleaks.defences.strip_sklearn import kept_fields, strip_estimator
 from treeleaks.defences.strip_tables import TableInputs, table_inputs
@@ -92,7 +93,7 @@ class Stripped:
     changes: list[str] = field(default_factory=list)
     compared: list[str] = field(default_factory=list)
     score: Score | None = None
-    kept: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # the fields prediction reads, each a line
 
 
 @dataclass(frozen=True)
@@ -116,16 +117,20 @@ class _Plan:
     changes: list[str] = field(default_factory=list)
     metric: str | None = None
     table: TableInputs | None = None  # a histogram booster's inputs: gaps, categories
+    probe: Callable[[int], Any] | None = None  # random rows in a pipeline's own columns
+    probe_words: str = ""
     kept: list[str] = field(default_factory=list)
 
 
 def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RANDOM,
-          labels: Any = None, options: StripOptions = StripOptions()) -> Stripped:
+          labels: Any = None, options: StripOptions = StripOptions(),
+          released: Any = None) -> Stripped:
     """Strip ``model`` (what a file of ``file_format`` holds, one of `FORMATS`) and prove
     the result predicts as before (within ``options``) on ``rows`` (a data frame of the
-    model's feature columns, or an array; ``labels`` their labels, for the score) and on
-    ``n_random`` random inputs; raises `StripError`, `UnsupportedModelError` or
-    `StripCheckError` (nothing to write) with one line."""
+    model's feature columns, or an array; a pipeline's: a frame of its own columns;
+    ``labels`` their labels, for the score) and on ``n_random`` random inputs (a pipeline's
+    drawn in its columns from ``released``, the file's IR); raises `StripError`,
+    `UnsupportedModelError` or `StripCheckError` (nothing to write) with one line."""
     if file_format not in FORMATS:
         raise StripError(f"unknown format {file_format!r}; strip writes {', '.join(FORMATS)}")
     if options.thresholds not in (None, *THRESHOLD_CHOICES):
@@ -135,10 +140,13 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
         _refuse_options(options, "LightGBM" if file_format == "lightgbm" else "XGBoost")
         plan = {"lightgbm": _lightgbm, "xgboost": _xgboost}[file_format](model, file_format)
         matrix = None if rows is None else _matrix(rows, plan.names, len(plan.thresholds))
+    elif type(model).__name__ == "Pipeline":
+        plan, matrix = _pipeline(model, file_format, rows, options, released)
     else:
         plan, matrix = _sklearn(model, file_format, rows, options)
     stripped = reloaded(plan.load, plan.content, plan.framework)
-    probes = probe_inputs(plan.thresholds, n_random)
+    probes = probe_inputs(plan.thresholds, n_random) if plan.probe is None else plan.probe(
+        n_random)
     exact = "identical" if not plan.tolerance else f"within {plan.tolerance:.3g}"
     inputs = [] if matrix is None else [(matrix, "rows of --data")]
     compared = [] if matrix is None else [f"{exact} on the {len(matrix):,} rows of --data"]
@@ -148,7 +156,8 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
                         "each value that lay between a threshold's old and new place set "
                         "to the lower of the two (where both split it alike)")
     else:
-        compared.append(f"{exact} on {n_random:,} random inputs around the thresholds")
+        compared.append(f"{exact} on {n_random:,} random inputs around the thresholds"
+                        + plan.probe_words)
     if plan.table is not None:
         probes = plan.table.probes(probes)
         compared[-1] += (", gaps included" + (" and categories (seen, gaps, unseen)"
@@ -238,8 +247,52 @@ def _sklearn(estimator: Any, file_format: str, rows: Any, options: StripOptions
                  lambda content: _sklearn_outputs(load(content)), f"scikit-learn ({file_format})",
                  thresholds, names, moves, not hasattr(estimator, "_predictors"), tolerance,
                  changes, "R²" if "Regressor" in type(estimator).__name__ else "accuracy",
-                 table, kept_fields(estimator))
+                 table, kept=kept_fields(estimator))
     return plan, matrix
+
+
+def _pipeline(pipeline: Any, file_format: str, rows: Any, options: StripOptions,
+              released: Any) -> tuple[_Plan, Any]:
+    """A pipeline's stripping: its tree model's, its steps' unread statistics neutralised,
+    checked on the custodian's rows as they are and on random rows in their columns."""
+    if options.thresholds is not None or options.round_values is not None:
+        given = "--thresholds" if options.thresholds is not None else "--round-values"
+        raise UnsupportedModelError(
+            f"{given} edits a tree model's own file; a pipeline is stripped with its "
+            f"thresholds and leaf values as they are: drop {given}")
+    if released is None or released.inputs is None:
+        raise StripError("a pipeline is checked on random rows in its own columns: give its "
+                         "IR (released=treeleaks.load_model of the file)")
+    stripped, removed, kept = strip_pipeline(pipeline)
+    lines = [f"{', '.join(kept)}: the pipeline's steps read them to predict (inspect says "
+             "what each gives away)"] if kept else []
+    lines += kept_fields(pipeline.steps[-1][1])
+    dump, load = _SERIALISERS[file_format]
+    original = _sklearn_outputs(pipeline)
+    thresholds = released.thresholds()
+    unseen = _predicts_unseen(original, released.inputs, thresholds)
+    final = type(pipeline.steps[-1][1]).__name__
+    words = (" in your columns, gaps" + (" and categories the encoders never saw" if unseen
+                                         else "") + " included")
+    plan = _Plan(f"Pipeline ({final})", dump(stripped), removed, original,
+                 lambda content: _sklearn_outputs(load(content)),
+                 f"scikit-learn ({file_format})", thresholds, None,
+                 metric="R²" if "Regressor" in final else "accuracy",
+                 probe=lambda n: probe_rows(released.inputs, thresholds, n, unseen),
+                 probe_words=words, kept=lines)
+    return plan, rows
+
+
+def _predicts_unseen(original: _Predictor, inputs: Any, thresholds: list[np.ndarray]) -> bool:
+    """Whether the pipeline predicts rows with categories it never saw (an encoder that
+    raises on them, ``handle_unknown='error'``, does not)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            original(probe_rows(inputs, thresholds, 50, unseen=True))
+    except ValueError:
+        return False
+    return True
 
 
 def _sklearn_outputs(estimator: Any) -> _Predictor:

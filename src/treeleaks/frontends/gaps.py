@@ -21,6 +21,7 @@ features, so rows are read and written in the table's own terms.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,7 @@ import numpy as np
 
 from treeleaks.frontends.boosting import Nodes
 from treeleaks.ir.inputs import InputColumn, InputMap, NumberColumn, OneHotColumn
-from treeleaks.ir.model import ModelFormatError
+from treeleaks.ir.model import ModelFormatError, Tree
 from treeleaks.runtime.errors import UnsupportedModelError
 
 GAP = -1  # the code of a gap among a categorical column's possible values
@@ -244,3 +245,49 @@ class _Builder:
             here = test
         self.left[here] = self.emit(other, {**settled, column: rest})
         return first
+
+
+def spell_imputed(tree: Tree, imputed: dict[int, tuple[int, float]], names: tuple[str, ...],
+                  index: int = 0) -> Tree:
+    """``tree`` (over a pipeline's features) with its imputed gaps routed as the pipeline
+    routes them: ``imputed`` maps a value feature to its gap indicator and fill value.
+
+    The tree saw a gap as the fill with its indicator at 1, so a split on the value sends a
+    gap to the fill's side and a split on the indicator sends it right: spelled out over the
+    same features, a gap row's value no longer matters and every row the reconstruction
+    gives is one the pipeline can produce.
+    """
+    if not imputed or not np.isin(tree.feature, [*imputed, *(g for g, _ in imputed.values())]
+                                  ).any():
+        return tree
+    column_of_gap = {gap: value for value, (gap, _) in imputed.items()}
+    feature = tree.feature.copy()
+    threshold = tree.threshold.astype(np.float64).copy()
+    gap_left = np.zeros(len(feature), dtype=bool)
+    for node in np.flatnonzero(feature >= 0):
+        f = int(feature[node])
+        if f in imputed:
+            gap_left[node] = imputed[f][1] <= threshold[node]
+        elif f in column_of_gap:  # indicator <= t: every value left, a gap right
+            feature[node], threshold[node] = column_of_gap[f], np.inf
+    layout = Layout(
+        columns=tuple(Column(name, None, f in imputed) for f, name in enumerate(names)),
+        value=tuple(range(len(names))),
+        gap=tuple(imputed[f][0] if f in imputed else -1 for f in range(len(names))),
+        hot=((),) * len(names), names=names)
+    routed = RoutedTree(feature, threshold, tree.left, tree.right, tree.leaf_of_node,
+                        gap_left)
+    nodes, kept = spell_out(routed, layout, tree.n_leaves, index)
+    check_unreached(kept, tree.counts.sum(axis=1), index, "the imputer's fill and its splits")
+    return kept_leaves(tree, nodes, kept)
+
+
+def kept_leaves(tree: Tree, nodes: Nodes, kept: np.ndarray) -> Tree:
+    """``tree`` on ``nodes``, its per-leaf arrays kept for the leaves ``kept``."""
+    def of(values: np.ndarray | None) -> np.ndarray | None:
+        return None if values is None else values[kept]
+
+    return dataclasses.replace(
+        tree, feature=nodes[0], threshold=nodes[1], left=nodes[2], right=nodes[3],
+        leaf_of_node=nodes[4], counts=tree.counts[kept], n_samples=of(tree.n_samples),
+        values=of(tree.values), impurity=of(tree.impurity))

@@ -1,7 +1,8 @@
 """The boosters' readers for fitted objects, named as treelite names its loaders.
 
-``from_*`` takes an object in memory, ``load_*`` (`treeleaks.io`) a file. The older
-``read_lightgbm`` and ``read_xgboost`` take either and stay, as aliases.
+``from_*`` takes an object in memory, ``load_*`` (`treeleaks.io`, through the registry of
+readers) a file. ``read_lightgbm`` and ``read_xgboost`` are the frontends' implementation
+behind both (a path, a text or an object); they are not public entries.
 """
 
 from __future__ import annotations

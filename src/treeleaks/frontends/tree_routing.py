@@ -9,12 +9,18 @@ The columns with gaps are spelled out by `treeleaks.frontends.gaps`.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
 
-from treeleaks.frontends.gaps import Column, Layout, RoutedTree, check_unreached, spell_out
+from treeleaks.frontends.gaps import (
+    Column,
+    Layout,
+    RoutedTree,
+    check_unreached,
+    kept_leaves,
+    spell_out,
+)
 from treeleaks.ir.model import Tree
 
 
@@ -51,11 +57,4 @@ def spelled(tree: Tree, sk_tree: Any, layout: Layout, index: int) -> Tree:
     nodes, kept = spell_out(routed, layout, int(is_leaf.sum()), index)
     check_unreached(kept, np.asarray(sk_tree.n_node_samples)[is_leaf], index,
                     "threshold and missing_go_to_left")
-
-    def kept_of(values: np.ndarray | None) -> np.ndarray | None:
-        return None if values is None else values[kept]
-
-    return dataclasses.replace(
-        tree, feature=nodes[0], threshold=nodes[1], left=nodes[2], right=nodes[3],
-        leaf_of_node=nodes[4], counts=tree.counts[kept], n_samples=kept_of(tree.n_samples),
-        values=kept_of(tree.values), impurity=kept_of(tree.impurity))
+    return kept_leaves(tree, nodes, kept)

@@ -215,11 +215,53 @@ class InputMap:
         shown = [about(c) for c in self.columns] + [self.feature_names[f] for f in self.passed]
         return f"{len(shown)}: {', '.join(shown)}"
 
+    def maybe_filled(self, lower: pd.DataFrame, upper: pd.DataFrame) -> pd.DataFrame:
+        """Per column an imputer filled with no indicator: which rows' bounds on its feature
+        (``lower < x <= upper``, over the model's features) hold the fill, so the row's
+        value there may have been a gap."""
+        import pandas as pd
+
+        out = {}
+        for column in self.columns:
+            if isinstance(column, NumberColumn) and column.gap is None \
+                    and column.fill is not None:
+                name = self.feature_names[column.feature]
+                low, high = lower[name].to_numpy(), upper[name].to_numpy()
+                out[column.name] = (low < column.fill) & (column.fill <= high)
+        return pd.DataFrame(out, index=lower.index)
+
+    def condition_text(self, feature: str, op: str, threshold: float) -> str | None:
+        """A split ``feature op threshold`` in the custodian's words (``island = Biscoe``,
+        ``age is missing``, ``size in {S, M}``), or None where the feature is the column's
+        own value (its numbers are already in the column's units)."""
+        if feature not in self.feature_names:
+            return None
+        f = self.feature_names.index(feature)
+        above = op == ">"
+        for column in self.columns:
+            if isinstance(column, OneHotColumn) and f in column.features:
+                if not 0.0 <= threshold < 1.0:
+                    return None
+                category = column.categories[column.features.index(f)]
+                return f"{column.name} {'=' if above else '≠'} {_shown(category)}"
+            if isinstance(column, NumberColumn) and f == column.gap:
+                return f"{column.name} is {'' if above else 'not '}missing"
+            if isinstance(column, CodedColumn) and f == column.feature:
+                codes = [c for c in range(len(column.categories)) if (c > threshold) == above]
+                return (f"{column.name} in {{"
+                        + ", ".join(_shown(column.categories[c]) for c in codes) + "}")
+        return None
+
     def groups(self) -> list[tuple[list[str], bool]]:
         """The one-hot groups of the model's features: per categorical column of two or
         more features, their names and whether exactly one is 1."""
         return [([self.feature_names[f] for f in c.features], c.exactly_one)
                 for c in self.columns if isinstance(c, OneHotColumn) and len(c.features) > 1]
+
+    def coded(self) -> dict[str, int]:
+        """The model features that hold a category's code, each with its number of codes."""
+        return {self.feature_names[c.feature]: len(c.categories) for c in self.columns
+                if isinstance(c, CodedColumn)}
 
     def binary(self) -> list[str]:
         """The model features that hold only 0 or 1 (categories' and gaps' indicators)."""
@@ -239,3 +281,8 @@ def _same(value: Any, category: Any) -> bool:
 def _is_gap(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or (
         type(value).__name__ in ("NAType", "NaTType"))
+
+
+def _shown(category: Any) -> str:
+    """A category as a condition writes it (a gap as `GAP`)."""
+    return GAP if _is_gap(category) else str(category)

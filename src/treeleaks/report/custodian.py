@@ -101,5 +101,5 @@ def _singling_predicates(inp: AuditInput, ev: Evidence) -> dict[int, str]:
     guesses = ev.guesses.predicates if ev.guesses is not None else []
     for p in [*ev.singling.predicates, *guesses]:  # the model's predicates first
         if p.matches is not None and len(p.matches) == 1 and p.matches[0] not in out:
-            out[p.matches[0]] = p.text(inp.model.label_name, binary)
+            out[p.matches[0]] = p.text(inp.model.label_name, binary, inp.model.inputs)
     return out

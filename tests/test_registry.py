@@ -1,0 +1,138 @@
+"""One door for model files (issue 49, item 1): every format through one registry, the same
+checks after every reader (a regressor unasked, renamed features, the file named), rule lists
+told apart by the registry, and the commands that audit classifiers refusing every regressor
+alike."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_diabetes
+from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+from test_rule_list import PAPER
+from typer.testing import CliRunner
+
+import treeleaks
+from treeleaks.cli import app
+from treeleaks.frontends.registry import READERS, SUFFIXES, ModelFile, reader_for
+from treeleaks.frontends.rule_list import RuleList
+from treeleaks.io import load_any, load_model, save_model
+from treeleaks.ir.model import ModelFormatError
+from treeleaks.runtime.errors import UnsupportedModelError
+
+from conftest import one_line_error
+
+runner = CliRunner()
+X, Y = load_diabetes(return_X_y=True)
+X, Y = X[:80, :4], Y[:80]
+
+
+def _skops(tmp_path: Path) -> Path:
+    return save_model(RandomForestRegressor(n_estimators=3, random_state=0).fit(X, Y),
+                      tmp_path / "r.skops")
+
+
+def _lightgbm(tmp_path: Path) -> Path:
+    lightgbm = pytest.importorskip("lightgbm")
+    path = tmp_path / "r.txt"
+    lightgbm.LGBMRegressor(n_estimators=3, verbose=-1).fit(X, Y).booster_.save_model(str(path))
+    return path
+
+
+def _xgboost(suffix: str) -> Any:
+    def write(tmp_path: Path) -> Path:
+        xgboost = pytest.importorskip("xgboost")
+        path = tmp_path / f"r{suffix}"
+        xgboost.XGBRegressor(n_estimators=3).fit(X, Y).get_booster().save_model(str(path))
+        return path
+    return write
+
+
+REGRESSORS = {"skops": _skops, "lightgbm": _lightgbm, "xgboost-json": _xgboost(".json"),
+              "xgboost-ubj": _xgboost(".ubj")}
+
+
+@pytest.mark.parametrize("kind", REGRESSORS)
+def test_every_regressor_is_refused_alike_unless_asked(kind: str, tmp_path: Path) -> None:
+    path = REGRESSORS[kind](tmp_path)
+    with pytest.raises(UnsupportedModelError, match=rf"^{path.name} holds a .* regressor"):
+        load_model(path)
+    assert load_model(path, allow_regression=True).is_regression
+
+
+@pytest.mark.parametrize("kind", REGRESSORS)
+@pytest.mark.parametrize("command", ["worst-case", "leak"])
+def test_the_classifier_commands_refuse_every_regressor(kind: str, command: str,
+                                                        tmp_path: Path) -> None:
+    path = REGRESSORS[kind](tmp_path)
+    truth = tmp_path / "truth.csv"
+    truth.write_text("x0,label\n0,1\n")
+    extra = ["--truth", str(truth)] if command == "worst-case" else []
+    line = one_line_error(runner.invoke(app, [command, str(path), *extra]))
+    assert f"{path.name} holds a" in line and "regressor" in line
+
+
+@pytest.mark.parametrize("kind", REGRESSORS)
+def test_inspect_reads_every_regressor(kind: str, tmp_path: Path) -> None:
+    path = REGRESSORS[kind](tmp_path)
+    result = runner.invoke(app, ["inspect", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "regress" in result.stdout.lower()
+
+
+@pytest.mark.parametrize("kind", REGRESSORS)
+def test_feature_names_replace_the_files_in_every_format(kind: str, tmp_path: Path) -> None:
+    path = REGRESSORS[kind](tmp_path)
+    names = ["a", "b", "c", "label"]
+    model = load_model(path, allow_regression=True, feature_names=names)
+    assert model.feature_names == names and model.label_name not in names
+    with pytest.raises(treeleaks.TreeleaksError, match=rf"^{path.name}: 2 feature names"):
+        load_model(path, allow_regression=True, feature_names=["a", "b"])
+
+
+def test_a_rule_list_comes_through_the_registry_not_load_model(tmp_path: Path) -> None:
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps(PAPER))
+    assert isinstance(load_any(path), RuleList)
+    with pytest.raises(UnsupportedModelError, match=r"rules\.json is a rule list"):
+        load_model(path)
+    with pytest.raises(ModelFormatError, match="is a treeleaks rule-list file, not an XGBoost"):
+        treeleaks.load_xgboost(path)
+
+
+def test_a_broken_rule_list_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps({**PAPER, "rules": "none"}))
+    line = one_line_error(runner.invoke(app, ["inspect", str(path)]))
+    assert "rules.json" in line and "rule-list file" in line
+
+
+def test_json_is_sniffed_in_table_order(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    rows = rng.integers(0, 2, (30, 3))
+    path = tmp_path / "forest.json"
+    treeleaks.from_sklearn(RandomForestClassifier(n_estimators=2, random_state=0).fit(
+        rows, rows[:, 0])).to_json(path)
+    assert reader_for(ModelFile(path)).name == "treeleaks"
+    (tmp_path / "rules.json").write_text(json.dumps(PAPER))
+    assert reader_for(ModelFile(tmp_path / "rules.json")).name == "rule list"
+
+
+def test_the_table_names_every_suffix_once_and_each_shared_one_has_a_fallback() -> None:
+    assert len(SUFFIXES) == len(set(SUFFIXES))
+    for suffix in SUFFIXES:
+        sharing = [r for r in READERS if suffix in r.suffixes]
+        assert len(sharing) == 1 or sharing[-1].sniff is None, suffix
+    assert {s for r in READERS if r.runs_code for s in r.suffixes} == {
+        ".pkl", ".pickle", ".joblib"}
+
+
+def test_the_old_names_still_read(tmp_path: Path) -> None:
+    path = _lightgbm(tmp_path)
+    from treeleaks.frontends.lightgbm import read_lightgbm
+
+    assert treeleaks.load_lightgbm(path).n_trees == read_lightgbm(path).n_trees == 3
