@@ -48,7 +48,7 @@ from treeleaks.runtime.errors import UnsupportedModelError, UntrustedPickleError
 
 from conftest import one_line_error
 
-runner = CliRunner()
+runner = CliRunner(env={"COLUMNS": "400"})  # one table row a line
 SCALERS = [StandardScaler, MinMaxScaler, RobustScaler, MaxAbsScaler]
 
 
@@ -312,3 +312,33 @@ def test_data_without_the_pipelines_columns_is_one_line(files: dict[str, Path],
     line = one_line_error(runner.invoke(app, ["single-out", str(files["model"]), "--data",
                                               str(bad), "--label", "label"]))
     assert "lack the columns the pipeline reads: d" in line
+
+
+def test_an_ordinal_encoder_of_gaps_is_refused_by_name() -> None:
+    frame, label = table(3)
+    pipeline = make_pipeline(OrdinalEncoder(), DecisionTreeClassifier(random_state=0)).fit(
+        frame[["c"]], label)
+    with pytest.raises(UnsupportedModelError, match=r"OrdinalEncoder.*codes the gaps of 'c'"):
+        from_pipeline(pipeline)
+
+
+def test_inspect_lists_the_steps_and_what_each_statistic_gives_away(
+        files: dict[str, Path]) -> None:
+    result = runner.invoke(app, ["inspect", str(files["model"])])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "OneHotEncoder (c, d)" in text and "SimpleImputer (a, b)" in text
+    assert "every category seen in training" in text and "its training mean" in text
+
+
+def test_strip_keeps_what_the_steps_read_and_names_it(files: dict[str, Path],
+                                                     tmp_path: Path) -> None:
+    out = tmp_path / "s.skops"
+    result = runner.invoke(app, ["strip", str(files["model"]), "--out", str(out), "--data",
+                                 str(files["data"]), "--label", "label", "--no-measure"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "columntransformer/text.categories_" in text and "read them to predict" in text
+    assert "gaps and categories the encoders never saw included" in text
+    stripped = load_model(out, counts_removed_ok=True)
+    assert not stripped.counts_released and stripped.inputs.names == ["c", "d", "a", "b", "e"]

@@ -179,24 +179,19 @@ def _one_hot(name: str, step: Any, tracks: list[Track]) -> list[Track]:
 
 def _ordinal(name: str, step: Any, tracks: list[Track]) -> list[Track]:
     """One code track per column."""
-    out = []
-    missing = getattr(step, "encoded_missing_value", np.nan)
     unknown = step.unknown_value if step.handle_unknown == "use_encoded_value" else None
+    if unknown is not None and _is_gap(unknown):
+        raise refuse(name, step, "it codes unseen categories as NaN (not read yet)")
+    out = []
     for i, track in enumerate(tracks):
         _categorical(name, step, track)
-        categories = list(step.categories_[i])
-        gaps = [j for j, c in enumerate(categories) if _is_gap(c)]
-        if gaps and _is_gap(missing):
-            raise refuse(name, step, f"it codes the gaps of {track.column!r} as NaN, and a "
-                         "forest's routing of NaN is not read yet")
-        codes = tuple(categories)
-        if unknown is not None and _is_gap(unknown):
-            raise refuse(name, step, "it codes unseen categories as NaN (not read yet)")
-        if gaps:  # the gap's code is encoded_missing_value, not its position
+        categories = tuple(step.categories_[i])
+        if any(_is_gap(c) for c in categories):
             raise refuse(name, step, f"it codes the gaps of {track.column!r} as "
-                         f"{missing!r}, not as a category's position (not read yet)")
+                         f"{getattr(step, 'encoded_missing_value', np.nan)!r}, apart from the "
+                         "categories' codes (not read yet; a OneHotEncoder's gap is a category)")
         out.append(Track(track.column, "code", encoding=Encoding(
-            codes, unknown=None if unknown is None else float(unknown))))
+            categories, unknown=None if unknown is None else float(unknown))))
     return out
 
 

@@ -434,6 +434,10 @@ class ReleasedModel:
         A booster's leaf values as bounds on gradient sums; not kept in the treeleaks JSON.
     description : ModelDescription or None, default None
         What the file is and gives away, as its reader found it (`described` reads it).
+    inputs : InputMap or None, default None
+        How the custodian's columns become the features (a pipeline's steps, a model's
+        gaps and categories spelled out); None when the columns are the features. Not kept
+        in the treeleaks JSON.
     revealed : dict, default {}
         Per feature index, the distinct training values the file gives away beside its
         trees (`RevealedValues`); not kept in the treeleaks JSON.
