@@ -183,7 +183,7 @@ def test_a_stripped_pipeline_predicts_as_before(pipeline: Pipeline, seed: int) -
     np.testing.assert_array_equal(stripped.predict_proba(frame), pipeline.predict_proba(frame))
     assert not stripped[-1].estimators_[0].tree_.n_node_samples.any() if hasattr(
         stripped[-1], "estimators_") else not stripped[-1].tree_.n_node_samples.any()
-    assert any(k.endswith("categories_") for k in result.kept)
+    assert any("categories_" in k for k in result.kept)
 
 
 def fitted(*steps: Any, columns: list[str] | None = None) -> Pipeline:

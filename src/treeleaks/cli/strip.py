@@ -125,11 +125,10 @@ def _summary(model_path: Path, out: Path, data: Path | None, result: Stripped) -
     table.add_column()
     for field in result.removed:
         table.add_row("Removed", escape(field))
+    for kept in result.kept:
+        table.add_row("Kept", escape(kept))
     for change in result.changes:
         table.add_row("Changed", escape(change))
-    if result.kept:
-        table.add_row("Kept", escape(f"{', '.join(result.kept)}: the pipeline's steps read "
-                                     "them to predict (inspect says what each gives away)"))
     for compared in result.compared:
         table.add_row("Predictions", escape(compared.replace("--data", data.name)
                                             if data is not None else compared))

@@ -5,7 +5,9 @@ one-hot group can fix members the box leaves open: if one member is forced to 1,
 others are 0). Features left open are filled and flagged: binary ones with the value most
 common among the reconstructed rows where that feature *is* determined (a prior fitted on
 the cells), ordinal and numerical ones in the middle of the part of their interval where
-the model's split thresholds say training values lie (`feature_reach`).
+the model's split thresholds say training values lie (`feature_reach`). Where the file
+gives away a column's training values (`ReleasedModel.revealed`), a fill moves to the one
+of them inside the box nearest it (`treeleaks.counts.on_revealed`).
 
 A row is *proven* when every dataset that reproduces the counts holds a row in its cell
 with its label, and the cell pins each of its binary and ordinal values. It is proven on
@@ -23,7 +25,9 @@ import numpy as np
 import pandas as pd
 
 from treeleaks.counts.cells import Cells
+from treeleaks.counts.on_revealed import inside, nearest
 from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.revealed import RevealedValues
 from treeleaks.ir.schema import FeatureSchema
 
 # relative: how close a lone threshold must be to k + 1/2 (XGBoost's float32 thresholds sit
@@ -51,12 +55,14 @@ def cell_values(
     upper: np.ndarray,
     weight: np.ndarray,
     thresholds: list[np.ndarray] | None = None,
+    revealed: dict[int, RevealedValues] | None = None,
 ) -> CellValues:
     """Resolve each cell's features; ``weight`` (rows per cell) fits the binary fill prior.
 
     ``thresholds`` are each feature's split thresholds over all trees
     (`ReleasedModel.thresholds`), which place the fills of ordinal and numerical features;
     by default the finite bounds of the boxes, which are thresholds the trees split at.
+    ``revealed`` (`ReleasedModel.revealed`) puts them on training values the file gives.
     """
     k, m = lower.shape
     kinds = schema.kind_array()
@@ -101,6 +107,11 @@ def cell_values(
         low[:, ranged], high[:, ranged], range_low[ranged], range_high[ranged],
         reach_low[ranged], reach_high[ranged],
     )
+    for j, known in (revealed or {}).items():
+        if ranged[j]:
+            first, end = inside(known.values, lower[:, j], upper[:, j], range_low[j],
+                                range_high[j])
+            nearest(known, first, end, value[:, j], determined[:, j], width[:, j])
     return CellValues(determined, value, low, high, width)
 
 
@@ -246,7 +257,8 @@ def rows_from_counts(
     used = np.flatnonzero(counts > 0)
     per_cell_rows = np.bincount(var_cell[used], weights=counts[used], minlength=len(cells))
     values = cell_values(
-        schema, cells.lower, cells.upper, per_cell_rows, thresholds=model.thresholds()
+        schema, cells.lower, cells.upper, per_cell_rows, thresholds=model.thresholds(),
+        revealed=model.revealed,
     )
     reps = counts[used]
     cell_of_row = np.repeat(var_cell[used], reps)

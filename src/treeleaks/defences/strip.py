@@ -29,7 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.defences.strip_boosters import strip_lightgbm, strip_xgboost
+from treeleaks.defences.strip_boosters import (
+    LIGHTGBM_KEPT,
+    XGBOOST_KEPT,
+    strip_lightgbm,
+    strip_xgboost,
+)
 from treeleaks.defences.strip_check import (
     N_RANDOM,
     Predictions,
@@ -40,7 +45,7 @@ from treeleaks.defences.strip_check import (
 )
 from treeleaks.defences.strip_pipeline import probe_rows, strip_pipeline
 from treeleaks.defences.strip_rounding import round_leaf_values
-from treeleaks.defences.strip_sklearn import strip_estimator
+from treeleaks.defences.strip_sklearn import kept_fields, strip_estimator
 from treeleaks.defences.strip_tables import TableInputs, table_inputs
 from treeleaks.defences.strip_thresholds import move_thresholds
 from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
@@ -77,7 +82,8 @@ class Score:
 @dataclass(frozen=True)
 class Stripped:
     """The stripped file's bytes, what was removed or neutralised, what the options
-    changed, the inputs its predictions were compared on and how."""
+    changed, the inputs its predictions were compared on and how, and what it keeps of the
+    training rows because prediction needs it."""
 
     content: bytes
     kind: str
@@ -87,7 +93,7 @@ class Stripped:
     changes: list[str] = field(default_factory=list)
     compared: list[str] = field(default_factory=list)
     score: Score | None = None
-    kept: list[str] = field(default_factory=list)  # a pipeline's fields prediction reads
+    kept: list[str] = field(default_factory=list)  # the fields prediction reads, each a line
 
 
 @dataclass(frozen=True)
@@ -241,7 +247,7 @@ def _sklearn(estimator: Any, file_format: str, rows: Any, options: StripOptions
                  lambda content: _sklearn_outputs(load(content)), f"scikit-learn ({file_format})",
                  thresholds, names, moves, not hasattr(estimator, "_predictors"), tolerance,
                  changes, "R²" if "Regressor" in type(estimator).__name__ else "accuracy",
-                 table)
+                 table, kept=kept_fields(estimator))
     return plan, matrix
 
 
@@ -258,6 +264,9 @@ def _pipeline(pipeline: Any, file_format: str, rows: Any, options: StripOptions,
         raise StripError("a pipeline is checked on random rows in its own columns: give its "
                          "IR (released=treeleaks.load_model of the file)")
     stripped, removed, kept = strip_pipeline(pipeline)
+    lines = [f"{', '.join(kept)}: the pipeline's steps read them to predict (inspect says "
+             "what each gives away)"] if kept else []
+    lines += kept_fields(pipeline.steps[-1][1])
     dump, load = _SERIALISERS[file_format]
     original = _sklearn_outputs(pipeline)
     thresholds = released.thresholds()
@@ -270,7 +279,7 @@ def _pipeline(pipeline: Any, file_format: str, rows: Any, options: StripOptions,
                  f"scikit-learn ({file_format})", thresholds, None,
                  metric="R²" if "Regressor" in final else "accuracy",
                  probe=lambda n: probe_rows(released.inputs, thresholds, n, unseen),
-                 probe_words=words, kept=kept)
+                 probe_words=words, kept=lines)
     return plan, rows
 
 
@@ -377,7 +386,8 @@ def _lightgbm(text: Any, file_format: str) -> _Plan:
     return _Plan("LightGBM model", stripped.encode("utf-8"), removed, _lightgbm_outputs(original),
                  lambda content: _lightgbm_outputs(lightgbm.Booster(
                      model_str=content.decode("utf-8"))), "LightGBM",
-                 _per_feature(pairs, original.num_feature()), original.feature_name())
+                 _per_feature(pairs, original.num_feature()), original.feature_name(),
+                 kept=[LIGHTGBM_KEPT])
 
 
 def _lightgbm_outputs(booster: Any) -> _Predictor:
@@ -399,7 +409,8 @@ def _xgboost(data: Any, file_format: str) -> _Plan:
     return _Plan("XGBoost model", json.dumps(stripped).encode("utf-8"), removed,
                  _xgboost_outputs(_xgboost_booster(json.dumps(data).encode("utf-8"))),
                  lambda content: _xgboost_outputs(_xgboost_booster(content)), "XGBoost",
-                 _per_feature(pairs, n_features), data["learner"].get("feature_names") or None)
+                 _per_feature(pairs, n_features), data["learner"].get("feature_names") or None,
+                 kept=[XGBOOST_KEPT])
 
 
 def _xgboost_booster(content: bytes) -> Any:

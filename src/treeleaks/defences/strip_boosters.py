@@ -23,6 +23,12 @@ LIGHTGBM_NODE_FIELDS = ("leaf_count", "leaf_weight", "internal_count", "internal
 LIGHTGBM_SEEDS = ("seed", "bagging_seed", "feature_fraction_seed", "extra_seed",
                   "drop_seed", "data_random_seed", "objective_seed")
 XGBOOST_NODE_FIELDS = ("sum_hessian", "loss_changes", "base_weights")
+# what the files keep of the training rows because every prediction starts from it
+LIGHTGBM_KEPT = ("the first tree's leaf values, which hold the start every row shares (with "
+                 "boost_from_average, fitted to the training labels: the class balance or "
+                 "the targets' mean)")
+XGBOOST_KEPT = ("base_score, the start every row shares, fitted to the training labels (the "
+                "class balance, or the targets' mean)")
 _TREE_START = re.compile(r"(?m)^(?=Tree=\d+\s*$)|^(?=end of trees\s*$)")
 
 

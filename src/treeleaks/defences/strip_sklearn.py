@@ -72,6 +72,19 @@ def strip_estimator(estimator: Any) -> tuple[Any, list[str]]:
     return stripped, fields + removed
 
 
+def kept_fields(estimator: Any) -> list[str]:
+    """What a stripped scikit-learn model still holds of its training rows because every
+    prediction starts from it (a booster's initial estimate)."""
+    regressor = "Regressor" in type(estimator).__name__
+    start = "the training targets' mean" if regressor else (
+        "each class's share of the training rows: the class balance")
+    if hasattr(estimator, "_baseline_prediction"):
+        return [f"_baseline_prediction, {start}: every prediction starts from it"]
+    if hasattr(estimator, "init_") and not isinstance(estimator.init_, str):
+        return [f"init_, {start}: every prediction starts from it"]
+    return []
+
+
 def stripped_tree(sk_tree: Any, classifier: bool) -> Any:
     """A new ``sklearn.tree._tree.Tree`` with the same splits and leaf values, its nodes'
     counts and impurities zeroed and its internal nodes' values zeroed."""

@@ -130,6 +130,28 @@ def row_errors(
                   labels).row_distance
 
 
+def column_scores(
+    truth: pd.DataFrame,
+    reconstruction: pd.DataFrame,
+    schema: FeatureSchema,
+    label: str | None = None,
+) -> pd.DataFrame:
+    """Per feature, under `evaluate`'s matching of the rows: ``exact``, the share of matched
+    true rows the reconstruction gives that value exactly, and ``error``, the mean
+    disagreement (0 to 1, as in `evaluate`); NaN when no row is matched."""
+    columns = feature_columns(truth, schema, label)
+    labels = _label_codes(truth, reconstruction, label)
+    matching = _match(columns, frame_matrix(reconstruction, columns.names, "reconstruction"),
+                      labels)
+    n_matched = matching.n_matched
+    if not n_matched:
+        nan = np.full(len(columns.names), np.nan)
+        return pd.DataFrame({"exact": nan, "error": nan}, index=columns.names)
+    exact = (matching.n_identical + matching.count @ (matching.terms == 0)) / n_matched
+    return pd.DataFrame({"exact": exact, "error": matching.count @ matching.terms / n_matched},
+                        index=columns.names)
+
+
 def random_baseline(
     truth: pd.DataFrame,
     schema: FeatureSchema,

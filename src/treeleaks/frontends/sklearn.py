@@ -25,6 +25,7 @@ from treeleaks.frontends.sklearn_boosting import (
     predictor_tree,
     tree_nodes,
 )
+from treeleaks.frontends.sklearn_extras import sklearn_extras, with_extras
 from treeleaks.frontends.sklearn_multiclass import multiclass_booster_model
 from treeleaks.frontends.stored import sklearn_booster_fields, sklearn_tree_fields
 from treeleaks.frontends.stripped import Stripped, counts_removed, structure_only
@@ -92,10 +93,12 @@ def from_sklearn(
         return _structure(estimator, kind, names, label_name, regression)
     if kind in BOOSTERS:
         read = multiclass_booster_model if len(estimator.classes_) > 2 else booster_model
-        return read(estimator, names, label_name)
-    if kind in REGRESSION_BOOSTERS:
-        return booster_regression_model(estimator, names, label_name)
-    return _tree_model(estimator, kind, names, label_name, regression)
+        model = read(estimator, names, label_name)
+    elif kind in REGRESSION_BOOSTERS:
+        model = booster_regression_model(estimator, names, label_name)
+    else:
+        model = _tree_model(estimator, kind, names, label_name, regression)
+    return with_extras(model, estimator, names)
 
 
 def _check_estimator(estimator: Any, kind: str, regression: bool,
@@ -215,6 +218,7 @@ def _structure(estimator: Any, kind: str, names: list[str], label_name: str,
     bootstrap = bool(getattr(estimator, "bootstrap", False))
     fields = (sklearn_booster_fields(hasattr(estimator, "_predictors"), regression) if boosted
               else sklearn_tree_fields(regression, bootstrap, []))
+    fields += sklearn_extras(estimator, names)[0]
     about = Stripped("scikit-learn", kind, fields,
                      ModelKind.GRADIENT_BOOSTED if boosted else None, bootstrap)
     features, inputs = routed_columns(estimator, names)

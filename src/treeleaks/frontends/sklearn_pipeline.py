@@ -153,7 +153,10 @@ def _carried_back(model: ReleasedModel, tracks: list[Track], float32: bool,
             if (track.ops or float32) and at.size:
                 threshold[at] = thresholds_back(threshold[at], track.ops, float32)
         trees.append(dataclasses.replace(tree, threshold=threshold))
-    carried = dataclasses.replace(model, trees=trees)
+    # training values the file gives (a booster's bin edges) stay only where no step moved
+    # them: a scaled column's are in the scaler's units
+    revealed = {j: v for j, v in model.revealed.items() if not tracks[j].ops}
+    carried = dataclasses.replace(model, trees=trees, revealed=revealed)
     carried.validate()
     return carried
 

@@ -57,7 +57,11 @@ def lightgbm_fields(regression: bool, multiclass: bool = False) -> list[StoredFi
             StoredField("internal_count", "rows through every split"),
             StoredField("leaf_value", LEAF_VALUES if regression else "each leaf's step: with "
                         "the hessian sums, its rows' gradient sums"),
-            StoredField("feature_infos", "each feature's training minimum and maximum")]
+            StoredField("feature_infos", "each numerical column's training minimum and "
+                        "maximum (a categorical column's: every category seen)"),
+            StoredField("bagging_seed", "with the other seeds in its parameters, repeats "
+                        "the bagging and feature draws (with bagging: which rows each tree "
+                        "drew)")]
 
 
 def xgboost_fields(regression: bool, multiclass: bool = False) -> list[StoredField]:
@@ -70,7 +74,12 @@ def xgboost_fields(regression: bool, multiclass: bool = False) -> list[StoredFie
                         "gradient and hessian sums"),
             StoredField("loss_changes", "each split's gain on the training rows"),
             StoredField("split_conditions", "at a leaf, its value: " + (
-                LEAF_VALUES if regression else "with the covers, its rows' gradient sums"))]
+                LEAF_VALUES if regression else "with the covers, its rows' gradient sums")),
+            StoredField("base_score", "the start every row shares, fitted to the training "
+                        "rows: " + ("their targets' mean" if regression else
+                                    "the positive share, the class balance" if not multiclass
+                                    else "each class's log share (centred), the class "
+                                    "balance") + "; prediction needs it: strip keeps it")]
 
 
 def dp_fields() -> list[StoredField]:
@@ -85,8 +94,13 @@ def removed(fields: list[StoredField]) -> list[StoredField]:
     return [StoredField(f.name, f.exposes, removed=f.name in STRIPPED) for f in fields]
 
 
-# What `treeleaks strip` removes (the rest, splits and leaf outputs, prediction needs).
+# What `treeleaks strip` removes or neutralises (the rest, splits, leaf outputs and the
+# start every row shares, prediction needs).
 STRIPPED = frozenset({"n_node_samples", "weighted_n_node_samples", "impurity",
                       "random_state", "count", "leaf_count", "leaf_weight", "internal_count",
-                      "feature_infos", "sum_hessian", "base_weights", "loss_changes"})
+                      "feature_infos", "sum_hessian", "base_weights", "loss_changes",
+                      "_bin_mapper.bin_thresholds_", "_bin_mapper.n_bins_non_missing_",
+                      "train_score_", "validation_score_", "_random_seed", "oob_score_",
+                      "oob_decision_function_", "oob_prediction_", "oob_improvement_",
+                      "oob_scores_", "_n_samples", "bagging_seed"})
 

@@ -21,6 +21,7 @@ import numpy as np
 from treeleaks.ir.description import ModelDescription, ModelKind, StoredField, describe
 from treeleaks.ir.inputs import InputMap
 from treeleaks.ir.json_files import FORMAT_VERSION, MAX_COUNT, read_json
+from treeleaks.ir.revealed import RevealedValues
 from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
 
 if TYPE_CHECKING:  # the checked shapes load pydantic: imported when a file is parsed
@@ -437,6 +438,9 @@ class ReleasedModel:
         How the custodian's columns become the features (a pipeline's steps, a model's
         gaps and categories spelled out); None when the columns are the features. Not kept
         in the treeleaks JSON.
+    revealed : dict, default {}
+        Per feature index, the distinct training values the file gives away beside its
+        trees (`RevealedValues`); not kept in the treeleaks JSON.
     """
 
     trees: list[Tree]
@@ -451,6 +455,7 @@ class ReleasedModel:
     gradients: LeafGradients | None = None  # a booster's; not kept in the treeleaks JSON
     description: ModelDescription | None = None
     inputs: InputMap | None = None  # the custodian's columns, when they are not the features
+    revealed: dict[int, RevealedValues] = field(default_factory=dict)
 
     def described(self) -> ModelDescription:
         """Say what the model is and gives away: its reader's account of the file.
@@ -802,6 +807,14 @@ class ReleasedModel:
             raise ModelFormatError("the first tree must have counts")
         if self.gradients is not None:
             self._check_gradients(self.gradients)
+        for column, revealed in self.revealed.items():
+            if not 0 <= column < self.n_features:
+                raise ModelFormatError(f"training values given for feature {column}, but the "
+                                       f"model has {self.n_features} features")
+            try:
+                revealed.check()
+            except ValueError as exc:
+                raise ModelFormatError(str(exc)) from None
 
     def require_classifier(self, attack: str) -> None:
         """Refuse a regression model for an attack that reads class counts.
