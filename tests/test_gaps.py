@@ -277,3 +277,17 @@ def test_a_pipeline_passing_gaps_to_its_forest_routes_them(penguin_like) -> None
         rank = np.cumsum(member.tree_.children_left < 0) - 1  # the IR's leaf numbers
         assert (np.bincount(rank[member.apply(transformed)], minlength=tree.n_leaves)
                 == tree.n_samples).all()
+
+
+def test_a_histogram_booster_with_categories_loads_from_skops(penguin_like, tmp_path) -> None:
+    import skops.io
+
+    from treeleaks import load_model
+
+    frame, label = penguin_like
+    fitted = HistGradientBoostingClassifier(max_iter=3, categorical_features="from_dtype",
+                                            random_state=0).fit(frame, label)
+    skops.io.dump(fitted, tmp_path / "m.skops")
+    model = load_model(tmp_path / "m.skops")
+    assert model.inputs.names == ["island", "mass", "sex"]
+    assert model.feature_names == from_sklearn(fitted).feature_names

@@ -85,6 +85,11 @@ TRUSTED_SKOPS_TYPES |= {
     "sklearn.impute._base.SimpleImputer",
     "sklearn.impute._base.MissingIndicator",
     "builtins.slice",
+    # a HistGradientBoosting model fitted with categorical_features keeps its own encoder,
+    # a ColumnTransformer whose numeric branch is FunctionTransformer(partial(check_array)):
+    # scikit-learn's input validation, the one function trusted
+    "functools.partial",
+    "sklearn.utils.validation.check_array",
 }
 SKOPS_PROTOCOL = 2  # the archive layout `read_plain_skops` understands
 
