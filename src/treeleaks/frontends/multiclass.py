@@ -39,7 +39,7 @@ def multiclass_trees(nodes: list[Nodes], rows: list[np.ndarray | None],
     n_classes = len(class_counts)
     trees = []
     for index, (shape, count) in enumerate(zip(nodes, rows, strict=True)):
-        n_leaves = int(np.sum(shape[0] < 0))
+        n_leaves = int(np.unique(shape[4][shape[0] < 0]).size)  # leaves, not paths to them
         counts = np.zeros((n_leaves, n_classes), dtype=np.int64)
         if count is None:
             trees.append(Tree(*shape, counts, counted=False))
