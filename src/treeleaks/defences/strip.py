@@ -45,6 +45,7 @@ from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
 
 FORMATS = ("skops", "pickle", "joblib", "lightgbm", "xgboost")
 THRESHOLD_CHOICES = ("simplest",)
+GAPS = 0.1  # share of a booster's random inputs left as gaps (boosters route every gap)
 _Predictor = Callable[[np.ndarray], Predictions]
 
 
@@ -107,6 +108,8 @@ class _Plan:
     tolerance: float = 0.0
     changes: list[str] = field(default_factory=list)
     metric: str | None = None
+    categories: dict[int, int] = field(default_factory=dict)  # a booster's, codes per feature
+    gaps: float = 0.0  # the share of the random inputs' values left as gaps
 
 
 def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RANDOM,
@@ -128,7 +131,8 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
     else:
         plan, matrix = _sklearn(model, file_format, rows, options)
     stripped = reloaded(plan.load, plan.content, plan.framework)
-    probes = probe_inputs(plan.thresholds, n_random)
+    probes = probe_inputs(plan.thresholds, n_random, categories=plan.categories,
+                          gaps=plan.gaps)
     exact = "identical" if not plan.tolerance else f"within {plan.tolerance:.3g}"
     inputs = [] if matrix is None else [(matrix, "rows of --data")]
     compared = [] if matrix is None else [f"{exact} on the {len(matrix):,} rows of --data"]
@@ -138,7 +142,10 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
                         "each value that lay between a threshold's old and new place set "
                         "to the lower of the two (where both split it alike)")
     else:
-        compared.append(f"{exact} on {n_random:,} random inputs around the thresholds")
+        compared.append(f"{exact} on {n_random:,} random inputs around the thresholds"
+                        + (", gaps" if plan.gaps else "")
+                        + (" and unseen categories" if plan.categories else "")
+                        + (" included" if plan.gaps or plan.categories else ""))
     inputs.append((probes, "random inputs"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # feature names, NaN importances: not our concern
@@ -287,17 +294,27 @@ def _lightgbm(text: Any, file_format: str) -> _Plan:
     stripped, removed = strip_lightgbm(text)
     trees = original.dump_model()["tree_info"]
     pairs: list[tuple[np.ndarray, np.ndarray]] = []
+    categories: dict[int, int] = {}  # per categorical feature, one past its largest code
     for tree in trees:
         pending = [tree["tree_structure"]]
         while pending:
             node = pending.pop()
             if "split_feature" in node:
-                pairs.append((np.array([node["split_feature"]]), np.array([node["threshold"]])))
+                feature = int(node["split_feature"])
+                if node.get("decision_type") == "==":  # a category split: codes "1||4"
+                    codes = [int(c) for c in str(node["threshold"]).split("||")]
+                    categories[feature] = max(categories.get(feature, 0), max(codes) + 1)
+                else:
+                    pairs.append((np.array([feature]), np.array([node["threshold"]])))
                 pending += [node["left_child"], node["right_child"]]
+    for j, listed in enumerate(original.pandas_categorical or []):
+        if j < len(categorical := sorted(categories)):
+            categories[categorical[j]] = max(categories[categorical[j]], len(listed))
     return _Plan("LightGBM model", stripped.encode("utf-8"), removed, _lightgbm_outputs(original),
                  lambda content: _lightgbm_outputs(lightgbm.Booster(
                      model_str=content.decode("utf-8"))), "LightGBM",
-                 _per_feature(pairs, original.num_feature()), original.feature_name())
+                 _per_feature(pairs, original.num_feature()), original.feature_name(),
+                 categories=categories, gaps=GAPS)
 
 
 def _lightgbm_outputs(booster: Any) -> _Predictor:
@@ -312,14 +329,32 @@ def _xgboost(data: Any, file_format: str) -> _Plan:
                                     "treeleaks strips tree boosters (gbtree)")
     stripped, removed = strip_xgboost(data)
     trees = data["learner"]["gradient_booster"]["model"]["trees"]
-    pairs = [(np.asarray(t["split_indices"])[np.asarray(t["left_children"]) >= 0],
-              np.asarray(t["split_conditions"], dtype=np.float64)[
-                  np.asarray(t["left_children"]) >= 0]) for t in trees]
+    numeric = [(np.asarray(t["left_children"]) >= 0) & (np.asarray(
+        t.get("split_type", [0] * len(t["left_children"]))) == 0) for t in trees]
+    pairs = [(np.asarray(t["split_indices"])[split],
+              np.asarray(t["split_conditions"], dtype=np.float64)[split])
+             for t, split in zip(trees, numeric, strict=True)]
     n_features = int(data["learner"]["learner_model_param"]["num_feature"])
     return _Plan("XGBoost model", json.dumps(stripped).encode("utf-8"), removed,
                  _xgboost_outputs(_xgboost_booster(json.dumps(data).encode("utf-8"))),
                  lambda content: _xgboost_outputs(_xgboost_booster(content)), "XGBoost",
-                 _per_feature(pairs, n_features), data["learner"].get("feature_names") or None)
+                 _per_feature(pairs, n_features), data["learner"].get("feature_names") or None,
+                 categories=_xgboost_categories(trees), gaps=GAPS)
+
+
+def _xgboost_categories(trees: list[dict[str, Any]]) -> dict[int, int]:
+    """Per categorical feature of an XGBoost model, one past the largest code a split
+    lists."""
+    categories: dict[int, int] = {}
+    for tree in trees:
+        features = np.asarray(tree["split_indices"])
+        for node, start, size in zip(tree.get("categories_nodes", []),
+                                     tree.get("categories_segments", []),
+                                     tree.get("categories_sizes", []), strict=False):
+            codes = tree["categories"][start:start + size]
+            feature = int(features[node])
+            categories[feature] = max(categories.get(feature, 0), max(codes, default=-1) + 1)
+    return categories
 
 
 def _xgboost_booster(content: bytes) -> Any:

@@ -28,6 +28,7 @@ import numpy as np
 
 from treeleaks.frontends.boosting import Nodes
 from treeleaks.ir.inputs import InputColumn, InputMap, NumberColumn, OneHotColumn
+from treeleaks.ir.model import ModelFormatError
 from treeleaks.runtime.errors import UnsupportedModelError
 
 GAP = -1  # the code of a gap among a categorical column's possible values
@@ -106,13 +107,17 @@ class Layout:
         """Whether any column needs more than its one numeric feature."""
         return any(c.gaps or c.categories is not None for c in self.columns)
 
-    def inputs(self) -> InputMap:
-        """How the custodian's columns become these features."""
+    def inputs(self, fills: dict[int, float] | None = None) -> InputMap:
+        """How the custodian's columns become these features; ``fills`` gives, per numeric
+        column without a gap feature, the value a gap routes as (a booster that reads a gap
+        as 0, or sends it past every threshold on the left)."""
         mapped: list[InputColumn] = []
         for j, column in enumerate(self.columns):
             if column.categories is None:
                 if column.gaps:
                     mapped.append(NumberColumn(column.name, self.value[j], gap=self.gap[j]))
+                elif fills and j in fills:
+                    mapped.append(NumberColumn(column.name, self.value[j], fill=fills[j]))
                 continue
             features = self.hot[j] + ((self.gap[j],) if column.gaps else ())
             categories = column.categories + ((np.nan,) if column.gaps else ())
@@ -227,3 +232,17 @@ class _Builder:
             here = test
         self.left[here] = self.emit(other, {**settled, column: rest})
         return first
+
+
+def check_kept(kept: np.ndarray, rows: np.ndarray, where: str, field: str, routing: str
+               ) -> None:
+    """Refuse a leaf that holds rows (``rows``, its file field ``field``) although no value
+    reaches it once gaps and categories are routed as ``routing`` says: the two fields
+    contradict each other, so the file was edited."""
+    dropped = np.setdiff1d(np.flatnonzero(np.asarray(rows) > 0), kept)
+    if dropped.size:
+        leaf = int(dropped[0])
+        raise ModelFormatError(
+            f"the file's values contradict each other at {where} leaf {leaf}: its {field} "
+            f"holds {rows[leaf]:g} but no row can reach it through the splits' {routing}: "
+            "edited or truncated?")
