@@ -325,11 +325,12 @@ def _knowledge(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
 def _exact(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
            request: Request) -> Reconstruction:
     # the row search reads every tree's counts, pooled or per class (`has_uncounted` models
-    # take another route)
+    # take another route), and one box per leaf (not a leaf reached by several paths)
     return reconstruct_exact(model, bound, run, solver=request.solver,
                              strategy=request.strategy,
                              row_search=request.strategy == Strategy.AUTO
-                             and raw_measurements(model))
+                             and raw_measurements(model)
+                             and not any(tree.aliased for tree in model.trees))
 
 
 def _counted_rows(model: ReleasedModel) -> int:
