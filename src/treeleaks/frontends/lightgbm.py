@@ -13,7 +13,10 @@ probability: the positive share, or 1/2 when boosting starts at 0.) p0(1-p0) = Î
 roots; the wrong one leaves the counts far from whole numbers. The derived counts must be
 whole: when they are not, a training option the formula leaves out was used (sample
 weights, ``scale_pos_weight``, an initial score, L1 or ``max_delta_step``), and the model is
-refused rather than rounded. Reading the file runs no code.
+refused rather than rounded. A model fitted on a table with gaps or pandas categories
+routes them as `treeleaks.frontends.lightgbm_routing` reads, spelled out over 0/1 features
+(`treeleaks.frontends.gaps`), its ``inputs`` saying how the table's columns become them.
+Reading the file runs no code.
 """
 
 from __future__ import annotations

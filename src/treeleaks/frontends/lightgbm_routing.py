@@ -7,8 +7,8 @@ per column when it bins the training rows:
 - *NaN*: the column held gaps (or, for a category, categories too rare to keep), so a gap
   goes to the split's default side: the file's own statement that the column has gaps;
 - *None*: the column held none, and a gap met later is read as the value 0 (``0 <= t``
-  decides); with ``use_missing=false`` gaps were read as 0 in training too, so a 0 in a
-  rebuilt row may stand for a gap (a fact says so);
+  decides; the input map encodes a gap as 0); with ``use_missing=false`` gaps were read
+  as 0 in training too, so a 0 in a rebuilt row may stand for a gap;
 - *Zero* (``zero_as_missing=true``): 0 and a gap both go to the default side; refused.
 
 A categorical split keeps in ``cat_boundaries``/``cat_threshold`` a bitset of the category

@@ -12,8 +12,10 @@ that disagree, the model is refused rather than rounded. Later trees' covers are
 p(1-p) over rows whose p depends on the earlier trees, not counts: those trees enter the
 IR without counts, with their hessian sums and the gradient sums their values give
 (`LeafGradients`). XGBoost sends ``x < t`` left; the IR sends ``x <= t`` left, so each
-threshold becomes the float32 just below it (XGBoost compares in float32). Reading the
-file runs no code.
+threshold becomes the float32 just below it (XGBoost compares in float32). Gaps
+(``default_left``) and categorical splits are routed as `treeleaks.frontends.xgboost_routing`
+reads, spelled out over 0/1 features (`treeleaks.frontends.gaps`), the model's ``inputs``
+saying how the table's columns become them. Reading the file runs no code.
 """
 
 from __future__ import annotations
