@@ -5,8 +5,10 @@ gives all its splits the same side (right for a number with ``tree_method='hist'
 ``'approx'``, left with ``'exact'``; left for a category); with gaps each split takes the
 side its gain prefers. So a column whose splits disagree held gaps, and gains a gap
 feature. A column whose splits all agree may still have held gaps: a gap then routes
-like a value beyond every threshold on that side (or a category no split lists), so
-such rows fit the model as those values, and come back as them.
+like a value beyond every threshold on that side, so such rows fit the model as such a
+value (the input map encodes a gap as one), and come back as one. A categorical column
+cannot tell: without gaps every split sends a gap left, like a category no split lists,
+so every categorical column a split reads gets a code for a gap.
 
 A categorical split (``split_type`` 1) lists, in ``categories`` (cut per node by
 ``categories_nodes``, ``categories_segments`` and ``categories_sizes``), the codes that go
@@ -125,27 +127,26 @@ def xgboost_routing(learner: dict[str, Any], trees: list[dict[str, Any]], names:
                 f"by code (the file names none); code {len(shown) - 1} stands for every code "
                 "no split lists")
         n_codes[j] = len(shown)
-        unlisted = set(range(len(shown))) - named
-        # a gap goes where its splits say; it needs its own code unless it routes like a
-        # category no split lists (every split sending it left, as without gaps)
-        gap = cat_sides.get(j, {1}) != {1} or not unlisted
-        columns.append(Column(name, shown, gap and j in cat_sides))
+        columns.append(Column(name, shown, j in cat_sides))
     return XGBoostRouting(Layout.of(columns), n_codes, splits, facts,
-                          _left_fills(trees, sides, gaps))
+                          _fills(trees, sides, gaps))
 
 
-def _left_fills(trees: list[dict[str, Any]], sides: dict[int, set[int]], gaps: set[int]
-                ) -> dict[int, float]:
-    """Per numeric column whose every split sends a gap left, a value below all its
-    thresholds (a gap sent right routes as NaN does in the IR: past every threshold)."""
-    left = {j for j, s in sides.items() if s == {1} and j not in gaps}
-    lowest: dict[int, float] = {}
+def _fills(trees: list[dict[str, Any]], sides: dict[int, set[int]], gaps: set[int]
+           ) -> dict[int, float]:
+    """Per numeric column whose splits all send a gap one way, a value past all its
+    thresholds on that side: what a gap in the table routes as."""
+    agree = {j: s == {1} for j, s in sides.items() if j not in gaps}
+    low: dict[int, float] = {}
+    high: dict[int, float] = {}
     for tree in trees:
         for column, at, child in zip(tree["split_indices"], tree["split_conditions"],
                                      tree["left_children"], strict=False):
-            if child >= 0 and column in left:
-                lowest[column] = min(lowest.get(column, np.inf), float(at))
-    return {j: float(np.floor(v)) - 1.0 for j, v in lowest.items()}
+            if child >= 0 and column in agree:
+                low[column] = min(low.get(column, np.inf), float(at))
+                high[column] = max(high.get(column, -np.inf), float(at))
+    return {j: float(np.floor(low[j]) - 1.0 if left else np.ceil(high[j]) + 1.0)
+            for j, left in agree.items() if j in low}
 
 
 def _split(tree: dict[str, Any], index: int) -> Split:
