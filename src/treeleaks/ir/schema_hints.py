@@ -38,7 +38,13 @@ class SuggestedGroup:
 
 
 def suggest_groups(model: ReleasedModel) -> list[SuggestedGroup]:
-    """Groups of binary columns sharing a name prefix that the model does not contradict."""
+    """Groups of binary columns sharing a name prefix that the model does not contradict.
+
+    None for a model whose leaves are reached by several paths: only a reader's spelled-out
+    gaps and categories make them, and its input map states their groups.
+    """
+    if any(tree.aliased for tree in model.trees):
+        return []
     kinds = FeatureSchema.infer(model).kind_array()
     binary = [j for j in range(model.n_features) if kinds[j] == "binary"]
     by_prefix = _by_prefix([model.feature_names[j] for j in binary])
