@@ -161,13 +161,16 @@ def test_stripped_boosters_with_gaps_and_categories_predict_as_before(table) -> 
     label = _label(frame)
     light = lgb.LGBMClassifier(n_estimators=4, verbose=-1, min_child_samples=5).fit(
         frame, label)
-    done = strip(light.booster_.model_to_string(), "lightgbm")
+    text = frame.astype({"island": object, "sex": object})  # a CSV's text columns
+    done = strip(light.booster_.model_to_string(), "lightgbm", rows=text)
+    assert done.compared[0] == "identical on the 300 rows of --data"
     assert "gaps and unseen categories included" in done.compared[-1]
     assert read_lightgbm(done.content.decode(), counts_removed_ok=True).inputs is not None
     boosted = xgb.XGBClassifier(n_estimators=4, enable_categorical=True,
                                 tree_method="hist").fit(frame, label)
     data = json.loads(bytes(boosted.get_booster().save_raw(raw_format="json")))
-    done = strip(data, "xgboost")
+    done = strip(data, "xgboost", rows=text)
+    assert done.compared[0] == "identical on the 300 rows of --data"
     assert "gaps and unseen categories included" in done.compared[-1]
     stripped = read_xgboost(json.loads(done.content), counts_removed_ok=True)
     assert "sex=(missing)" in stripped.feature_names

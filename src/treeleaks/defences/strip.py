@@ -127,7 +127,8 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
     if file_format in ("lightgbm", "xgboost"):
         _refuse_options(options, "LightGBM" if file_format == "lightgbm" else "XGBoost")
         plan = {"lightgbm": _lightgbm, "xgboost": _xgboost}[file_format](model, file_format)
-        matrix = None if rows is None else _matrix(rows, plan.names, len(plan.thresholds))
+        matrix = None if rows is None else _booster_rows(rows, plan.names,
+                                                          len(plan.thresholds))
     else:
         plan, matrix = _sklearn(model, file_format, rows, options)
     stripped = reloaded(plan.load, plan.content, plan.framework)
@@ -176,6 +177,25 @@ def _score(predictions: Predictions, labels: Any, metric: str) -> float:
     residual = float(np.sum((truth - predicted) ** 2))
     total = float(np.sum((truth - truth.mean()) ** 2))
     return 1.0 - residual / total if total else float("nan")
+
+
+def _booster_rows(rows: Any, names: list[str] | None, n_features: int) -> Any:
+    """The rows a booster is checked on: a frame with text columns as a frame, each text
+    column a pandas category (LightGBM and XGBoost code it by the categories their file
+    keeps), else the feature matrix."""
+    import pandas as pd
+
+    columns = list(getattr(rows, "columns", []))
+    text = [c for c in columns if not pd.api.types.is_numeric_dtype(rows[c])]
+    if not text:
+        return _matrix(rows, names, n_features)
+    if names and set(names) <= set(columns):
+        rows = rows[names]
+    if rows.shape[1] != n_features:
+        raise StripError(f"the rows to check on have {rows.shape[1]} feature columns but "
+                         f"the model reads {n_features}; give the training data with its "
+                         "label column named by --label")
+    return rows.astype({c: "category" for c in text if c in rows.columns})
 
 
 def _matrix(rows: Any, names: list[str] | None, n_features: int) -> np.ndarray:
@@ -367,7 +387,8 @@ def _xgboost_outputs(booster: Any) -> _Predictor:
     import xgboost
 
     def predict(X: np.ndarray) -> Predictions:
-        matrix = xgboost.DMatrix(X, feature_names=booster.feature_names)
+        matrix = xgboost.DMatrix(X, feature_names=booster.feature_names,
+                                 enable_categorical=True)
         return {"raw score": np.asarray(booster.predict(matrix, output_margin=True)),
                 "predict": np.asarray(booster.predict(matrix))}
     return predict
