@@ -165,7 +165,9 @@ def test_stripped_boosters_with_gaps_and_categories_predict_as_before(table) -> 
     done = strip(light.booster_.model_to_string(), "lightgbm", rows=text)
     assert done.compared[0] == "identical on the 300 rows of --data"
     assert "gaps and unseen categories included" in done.compared[-1]
-    assert read_lightgbm(done.content.decode(), counts_removed_ok=True).inputs is not None
+    stripped = read_lightgbm(done.content.decode(), counts_removed_ok=True)
+    assert stripped.inputs.names == ["island", "mass", "sex"]  # the categories' names kept
+    assert "sex=female" in stripped.feature_names
     boosted = xgb.XGBClassifier(n_estimators=4, enable_categorical=True,
                                 tree_method="hist").fit(frame, label)
     data = json.loads(bytes(boosted.get_booster().save_raw(raw_format="json")))

@@ -71,7 +71,7 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     names = feature_names or head.get("feature_names", "").split()
     if not trees:
         raise ModelFormatError("LightGBM model file: it holds no tree ('Tree=' sections)")
-    routing = lightgbm_routing(head, trees, names or _column_names(head))
+    routing = lightgbm_routing(head, trees, names or _column_names(head), params)
     features = list(routing.layout.names) if routing else list(names)
     if _counts_missing(trees):
         if not counts_removed_ok:

@@ -85,14 +85,17 @@ class LightGBMRouting:
         return nodes, kept
 
 
-def lightgbm_routing(head: dict[str, str], trees: list[dict[str, str]], names: list[str]
-                     ) -> LightGBMRouting | None:
+def lightgbm_routing(head: dict[str, str], trees: list[dict[str, str]], names: list[str],
+                     params: dict[str, str]) -> LightGBMRouting | None:
     """The routing a model file's splits state, None when no split routes a gap or a
-    category (every column numeric, missing type None)."""
+    category (every column numeric, missing type None). The categorical columns are those
+    the parameters (``categorical_feature``), ``feature_infos`` or a split name."""
     infos = head.get("feature_infos", "").split()
     split_kinds = _split_kinds(trees, len(names), names)
+    declared = params.get("categorical_feature", "").replace(",", " ").split()
+    listed = {int(index) for index in declared if index.isdigit()}
     categorical = [j for j in range(len(names)) if (j < len(infos) and _is_category_info(
-        infos[j])) or split_kinds[j][0]]
+        infos[j])) or split_kinds[j][0] or j in listed]
     gaps = [split_kinds[j][1] for j in range(len(names))]
     if not categorical and not any(gaps):
         return None
@@ -117,10 +120,13 @@ def lightgbm_routing(head: dict[str, str], trees: list[dict[str, str]], names: l
                     f"codes {', '.join(map(str, unlisted))}: no row of the listed categories "
                     "holds them")
         else:
-            listed = ({int(float(c)) for c in infos[j].split(":")}
-                      if j < len(infos) and _is_category_info(infos[j]) else set())
-            values = sorted(c for c in listed | named.get(j, set()) if c >= 0)
+            seen = ({int(float(c)) for c in infos[j].split(":")}
+                    if j < len(infos) and _is_category_info(infos[j]) else set())
+            values = sorted(c for c in seen | named.get(j, set()) if c >= 0)
             shown = tuple(values)
+            if not values:  # declared categorical, never split, its codes unlisted
+                columns.append(Column(name, None, False))
+                continue
         index_of[j] = {value: i for i, value in enumerate(values)}
         columns.append(Column(name, shown, gaps[j]))
     fills = {j: 0.0 for j in range(len(names)) if split_kinds[j][2] and not gaps[j]}
