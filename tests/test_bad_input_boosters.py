@@ -258,8 +258,7 @@ def with_missing_values(X: pd.DataFrame) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("method", ["hist", "exact", "approx"])
-def test_xgboost_missing_value_routing_is_refused_and_plain_data_is_not(tmp_path,
-                                                                      method) -> None:
+def test_xgboost_with_missing_values_is_read_and_plain_data_too(tmp_path, method) -> None:
     from treeleaks.frontends.xgboost import read_xgboost
 
     X, y = small_data()
@@ -269,8 +268,8 @@ def test_xgboost_missing_value_routing_is_refused_and_plain_data_is_not(tmp_path
         with_missing_values(X), y)
     path = tmp_path / "m.json"
     fitted.save_model(path)
-    line = one_line_error(runner.invoke(app, ["inspect", str(path)]), 2)
-    assert "missing values" in line and "default_left" in line and "feature 'f" in line
+    result = runner.invoke(app, ["inspect", str(path)])
+    assert result.exit_code == 0, result.output
 
 
 def test_dart_boosters_are_refused_with_the_reason(tmp_path) -> None:

@@ -229,7 +229,7 @@ def test_categories_edited_to_contradict_the_trees_are_named(penguin_like) -> No
                               & (predictor.nodes["is_leaf"] == 0))[0])
     predictor.raw_left_cat_bitsets[predictor.nodes["bitset_idx"][node]] = 0  # none left
     predictor.nodes["missing_go_to_left"][node] = 0
-    with pytest.raises(ModelFormatError, match="no value, gap or category can reach"):
+    with pytest.raises(ModelFormatError, match="no row can reach it through the splits"):
         from_sklearn(fitted)
 
 

@@ -97,18 +97,20 @@ def test_subsampled_trees_are_refused(cancer) -> None:
         read_lightgbm(bagged)
 
 
-def test_categorical_splits_and_missing_values_are_refused_naming_the_feature() -> None:
+def test_integer_categories_and_gaps_are_read() -> None:
     rng = np.random.default_rng(0)
     frame = pd.DataFrame({"colour": rng.integers(0, 5, 300), "size": rng.normal(size=300)})
     y = (frame["colour"].isin([1, 3]) ^ (frame["size"] > 1)).astype(int)
-    categorical = lgb.LGBMClassifier(n_estimators=3, verbose=-1, min_child_samples=5).fit(
+    frame["size"] = frame["size"].where(rng.random(300) > 0.2)
+    fitted = lgb.LGBMClassifier(n_estimators=3, verbose=-1, min_child_samples=5).fit(
         frame, y, categorical_feature=["colour"])
-    with pytest.raises(UnsupportedModelError, match="categorical"):
-        read_lightgbm(categorical)
-    holes = frame.assign(size=frame["size"].where(rng.random(300) > 0.2))
-    missing = lgb.LGBMClassifier(n_estimators=3, verbose=-1).fit(holes, y)
-    with pytest.raises(UnsupportedModelError, match="feature 'size''s missing"):
-        read_lightgbm(missing)
+    model = read_lightgbm(fitted)
+    assert model.inputs.names == ["colour", "size"]  # categories by code: no pandas list
+    assert "colour=3" in model.feature_names and "size=(missing)" in model.feature_names
+    encoded = model.inputs.encode(frame)[model.feature_names].to_numpy()
+    for tree in model.trees:
+        assert (np.bincount(tree.apply(encoded), minlength=tree.n_leaves)
+                == tree.counts.sum(axis=1)).all()
 
 
 def test_other_objectives_are_refused(cancer) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 from sklearn.datasets import load_breast_cancer
 from typer.testing import CliRunner
@@ -129,15 +128,7 @@ def test_weights_the_counts_do_not_explain_are_refused(cancer) -> None:
         read_xgboost(balanced)
 
 
-def test_categorical_splits_and_other_objectives_are_refused(cancer) -> None:
-    rng = np.random.default_rng(0)
-    frame = pd.DataFrame({"colour": pd.Categorical(rng.integers(0, 5, 300)),
-                          "size": rng.normal(size=300)})
-    y = (frame["colour"].isin([1, 3])).astype(int)
-    categorical = xgb.XGBClassifier(n_estimators=2, enable_categorical=True,
-                                    tree_method="hist").fit(frame, y)
-    with pytest.raises(UnsupportedModelError, match="feature 'colour' as a category"):
-        read_xgboost(categorical)
+def test_other_objectives_are_refused(cancer) -> None:
     X, labels = cancer
     hinge = xgb.XGBClassifier(n_estimators=2, objective="binary:hinge").fit(X, labels)
     with pytest.raises(UnsupportedModelError, match="objective 'binary:hinge'"):

@@ -52,6 +52,7 @@ from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
 
 FORMATS = ("skops", "pickle", "joblib", "lightgbm", "xgboost")
 THRESHOLD_CHOICES = ("simplest",)
+GAPS = 0.1  # share of a booster's random inputs left as gaps (boosters route every gap)
 _Predictor = Callable[[np.ndarray], Predictions]
 
 
@@ -120,6 +121,8 @@ class _Plan:
     probe: Callable[[int], Any] | None = None  # random rows in a pipeline's own columns
     probe_words: str = ""
     kept: list[str] = field(default_factory=list)
+    categories: dict[int, int] = field(default_factory=dict)  # a booster's, codes per feature
+    gaps: float = 0.0  # the share of the random inputs' values left as gaps
 
 
 def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RANDOM,
@@ -139,14 +142,15 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
     if file_format in ("lightgbm", "xgboost"):
         _refuse_options(options, "LightGBM" if file_format == "lightgbm" else "XGBoost")
         plan = {"lightgbm": _lightgbm, "xgboost": _xgboost}[file_format](model, file_format)
-        matrix = None if rows is None else _matrix(rows, plan.names, len(plan.thresholds))
+        matrix = None if rows is None else _booster_rows(rows, plan.names,
+                                                          len(plan.thresholds))
     elif type(model).__name__ == "Pipeline":
         plan, matrix = _pipeline(model, file_format, rows, options, released)
     else:
         plan, matrix = _sklearn(model, file_format, rows, options)
     stripped = reloaded(plan.load, plan.content, plan.framework)
-    probes = probe_inputs(plan.thresholds, n_random) if plan.probe is None else plan.probe(
-        n_random)
+    probes = (probe_inputs(plan.thresholds, n_random, categories=plan.categories,
+                           gaps=plan.gaps) if plan.probe is None else plan.probe(n_random))
     exact = "identical" if not plan.tolerance else f"within {plan.tolerance:.3g}"
     inputs = [] if matrix is None else [(matrix, "rows of --data")]
     compared = [] if matrix is None else [f"{exact} on the {len(matrix):,} rows of --data"]
@@ -157,7 +161,10 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
                         "to the lower of the two (where both split it alike)")
     else:
         compared.append(f"{exact} on {n_random:,} random inputs around the thresholds"
-                        + plan.probe_words)
+                        + plan.probe_words
+                        + (", gaps" if plan.gaps else "")
+                        + (" and unseen categories" if plan.categories else "")
+                        + (" included" if plan.gaps or plan.categories else ""))
     if plan.table is not None:
         probes = plan.table.probes(probes)
         compared[-1] += (", gaps included" + (" and categories (seen, gaps, unseen)"
@@ -192,6 +199,25 @@ def _score(predictions: Predictions, labels: Any, metric: str) -> float:
     residual = float(np.sum((truth - predicted) ** 2))
     total = float(np.sum((truth - truth.mean()) ** 2))
     return 1.0 - residual / total if total else float("nan")
+
+
+def _booster_rows(rows: Any, names: list[str] | None, n_features: int) -> Any:
+    """The rows a booster is checked on: a frame with text columns as a frame, each text
+    column a pandas category (LightGBM and XGBoost code it by the categories their file
+    keeps), else the feature matrix."""
+    import pandas as pd
+
+    columns = list(getattr(rows, "columns", []))
+    text = [c for c in columns if not pd.api.types.is_numeric_dtype(rows[c])]
+    if not text:
+        return _matrix(rows, names, n_features)
+    if names and set(names) <= set(columns):
+        rows = rows[names]
+    if rows.shape[1] != n_features:
+        raise StripError(f"the rows to check on have {rows.shape[1]} feature columns but "
+                         f"the model reads {n_features}; give the training data with its "
+                         "label column named by --label")
+    return rows.astype({c: "category" for c in text if c in rows.columns})
 
 
 def _matrix(rows: Any, names: list[str] | None, n_features: int) -> np.ndarray:
@@ -376,18 +402,27 @@ def _lightgbm(text: Any, file_format: str) -> _Plan:
     stripped, removed = strip_lightgbm(text)
     trees = original.dump_model()["tree_info"]
     pairs: list[tuple[np.ndarray, np.ndarray]] = []
+    categories: dict[int, int] = {}  # per categorical feature, one past its largest code
     for tree in trees:
         pending = [tree["tree_structure"]]
         while pending:
             node = pending.pop()
             if "split_feature" in node:
-                pairs.append((np.array([node["split_feature"]]), np.array([node["threshold"]])))
+                feature = int(node["split_feature"])
+                if node.get("decision_type") == "==":  # a category split: codes "1||4"
+                    codes = [int(c) for c in str(node["threshold"]).split("||")]
+                    categories[feature] = max(categories.get(feature, 0), max(codes) + 1)
+                else:
+                    pairs.append((np.array([feature]), np.array([node["threshold"]])))
                 pending += [node["left_child"], node["right_child"]]
+    for j, listed in enumerate(original.pandas_categorical or []):
+        if j < len(categorical := sorted(categories)):
+            categories[categorical[j]] = max(categories[categorical[j]], len(listed))
     return _Plan("LightGBM model", stripped.encode("utf-8"), removed, _lightgbm_outputs(original),
                  lambda content: _lightgbm_outputs(lightgbm.Booster(
                      model_str=content.decode("utf-8"))), "LightGBM",
                  _per_feature(pairs, original.num_feature()), original.feature_name(),
-                 kept=[LIGHTGBM_KEPT])
+                 kept=[LIGHTGBM_KEPT], categories=categories, gaps=GAPS)
 
 
 def _lightgbm_outputs(booster: Any) -> _Predictor:
@@ -402,15 +437,32 @@ def _xgboost(data: Any, file_format: str) -> _Plan:
                                     "treeleaks strips tree boosters (gbtree)")
     stripped, removed = strip_xgboost(data)
     trees = data["learner"]["gradient_booster"]["model"]["trees"]
-    pairs = [(np.asarray(t["split_indices"])[np.asarray(t["left_children"]) >= 0],
-              np.asarray(t["split_conditions"], dtype=np.float64)[
-                  np.asarray(t["left_children"]) >= 0]) for t in trees]
+    numeric = [(np.asarray(t["left_children"]) >= 0) & (np.asarray(
+        t.get("split_type", [0] * len(t["left_children"]))) == 0) for t in trees]
+    pairs = [(np.asarray(t["split_indices"])[split],
+              np.asarray(t["split_conditions"], dtype=np.float64)[split])
+             for t, split in zip(trees, numeric, strict=True)]
     n_features = int(data["learner"]["learner_model_param"]["num_feature"])
     return _Plan("XGBoost model", json.dumps(stripped).encode("utf-8"), removed,
                  _xgboost_outputs(_xgboost_booster(json.dumps(data).encode("utf-8"))),
                  lambda content: _xgboost_outputs(_xgboost_booster(content)), "XGBoost",
                  _per_feature(pairs, n_features), data["learner"].get("feature_names") or None,
-                 kept=[XGBOOST_KEPT])
+                 kept=[XGBOOST_KEPT], categories=_xgboost_categories(trees), gaps=GAPS)
+
+
+def _xgboost_categories(trees: list[dict[str, Any]]) -> dict[int, int]:
+    """Per categorical feature of an XGBoost model, one past the largest code a split
+    lists."""
+    categories: dict[int, int] = {}
+    for tree in trees:
+        features = np.asarray(tree["split_indices"])
+        for node, start, size in zip(tree.get("categories_nodes", []),
+                                     tree.get("categories_segments", []),
+                                     tree.get("categories_sizes", []), strict=False):
+            codes = tree["categories"][start:start + size]
+            feature = int(features[node])
+            categories[feature] = max(categories.get(feature, 0), max(codes, default=-1) + 1)
+    return categories
 
 
 def _xgboost_booster(content: bytes) -> Any:
@@ -423,7 +475,8 @@ def _xgboost_outputs(booster: Any) -> _Predictor:
     import xgboost
 
     def predict(X: np.ndarray) -> Predictions:
-        matrix = xgboost.DMatrix(X, feature_names=booster.feature_names)
+        matrix = xgboost.DMatrix(X, feature_names=booster.feature_names,
+                                 enable_categorical=True)
         return {"raw score": np.asarray(booster.predict(matrix, output_margin=True)),
                 "predict": np.asarray(booster.predict(matrix))}
     return predict

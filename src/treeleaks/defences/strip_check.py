@@ -1,6 +1,8 @@
 """The proof that a stripped file still predicts: the inputs to compare on (the custodian's
 rows, and random inputs drawn around the model's thresholds, a quarter of their values
-exactly at a threshold, where a changed split would show), and the comparison itself.
+exactly at a threshold, where a changed split would show; for a booster, gaps in every
+column and, in a categorical one, every code it knows, a negative one and one it never
+saw), and the comparison itself.
 
 With the options that change predictions, the comparison says what may differ: after
 ``--thresholds simplest`` the random inputs' values that lay between a threshold's old and
@@ -26,13 +28,19 @@ class StripCheckError(TreeleaksError):
     """The stripped file did not load back, or predicts differently from the original."""
 
 
-def probe_inputs(thresholds: list[np.ndarray], n: int = N_RANDOM, seed: int = 0) -> np.ndarray:
+def probe_inputs(thresholds: list[np.ndarray], n: int = N_RANDOM, seed: int = 0,
+                 categories: dict[int, int] | None = None, gaps: float = 0.0) -> np.ndarray:
     """``n`` random inputs, each feature uniform from below its least threshold to above
     its greatest (-1 to 1 for a feature no split reads), with `AT_THRESHOLD` of the values
-    exactly at one of the feature's thresholds."""
+    exactly at one of the feature's thresholds; a categorical feature of K codes
+    (``categories``) takes every whole code from -1 (invalid) to K (never seen); a share
+    ``gaps`` of every feature's values is NaN."""
     rng = np.random.default_rng(seed)
     columns = []
-    for cuts in thresholds:
+    for j, cuts in enumerate(thresholds):
+        if categories and j in categories:
+            columns.append(rng.integers(-1, categories[j] + 1, n).astype(np.float64))
+            continue
         cuts = np.asarray(cuts, dtype=np.float64)
         cuts = cuts[np.isfinite(cuts)]
         if cuts.size == 0:
@@ -44,7 +52,9 @@ def probe_inputs(thresholds: list[np.ndarray], n: int = N_RANDOM, seed: int = 0)
         exact = rng.random(n) < AT_THRESHOLD
         column[exact] = rng.choice(cuts, int(exact.sum()))
         columns.append(column)
-    return np.column_stack(columns)
+    out = np.column_stack(columns)
+    out[rng.random(out.shape) < gaps] = np.nan
+    return out
 
 
 def outside_moves(inputs: np.ndarray, moves: dict[int, list[tuple[float, float]]],

@@ -108,13 +108,17 @@ class Layout:
         """Whether any column needs more than its one numeric feature."""
         return any(c.gaps or c.categories is not None for c in self.columns)
 
-    def inputs(self) -> InputMap:
-        """How the custodian's columns become these features."""
+    def inputs(self, fills: dict[int, float] | None = None) -> InputMap:
+        """How the custodian's columns become these features; ``fills`` gives, per numeric
+        column without a gap feature, the value a gap routes as (a booster that reads a gap
+        as 0, or sends it past every threshold on the left)."""
         mapped: list[InputColumn] = []
         for j, column in enumerate(self.columns):
             if column.categories is None:
                 if column.gaps:
                     mapped.append(NumberColumn(column.name, self.value[j], gap=self.gap[j]))
+                elif fills and j in fills:
+                    mapped.append(NumberColumn(column.name, self.value[j], fill=fills[j]))
                 continue
             features = self.hot[j] + ((self.gap[j],) if column.gaps else ())
             categories = column.categories + ((np.nan,) if column.gaps else ())
@@ -145,18 +149,6 @@ def spell_out(tree: RoutedTree, layout: Layout, n_leaves: int, index: int = 0
              np.asarray(out.left, dtype=np.int64), np.asarray(out.right, dtype=np.int64),
              leaf.astype(np.int64))
     return nodes, kept
-
-
-def check_unreached(kept: np.ndarray, rows: np.ndarray, index: int, fields: str) -> None:
-    """Refuse a tree whose leaf holds rows (``rows`` per original leaf) that no value, gap
-    or category can reach once the splits are followed: an edited or damaged file."""
-    lost = np.setdiff1d(np.flatnonzero(rows > 0), kept)
-    if lost.size:
-        leaf = int(lost[0])
-        raise ModelFormatError(
-            f"tree {index}, leaf {leaf} holds {int(rows[leaf])} training row(s) that no value, "
-            f"gap or category can reach: its splits ({fields}) contradict each other, so the "
-            "file was edited or is damaged")
 
 
 class _Builder:
@@ -278,7 +270,8 @@ def spell_imputed(tree: Tree, imputed: dict[int, tuple[int, float]], names: tupl
     routed = RoutedTree(feature, threshold, tree.left, tree.right, tree.leaf_of_node,
                         gap_left)
     nodes, kept = spell_out(routed, layout, tree.n_leaves, index)
-    check_unreached(kept, tree.counts.sum(axis=1), index, "the imputer's fill and its splits")
+    check_kept(kept, tree.counts.sum(axis=1), f"tree {index}", "counts",
+               "gaps, sent the imputer's fill's way")
     return kept_leaves(tree, nodes, kept)
 
 
@@ -291,3 +284,17 @@ def kept_leaves(tree: Tree, nodes: Nodes, kept: np.ndarray) -> Tree:
         tree, feature=nodes[0], threshold=nodes[1], left=nodes[2], right=nodes[3],
         leaf_of_node=nodes[4], counts=tree.counts[kept], n_samples=of(tree.n_samples),
         values=of(tree.values), impurity=of(tree.impurity))
+
+
+def check_kept(kept: np.ndarray, rows: np.ndarray, where: str, field: str, routing: str
+               ) -> None:
+    """Refuse a leaf that holds rows (``rows``, its file field ``field``) although no value
+    reaches it once gaps and categories are routed as ``routing`` says: the two fields
+    contradict each other, so the file was edited."""
+    dropped = np.setdiff1d(np.flatnonzero(np.asarray(rows) > 0), kept)
+    if dropped.size:
+        leaf = int(dropped[0])
+        raise ModelFormatError(
+            f"the file's values contradict each other at {where} leaf {leaf}: its {field} "
+            f"holds {rows[leaf]:g} but no row can reach it through the splits' {routing}: "
+            "edited or truncated?")

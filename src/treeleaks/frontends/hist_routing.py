@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from treeleaks.frontends.boosting import Nodes
-from treeleaks.frontends.gaps import Column, Layout, RoutedTree, check_unreached, spell_out
+from treeleaks.frontends.gaps import Column, Layout, RoutedTree, check_kept, spell_out
 from treeleaks.ir.inputs import InputMap
 
 
@@ -50,8 +50,8 @@ class HistRouting:
             leaf=leaf, gap_left=table["missing_go_to_left"].astype(bool),
             categories_left=categories)
         nodes, kept = spell_out(routed, self.layout, int(is_leaf.sum()), index)
-        check_unreached(kept, table["count"][is_leaf], index,
-                        "missing_go_to_left, raw_left_cat_bitsets and the known categories")
+        check_kept(kept, table["count"][is_leaf], f"tree {index}", "count",
+                   "missing_go_to_left and raw_left_cat_bitsets")
         return nodes, kept
 
 

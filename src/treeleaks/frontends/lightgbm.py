@@ -13,7 +13,10 @@ probability: the positive share, or 1/2 when boosting starts at 0.) p0(1-p0) = Î
 roots; the wrong one leaves the counts far from whole numbers. The derived counts must be
 whole: when they are not, a training option the formula leaves out was used (sample
 weights, ``scale_pos_weight``, an initial score, L1 or ``max_delta_step``), and the model is
-refused rather than rounded. Reading the file runs no code.
+refused rather than rounded. A model fitted on a table with gaps or pandas categories
+routes them as `treeleaks.frontends.lightgbm_routing` reads, spelled out over 0/1 features
+(`treeleaks.frontends.gaps`), its ``inputs`` saying how the table's columns become them.
+Reading the file runs no code.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from treeleaks.frontends.boosting import (
     whole_positives,
 )
 from treeleaks.frontends.lightgbm_multiclass import class_counts
+from treeleaks.frontends.lightgbm_routing import LightGBMRouting, lightgbm_routing
 from treeleaks.frontends.multiclass import check_round, multiclass_facts, multiclass_trees
 from treeleaks.frontends.numbers import checked, checked_one
 from treeleaks.frontends.stored import lightgbm_fields
@@ -44,8 +48,6 @@ from treeleaks.runtime.errors import UnsupportedModelError
 
 WHOLE_TOLERANCE = 1e-4  # derived counts this close to whole numbers are whole (file: 17 digits)
 ROW_PRECISION = 1e-6  # of a gradient or hessian sum, per row (float32 per row, 17 digits kept)
-CATEGORICAL, MISSING_SHIFT = 1, 2  # decision_type: bit 0 categorical, bits 2-3 missing type
-MISSING = {1: "zero", 2: "NaN"}
 # a tree's IR nodes, and its leaves' row counts, hessian sums and values
 _Converted = tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray, np.ndarray]
 
@@ -69,37 +71,58 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     names = feature_names or head.get("feature_names", "").split()
     if not trees:
         raise ModelFormatError("LightGBM model file: it holds no tree ('Tree=' sections)")
+    routing = lightgbm_routing(head, trees, names or _column_names(head), params)
+    features = list(routing.layout.names) if routing else list(names)
     if _counts_missing(trees):
         if not counts_removed_ok:
             raise counts_removed("LightGBM model", "no tree keeps its leaf_count")
-        shapes = [_tree(_zero_counts(block), index, names) for index, block in enumerate(trees)]
+        shapes = [_tree(_zero_counts(block), index, names, routing)
+                  for index, block in enumerate(trees)]
         regression = objective[0] == "regression"
         about = Stripped("LightGBM", f"objective {objective[0]}", lightgbm_fields(
             regression, objective[0] == "multiclass"), ModelKind.GRADIENT_BOOSTED)
-        return structure_only([c[0] for c in shapes], [] if regression else classes,
-                              list(names), label_name, "LightGBM", about,
-                              shapes[0][3] if regression else None)
-    converted = [_tree(block, index, names) for index, block in enumerate(trees)]
+        return _routed(structure_only([c[0] for c in shapes], [] if regression else classes,
+                                      features, label_name, "LightGBM", about,
+                                      shapes[0][3] if regression else None), routing)
+    converted = [_tree(block, index, names, routing) for index, block in enumerate(trees)]
     _same_rows([count for _, count, _, _ in converted], params)
     eta = _float(params, "learning_rate", 0.1)
     l2 = _float(params, "lambda_l2", 0.0)
     if objective[0] == "regression":
-        return _regression(converted, params, names, eta, l2, label_name)
+        return _routed(_regression(converted, params, features, eta, l2, label_name), routing)
     if objective[0] == "multiclass":
-        return _multiclass(converted, classes, names, eta, l2, label_name)
+        return _routed(_multiclass(converted, classes, features, eta, l2, label_name),
+                       routing)
     _hessians_fit_counts(converted)
     _, count, hessian, value = converted[0]
     positives = first_tree_positives(count, hessian, value, eta, l2, _options_used(params))
     out = booster_trees([c[0] for c in converted], [c[1] for c in converted], positives)
     gradients = LeafGradients(0.0, [c[3] for c in converted], [no_sums()] + [
         _sums(count, hessian, value, eta, l2) for _, count, hessian, value in converted[1:]])
-    model = ReleasedModel(out, classes, list(names), label_name=label_name, source="LightGBM",
+    model = ReleasedModel(out, classes, features, label_name=label_name, source="LightGBM",
                           gradients=gradients,
                           facts={"objective": "binary", "learning_rate": eta, "lambda_l2": l2})
     model.validate()
     model.description = describe(model, "LightGBM", "objective binary",
                                  lightgbm_fields(False))
+    return _routed(model, routing)
+
+
+def _routed(model: ReleasedModel, routing: LightGBMRouting | None) -> ReleasedModel:
+    """The model with the way its table's columns become its features, and what the
+    routing says, when its splits route gaps or categories."""
+    if routing is not None:
+        model.inputs = routing.inputs()
+        model.facts.update(routing.facts)
     return model
+
+
+def _column_names(head: dict[str, str]) -> list[str]:
+    """LightGBM's own names for a file's columns (``Column_0``, ...), from its
+    ``max_feature_idx``."""
+    last = checked_one(head.get("max_feature_idx", "-1"), "LightGBM model file",
+                       "max_feature_idx", whole=True, low=-1)
+    return [f"Column_{j}" for j in range(int(last) + 1)]
 
 
 def _model_text(source: str | Path | Any) -> str:
@@ -361,6 +384,8 @@ def _sections(text: str) -> tuple[dict[str, str], list[dict[str, str]], dict[str
             trees.append(current)
         elif line == "end of trees":
             current = None
+        elif line.startswith("pandas_categorical:") and current is None:
+            head["pandas_categorical"] = line.split(":", 1)[1]
         elif line.startswith("[") and line.endswith("]") and ": " in line:
             key, value = line[1:-1].split(": ", 1)
             params[key] = value
@@ -370,14 +395,12 @@ def _sections(text: str) -> tuple[dict[str, str], list[dict[str, str]], dict[str
     return head, trees, params
 
 
-def _tree(block: dict[str, str], index: int, names: list[str]) -> _Converted:
-    """One tree's IR nodes (internal nodes first, then leaves), leaf counts, hessian sums
-    and values."""
+def _tree(block: dict[str, str], index: int, names: list[str],
+          routing: LightGBMRouting | None = None) -> _Converted:
+    """One tree's IR nodes (internal nodes first, then leaves; with ``routing``, its gap
+    and category splits spelled out and the leaves no row can reach dropped), leaf counts,
+    hessian sums and values."""
     n_leaves = int(_numbers(block, "num_leaves", index, 1, whole=True, low=1)[0])
-    if checked_one(block.get("num_cat", "0"), f"LightGBM tree {index}", "num_cat",
-                   whole=True, low=0) > 0:
-        raise UnsupportedModelError(f"LightGBM tree {index} has categorical splits; treeleaks "
-                                    "reads numerical splits only (encode categories as numbers)")
     if block.get("is_linear", "0") != "0":
         raise UnsupportedModelError(f"LightGBM tree {index} is a linear tree; treeleaks reads "
                                     "constant leaves only")
@@ -400,26 +423,19 @@ def _tree(block: dict[str, str], index: int, names: list[str]) -> _Converted:
     children = [_numbers(block, key, index, n_internal, whole=True,
                          low=-n_leaves, high=n_internal - 1)
                 for key in ("left_child", "right_child")]
-    for node in range(n_internal):
-        name = names[feature[node]] if 0 <= feature[node] < len(names) else str(feature[node])
-        if decision[node] & CATEGORICAL:
-            raise UnsupportedModelError(f"LightGBM tree {index} splits feature {name!r} as a "
-                                        "category; treeleaks reads numerical splits only")
-        missing = (decision[node] >> MISSING_SHIFT) & 3
-        if missing in MISSING:
-            raise UnsupportedModelError(
-                f"LightGBM tree {index} sends feature {name!r}'s missing ({MISSING[missing]}) "
-                "values to one side: the training data had missing values, which treeleaks "
-                "does not model; fill them before training")
     left, right = (np.where(c >= 0, c, n_internal + ~c) for c in children)
     n_nodes = n_internal + n_leaves
+    if not (min(left.min(), right.min()) > 0 and max(left.max(), right.max()) < n_nodes):
+        raise ModelFormatError(f"LightGBM tree {index}: a child index is out of range")
+    if routing is not None:  # gaps and categories spelled out (`lightgbm_routing`)
+        nodes, kept = routing.tree(block, index, feature, threshold, decision, left, right,
+                                   count)
+        return nodes, count[kept], hessian[kept], value[kept]
     leaf_of_node = np.concatenate([np.full(n_internal, -1), np.arange(n_leaves)])
     nodes = (np.concatenate([feature, np.full(n_leaves, -1)]),
              np.concatenate([threshold, np.zeros(n_leaves)]),
              np.concatenate([left, np.full(n_leaves, -1)]),
              np.concatenate([right, np.full(n_leaves, -1)]), leaf_of_node)
-    if not (min(left.min(), right.min()) > 0 and max(left.max(), right.max()) < n_nodes):
-        raise ModelFormatError(f"LightGBM tree {index}: a child index is out of range")
     return nodes, count, hessian, value
 
 

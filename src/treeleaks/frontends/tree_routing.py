@@ -17,7 +17,7 @@ from treeleaks.frontends.gaps import (
     Column,
     Layout,
     RoutedTree,
-    check_unreached,
+    check_kept,
     kept_leaves,
     spell_out,
 )
@@ -55,6 +55,6 @@ def spelled(tree: Tree, sk_tree: Any, layout: Layout, index: int) -> Tree:
         right=np.asarray(sk_tree.children_right, dtype=np.int64), leaf=leaf,
         gap_left=np.asarray(sk_tree.missing_go_to_left).astype(bool))
     nodes, kept = spell_out(routed, layout, int(is_leaf.sum()), index)
-    check_unreached(kept, np.asarray(sk_tree.n_node_samples)[is_leaf], index,
-                    "threshold and missing_go_to_left")
+    check_kept(kept, np.asarray(sk_tree.n_node_samples)[is_leaf], f"tree {index}",
+               "n_node_samples", "thresholds and missing_go_to_left")
     return kept_leaves(tree, nodes, kept)

@@ -12,8 +12,10 @@ that disagree, the model is refused rather than rounded. Later trees' covers are
 p(1-p) over rows whose p depends on the earlier trees, not counts: those trees enter the
 IR without counts, with their hessian sums and the gradient sums their values give
 (`LeafGradients`). XGBoost sends ``x < t`` left; the IR sends ``x <= t`` left, so each
-threshold becomes the float32 just below it (XGBoost compares in float32). Reading the
-file runs no code.
+threshold becomes the float32 just below it (XGBoost compares in float32). Gaps
+(``default_left``) and categorical splits are routed as `treeleaks.frontends.xgboost_routing`
+reads, spelled out over 0/1 features (`treeleaks.frontends.gaps`), the model's ``inputs``
+saying how the table's columns become them. Reading the file runs no code.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from treeleaks.frontends.numbers import checked, checked_one
 from treeleaks.frontends.stored import xgboost_fields
 from treeleaks.frontends.stripped import Stripped, counts_removed, structure_only
 from treeleaks.frontends.xgboost_regression import regression_model
+from treeleaks.frontends.xgboost_routing import XGBoostRouting, xgboost_routing
 from treeleaks.ir.description import ModelKind, describe
 from treeleaks.ir.model import LeafGradients, ModelFormatError, ReleasedModel, Tree
 from treeleaks.runtime.errors import UnsupportedModelError
@@ -97,22 +100,24 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
                    whole=True, low=1) != 1:
         raise UnsupportedModelError("this XGBoost model grows several trees per round "
                                     "(num_parallel_tree > 1); treeleaks reads one per round")
-    parsed = [_tree(tree, names, t, n_features) for t, tree in enumerate(trees)]
-    _no_missing_routing(trees, [p[0][0] for p in parsed], names)
+    routing = xgboost_routing(learner, trees, list(names))
+    features = list(routing.layout.names) if routing else list(names)
+    parsed = [_tree(tree, t, n_features, routing) for t, tree in enumerate(trees)]
     if any(not cover.any() for _, cover, _ in parsed):
         if not counts_removed_ok:
             raise counts_removed("XGBoost model", "its covers, sum_hessian, are 0")
         regressor = objective == REGRESSION
         about = Stripped("XGBoost", f"objective {objective}",
                          xgboost_fields(regressor, multiclass), ModelKind.GRADIENT_BOOSTED)
-        return structure_only([p[0] for p in parsed], [] if regressor else classes,
-                              list(names), label_name, "XGBoost", about,
-                              np.full(parsed[0][2].size, base) if regressor else None)
+        return _routed(structure_only(
+            [p[0] for p in parsed], [] if regressor else classes, features, label_name,
+            "XGBoost", about, np.full(parsed[0][2].size, base) if regressor else None), routing)
     if objective == REGRESSION:
-        return regression_model(trees, parsed, base, list(names), label_name, objective)
+        return _routed(regression_model(trees, parsed, base, features, label_name, objective),
+                       routing)
     if multiclass:
-        return _multiclass(parsed, params, booster["model"].get("tree_info", []), classes,
-                           list(names), label_name, objective)
+        return _routed(_multiclass(parsed, params, booster["model"].get("tree_info", []),
+                                   classes, features, label_name, objective), routing)
     nodes, cover, value = parsed[0]
     rows = _first_rows(cover, base * (1.0 - base), f"b(1-b) for its base score b = {base:g}")
     positives, eta, l2 = first_tree_positives(rows, cover, value, base,
@@ -125,7 +130,7 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
     gradients = LeafGradients(float(np.log(base / (1.0 - base))), [p[2] for p in parsed],
                               [no_sums()] + [_sums(h, w, eta, l2, n_rows)
                                              for _, h, w in parsed[1:]])
-    model = ReleasedModel(out, classes, list(names), label_name=label_name,
+    model = ReleasedModel(out, classes, features, label_name=label_name,
                           source="XGBoost", gradients=gradients,
                           facts={"objective": objective, "trees in file": len(trees),
                                  "learning rate (recovered)": float(f"{eta:.6g}"),
@@ -133,6 +138,15 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
     model.validate()
     model.description = describe(model, "XGBoost", f"objective {objective}",
                                  xgboost_fields(False))
+    return _routed(model, routing)
+
+
+def _routed(model: ReleasedModel, routing: XGBoostRouting | None) -> ReleasedModel:
+    """The model with the way its table's columns become its features, and what the
+    routing says, when its splits route gaps or categories."""
+    if routing is not None:
+        model.inputs = routing.inputs()
+        model.facts.update(routing.facts)
     return model
 
 
@@ -330,10 +344,12 @@ def _scale_pos_weight(learner: dict[str, Any]) -> str:
         return f"scale_pos_weight={raw!r}"
 
 
-def _tree(tree: dict[str, Any], names: list[str], index: int, n_features: int
+def _tree(tree: dict[str, Any], index: int, n_features: int,
+          routing: XGBoostRouting | None = None
           ) -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
     """A tree's IR nodes, and its leaves' covers and values, every number checked
-    (`treeleaks.frontends.numbers`)."""
+    (`treeleaks.frontends.numbers`); with ``routing``, its gap and category splits spelled
+    out and the leaves no row can reach dropped."""
     where = f"learner.gradient_booster.model.trees[{index}]"
     at = f"{FILE}: {where}"
 
@@ -360,10 +376,6 @@ def _tree(tree: dict[str, Any], names: list[str], index: int, n_features: int
         raise ModelFormatError(f"{at}: field 'split_indices' holds {feature[node]} at entry "
                                f"{node}, past the file's {n_features} features (num_feature): "
                                "an edited file?")
-    for node in np.flatnonzero(~leaf & (kinds != 0)):
-        name = names[feature[node]] if 0 <= feature[node] < len(names) else str(feature[node])
-        raise UnsupportedModelError(f"XGBoost tree {index} splits feature {name!r} as a "
-                                    "category; treeleaks reads numerical splits only")
     check_thresholds(np.where(leaf, 0.0, condition), f"XGBoost model file: {where}",
                      "split_conditions")
     leaf_of_node = np.full(n, -1, dtype=np.int64)
@@ -378,37 +390,10 @@ def _tree(tree: dict[str, Any], names: list[str], index: int, n_features: int
     threshold = np.where(leaf, 0.0, below)  # x < t in float32 is x <= the float32 below t
     nodes = (np.where(leaf, -1, feature), threshold, np.where(leaf, -1, left),
              np.where(leaf, -1, right), leaf_of_node)
+    if routing is not None:
+        nodes, kept = routing.tree(index, nodes, hessian[leaf])
+        return nodes, hessian[leaf][kept], condition[leaf][kept]
     return nodes, hessian[leaf], condition[leaf]
-
-
-def _no_missing_routing(trees: list[dict[str, Any]], features: list[np.ndarray],
-                        names: list[str]) -> None:
-    """Refuse a model trained with missing values. XGBoost gives every split a side for
-    them (``default_left``): without missing values it is the same side at every split
-    (left with ``tree_method='exact'``, right with ``hist`` and ``approx``), with them each
-    split picks the side its gain prefers. Splits that disagree show the missing values,
-    which the IR (``x <= t`` goes left) does not route."""
-    sides: list[np.ndarray] = []
-    for index, (tree, feature) in enumerate(zip(trees, features, strict=True)):
-        where = f"{FILE}: learner.gradient_booster.model.trees[{index}]"
-        side = checked(tree.get("default_left", [0] * feature.size), where, "default_left",
-                       whole=True, low=0, high=1)
-        if side.size != feature.size:
-            raise ModelFormatError(f"{where}: its node fields differ in length (a truncated "
-                                   "or edited file?)")
-        sides.append(np.column_stack([np.full(feature.size, index), np.arange(feature.size),
-                                      feature, side])[feature >= 0])
-    splits = np.vstack(sides)
-    if splits.size == 0 or np.unique(splits[:, 3]).size < 2:
-        return
-    usual = int(np.bincount(splits[:, 3]).argmax())
-    tree, node, feature, side = splits[np.flatnonzero(splits[:, 3] != usual)[0]]
-    name = names[feature] if feature < len(names) else str(feature)
-    raise UnsupportedModelError(
-        f"XGBoost tree {tree} node {node} splits feature {name!r} sending missing values "
-        f"{'left' if side else 'right'}, other splits the other way (default_left): the "
-        "training data had missing values, which treeleaks does not model; fill them "
-        "before training")
 
 
 def _field(data: Any, key: str, where: str) -> Any:
