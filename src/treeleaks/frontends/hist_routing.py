@@ -91,6 +91,9 @@ def _gap_columns(tables: list[np.ndarray], n: int) -> np.ndarray:
     gaps = np.zeros(n, dtype=bool)
     for table in tables:
         inner = np.flatnonzero(~table["is_leaf"].astype(bool))
+        children = np.concatenate([table["left"][inner], table["right"][inner]])
+        if not np.isin(children, np.arange(len(table))).all():
+            continue  # broken nodes: the tree's validation names them
         larger_left = table["count"][table["left"][inner]] > table["count"][table["right"][inner]]
         odd = table["missing_go_to_left"][inner].astype(bool) != larger_left
         gaps[table["feature_idx"][inner[odd]]] = True

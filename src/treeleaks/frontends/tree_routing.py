@@ -35,6 +35,9 @@ def gap_layout(sk_trees: list[Any], names: list[str]) -> Layout | None:
         left, right = np.asarray(sk_tree.children_left), np.asarray(sk_tree.children_right)
         inner = np.flatnonzero(left >= 0)
         rows = np.asarray(sk_tree.n_node_samples)
+        if not (np.isin(left[inner], np.arange(rows.size)).all()
+                and np.isin(right[inner], np.arange(rows.size)).all()):
+            return None  # broken nodes: the tree's validation names them
         odd = np.asarray(routing)[inner].astype(bool) != (rows[left[inner]] > rows[right[inner]])
         gaps[np.asarray(sk_tree.feature)[inner[odd]]] = True
     if not gaps.any():
