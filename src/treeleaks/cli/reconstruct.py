@@ -299,11 +299,14 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
 
 
 def _columns_note(model: ReleasedModel, recon: Reconstruction) -> str:
-    """How a pipeline's rows come back: in the custodian's columns, and the cells an imputer
-    may have filled (its fill within the row's bounds, no indicator to tell)."""
+    """How rows come back: in the custodian's columns (through a pipeline's steps, or a
+    model's own gaps and categories), and the cells an imputer may have filled (its fill
+    within the row's bounds, no indicator to tell)."""
     assert model.inputs is not None
-    words = (f"{len(model.inputs.names)} of yours, decoded through the pipeline's steps "
-             f"({', '.join(model.inputs.steps)}): categories as their values, gaps empty")
+    through = (f"through the pipeline's steps ({', '.join(model.inputs.steps)})"
+               if model.inputs.steps else "from the model's gap and category features")
+    words = (f"{len(model.inputs.names)} of yours, decoded {through}: categories as their "
+             "values, gaps empty")
     if not recon.n_rows:
         return words
     maybe = model.inputs.maybe_filled(recon.lower, recon.upper)
