@@ -128,3 +128,27 @@ def test_a_grid_point_routes_to_the_path_of_the_leaf_the_tree_sends_it_to(case, 
         assert (grid.path_leaf[path] - grid.offset[t] == tree.apply(values)).all()
         assert ((grid.lo[path] <= points) & (points <= grid.hi[path])).all()
         assert (grid.path_offset[t] <= path).all()
+
+
+@pytest.mark.parametrize("bootstrap", [True, False])
+def test_a_regression_forest_on_gaps_gives_its_targets_back(bootstrap: bool) -> None:
+    from sklearn.ensemble import RandomForestRegressor
+
+    frame, _ = _gappy(50, seed=1, share=0.2)
+    target = np.random.default_rng(5).normal(10, 3, len(frame)).round(2)
+    fitted = RandomForestRegressor(n_estimators=8, bootstrap=bootstrap, random_state=0).fit(
+        frame, target)
+    model = from_sklearn(fitted, allow_regression=True)
+    assert model.aliased
+    rec = reconstruct(model, time_limit=30)
+    assert rec.formulation == ("regression-bootstrap-known" if bootstrap
+                               else "regression-exact")
+    assert rec.verified and rec.n_rows == len(frame), rec.message
+    assert sorted(rec.rows[model.label_name]) == pytest.approx(sorted(target))
+    assert model.inputs is not None
+    again = model.inputs.encode(model.inputs.decode(rec.rows))[list(model.feature_names)]
+    leaves = model.apply(again.to_numpy(dtype=float))
+    for t, tree in enumerate(model.trees):  # every leaf's rows, read back (training order)
+        drawn = tree.draws if bootstrap else np.ones(len(frame), dtype=np.int64)
+        assert (np.bincount(leaves[:, t], weights=drawn, minlength=tree.n_leaves)
+                == tree.counts[:, 0]).all()
