@@ -182,10 +182,11 @@ class _Search:
             rows = np.flatnonzero(~given & (self.cls == c))
             tree = _start_tree(self.columns, g.offset, c)
             first = np.arange(ends[tree], ends[tree + 1])
-            room = np.maximum(g.counts[self._at(first, c)] - self.occ[self._at(first, c)], 0)
+            at = self._in_leaves(first, c)
+            room = np.maximum(g.counts[at] - self.occ[at], 0)
             slots = self.rng.permutation(np.repeat(np.arange(len(room)), room))
             if not len(slots):
-                slots = np.flatnonzero(g.counts[self._at(first, c)] > 0)
+                slots = np.flatnonzero(g.counts[at] > 0)
             slots = g.a_path(g.offset[tree] + np.resize(slots, len(rows)), self.rng)
             lo, hi = g.lo[slots], g.hi[slots]
             points[rows] = lo + (self.rng.random(lo.shape) * (hi - lo + 1)).astype(np.int64)
@@ -218,11 +219,15 @@ class _Search:
         """The global leaf of each global path."""
         return self.grid.path_leaf[paths] if self.aliased else paths
 
-    def _at(self, paths: np.ndarray, c: int | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _in_leaves(self, leaves: np.ndarray, c: int | np.ndarray,
+                   ) -> tuple[np.ndarray, np.ndarray]:
         """The (global leaf, column) entries of ``occ`` and the counts that hold class
-        ``c``'s rows in the leaves of ``paths``."""
-        leaves = self._leaf(paths)
+        ``c``'s rows in ``leaves``."""
         return leaves, self.columns[leaves, c]
+
+    def _at(self, paths: np.ndarray, c: int | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`_in_leaves` for the leaves of global ``paths``."""
+        return self._in_leaves(self._leaf(paths), c)
 
     def _changes(self, rows: np.ndarray, feats: np.ndarray, bins: np.ndarray,
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
