@@ -17,7 +17,7 @@ from test_gaps import _routed
 from treeleaks.attacks.draw_search_stage import landed_rows
 from treeleaks.attacks.reconstruct import reconstruct
 from treeleaks.counts.draw_search import search_drawn_rows
-from treeleaks.counts.paths import leaves_of
+from treeleaks.counts.paths import leaf_hulls, leaves_of, tree_paths
 from treeleaks.counts.row_search import row_points, search_rows
 from treeleaks.counts.threshold_grid import ThresholdGrid
 from treeleaks.counts.verify import verify_within_draws
@@ -152,3 +152,27 @@ def test_a_regression_forest_on_gaps_gives_its_targets_back(bootstrap: bool) -> 
         drawn = tree.draws if bootstrap else np.ones(len(frame), dtype=np.int64)
         assert (np.bincount(leaves[:, t], weights=drawn, minlength=tree.n_leaves)
                 == tree.counts[:, 0]).all()
+
+
+@settings(max_examples=150, deadline=None)
+@given(_routed())
+def test_each_path_box_routes_to_its_leaf_and_lies_in_the_leaf_hull(case) -> None:
+    routed, columns, n_leaves, _ = case
+    layout = Layout.of(columns)
+    nodes, kept = spell_out(routed, layout, n_leaves)
+    tree = Tree(*nodes, np.ones((kept.size, 1), dtype=np.int64))
+    m = len(layout.names)
+    paths = tree_paths(tree, m)
+    assert sorted(paths.node.tolist()) == np.flatnonzero(tree.feature < 0).tolist()
+    assert (np.diff(paths.leaf) >= 0).all()  # numbered leaf by leaf
+    inside = np.where(np.isfinite(paths.upper), paths.upper,
+                      np.where(np.isfinite(paths.lower), paths.lower + 1.0, 0.0))
+    live = (paths.lower < paths.upper).all(axis=1)  # random splits may contradict each other
+    assert (tree.apply(inside[live]) == paths.leaf[live]).all()
+    low, high = leaf_hulls(tree, m)
+    assert ((low[paths.leaf] <= paths.lower) & (paths.upper <= high[paths.leaf])).all()
+    if not tree.aliased:  # one path a leaf: the leaf's own box, in leaf order
+        box_low, box_high = tree.leaf_boxes(m)
+        assert (paths.leaf == np.arange(tree.n_leaves)).all()
+        assert np.array_equal(paths.lower, box_low) and np.array_equal(low, box_low)
+        assert np.array_equal(paths.upper, box_high) and np.array_equal(high, box_high)
