@@ -83,7 +83,7 @@ def search_positions(model: Any, f: Forest, seconds: float, seed: int) -> dict[s
     drawn = f.draws[found.positions] > 0
     agree = np.zeros((len(found), len(f.y)), dtype=np.int32)
     for t in range(f.draws.shape[1]):
-        agree += drawn[:, t, None] & ((found.leaves[:, t] + offset[t])[:, None]
+        agree += drawn[:, t, None] & ((found.paths[:, t] + offset[t])[:, None]
                                       == f.leaf[None, :, t])
     best = agree.argmax(axis=1)
     return {"rows": len(found), "best_is_own": float(np.mean(best == found.positions)),

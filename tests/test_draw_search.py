@@ -71,7 +71,7 @@ def test_the_search_reports_larger_partial_datasets_as_it_finds_them() -> None:
     draws = np.vstack([tree.draws for tree in model.trees]).T[positions] > 0
     leaves = model.apply(frames["rows"][list(model.feature_names)].to_numpy(dtype=float))
     kept = np.isin(found.positions, positions)
-    assert ((leaves == found.leaves[kept]) | ~draws).all()  # each row in the leaves found
+    assert ((leaves == found.paths[kept]) | ~draws).all()  # one path a leaf here
 
 
 def test_an_easy_forest_comes_back_complete_and_verified() -> None:

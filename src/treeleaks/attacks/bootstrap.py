@@ -34,6 +34,7 @@ from treeleaks.counts.cells import (
     node_presence,
 )
 from treeleaks.counts.materialize import rows_from_counts
+from treeleaks.counts.paths import tree_paths
 from treeleaks.counts.verify import verify
 from treeleaks.ir.model import ReleasedModel, Tree
 from treeleaks.ir.schema import FeatureSchema
@@ -112,14 +113,18 @@ class RowOccupancy:
 
     def _known(self, tree: Tree) -> np.ndarray:
         """``(leaves, rows, classes)``: whether what is known of each row (the values its
-        box pins, its class when known) allows it in each leaf."""
+        box pins, its class when known) allows it in each leaf (on one of its paths)."""
         lower, upper, cls = self.row_boxes
         pinned = np.flatnonzero(np.isfinite(upper).any(axis=0))
-        leaf_lower, leaf_upper = tree.leaf_boxes(lower.shape[1])
-        meets = np.ones((tree.n_leaves, self.n_rows), dtype=bool)
+        paths = tree_paths(tree, lower.shape[1])
+        on_path = np.ones((len(paths), self.n_rows), dtype=bool)
         for f in pinned:
-            meets &= (np.maximum(leaf_lower[:, f, None], lower[None, :, f])
-                      < np.minimum(leaf_upper[:, f, None], upper[None, :, f]))
+            on_path &= (np.maximum(paths.lower[:, f, None], lower[None, :, f])
+                        < np.minimum(paths.upper[:, f, None], upper[None, :, f]))
+        meets = on_path  # path i is leaf i, unless a leaf has several
+        if len(paths) > tree.n_leaves:  # a leaf meets a row where one of its paths does
+            meets = np.zeros((tree.n_leaves, self.n_rows), dtype=bool)
+            np.logical_or.at(meets, paths.leaf, on_path)
         of_class = (cls[:, None] < 0) | (cls[:, None] == np.arange(self.n_classes)[None, :])
         return meets[:, :, None] & of_class[None, :, :]
 

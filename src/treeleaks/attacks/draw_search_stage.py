@@ -21,6 +21,7 @@ import numpy as np
 from treeleaks.attacks.options import RunOptions
 from treeleaks.counts.draw_search import DrawnRows, search_drawn_rows
 from treeleaks.counts.materialize import rows_in_boxes
+from treeleaks.counts.paths import leaves_of, path_boxes_of
 from treeleaks.counts.verify import verify, verify_within_draws
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
@@ -85,27 +86,17 @@ def landed_rows(model: ReleasedModel, schema: FeatureSchema,
                 found: DrawnRows) -> tuple[dict, np.ndarray]:
     """The found rows filled inside their boxes, as the frames of a `Reconstruction`, and
     their training positions; a row whose filled values leave one of its leaves (in a tree
-    that drew it) is dropped."""
+    that drew it) is dropped (any path of the leaf will do)."""
     draws = np.vstack([tree.draws for tree in model.trees]).T
-    leaves, cls, positions = found.leaves, found.cls, found.positions
+    paths, cls, positions = found.paths, found.cls, found.positions
     while True:
-        frames = _filled(model, schema, leaves, draws[positions] > 0, cls)
+        drawn = draws[positions] > 0
+        lower, upper = path_boxes_of(model, paths, drawn)
+        frames = rows_in_boxes(model, schema, lower, upper, cls,
+                               np.zeros(len(cls), dtype=bool))
         values = frames["rows"][list(model.feature_names)].to_numpy(dtype=float)
-        landed = ((model.apply(values) == leaves) | (draws[positions] == 0)).all(axis=1)
+        landed = ((model.apply(values) == leaves_of(model, paths)) | ~drawn).all(axis=1)
         if landed.all():
             return frames, positions
-        leaves, cls, positions = leaves[landed], cls[landed], positions[landed]
-
-
-def _filled(model: ReleasedModel, schema: FeatureSchema, leaves: np.ndarray,
-            drawn: np.ndarray, cls: np.ndarray) -> dict:
-    """Each row's box (the intersection of its leaves in the trees that drew it), filled."""
-    n_rows, m = len(cls), model.n_features
-    lower, upper = np.full((n_rows, m), -np.inf), np.full((n_rows, m), np.inf)
-    for t, tree in enumerate(model.trees):
-        box_low, box_high = tree.leaf_boxes(m)
-        mine = drawn[:, t]
-        lower[mine] = np.maximum(lower[mine], box_low[leaves[mine, t]])
-        upper[mine] = np.minimum(upper[mine], box_high[leaves[mine, t]])
-    return rows_in_boxes(model, schema, lower, upper, cls, np.zeros(n_rows, dtype=bool))
+        paths, cls, positions = paths[landed], cls[landed], positions[landed]
 

@@ -110,13 +110,13 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
 
 def _rows(model: ReleasedModel, schema: FeatureSchema, leaves: RowLeaves, chosen: np.ndarray,
           row_class: np.ndarray, decided: np.ndarray) -> dict:
-    """Each row's box (the intersection of the leaves it takes), filled, in training order."""
+    """Each row's box (the intersection of the paths it takes), filled, in training order."""
     m = model.n_features
     lower = np.full((leaves.n_rows, m), -np.inf)
     upper = np.full((leaves.n_rows, m), np.inf)
     row = leaves.pair_row[leaves.place_pair[chosen]]
-    np.maximum.at(lower, row, leaves.lower[leaves.place_leaf[chosen]])
-    np.minimum.at(upper, row, leaves.upper[leaves.place_leaf[chosen]])
+    np.maximum.at(lower, row, leaves.lower[leaves.place_path[chosen]])
+    np.minimum.at(upper, row, leaves.upper[leaves.place_path[chosen]])
     return rows_in_boxes(model, schema, lower, upper, np.maximum(row_class, 0), decided)
 
 

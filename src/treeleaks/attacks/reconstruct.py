@@ -329,7 +329,7 @@ def _exact(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
     return reconstruct_exact(model, bound, run, solver=request.solver,
                              strategy=request.strategy,
                              row_search=request.strategy == Strategy.AUTO
-                             and raw_measurements(model) and not model.aliased)
+                             and raw_measurements(model))
 
 
 def _counted_rows(model: ReleasedModel) -> int:
@@ -413,8 +413,7 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
     time that leaves. When the cells fail for size or time, the fallback sets the draws
     aside.
     """
-    rows_apply = not model.aliased  # the row searches read one box per leaf
-    if strategy == Strategy.AUTO and rows_apply and raw_measurements(model, ROWS_FIRST_BITS):
+    if strategy == Strategy.AUTO and raw_measurements(model, ROWS_FIRST_BITS):
         return _rows_then_search(model, bound, run)
 
     def without_draws(seconds: float, why: str) -> Reconstruction:
@@ -431,7 +430,7 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
     return reconstruct_known_draws(model, bound, **run.keywords(),
                                    fallback=without_draws if covering else None,
                                    without_cells=by_rows if strategy == Strategy.AUTO
-                                   and rows_apply else None)
+                                   else None)
 
 
 def _rows_then_search(model: ReleasedModel, bound: FeatureSchema,

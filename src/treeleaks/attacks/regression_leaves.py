@@ -24,6 +24,7 @@ import numpy as np
 
 from treeleaks.attacks.options import RunOptions
 from treeleaks.counts.materialize import rows_in_boxes
+from treeleaks.counts.paths import tree_paths
 from treeleaks.counts.verify_boosted import verify_rows_within
 from treeleaks.ir.model import ReleasedModel, Tree
 from treeleaks.ir.schema import FeatureSchema
@@ -77,14 +78,18 @@ def reconstruct_regression_leaves(model: ReleasedModel, schema: FeatureSchema | 
 def leaf_group_rows(model: ReleasedModel, bound: FeatureSchema, index: int,
                     rows: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, dict]:
     """Tree ``index``'s leaves as rows: ``rows[leaf]`` of them in the leaf's box, each with
-    the leaf's ``targets[leaf]``, filled and proven in the box. Returns each row's leaf and
-    the frames of a `Reconstruction`."""
+    the leaf's ``targets[leaf]``, filled and proven in the box. A leaf the tree reaches by
+    several paths (a table with gaps) has its rows filled in its first path's box, not
+    proven there. Returns each row's leaf and the frames of a `Reconstruction`."""
     held = np.flatnonzero(rows > 0)
     per_row = np.repeat(held, rows[held])
-    lower, upper = model.trees[index].leaf_boxes(model.n_features)
+    paths = tree_paths(model.trees[index], model.n_features)
+    first = np.searchsorted(paths.leaf, np.arange(model.trees[index].n_leaves))
+    one_path = np.diff(np.append(first, len(paths))) == 1
+    lower, upper = paths.lower[first], paths.upper[first]
     frames = rows_in_boxes(replace(model, classes=targets[per_row].tolist()), bound,
                            lower[per_row], upper[per_row], np.arange(per_row.size),
-                           np.ones(per_row.size, dtype=bool))
+                           one_path[per_row])
     return per_row, frames
 
 

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from treeleaks.counts.cells import Cells, cell_boxes
+from treeleaks.counts.cells import Cells
 from treeleaks.counts.materialize import rows_from_counts
+from treeleaks.counts.paths import leaves_of, path_boxes_of
 from treeleaks.counts.row_search import search_rows
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
@@ -43,30 +44,31 @@ def searched_rows(model: ReleasedModel, schema: FeatureSchema, deadline: float, 
                   progress: ProgressCallback | None) -> tuple[dict, int]:
     """The row search's rows from ``start`` until ``deadline`` (``time.perf_counter()``), as
     the frames of a `Reconstruction` (`rows_from_counts`), and how many rows it found
-    before those whose filled values left their leaves were dropped."""
+    before those whose filled values left their leaves were dropped (a row is kept in any
+    path of its leaf)."""
     def better(leaves: np.ndarray, cls: np.ndarray) -> None:
         report(progress, "row-search", len(cls), model.n_rows, whole_rows=len(cls))
 
     monotonic = time.monotonic() + deadline - time.perf_counter()
-    leaves, cls = search_rows(model, monotonic, seed=seed, start=start, pinned=pinned,
-                              on_better=better)
+    paths, cls = search_rows(model, monotonic, seed=seed, start=start, pinned=pinned,
+                             on_better=better)
     found = len(cls)
     while True:  # fill, route again, drop the rows that left their leaves
-        recon, leaves, cls = _frames(model, schema, leaves, cls, pinned)
+        recon, paths, cls = _frames(model, schema, paths, cls, pinned)
         features = recon["rows"][list(model.feature_names)].to_numpy(dtype=float)
-        landed = (model.apply(features) == leaves).all(axis=1)
+        landed = (model.apply(features) == leaves_of(model, paths)).all(axis=1)
         if landed.all():
             return recon, found
         pinned = int(landed[recon["proven_pattern"]].sum())
         keep = np.argsort(~recon["proven_pattern"][landed], kind="stable")  # pinned first
-        leaves, cls = leaves[landed][keep], cls[landed][keep]
+        paths, cls = paths[landed][keep], cls[landed][keep]
 
 
-def _frames(model: ReleasedModel, schema: FeatureSchema, leaves: np.ndarray, cls: np.ndarray,
+def _frames(model: ReleasedModel, schema: FeatureSchema, paths: np.ndarray, cls: np.ndarray,
             pinned: int) -> tuple[dict, np.ndarray, np.ndarray]:
-    """Rows ``(leaves, cls)`` (the first ``pinned`` proven) filled inside their boxes, and
-    each filled row's leaves and class, in the order of the frames."""
-    unique, cell_of = np.unique(leaves, axis=0, return_inverse=True)
+    """Rows ``(paths, cls)`` (the first ``pinned`` proven) filled inside their boxes, and
+    each filled row's paths and class, in the order of the frames."""
+    unique, cell_of = np.unique(paths, axis=0, return_inverse=True)
     variables, var_of = np.unique(np.column_stack([cell_of.ravel(), cls]), axis=0,
                                   return_inverse=True)
     var_of = var_of.ravel()
@@ -74,7 +76,8 @@ def _frames(model: ReleasedModel, schema: FeatureSchema, leaves: np.ndarray, cls
     proven = np.bincount(var_of[:pinned], minlength=len(variables))
     allowed = np.zeros((len(unique), model.n_classes), dtype=bool)
     allowed[variables[:, 0], variables[:, 1]] = True
-    cells = Cells(*cell_boxes(model, unique), allowed, unique.astype(np.int32))
+    cells = Cells(*path_boxes_of(model, unique), allowed,
+                  leaves_of(model, unique).astype(np.int32))
     recon = rows_from_counts(model, schema, cells, variables[:, 0], variables[:, 1], counts,
                              proven, with_width=True)
     return (recon, unique[np.repeat(variables[:, 0], counts)],

@@ -50,11 +50,12 @@ MAX_EJECTED = 8  # most rows ejected to let one row in
 @dataclass
 class DrawnRows:
     """A partial dataset of a bootstrap forest: training row ``positions[i]`` (ascending) has class
-    ``cls[i]`` and lies in leaf ``leaves[i, t]`` of tree t (in the order of
-    ``Tree.leaf_boxes``; only the trees that drew it say anything of it)."""
+    ``cls[i]`` and lies on path ``paths[i, t]`` of tree t (numbered as
+    `treeleaks.counts.paths.tree_paths`: its leaf, where no leaf has several paths; only
+    the trees that drew it say anything of it)."""
 
     positions: np.ndarray
-    leaves: np.ndarray
+    paths: np.ndarray
     cls: np.ndarray
     interrupted: bool = False  # Ctrl-C ended the search: these are the rows in hand
 
@@ -91,7 +92,8 @@ def search_drawn_rows(
 
 class _Search:
     """Rows inside (counted in ``weight_in`` and ``rows_in``: always within every count)
-    and outside, all as grid points with a class and their global leaves."""
+    and outside, all as grid points with a class and their global paths (counted in
+    their leaves)."""
 
     def __init__(self, grid: ThresholdGrid, model: ReleasedModel, rng: np.random.Generator):
         self.grid, self.rng = grid, rng
@@ -107,6 +109,7 @@ class _Search:
         self.inside = np.zeros(self.n, dtype=bool)
         self.since = np.full(self.n, -TABU, dtype=np.int64)  # step when last brought inside
         self.step = 0
+        self.leaf = grid.path_leaf if grid.aliased else np.arange(len(grid.counts))
 
     # --- admission -------------------------------------------------------------------------
 
@@ -131,8 +134,9 @@ class _Search:
     # --- state -------------------------------------------------------------------------------
 
     def place(self) -> None:
-        """Every row outside at a random point of a leaf that could hold it in a tree that
-        drew it, with that leaf's class; then every row that fits comes in."""
+        """Every row outside at a random point of a leaf (one of its paths) that could hold
+        it in a tree that drew it, with that leaf's class; then every row that fits comes
+        in."""
         g = self.grid
         points = np.zeros((self.n, len(g.n_bins)), dtype=np.int64)
         cls = np.zeros(self.n, dtype=np.int64)
@@ -146,37 +150,39 @@ class _Search:
             fits = self._admits(own, np.full(len(own), self.draws[row, t]), empty=True)
             leaf_i, c = np.nonzero(fits) if fits.any() else np.nonzero(g.counts[own] > 0)
             pick = int(self.rng.integers(len(leaf_i)))
-            leaf = own[leaf_i[pick]]
-            lo, hi = g.lo[leaf], g.hi[leaf]
+            path = g.a_path(own[leaf_i[pick:pick + 1]], self.rng)[0]
+            lo, hi = g.lo[path], g.hi[path]
             points[row] = lo + (self.rng.random(len(lo)) * (hi - lo + 1)).astype(np.int64)
             cls[row] = c[pick]
         self.points, self.cls = points, cls
         trees = np.tile(np.arange(self.n_trees), self.n)
-        self.leaves = g.route(np.repeat(points, self.n_trees, axis=0), trees).reshape(
+        self.paths = g.route(np.repeat(points, self.n_trees, axis=0), trees).reshape(
             self.n, self.n_trees)
         for row in self.rng.permutation(self.n):
             if not self._blocking(row).any():
                 self._insert(row)
 
     def _mine(self, row: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The trees that drew ``row``, its leaves there, and its draws."""
+        """The trees that drew ``row``, its paths there, and its draws."""
         trees = np.flatnonzero(self.drawn[row])
-        return trees, self.leaves[row, trees], self.draws[row, trees]
+        return trees, self.paths[row, trees], self.draws[row, trees]
 
     def _blocking(self, row: int) -> np.ndarray:
         """Whether each of ``row``'s leaves (in the trees that drew it) blocks its class."""
-        _, leaves, b = self._mine(row)
-        return ~self._admits(leaves, b)[:, self.cls[row]]
+        _, paths, b = self._mine(row)
+        return ~self._admits(self.leaf[paths], b)[:, self.cls[row]]
 
     def _insert(self, row: int) -> None:
-        _, leaves, b = self._mine(row)
+        _, paths, b = self._mine(row)
+        leaves = self.leaf[paths]
         self.inside[row] = True
         self.since[row] = self.step
         np.add.at(self.weight_in, (leaves, self.cls[row]), b)
         np.add.at(self.rows_in, leaves, 1)
 
     def _eject(self, row: int) -> None:
-        _, leaves, b = self._mine(row)
+        _, paths, b = self._mine(row)
+        leaves = self.leaf[paths]
         self.inside[row] = False
         np.subtract.at(self.weight_in, (leaves, self.cls[row]), b)
         np.subtract.at(self.rows_in, leaves, 1)
@@ -187,7 +193,8 @@ class _Search:
         """One step for an outside row (see the module doc)."""
         g = self.grid
         self.step += 1
-        trees, leaves, b = self._mine(row)
+        trees, paths, b = self._mine(row)
+        leaves = self.leaf[paths]
         soft, hard = ~self._admits(leaves, b), ~self._admits(leaves, b, empty=True)
         cost = self.penalty[leaves] * (soft + HARD * hard)  # (m, C)
         now = cost.sum(axis=0)
@@ -196,18 +203,19 @@ class _Search:
         if not blocking.any():
             self._insert(row)
             return
-        faces = self.rng.permutation(leaves[blocking])[:FACE_LEAVES]
+        faces = self.rng.permutation(paths[blocking])[:FACE_LEAVES]
         feats, bins = g.steps(self.points[row], faces, RANDOM_CANDIDATES, self.rng)
         k = len(feats)
         total = now[None, :].repeat(k + 1, axis=0)  # the last candidate: stay, class only
         if k:
             f = feats[:, None]
-            stays = (g.lo[leaves, f] <= bins[:, None]) & (bins[:, None] <= g.hi[leaves, f])
+            stays = (g.lo[paths, f] <= bins[:, None]) & (bins[:, None] <= g.hi[paths, f])
             k_idx, i_idx = np.nonzero(~stays)
             cand = np.repeat(self.points[row][None], len(k_idx), axis=0)
             cand[np.arange(len(k_idx)), feats[k_idx]] = bins[k_idx]
             new = g.route(cand, trees[i_idx])
-            delta = self._cost(new, b[i_idx]) - cost[i_idx]
+            # a step to another path of the same leaf costs what it did
+            delta = self._cost(self.leaf[new], b[i_idx]) - cost[i_idx]
             for cc in range(self.n_classes):
                 total[:k, cc] += np.bincount(k_idx, delta[:, cc], minlength=k)
         total = total + self.rng.random(total.shape) * 1e-3
@@ -215,7 +223,7 @@ class _Search:
         if total[best_k, best_c] < now[c]:
             if best_k < k:
                 moved = k_idx == best_k
-                self.leaves[row, trees[i_idx[moved]]] = new[moved]
+                self.paths[row, trees[i_idx[moved]]] = new[moved]
                 self.points[row, feats[best_k]] = bins[best_k]
             self.cls[row] = best_c
             if not self._blocking(row).any():
@@ -228,7 +236,8 @@ class _Search:
     def _eject_for(self, row: int) -> None:
         """Bring ``row`` in by ejecting inside rows that hold its blocking leaves, those
         holding most first; undone when ``MAX_EJECTED`` rows do not let it in."""
-        trees, leaves, _ = self._mine(row)
+        trees, paths, _ = self._mine(row)
+        leaves = self.leaf[paths]
         others = np.flatnonzero(self.inside & (self.since < self.step - TABU))
         ejected: list[int] = []
         while True:
@@ -240,7 +249,7 @@ class _Search:
                 break
             t, leaf = trees[blocking], leaves[blocking]
             at = np.ix_(others, t)  # only the blocking trees' columns, not N x trees
-            held = (self.leaves[at] == leaf) & self.drawn[at]
+            held = (self.leaf[self.paths[at]] == leaf) & self.drawn[at]
             hits = held.sum(axis=1) + self.rng.random(len(others)) * 0.5
             best = int(np.argmax(hits))
             if hits[best] < 1:
@@ -278,4 +287,4 @@ class _Search:
 
     def _snapshot(self) -> DrawnRows:
         rows = np.flatnonzero(self.inside)  # in training order
-        return DrawnRows(rows, self.leaves[rows] - self.grid.offset, self.cls[rows].copy())
+        return DrawnRows(rows, self.paths[rows] - self.grid.path_offset, self.cls[rows].copy())

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from treeleaks.counts.cells import Cells, cell_boxes
+from treeleaks.counts.paths import leaf_hulls
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
 from treeleaks.runtime.progress import ProgressCallback, report
@@ -43,13 +44,17 @@ class Peeled:
 
 
 class _Leaves:
-    """Every leaf of the forest as one row of a stacked array: box, tree, class counts."""
+    """Every leaf of the forest as one row of a stacked array: box, tree, class counts.
+
+    A leaf of several paths (a tree read from a table with gaps or categories) is taken as
+    the hull of their boxes: it holds the leaf's rows, so narrowing to hulls stays sound.
+    """
 
     def __init__(self, model: ReleasedModel) -> None:
         n_features = len(model.feature_names)
         lower, upper, tree, index = [], [], [], []
         for t, one in enumerate(model.trees):
-            lo, hi = one.leaf_boxes(n_features)
+            lo, hi = leaf_hulls(one, n_features)
             lower.append(lo)
             upper.append(hi)
             tree.append(np.full(one.n_leaves, t))

@@ -2,18 +2,21 @@
 
 Row k was drawn ``b[t, k]`` times by tree t; in every tree that drew it, it lies in one
 leaf, and that leaf holds at least ``b[t, k]`` draws of the row's class. The unknowns are
-*placements* ``(pair, leaf, class)``, a pair being one (row, drawing tree); a row takes
-one placement per pair and one class throughout, and its leaves must share a point. For
+*placements* ``(pair, path, class)``, a pair being one (row, drawing tree), a path one way
+down the tree to a leaf (a leaf of a tree read from a table with gaps or categories has
+several, `treeleaks.counts.paths`; elsewhere path and leaf are one); a row takes one
+placement per pair and one class throughout, and its paths' boxes must share a point. For
 axis-parallel boxes that is the same as pairwise intersection (Helly's theorem for boxes),
-and the row's box is their intersection. Nothing here lists cells of the trees' common
-refinement, so the size follows N times trees times candidate leaves, never the domain.
+and the row's box is their intersection. The counts are the leaves': a placement counts in
+its path's leaf. Nothing here lists cells of the trees' common refinement, so the size
+follows N times trees times candidate paths, never the domain.
 
 `RowLeaves.propagate` closes placements that no dataset reproducing the counts can use,
 to a fixed point, so that every placement it closes is proven absent and a pair left with
 one placement is proven (sound, like `counts.system.propagate` for cells):
 
 - a row's class must have an open placement in every tree that drew it;
-- a row's box is the intersection, over its trees, of the hull of its open leaves; a leaf
+- a row's box is the intersection, over its trees, of the hull of its open paths; a path
   that misses the box is closed;
 - a leaf holds ``distinct`` rows: when exactly that many pairs can be there, they all are;
   when that many are forced there, no other is;
@@ -30,6 +33,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
+from treeleaks.counts.paths import tree_paths
 from treeleaks.ir.model import ReleasedModel
 
 
@@ -45,11 +49,13 @@ class RowLeavesTooLarge(Exception):
 class RowLeaves:
     """Every candidate placement of every (row, drawing tree) pair.
 
-    Leaves of all trees are stacked (``leaf_tree``, ``lower``/``upper`` boxes with
-    ``lower < x <= upper``, per-class ``weight``, ``distinct`` rows). Pair p is row
-    ``pair_row[p]`` in tree ``pair_tree[p]``, drawn ``pair_draw[p]`` times; placement j puts
-    pair ``place_pair[j]`` in leaf ``place_leaf[j]`` with class ``place_cls[j]``, while
-    ``open[j]``. Placements are sorted by pair."""
+    Leaves of all trees are stacked (``leaf_tree``, per-class ``weight``, ``distinct``
+    rows), and so are their paths, leaf by leaf (``lower``/``upper`` boxes with
+    ``lower < x <= upper``, ``path_leaf``). Pair p is row ``pair_row[p]`` in tree
+    ``pair_tree[p]``, drawn ``pair_draw[p]`` times; placement j puts pair ``place_pair[j]``
+    on path ``place_path[j]`` of leaf ``place_leaf[j]`` with class ``place_cls[j]``, while
+    ``open[j]``. Placements are sorted by pair. Where no leaf has several paths, path and
+    leaf are one, and so are the two arrays."""
 
     n_rows: int
     n_classes: int
@@ -65,6 +71,8 @@ class RowLeaves:
     place_leaf: np.ndarray
     place_cls: np.ndarray
     open: np.ndarray
+    path_leaf: np.ndarray
+    place_path: np.ndarray
     last_boxes: tuple[np.ndarray, np.ndarray] | None = None  # the rows' boxes last checked
 
     @classmethod
@@ -73,21 +81,25 @@ class RowLeaves:
         pair's draws of the class, and room for its other distinct rows. More than
         ``max_placements`` of them raise `RowLeavesTooLarge` before they are all built."""
         m = model.n_features
-        boxes = [tree.leaf_boxes(m) for tree in model.trees]
-        lower = np.vstack([b[0] for b in boxes])
-        upper = np.vstack([b[1] for b in boxes])
+        boxes = [tree_paths(tree, m) for tree in model.trees]
+        lower = np.vstack([b.lower for b in boxes])
+        upper = np.vstack([b.upper for b in boxes])
         weight = np.vstack([tree.counts for tree in model.trees]).astype(np.int64)
         distinct = np.concatenate([tree.n_samples for tree in model.trees]).astype(np.int64)
         leaf_tree = np.concatenate([np.full(tree.n_leaves, t) for t, tree in
                                     enumerate(model.trees)])
         offset = np.concatenate([[0], np.cumsum([tree.n_leaves for tree in model.trees])])
+        path_leaf = np.concatenate([b.leaf + offset[t] for t, b in enumerate(boxes)])
+        aliased = len(path_leaf) > len(leaf_tree)
+        first_path = np.searchsorted(path_leaf, np.arange(len(leaf_tree)))
+        n_paths = np.diff(np.append(first_path, len(path_leaf)))
         draws = np.vstack([tree.draws for tree in model.trees]).astype(np.int64)
         _check_totals(draws, weight.sum(axis=1), distinct, leaf_tree)
         pair_tree, pair_row = np.nonzero(draws)
         order = np.lexsort((pair_tree, pair_row))
         pair_tree, pair_row = pair_tree[order], pair_row[order]
         pair_draw = draws[pair_tree, pair_row]
-        pairs, leaves, classes = [], [], []
+        pairs, leaves, classes, paths = [], [], [], []
         listed = 0
         total = weight.sum(axis=1)
         for t in range(model.n_trees):
@@ -102,6 +114,12 @@ class RowLeaves:
             fits = (weight[own, c][None] >= b) & (rest >= others) & ((others > 0) | (rest == 0))
             p, e = np.nonzero(fits)
             v, c = own[e], c[e]
+            if aliased:  # one placement per path of the leaf
+                many = n_paths[v]
+                p, v, c = np.repeat(p, many), np.repeat(v, many), np.repeat(c, many)
+                path = first_path[v] + np.arange(v.size) - np.repeat(np.cumsum(many) - many,
+                                                                     many)
+                paths.append(path)
             listed += p.size
             if max_placements is not None and listed > max_placements:
                 raise RowLeavesTooLarge(
@@ -113,18 +131,36 @@ class RowLeaves:
             classes.append(c)
         place_pair = np.concatenate(pairs)
         order = np.argsort(place_pair, kind="stable")
+        place_leaf = np.concatenate(leaves)[order]
         return cls(_n_rows(model), model.n_classes, leaf_tree, lower, upper, weight,
-                   distinct, pair_row, pair_tree, pair_draw, place_pair[order],
-                   np.concatenate(leaves)[order], np.concatenate(classes)[order],
-                   np.ones(order.size, dtype=bool))
+                   distinct, pair_row, pair_tree, pair_draw, place_pair[order], place_leaf,
+                   np.concatenate(classes)[order], np.ones(order.size, dtype=bool), path_leaf,
+                   np.concatenate(paths)[order] if aliased else place_leaf)
+
+    @property
+    def n_leaves(self) -> int:
+        """The leaves of all trees."""
+        return self.weight.shape[0]
+
+    @property
+    def aliased(self) -> bool:
+        """Whether some leaf has several paths."""
+        return self.path_leaf.size > self.n_leaves
+
+    def _kept(self, keep: np.ndarray) -> dict[str, np.ndarray]:
+        """The placements ``keep`` marks, every placement array filtered (path and leaf
+        stay one array where they are one), all open."""
+        leaf = self.place_leaf[keep]
+        return dict(place_pair=self.place_pair[keep], place_leaf=leaf,
+                    place_cls=self.place_cls[keep],
+                    place_path=self.place_path[keep] if self.aliased else leaf,
+                    open=np.ones(leaf.size, dtype=bool))
 
     def with_classes(self, classes: np.ndarray) -> RowLeaves:
         """A copy whose rows take the given classes (-1: any), closed placements dropped."""
         row_class = classes[self.pair_row[self.place_pair]]
         keep = self.open & ((row_class < 0) | (self.place_cls == row_class))
-        return replace(self, place_pair=self.place_pair[keep],
-                       place_leaf=self.place_leaf[keep], place_cls=self.place_cls[keep],
-                       open=np.ones(int(keep.sum()), dtype=bool), last_boxes=None)
+        return replace(self, **self._kept(keep), last_boxes=None)
 
     def propagate(self, deadline: float, max_rounds: int = 500) -> None:
         """Close placements no consistent dataset uses, to a fixed point or ``deadline``
@@ -144,9 +180,8 @@ class RowLeaves:
         """Drop closed placements once they are most of them (every rule reads the open)."""
         if self.open.mean() > 0.5:
             return
-        keep = self.open
-        self.place_pair, self.place_leaf = self.place_pair[keep], self.place_leaf[keep]
-        self.place_cls, self.open = self.place_cls[keep], np.ones(int(keep.sum()), dtype=bool)
+        for name, kept in self._kept(self.open).items():
+            setattr(self, name, kept)
 
     def settle_classes(self, deadline: float) -> tuple[np.ndarray | None, bool]:
         """Each row's class from the trees' class totals alone: per tree and class, the
@@ -218,17 +253,17 @@ class RowLeaves:
         return ok == per_row[:, None]
 
     def row_boxes(self) -> tuple[np.ndarray, np.ndarray]:
-        """Each row's box: the intersection over its trees of its open leaves' hull."""
+        """Each row's box: the intersection over its trees of its open paths' hull."""
         m = self.lower.shape[1]
         low = np.full((self.n_rows, m), -np.inf)
         high = np.full((self.n_rows, m), np.inf)
         j = np.flatnonzero(self.open)  # sorted by pair, and pairs by row
         if not j.size:
             return low, high
-        pair, leaf = self.place_pair[j], self.place_leaf[j]
+        pair, path = self.place_pair[j], self.place_path[j]
         starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
-        hull_low = np.minimum.reduceat(self.lower[leaf], starts, axis=0)
-        hull_high = np.maximum.reduceat(self.upper[leaf], starts, axis=0)
+        hull_low = np.minimum.reduceat(self.lower[path], starts, axis=0)
+        hull_high = np.maximum.reduceat(self.upper[path], starts, axis=0)
         row = self.pair_row[pair[starts]]
         first = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
         low[row[first]] = np.maximum.reduceat(hull_low, first, axis=0)
@@ -236,17 +271,26 @@ class RowLeaves:
         return low, high
 
     def decided_rows(self) -> np.ndarray:
-        """Rows whose class and every leaf are left single: after `propagate`, in every
+        """Rows whose class and every path are left single: after `propagate`, in every
         consistent dataset."""
         count = np.bincount(self.place_pair[self.open], minlength=self.pair_row.size)
         undecided = np.bincount(self.pair_row, weights=count > 1, minlength=self.n_rows)
         return (undecided == 0) & (self.row_classes().sum(axis=1) == 1)
 
     def forced_pairs(self) -> np.ndarray:
-        """Per pair, the one placement left (-1 while several are open)."""
+        """Per pair, a placement of the one leaf and class left to it (-1 while several
+        are open; its path may be open to choice)."""
         j = np.flatnonzero(self.open)
-        count = np.bincount(self.place_pair[j], minlength=self.pair_row.size)
         only = np.full(self.pair_row.size, -1)
+        if self.aliased:  # one (leaf, class) over several paths is forced too
+            pair = self.place_pair[j]
+            key = self.place_leaf[j] * self.n_classes + self.place_cls[j]
+            starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
+            ends = np.append(starts[1:], pair.size)
+            single = (np.minimum.reduceat(key, starts) == np.maximum.reduceat(key, starts))
+            only[pair[starts[single]]] = j[ends[single] - 1]
+            return only
+        count = np.bincount(self.place_pair[j], minlength=self.pair_row.size)
         single = count[self.place_pair[j]] == 1
         only[self.place_pair[j[single]]] = j[single]
         return only
@@ -262,22 +306,22 @@ class RowLeaves:
             moved = ((low != self.last_boxes[0]) | (high != self.last_boxes[1])).any(axis=1)
         self.last_boxes = (low, high)
         j = np.flatnonzero(self.open & moved[self.pair_row[self.place_pair]])
-        row, leaf = self.pair_row[self.place_pair[j]], self.place_leaf[j]
-        meets = (np.maximum(low[row], self.lower[leaf])
-                 < np.minimum(high[row], self.upper[leaf])).all(axis=1)
+        row, path = self.pair_row[self.place_pair[j]], self.place_path[j]
+        meets = (np.maximum(low[row], self.lower[path])
+                 < np.minimum(high[row], self.upper[path])).all(axis=1)
         self.open[j[~meets]] = False
 
     def _pair_leaves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The distinct open (pair, leaf) combinations, and per pair how many it has."""
         j = np.flatnonzero(self.open)
-        key = np.unique(self.place_pair[j].astype(np.int64) * self.lower.shape[0]
+        key = np.unique(self.place_pair[j].astype(np.int64) * self.n_leaves
                         + self.place_leaf[j])
-        pair, leaf = key // self.lower.shape[0], key % self.lower.shape[0]
+        pair, leaf = key // self.n_leaves, key % self.n_leaves
         return pair, leaf, np.bincount(pair, minlength=self.pair_row.size)
 
     def _capacity(self) -> None:
         pair, leaf, per_pair = self._pair_leaves()
-        n_leaves = self.lower.shape[0]
+        n_leaves = self.n_leaves
         can = np.bincount(leaf, minlength=n_leaves)
         forced = per_pair[pair] == 1
         held = np.bincount(leaf[forced], minlength=n_leaves)
@@ -302,7 +346,7 @@ class RowLeaves:
         pure = (self.weight > 0).sum(axis=1) == 1
         only = self.forced_pairs()
         fixed = only[only >= 0]
-        n_leaves = self.lower.shape[0]
+        n_leaves = self.n_leaves
         held_draws = np.zeros((n_leaves, self.n_classes), dtype=np.int64)
         np.add.at(held_draws, (self.place_leaf[fixed], self.place_cls[fixed]),
                   self.pair_draw[self.place_pair[fixed]])

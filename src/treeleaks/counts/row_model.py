@@ -4,8 +4,9 @@ One Boolean per open placement of a pair with several; exactly one per pair; per
 several classes, one Boolean per class that each of its pairs follows; every leaf's
 weighted class counts and distinct rows exact. The geometry is linear: a row's position on
 feature f is an integer slot between consecutive thresholds, and since each pair takes
-exactly one leaf, ``slot >= sum(lower slot of leaf * placement)`` and ``slot <= sum(upper
-slot of leaf * placement)`` put the row inside the leaf it takes, in every tree.
+exactly one path, ``slot >= sum(lower slot of path * placement)`` and ``slot <= sum(upper
+slot of path * placement)`` put the row inside the path it takes, in every tree (a leaf
+reached by several paths counts the rows of each).
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ def _row_classes(cp, leaves: RowLeaves, j_open: np.ndarray, z: dict,
 def _counts(cp, leaves: RowLeaves, fixed: np.ndarray, free: np.ndarray, z: dict) -> bool:
     """Every leaf's weighted class counts and distinct rows; False when the fixed
     placements alone break one that no open placement can mend."""
-    n_leaves = leaves.lower.shape[0]
+    n_leaves = leaves.n_leaves
     draw = leaves.pair_draw[leaves.place_pair]
     held = np.zeros((n_leaves, leaves.n_classes), dtype=np.int64)
     np.add.at(held, (leaves.place_leaf[fixed], leaves.place_cls[fixed]), draw[fixed])
@@ -148,9 +149,9 @@ def _counts(cp, leaves: RowLeaves, fixed: np.ndarray, free: np.ndarray, z: dict)
 
 def _geometry(cp, leaves: RowLeaves, free: np.ndarray, z: dict,
               thresholds: list[np.ndarray], deadline: float) -> None:
-    """Per row and feature its pairs' open leaves disagree on, order literals ``slot >= s``
+    """Per row and feature its pairs' open paths disagree on, order literals ``slot >= s``
     (a chain) inside the row's box (which holds the leaves of its decided pairs); each
-    placement implies its leaf's two bounds. Clauses, which CP-SAT propagates at once."""
+    placement implies its path's two bounds. Clauses, which CP-SAT propagates at once."""
     low, high = box_slots(leaves.lower, leaves.upper, thresholds)
     row_low, row_high = box_slots(*leaves.row_boxes(), thresholds)
     at_least: dict[tuple[int, int], dict[int, object]] = {}
@@ -169,7 +170,7 @@ def _geometry(cp, leaves: RowLeaves, free: np.ndarray, z: dict,
     for n, j in enumerate(free.tolist()):
         if n % 4096 == 0:
             _in_time(deadline)
-        k, v, lit = int(leaves.pair_row[leaves.place_pair[j]]), int(leaves.place_leaf[j]), z[j]
+        k, v, lit = int(leaves.pair_row[leaves.place_pair[j]]), int(leaves.place_path[j]), z[j]
         for f in np.flatnonzero((low[v] > row_low[k]) | (high[v] < row_high[k])).tolist():
             for bound, wanted in ((int(low[v, f]), True), (int(high[v, f]) + 1, False)):
                 ge = literal(k, f, bound)

@@ -8,7 +8,8 @@ within it tree by tree (a row drawn by a tree with no leaf of v is not of target
 as many drawn in each tree as its leaves of v hold distinct rows. The targets so found are
 the rows' targets at their training positions, with no solver; each row's box is the
 intersection of its leaves of v in the trees that drew it, the leaf taken in a tree with
-several of them being the one its draws and the other trees' leaves leave it.
+several of them being the one its draws and the other trees' leaves leave it (and so the
+path, in a tree that reaches a leaf by several: `treeleaks.counts.paths`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from treeleaks.counts.paths import tree_paths
 from treeleaks.counts.target_classes import target_values
 from treeleaks.ir.model import ReleasedModel
 
@@ -106,47 +108,52 @@ def _shared_target(draws: np.ndarray, weight: np.ndarray, distinct: np.ndarray,
 def _boxes(model: ReleasedModel, per_tree: list[np.ndarray], draws: np.ndarray,
            target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each found row's box: the intersection of its target's leaves in the trees that drew
-    it. Where a tree holds several leaves of a target, its rows there are shared among them
-    so that each leaf gets its weighted and distinct rows, each row a leaf meeting its box
-    so far (the first such sharing; the certificate judges it), trees with one leaf first."""
+    it. Where a tree holds several leaves of a target (or paths to them), its rows there are
+    shared among them so that each leaf gets its weighted and distinct rows, each row a
+    path meeting its box so far (the first such sharing; the certificate judges it), trees
+    with one path first."""
     n, m = len(target), model.n_features
     lower, upper = np.full((n, m), -np.inf), np.full((n, m), np.inf)
-    boxes = [tree.leaf_boxes(m) for tree in model.trees]
-    shared: list[tuple[int, np.ndarray, np.ndarray]] = []  # (tree, rows, leaves)
+    paths = [tree_paths(tree, m) for tree in model.trees]
+    boxes = [(p.lower, p.upper) for p in paths]
+    shared: list[tuple[int, np.ndarray, np.ndarray]] = []  # (tree, rows, paths)
     for t, leaf_target in enumerate(per_tree):
+        path_target = leaf_target[paths[t].leaf]
         drawn = (draws[t] > 0) & (target >= 0)
-        order = np.argsort(leaf_target, kind="stable")
-        starts = np.searchsorted(leaf_target[order], np.arange(leaf_target.max() + 2))
+        order = np.argsort(path_target, kind="stable")
+        starts = np.searchsorted(path_target[order], np.arange(path_target.max() + 2))
         for v in np.unique(target[drawn]):
-            leaves = order[starts[v]:starts[v + 1]]
+            ways = order[starts[v]:starts[v + 1]]
             rows = np.flatnonzero(drawn & (target == v))
-            if len(leaves) == 1:
-                _narrow(lower, upper, rows, boxes[t], leaves[0])
-            elif len(leaves):
-                shared.append((t, rows, leaves))
-    for t, rows, leaves in shared:
+            if len(ways) == 1:
+                _narrow(lower, upper, rows, boxes[t], ways[0])
+            elif len(ways):
+                shared.append((t, rows, ways))
+    for t, rows, ways in shared:
         tree = model.trees[t]
-        sharing = _share(rows, leaves, draws[t], tree.counts[:, 0], tree.n_samples,
-                         lower, upper, boxes[t])
+        sharing = _share(rows, ways, paths[t].leaf, draws[t], tree.counts[:, 0],
+                         tree.n_samples, lower, upper, boxes[t])
         if sharing is not None:
-            for row, leaf in zip(rows, sharing):
-                _narrow(lower, upper, np.array([row]), boxes[t], leaf)
+            for row, way in zip(rows, sharing):
+                _narrow(lower, upper, np.array([row]), boxes[t], way)
     return lower, upper
 
 
 def _narrow(lower: np.ndarray, upper: np.ndarray, rows: np.ndarray,
-            box: tuple[np.ndarray, np.ndarray], leaf: int) -> None:
-    lower[rows] = np.maximum(lower[rows], box[0][leaf])
-    upper[rows] = np.minimum(upper[rows], box[1][leaf])
+            box: tuple[np.ndarray, np.ndarray], path: int) -> None:
+    lower[rows] = np.maximum(lower[rows], box[0][path])
+    upper[rows] = np.minimum(upper[rows], box[1][path])
 
 
-def _share(rows: np.ndarray, leaves: np.ndarray, draws: np.ndarray, weight: np.ndarray,
-           distinct: np.ndarray, lower: np.ndarray,
+def _share(rows: np.ndarray, ways: np.ndarray, path_leaf: np.ndarray, draws: np.ndarray,
+           weight: np.ndarray, distinct: np.ndarray, lower: np.ndarray,
            upper: np.ndarray, box: tuple[np.ndarray, np.ndarray]) -> list[int] | None:
-    """A leaf for each row, among ``leaves`` meeting its box, giving every leaf its weighted
-    and distinct rows; None if none is found within `MAX_NODES` steps."""
-    meets = [leaves[(np.maximum(lower[k], box[0][leaves])
-                     < np.minimum(upper[k], box[1][leaves])).all(axis=1)] for k in rows]
+    """A path for each row, among ``ways`` meeting its box, giving every path's leaf
+    (``path_leaf``) its weighted and distinct rows; None if none is found within
+    `MAX_NODES` steps."""
+    meets = [ways[(np.maximum(lower[k], box[0][ways])
+                   < np.minimum(upper[k], box[1][ways])).all(axis=1)] for k in rows]
+    leaves = np.unique(path_leaf[ways])
     weight_left = {int(leaf): int(weight[leaf]) for leaf in leaves}
     rows_left = {int(leaf): int(distinct[leaf]) for leaf in leaves}
     chosen: list[int] = []
@@ -160,11 +167,12 @@ def _share(rows: np.ndarray, leaves: np.ndarray, draws: np.ndarray, weight: np.n
         if i == len(rows):
             return not any(weight_left.values()) and not any(rows_left.values())
         b = int(draws[rows[i]])
-        for leaf in map(int, meets[i]):
+        for way in map(int, meets[i]):
+            leaf = int(path_leaf[way])
             if weight_left[leaf] >= b and rows_left[leaf] >= 1:
                 weight_left[leaf] -= b
                 rows_left[leaf] -= 1
-                chosen.append(leaf)
+                chosen.append(way)
                 if search(i + 1):
                     return True
                 chosen.pop()

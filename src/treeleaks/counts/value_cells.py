@@ -8,8 +8,10 @@ rows are left out rather than given that mean. Each tree's leaves of value v hol
 number m_v of rows (every tree saw every row once); a value whose trees disagree is one no
 pure reading explains (a leaf of several targets, rows sharing every feature), and is left
 out. For the others, the *cells* of v are the non-empty intersections of one leaf of value v
-per tree, built tree by tree; the rows of v are a multiset of cells meeting every leaf's
-count. With one row of v there is one cell, and it is that row's box. A cell whose
+per tree (one path of it, where a tree read from a table with gaps reaches a leaf by
+several: `treeleaks.counts.paths`), built tree by tree; the rows of v are a multiset of
+cells meeting every leaf's count. With one row of v there is one cell, and it is that row's
+box. A cell whose
 multiplicity the linear relaxation pins to one value holds that many rows in every
 consistent dataset: its rows are proven.
 """
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import LinearConstraint, linprog, milp
 
+from treeleaks.counts.paths import Paths, tree_paths
 from treeleaks.counts.target_classes import target_values
 from treeleaks.ir.model import ReleasedModel
 
@@ -58,7 +61,9 @@ def rows_by_target(model: ReleasedModel, deadline: float) -> TargetRows:
     doc), within ``deadline`` (``time.monotonic()``); raises `TargetRowsInfeasible` naming
     the target and tree whose counts no rows meet."""
     targets, per_tree = target_values(model)
-    boxes = [tree.leaf_boxes(model.n_features) for tree in model.trees]
+    paths = [tree_paths(tree, model.n_features) for tree in model.trees]
+    boxes = [(p.lower, p.upper) for p in paths]
+    path_target = [leaf_target[p.leaf] for p, leaf_target in zip(paths, per_tree)]
     per_value = np.vstack([np.bincount(leaf_target, weights=tree.counts[:, 0],
                                        minlength=targets.size)
                            for tree, leaf_target in zip(model.trees, per_tree)])
@@ -66,10 +71,10 @@ def rows_by_target(model: ReleasedModel, deadline: float) -> TargetRows:
     agreed = (per_value == per_value[0]).all(axis=0) & ~mixed
     if all(tree.impurity is not None for tree in model.trees) and not mixed.any():
         _check_pure_trees_agree(per_value, per_tree, targets)
-    leaves_of = np.vstack([np.bincount(leaf_target, minlength=targets.size)
-                           for leaf_target in per_tree])
-    single = agreed & (leaves_of == 1).all(axis=0)  # one leaf per tree: one cell
-    low, high = _single_cells(boxes, per_tree, single)
+    paths_of = np.vstack([np.bincount(of_path, minlength=targets.size)
+                          for of_path in path_target])
+    single = agreed & (paths_of == 1).all(axis=0)  # one path per tree: one cell
+    low, high = _single_cells(boxes, path_target, single)
     if ((low >= high).any(axis=1)).any():
         v = np.flatnonzero(single)[int(np.argmax((low >= high).any(axis=1)))]
         raise TargetRowsInfeasible(
@@ -86,13 +91,13 @@ def rows_by_target(model: ReleasedModel, deadline: float) -> TargetRows:
             out_of_time = True
             left_out.extend(several[i:].tolist())
             break
-        leaves = [np.flatnonzero(leaf_target == v) for leaf_target in per_tree]
-        cells = _cells(boxes, leaves)
+        on = [np.flatnonzero(of_path == v) for of_path in path_target]
+        cells = _cells(boxes, on)
         if cells is None:
             left_out.append(int(v))
             continue
         cell_low, cell_high, held = cells
-        A, b = _equations(held, leaves, model)
+        A, b = _equations(_leaves_held(held, paths), per_tree, v, model)
         counts = _multiplicities(A, b, int(v), targets[v])
         fixed = _fixed(A, b, counts)
         take = np.repeat(np.arange(len(counts)), counts)
@@ -139,7 +144,8 @@ def _mixed(model: ReleasedModel, per_tree: list[np.ndarray], n_targets: int) -> 
 
 def _single_cells(boxes: list[tuple[np.ndarray, np.ndarray]], per_tree: list[np.ndarray],
                   single: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For the targets with one leaf in every tree: the intersection of those leaves."""
+    """For the targets with one path in every tree (``per_tree``: each path's target): the
+    intersection of those paths."""
     m = boxes[0][0].shape[1]
     low = np.full((int(single.sum()), m), -np.inf)
     high = np.full((int(single.sum()), m), np.inf)
@@ -153,8 +159,8 @@ def _single_cells(boxes: list[tuple[np.ndarray, np.ndarray]], per_tree: list[np.
 
 def _cells(boxes: list[tuple[np.ndarray, np.ndarray]],
            leaves: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The non-empty intersections of one leaf of the target per tree (boxes, and each
-    cell's leaf per tree), trees with fewest such leaves first; None past `MAX_CELLS`."""
+    """The non-empty intersections of one path of the target per tree (boxes, and each
+    cell's path per tree), trees with fewest such paths first; None past `MAX_CELLS`."""
     order = sorted(range(len(leaves)), key=lambda t: (len(leaves[t]), t))
     first = order[0]
     low, high = boxes[first][0][leaves[first]], boxes[first][1][leaves[first]]
@@ -173,12 +179,18 @@ def _cells(boxes: list[tuple[np.ndarray, np.ndarray]],
     return low, high, held
 
 
-def _equations(held: np.ndarray, leaves: list[np.ndarray],
+def _leaves_held(held: np.ndarray, paths: list[Paths]) -> np.ndarray:
+    """Each cell's leaf per tree, from its path per tree."""
+    return np.column_stack([p.leaf[held[:, t]] for t, p in enumerate(paths)])
+
+
+def _equations(held: np.ndarray, per_tree: list[np.ndarray], v: int,
                model: ReleasedModel) -> tuple[np.ndarray, np.ndarray]:
-    """Each (tree, leaf of the target): which cells lie in it, and its rows."""
+    """Each (tree, leaf of target ``v``): which cells (by leaf, ``held``) lie in it, and
+    its rows."""
     rows, released = [], []
     for t, tree in enumerate(model.trees):
-        for leaf in leaves[t]:
+        for leaf in np.flatnonzero(per_tree[t] == v):
             rows.append(held[:, t] == leaf)
             released.append(tree.counts[leaf, 0])
     return np.array(rows, dtype=float), np.array(released, dtype=float)

@@ -489,7 +489,8 @@ class ReleasedModel:
     def aliased(self) -> bool:
         """Whether some tree has a leaf reached by several paths (`Tree.aliased`).
 
-        The row searches, which read one box per leaf, then stand aside for the cells.
+        Attacks that read one box per leaf (`Tree.leaf_boxes`) then refuse it; the cells
+        and the row searches read the paths.
         """
         return any(tree.aliased for tree in self.trees)
 
