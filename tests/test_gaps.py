@@ -291,3 +291,25 @@ def test_a_histogram_booster_with_categories_loads_from_skops(penguin_like, tmp_
     model = load_model(tmp_path / "m.skops")
     assert model.inputs.names == ["island", "mass", "sex"]
     assert model.feature_names == from_sklearn(fitted).feature_names
+
+
+def test_gaps_seen_only_at_a_split_past_every_value_are_read() -> None:
+    """A column whose one gap evidence is a split at +inf (values left, gaps right) with
+    as many rows on each side is a column with gaps, not an edited file."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(0)
+    n = 60
+    frame = pd.DataFrame({"bill": rng.normal(44, 5, n).round(1),
+                          "flipper": rng.normal(200, 14, n).round(0),
+                          "mass": rng.normal(4200, 800, n).round(-1)})
+    for column in ("bill", "mass"):
+        frame.loc[rng.random(n) < 0.25, column] = np.nan
+    label = ((frame["bill"].fillna(30) < 43) ^ frame["mass"].isna()).astype(int)
+    fitted = RandomForestClassifier(n_estimators=10, bootstrap=False, random_state=0).fit(
+        frame, label)
+    model = from_sklearn(fitted)
+    encoded = model.inputs.encode(frame)[model.feature_names].to_numpy()
+    for tree in model.trees:
+        assert (np.bincount(tree.apply(encoded), minlength=tree.n_leaves)
+                == tree.n_samples).all()

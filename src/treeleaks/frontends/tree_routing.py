@@ -39,6 +39,9 @@ def gap_layout(sk_trees: list[Any], names: list[str]) -> Layout | None:
                 and np.isin(right[inner], np.arange(rows.size)).all()):
             return None  # broken nodes: the tree's validation names them
         odd = np.asarray(routing)[inner].astype(bool) != (rows[left[inner]] > rows[right[inner]])
+        # a split at +inf sends every value left and only the gaps right: gaps, whatever
+        # the children's rows say
+        odd |= ~np.isfinite(np.asarray(sk_tree.threshold, dtype=np.float64)[inner])
         gaps[np.asarray(sk_tree.feature)[inner[odd]]] = True
     if not gaps.any():
         return None
