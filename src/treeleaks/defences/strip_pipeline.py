@@ -19,6 +19,7 @@ from treeleaks.defences.strip_check import probe_inputs
 from treeleaks.defences.strip_sklearn import strip_estimator
 from treeleaks.ir.inputs import InputMap, NumberColumn
 from treeleaks.runtime.errors import UnsupportedModelError
+from treeleaks.sklearn_compat import pipeline_steps
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -56,7 +57,7 @@ def strip_pipeline(pipeline: Any) -> tuple[Any, list[str], list[str]]:
     stripped.steps[-1] = (name, tree)
     kept: list[str] = []
     for step_name, step in stripped.steps[:-1]:
-        for path, inner in _leaves(step, step_name):
+        for path, inner in pipeline_steps(step, step_name):
             kind = type(inner).__name__
             if kind not in _STEPS:
                 raise UnsupportedModelError(f"cannot strip the pipeline's step {path!r}, a "
@@ -70,16 +71,6 @@ def strip_pipeline(pipeline: Any) -> tuple[Any, list[str], list[str]]:
                      if getattr(inner, field, None) is not None]
     return stripped, removed, kept
 
-
-def _leaves(step: Any, path: str) -> list[tuple[str, Any]]:
-    """The steps inside ``step`` (pipelines and column transformers opened), named by path."""
-    kind = type(step).__name__
-    if kind == "Pipeline":
-        return [leaf for name, inner in step.steps for leaf in _leaves(inner, f"{path}/{name}")]
-    if kind == "ColumnTransformer":
-        return [leaf for name, inner, _ in step.transformers_
-                for leaf in _leaves(inner, f"{path}/{name}")]
-    return [] if isinstance(step, str) or step is None else [(path, step)]
 
 
 UNSEEN = "treeleaks-unseen"  # a category no encoder saw, in the random rows

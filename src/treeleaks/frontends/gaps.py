@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from treeleaks.frontends.boosting import Nodes
 from treeleaks.ir.inputs import InputColumn, InputMap, NumberColumn, OneHotColumn
-from treeleaks.ir.model import ModelFormatError, Tree
+from treeleaks.ir.model import ModelFormatError, ReleasedModel, Tree
 from treeleaks.runtime.errors import UnsupportedModelError
 
 GAP = -1  # the code of a gap among a categorical column's possible values
@@ -298,3 +298,22 @@ def check_kept(kept: np.ndarray, rows: np.ndarray, where: str, field: str, routi
             f"the file's values contradict each other at {where} leaf {leaf}: its {field} "
             f"holds {rows[leaf]:g} but no row can reach it through the splits' {routing}: "
             "edited or truncated?")
+
+
+class Routing(Protocol):
+    """A booster reader's account of its gaps and categories: the input map, and facts."""
+
+    facts: dict[str, Any]
+
+    def inputs(self) -> InputMap:
+        """How the table's columns become the model's features."""
+        ...
+
+
+def with_routing(model: ReleasedModel, routing: Routing | None) -> ReleasedModel:
+    """The model with the way its table's columns become its features, and what the
+    routing says, when its splits route gaps or categories."""
+    if routing is not None:
+        model.inputs = routing.inputs()
+        model.facts.update(routing.facts)
+    return model

@@ -36,6 +36,7 @@ from treeleaks.frontends.boosting import (
     sum_rows,
     whole_positives,
 )
+from treeleaks.frontends.gaps import with_routing
 from treeleaks.frontends.lightgbm_multiclass import class_counts
 from treeleaks.frontends.lightgbm_routing import LightGBMRouting, lightgbm_routing
 from treeleaks.frontends.multiclass import check_round, multiclass_facts, multiclass_trees
@@ -81,7 +82,7 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
         regression = objective[0] == "regression"
         about = Stripped("LightGBM", f"objective {objective[0]}", lightgbm_fields(
             regression, objective[0] == "multiclass"), ModelKind.GRADIENT_BOOSTED)
-        return _routed(structure_only([c[0] for c in shapes], [] if regression else classes,
+        return with_routing(structure_only([c[0] for c in shapes], [] if regression else classes,
                                       features, label_name, "LightGBM", about,
                                       shapes[0][3] if regression else None), routing)
     converted = [_tree(block, index, names, routing) for index, block in enumerate(trees)]
@@ -89,9 +90,9 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     eta = _float(params, "learning_rate", 0.1)
     l2 = _float(params, "lambda_l2", 0.0)
     if objective[0] == "regression":
-        return _routed(_regression(converted, params, features, eta, l2, label_name), routing)
+        return with_routing(_regression(converted, params, features, eta, l2, label_name), routing)
     if objective[0] == "multiclass":
-        return _routed(_multiclass(converted, classes, features, eta, l2, label_name),
+        return with_routing(_multiclass(converted, classes, features, eta, l2, label_name),
                        routing)
     _hessians_fit_counts(converted)
     _, count, hessian, value = converted[0]
@@ -105,16 +106,7 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     model.validate()
     model.description = describe(model, "LightGBM", "objective binary",
                                  lightgbm_fields(False))
-    return _routed(model, routing)
-
-
-def _routed(model: ReleasedModel, routing: LightGBMRouting | None) -> ReleasedModel:
-    """The model with the way its table's columns become its features, and what the
-    routing says, when its splits route gaps or categories."""
-    if routing is not None:
-        model.inputs = routing.inputs()
-        model.facts.update(routing.facts)
-    return model
+    return with_routing(model, routing)
 
 
 def _column_names(head: dict[str, str]) -> list[str]:

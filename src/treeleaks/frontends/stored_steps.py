@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from treeleaks.ir.description import StoredField
+from treeleaks.sklearn_compat import pipeline_steps
 
 _ROWS = "the number of training rows, N"
 # Per step class: (field, what it gives away), in the order inspect lists them.
@@ -46,7 +47,7 @@ def step_fields(pipeline: Any) -> list[StoredField]:
     """The stored fields of every step before the tree model, named ``step.field``."""
     out = []
     for name, step in pipeline.steps[:-1]:
-        for path, inner in _leaves(step, name):
+        for path, inner in pipeline_steps(step, name):
             kind = type(inner).__name__
             columns = [str(c) for c in getattr(inner, "feature_names_in_", [])]
             for field, exposes in _FIELDS.get(kind, ()):
@@ -92,7 +93,7 @@ def step_list(pipeline: Any) -> str:
     """The steps before the tree model, each with the columns it reads (for ``inspect``)."""
     parts = []
     for name, step in pipeline.steps[:-1]:
-        for path, inner in _leaves(step, name):
+        for path, inner in pipeline_steps(step, name):
             columns = [str(c) for c in getattr(inner, "feature_names_in_", [])]
             kind = type(inner).__name__
             if kind == "FunctionTransformer" and inner.func is None:
@@ -102,16 +103,6 @@ def step_list(pipeline: Any) -> str:
                             if columns else ""))
     return "; ".join(parts) or "none"
 
-
-def _leaves(step: Any, path: str) -> list[tuple[str, Any]]:
-    """The steps inside ``step`` (pipelines and column transformers opened), named by path."""
-    kind = type(step).__name__
-    if kind == "Pipeline":
-        return [leaf for name, inner in step.steps for leaf in _leaves(inner, f"{path}/{name}")]
-    if kind == "ColumnTransformer":
-        return [leaf for name, inner, _ in step.transformers_
-                for leaf in _leaves(inner, f"{path}/{name}")]
-    return [] if isinstance(step, str) or step is None else [(path, step)]
 
 
 def _neutralised(value: Any) -> bool:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from treeleaks.frontends.boosting import check_thresholds, no_sums, sum_rows, whole_positives
+from treeleaks.frontends.gaps import with_routing
 from treeleaks.frontends.multiclass import (
     check_round,
     multiclass_facts,
@@ -109,14 +110,14 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
         regressor = objective == REGRESSION
         about = Stripped("XGBoost", f"objective {objective}",
                          xgboost_fields(regressor, multiclass), ModelKind.GRADIENT_BOOSTED)
-        return _routed(structure_only(
+        return with_routing(structure_only(
             [p[0] for p in parsed], [] if regressor else classes, features, label_name,
             "XGBoost", about, np.full(parsed[0][2].size, base) if regressor else None), routing)
     if objective == REGRESSION:
-        return _routed(regression_model(trees, parsed, base, features, label_name, objective),
+        return with_routing(regression_model(trees, parsed, base, features, label_name, objective),
                        routing)
     if multiclass:
-        return _routed(_multiclass(parsed, params, booster["model"].get("tree_info", []),
+        return with_routing(_multiclass(parsed, params, booster["model"].get("tree_info", []),
                                    classes, features, label_name, objective), routing)
     nodes, cover, value = parsed[0]
     rows = _first_rows(cover, base * (1.0 - base), f"b(1-b) for its base score b = {base:g}")
@@ -138,16 +139,7 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
     model.validate()
     model.description = describe(model, "XGBoost", f"objective {objective}",
                                  xgboost_fields(False))
-    return _routed(model, routing)
-
-
-def _routed(model: ReleasedModel, routing: XGBoostRouting | None) -> ReleasedModel:
-    """The model with the way its table's columns become its features, and what the
-    routing says, when its splits route gaps or categories."""
-    if routing is not None:
-        model.inputs = routing.inputs()
-        model.facts.update(routing.facts)
-    return model
+    return with_routing(model, routing)
 
 
 def _model_json(source: str | Path | dict[str, Any] | Any) -> Any:
