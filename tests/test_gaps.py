@@ -313,3 +313,40 @@ def test_gaps_seen_only_at_a_split_past_every_value_are_read() -> None:
     for tree in model.trees:
         assert (np.bincount(tree.apply(encoded), minlength=tree.n_leaves)
                 == tree.n_samples).all()
+
+
+def test_rows_come_back_in_the_tables_column_order(penguin_like) -> None:
+    frame, label = penguin_like
+    table = frame.assign(year=np.arange(len(frame)) % 3 + 2007)[["year", "island", "mass",
+                                                                  "sex"]]
+    fitted = HistGradientBoostingClassifier(max_iter=3, categorical_features="from_dtype",
+                                            random_state=0).fit(table, label)
+    model = from_sklearn(fitted)
+    assert model.inputs.names == ["year", "island", "mass", "sex"]
+    rebuilt = reconstruct(model, time_limit=30)
+    assert list(model.inputs.decode(rebuilt.rows).columns) == ["year", "island", "mass", "sex",
+                                                               model.label_name]
+
+
+def test_a_lightgbm_split_of_the_gaps_alone_is_read(tmp_path) -> None:
+    """LightGBM writes threshold=inf where a split sends every value left and the gaps
+    right: a genuine file, read, not refused as edited."""
+    import lightgbm
+
+    from treeleaks import load_model
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=400)
+    x[rng.random(400) < 0.3] = np.nan
+    z = rng.normal(size=400)
+    frame = pd.DataFrame({"x": x, "z": z})
+    label = (np.isnan(x) ^ (z > 0)).astype(int)
+    booster = lightgbm.LGBMClassifier(verbose=-1).fit(frame, label).booster_
+    booster.save_model(tmp_path / "m.txt")
+    assert " inf" in (tmp_path / "m.txt").read_text()  # the split of the gaps alone
+    model = load_model(tmp_path / "m.txt")
+    encoded = model.inputs.encode(frame)[model.feature_names].to_numpy()
+    leaves = booster.predict(frame, pred_leaf=True)
+    first = model.trees[0]
+    assert (np.bincount(first.apply(encoded), minlength=first.n_leaves)
+            == np.bincount(leaves[:, 0], minlength=first.n_leaves)).all()

@@ -117,8 +117,9 @@ class Layout:
             if column.categories is None:
                 if column.gaps:
                     mapped.append(NumberColumn(column.name, self.value[j], gap=self.gap[j]))
-                elif fills and j in fills:
-                    mapped.append(NumberColumn(column.name, self.value[j], fill=fills[j]))
+                else:  # every column named, so rows come back in the table's order
+                    mapped.append(NumberColumn(column.name, self.value[j],
+                                               fill=(fills or {}).get(j)))
                 continue
             features = self.hot[j] + ((self.gap[j],) if column.gaps else ())
             categories = column.categories + ((np.nan,) if column.gaps else ())

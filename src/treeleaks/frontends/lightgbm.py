@@ -38,7 +38,12 @@ from treeleaks.frontends.boosting import (
 )
 from treeleaks.frontends.gaps import with_routing
 from treeleaks.frontends.lightgbm_multiclass import class_counts
-from treeleaks.frontends.lightgbm_routing import LightGBMRouting, lightgbm_routing
+from treeleaks.frontends.lightgbm_routing import (
+    MISSING_SHIFT,
+    NAN,
+    LightGBMRouting,
+    lightgbm_routing,
+)
 from treeleaks.frontends.multiclass import check_round, multiclass_facts, multiclass_trees
 from treeleaks.frontends.numbers import checked, checked_one
 from treeleaks.frontends.stored import lightgbm_fields
@@ -409,9 +414,8 @@ def _tree(block: dict[str, str], index: int, names: list[str],
         return nodes, count, hessian, value
     feature = _numbers(block, "split_feature", index, n_internal, whole=True, low=0,
                        high=len(names) - 1 if names else math.inf)
-    threshold = _numbers(block, "threshold", index, n_internal)
-    check_thresholds(threshold, f"LightGBM tree {index}", "threshold")
     decision = _numbers(block, "decision_type", index, n_internal, whole=True, low=0)
+    threshold = _thresholds(block, index, n_internal, decision)
     children = [_numbers(block, key, index, n_internal, whole=True,
                          low=-n_leaves, high=n_internal - 1)
                 for key in ("left_child", "right_child")]
@@ -429,6 +433,23 @@ def _tree(block: dict[str, str], index: int, names: list[str],
              np.concatenate([left, np.full(n_leaves, -1)]),
              np.concatenate([right, np.full(n_leaves, -1)]), leaf_of_node)
     return nodes, count, hessian, value
+
+
+def _thresholds(block: dict[str, str], index: int, n_internal: int, decision: np.ndarray
+                ) -> np.ndarray:
+    """Tree ``index``'s thresholds, each checked. LightGBM writes ``inf`` at a split that
+    sends every value left and only the gaps right (missing type NaN): kept there, refused
+    anywhere else."""
+    raw = block.get("threshold", "").split()
+    gap_only = np.zeros(len(raw), dtype=bool)
+    gaps = ((decision.astype(np.int64) >> MISSING_SHIFT) & 3) == NAN
+    gap_only[:min(len(raw), gaps.size)] = gaps[:len(raw)] & np.isin(
+        raw[:gaps.size], ["inf", "+inf"])
+    shown = " ".join("0" if past else value for value, past in zip(raw, gap_only))
+    threshold = _numbers({**block, "threshold": shown}, "threshold", index, n_internal)
+    check_thresholds(threshold, f"LightGBM tree {index}", "threshold")
+    threshold[gap_only] = np.inf
+    return threshold
 
 
 def _numbers(block: dict[str, str], key: str, index: int, length: int,

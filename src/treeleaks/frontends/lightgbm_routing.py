@@ -195,11 +195,14 @@ def _named_codes(trees: list[dict[str, str]]) -> dict[int, set[int]]:
         if not bitsets:
             continue
         where = f"LightGBM tree {index}"
-        feature, decision, threshold = (checked(block.get(key, "").split(), where, key)
-                                        for key in ("split_feature", "decision_type",
-                                                    "threshold"))
+        feature, decision = (checked(block.get(key, "").split(), where, key)
+                             for key in ("split_feature", "decision_type"))
+        # only a categorical split's threshold (its bitset's index) is read here; a numeric
+        # one may be inf (a split of the gaps alone), which the tree's reader checks
+        threshold = block.get("threshold", "").split()
         for column, kind, at in zip(feature, decision, threshold, strict=False):
             if int(kind) & CATEGORICAL:
+                at = checked([at], where, "threshold")[0]
                 named.setdefault(int(column), set()).update(_codes_of(bitsets, at, index))
     return named
 

@@ -47,9 +47,10 @@ class NumberColumn:
         """``(n, len(features))``: the features of each value (NaN a gap)."""
         values = np.asarray(values, dtype=np.float64)
         missing = np.isnan(values)
+        if self.gap is None:  # a gap nothing marks: the fill, else left a gap (NaN)
+            return (values if self.fill is None else np.where(missing, self.fill, values)
+                    )[:, None]
         filled = np.where(missing, 0.0 if self.fill is None else self.fill, values)
-        if self.gap is None:
-            return filled[:, None]
         return np.column_stack([filled, missing.astype(np.float64)])
 
     def decode(self, block: np.ndarray) -> np.ndarray:
