@@ -91,7 +91,7 @@ def strip_command(
     try:
         held = _read(model_path, trust_pickle)
         released = None  # a pipeline's IR, to draw random rows in its columns
-        if type(held).__name__ == "Pipeline":
+        if _holds_pipeline(held):
             released = load_model(model_path, trust_pickle=trust_pickle,
                                   allow_regression=True, counts_removed_ok=True)
         result = strip(held, _FORMAT_OF_SUFFIX[suffix], rows,
@@ -175,6 +175,15 @@ def _leak_table(model_path: Path, out: Path, original: ReleasedModel,
     for row in rows:
         table.add_row(escape(row.attack), escape(row.original), escape(row.stripped))
     return table
+
+
+def _holds_pipeline(held: Any) -> bool:
+    """Whether the file's object is a pipeline, or a search around one."""
+    from treeleaks.wrapper_kinds import is_search
+
+    while is_search(held) and hasattr(held, "best_estimator_"):
+        held = held.best_estimator_
+    return type(held).__name__ == "Pipeline"
 
 
 def _read(path: Path, trust_pickle: bool) -> Any:

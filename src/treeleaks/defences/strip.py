@@ -19,6 +19,7 @@ accuracy (or R²) before and after is reported.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import pickle
@@ -34,6 +35,7 @@ from treeleaks.defences.strip_boosters import (
     XGBOOST_KEPT,
     strip_lightgbm,
     strip_xgboost,
+    xgboost_rounds_kept,
 )
 from treeleaks.defences.strip_check import (
     N_RANDOM,
@@ -48,7 +50,9 @@ from treeleaks.defences.strip_rounding import round_leaf_values
 from treeleaks.defences.strip_sklearn import kept_fields, strip_estimator
 from treeleaks.defences.strip_tables import TableInputs, table_inputs
 from treeleaks.defences.strip_thresholds import move_thresholds
+from treeleaks.defences.strip_wrappers import strip_booster_wrapper, strip_search
 from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
+from treeleaks.wrapper_kinds import LIGHTGBM_WRAPPERS, XGBOOST_WRAPPERS, is_search
 
 FORMATS = ("skops", "pickle", "joblib", "lightgbm", "xgboost")
 THRESHOLD_CHOICES = ("simplest",)
@@ -144,10 +148,8 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
         plan = {"lightgbm": _lightgbm, "xgboost": _xgboost}[file_format](model, file_format)
         matrix = None if rows is None else _booster_rows(rows, plan.names,
                                                           len(plan.thresholds))
-    elif type(model).__name__ == "Pipeline":
-        plan, matrix = _pipeline(model, file_format, rows, options, released)
     else:
-        plan, matrix = _sklearn(model, file_format, rows, options)
+        plan, matrix = _fitted(model, file_format, rows, options, released)
     stripped = reloaded(plan.load, plan.content, plan.framework)
     probes = (probe_inputs(plan.thresholds, n_random, categories=plan.categories,
                            gaps=plan.gaps) if plan.probe is None else plan.probe(n_random))
@@ -180,6 +182,57 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
     return Stripped(plan.content, plan.kind, plan.removed,
                     0 if matrix is None else len(matrix), n_random, plan.changes, compared,
                     score, plan.kept)
+
+
+def _fitted(model: Any, file_format: str, rows: Any, options: StripOptions, released: Any
+            ) -> tuple[_Plan, Any]:
+    """The stripping of a fitted object from a skops archive or a pickle: an estimator, a
+    pipeline, a booster's scikit-learn wrapper, or a search around one (its model stripped,
+    then put back in the search)."""
+    kind = type(model).__name__
+    if is_search(model):
+        if not hasattr(model, "best_estimator_"):
+            raise StripError(f"this {kind} holds no fitted model (refit=False): nothing "
+                             "predicts, so there is nothing to strip")
+        inner, matrix = _fitted(model.best_estimator_, file_format, rows, options, released)
+        dump, load = _SERIALISERS[file_format]
+        wrapper, removed = strip_search(model, load(inner.content))
+        return dataclasses.replace(
+            inner, kind=f"{inner.kind} in {kind}", content=dump(wrapper),
+            removed=inner.removed + removed, original=_sklearn_outputs(model),
+            load=lambda content: _sklearn_outputs(load(content))), matrix
+    if kind in LIGHTGBM_WRAPPERS + XGBOOST_WRAPPERS:
+        return _booster_wrapper(model, file_format, rows, options)
+    if kind == "Pipeline":
+        return _pipeline(model, file_format, rows, options, released)
+    return _sklearn(model, file_format, rows, options)
+
+
+def _booster_wrapper(wrapper: Any, file_format: str, rows: Any, options: StripOptions
+                     ) -> tuple[_Plan, Any]:
+    """A LightGBM or XGBoost scikit-learn wrapper's stripping: its booster's, the booster
+    put back in a copy of the wrapper without the losses it saw."""
+    kind = type(wrapper).__name__
+    lightgbm = kind in LIGHTGBM_WRAPPERS
+    _refuse_options(options, "LightGBM" if lightgbm else "XGBoost")
+    if lightgbm:
+        import lightgbm as framework
+
+        inner = _lightgbm(wrapper.booster_.model_to_string(), "lightgbm")
+        booster = framework.Booster(model_str=inner.content.decode("utf-8"))
+    else:
+        data = json.loads(bytes(wrapper.get_booster().save_raw(raw_format="json")))
+        inner = _xgboost(data, "xgboost")
+        booster = _xgboost_booster(inner.content)
+    stripped, removed = strip_booster_wrapper(wrapper, booster)
+    dump, load = _SERIALISERS[file_format]
+    matrix = None if rows is None else _booster_rows(rows, inner.names, len(inner.thresholds))
+    return dataclasses.replace(
+        inner, kind=f"{inner.kind} in {kind}", content=dump(stripped),
+        removed=inner.removed + removed, original=_sklearn_outputs(wrapper),
+        load=lambda content: _sklearn_outputs(load(content)),
+        framework=f"{inner.framework} ({file_format})",
+        metric="R²" if "Regressor" in kind else "accuracy"), matrix
 
 
 def _refuse_options(options: StripOptions, framework: str) -> None:
@@ -273,8 +326,21 @@ def _sklearn(estimator: Any, file_format: str, rows: Any, options: StripOptions
                  lambda content: _sklearn_outputs(load(content)), f"scikit-learn ({file_format})",
                  thresholds, names, moves, not hasattr(estimator, "_predictors"), tolerance,
                  changes, "R²" if "Regressor" in type(estimator).__name__ else "accuracy",
-                 table, kept=kept_fields(estimator))
+                 table, kept=kept_fields(estimator),
+                 gaps=GAPS if table is None and _routes_gaps(estimator, len(thresholds)) else 0.0)
     return plan, matrix
+
+
+def _routes_gaps(estimator: Any, n_features: int) -> bool:
+    """Whether ``estimator`` predicts rows with gaps (scikit-learn's trees and forests route
+    them since 1.4; its gradient boosting refuses them), so the check must try them."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            estimator.predict(np.full((1, n_features), np.nan))
+    except ValueError:
+        return False
+    return True
 
 
 def _pipeline(pipeline: Any, file_format: str, rows: Any, options: StripOptions,
@@ -447,7 +513,8 @@ def _xgboost(data: Any, file_format: str) -> _Plan:
                  _xgboost_outputs(_xgboost_booster(json.dumps(data).encode("utf-8"))),
                  lambda content: _xgboost_outputs(_xgboost_booster(content)), "XGBoost",
                  _per_feature(pairs, n_features), data["learner"].get("feature_names") or None,
-                 kept=[XGBOOST_KEPT], categories=_xgboost_categories(trees), gaps=GAPS)
+                 kept=[XGBOOST_KEPT, *xgboost_rounds_kept(data)],
+                 categories=_xgboost_categories(trees), gaps=GAPS)
 
 
 def _xgboost_categories(trees: list[dict[str, Any]]) -> dict[int, int]:

@@ -129,14 +129,11 @@ def _read_pickle(file: ModelFile) -> Any:
 
 
 def _from_estimator(estimator: Any) -> Any:
-    """A scikit-learn estimator or pipeline (or a tree's plain records) in the IR, as it is."""
-    if type(estimator).__name__ in ("Pipeline", "ColumnTransformer"):
-        from treeleaks.frontends.sklearn_pipeline import from_pipeline
+    """A fitted object (an estimator, a pipeline, a booster's wrapper, a search around one,
+    or a tree's plain records) in the IR, as it is."""
+    from treeleaks.frontends.fitted import from_fitted
 
-        return from_pipeline(estimator)
-    from treeleaks.frontends.sklearn import from_sklearn
-
-    return from_sklearn(estimator, allow_regression=True, counts_removed_ok=True)
+    return from_fitted(estimator)
 
 
 READERS: tuple[Reader, ...] = (
