@@ -127,7 +127,7 @@ def test_bad_input_exits_2_with_one_line(
     assert fragment in one_line_error(runner.invoke(app, args), 2)
 
 
-def test_counts_no_dataset_can_produce_exit_3_with_outputs_labelled_partial(
+def test_counts_no_dataset_can_produce_exit_3_with_outputs_labelled_none(
     files: dict[str, Path], tmp_path: Path
 ) -> None:
     out, details, summary = tmp_path / "recon.csv", tmp_path / "details.csv", tmp_path / "s.json"
@@ -139,7 +139,7 @@ def test_counts_no_dataset_can_produce_exit_3_with_outputs_labelled_partial(
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "details.csv", "recon.csv", "s.json"]  # under the names asked for, said partial
     assert pd.read_csv(out).empty
-    assert "(partial: no complete reconstruction) to" in result.stdout
+    assert "(none: no dataset produces this file) to" in result.stdout
 
 
 def test_demo_rebuilds_the_default_forests_wines_in_training_order() -> None:

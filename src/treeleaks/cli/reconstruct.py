@@ -202,7 +202,8 @@ def reconstruct_command(
     out_console.print(_summary_table(model_path, model, recon))
     partial = recon.status in INCOMPLETE or recon.partial
     files, notes = {}, []
-    label = " (partial: no complete reconstruction)" if partial else ""
+    label = (" (none: no dataset produces this file)" if recon.status == Status.INFEASIBLE
+             else " (partial: no complete reconstruction)" if partial else "")
     if out is not None:
         rows = recon.rows if model.inputs is None else model.inputs.decode(recon.rows)
         files[out] = _integral(rows).to_csv(index=False)  # in the custodian's own columns

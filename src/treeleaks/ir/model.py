@@ -441,6 +441,9 @@ class ReleasedModel:
     revealed : dict, default {}
         Per feature index, the distinct training values the file gives away beside its
         trees (`RevealedValues`); not kept in the treeleaks JSON.
+    contradictions : tuple of str, default ()
+        The stored fields that contradict the trees (an edited file), each in words: no
+        reconstruction of such a file is certified. Not kept in the treeleaks JSON.
     """
 
     trees: list[Tree]
@@ -456,6 +459,7 @@ class ReleasedModel:
     description: ModelDescription | None = None
     inputs: InputMap | None = None  # the custodian's columns, when they are not the features
     revealed: dict[int, RevealedValues] = field(default_factory=dict)
+    contradictions: tuple[str, ...] = ()
 
     def described(self) -> ModelDescription:
         """Say what the model is and gives away: its reader's account of the file.
