@@ -115,7 +115,7 @@ def test_a_bootstrap_forest_is_rebuilt_and_verified(
     ("args", "fragment"),
     [
         (["inspect", "absent.skops"], "does not exist"),
-        (["inspect", "model.xlsx"], "unknown model file type"),
+        (["inspect", "model.xlsx"], "model file 'model.xlsx' does not exist"),
         (["reconstruct", "{forest}", "--schema", "absent.json"], "schema file"),
         (["reconstruct", "{forest}", "--out", "no/such/folder/x.csv"], "folder does not exist"),
     ],
