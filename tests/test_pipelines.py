@@ -339,6 +339,6 @@ def test_strip_keeps_what_the_steps_read_and_names_it(files: dict[str, Path],
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
     assert "columntransformer/text.categories_" in text and "read them to predict" in text
-    assert "gaps and categories the encoders never saw included" in text
+    assert "gaps and categories never seen included" in text
     stripped = load_model(out, counts_removed_ok=True)
     assert not stripped.counts_released and stripped.inputs.names == ["c", "d", "a", "b", "e"]
