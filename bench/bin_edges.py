@@ -65,14 +65,15 @@ def table(spec: str) -> pd.DataFrame:
 
 
 def true_boxes(model: Any, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's box: the intersection of the boxes of the leaves it falls in."""
+    """Each row's box: the intersection of the boxes of the paths it takes (of the leaves
+    it falls in, but for a leaf reached by several paths, `Tree.apply_nodes`)."""
     lower = np.full(X.shape, -np.inf)
     upper = np.full(X.shape, np.inf)
-    leaves = model.apply(X)
-    for t, tree in enumerate(model.trees):
-        low, high = tree.leaf_boxes(model.n_features)
-        lower = np.maximum(lower, low[leaves[:, t]])
-        upper = np.minimum(upper, high[leaves[:, t]])
+    for tree in model.trees:
+        low, high = tree.node_boxes(model.n_features)
+        path = tree.apply_nodes(X)
+        lower = np.maximum(lower, low[path])
+        upper = np.minimum(upper, high[path])
     return lower, upper
 
 

@@ -189,18 +189,21 @@ def truth_boxes(model: Any, X: np.ndarray,
     """Each training row's own box and the row a perfect reconstruction would give for it.
 
     The box is the intersection of the row's leaves (``lower < x <= upper``) in the trees
-    that drew it; an open side is closed at `open_ends`, and the value is the middle of the
-    closed box. A column the model alone calls binary (``binary``, from
-    `FeatureSchema.infer`) takes the value its box admits: 1 when it admits only 1, else 0.
+    that drew it, each leaf's box that of the path the row takes (a tree fitted on gaps
+    reaches a leaf by several, `Tree.apply_nodes`); an open side is closed at
+    `open_ends`, and the value is the middle of the closed box. ``X`` holds the model's
+    features (a table with gaps encoded through ``model.inputs``). A column the model alone
+    calls binary (``binary``, from `FeatureSchema.infer`) takes the value its box admits: 1
+    when it admits only 1, else 0.
     Returns ``(lower, upper, filled)``, the first two with their open sides infinite."""
     n_features = model.n_features
     lower, upper = np.full(X.shape, -np.inf), np.full(X.shape, np.inf)
-    leaves = model.apply(X)
-    for t, tree in enumerate(model.trees):  # without bootstrap, every tree saw every row
+    for tree in model.trees:  # without bootstrap, every tree saw every row
         drew = tree_draws(tree) > 0 if model.bootstrap else np.ones(len(X), dtype=bool)
-        box_low, box_high = tree.leaf_boxes(n_features)
-        lower[drew] = np.maximum(lower[drew], box_low[leaves[drew, t]])
-        upper[drew] = np.minimum(upper[drew], box_high[leaves[drew, t]])
+        box_low, box_high = tree.node_boxes(n_features)
+        path = tree.apply_nodes(X[drew])
+        lower[drew] = np.maximum(lower[drew], box_low[path])
+        upper[drew] = np.minimum(upper[drew], box_high[path])
     ends = np.array([open_ends(th) for th in model.thresholds()]).reshape(-1, 2)
     filled = (np.where(np.isfinite(lower), lower, ends[:, 0])
               + np.where(np.isfinite(upper), upper, ends[:, 1])) / 2
@@ -282,6 +285,10 @@ def worker(config_path: str) -> int:
         forest = fit_forest(cfg.get("forest", "default"), X, y, seed)
         out["fit_s"] = time.perf_counter() - tick
         model = from_sklearn(forest, label_name=label)
+        if model.inputs is not None:  # its features are not the table's columns
+            raise ValueError(f"{cfg['dataset']}: the forest reads gaps or categories, spelled "
+                             "out as features of its own, and this bench scores rows in the "
+                             "table's columns; bench/gap_forest.py measures forests on gaps")
         save("fit")
 
         schema = FeatureSchema.for_model(model)  # the adversary's: what the model alone gives

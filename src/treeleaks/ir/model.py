@@ -223,6 +223,14 @@ class Tree:
 
     def apply(self, X: np.ndarray) -> np.ndarray:
         """Leaf index reached by each row of ``X``."""
+        return self.leaf_of_node[self.apply_nodes(X)]
+
+    def apply_nodes(self, X: np.ndarray) -> np.ndarray:
+        """The leaf node each row of ``X`` ends at: the path it takes.
+
+        In an `aliased` tree it is one of its leaf's paths; the row lies in its box
+        (`node_boxes`).
+        """
         node = np.zeros(X.shape[0], dtype=np.int64)
         active = self.feature[node] >= 0
         while active.any():
@@ -231,7 +239,7 @@ class Tree:
             go_left = X[idx, self.feature[n]] <= self.threshold[n]
             node[idx] = np.where(go_left, self.left[n], self.right[n])
             active[idx] = self.feature[node[idx]] >= 0
-        return self.leaf_of_node[node]
+        return node
 
     def to_dict(self) -> dict[str, Any]:
         """The tree in the treeleaks JSON form (the draws under ``multiplicities``)."""
@@ -493,8 +501,8 @@ class ReleasedModel:
     def aliased(self) -> bool:
         """Whether some tree has a leaf reached by several paths (`Tree.aliased`).
 
-        Attacks that read one box per leaf (`Tree.leaf_boxes`) then refuse it; the cells
-        and the row searches read the paths.
+        `Tree.leaf_boxes` then refuses it; the cells, the row searches and the
+        probabilistic reconstruction read the paths.
         """
         return any(tree.aliased for tree in self.trees)
 
