@@ -135,3 +135,13 @@ def test_frames_and_draws_that_do_not_fit_are_refused(forest):
                        n_random=0, true_boxes=False)
     with pytest.raises(ScoreError, match="draws have shape"):
         rows_recovered(model, truth, truth, schema, draws=np.ones((3, 3)))
+
+
+def test_the_matching_pairs_each_true_row_with_its_own_copy(forest):
+    model, truth, schema = forest
+    shuffled = truth.sample(frac=1, random_state=2)
+    pairs = recovered.recovery_matching(model, truth, shuffled, schema)
+    assert pairs["recovered"].all() and (pairs["shared"] == 1).all()
+    assert (pairs["true_row"].to_numpy() == np.arange(len(truth))).all()
+    assert (shuffled.index[pairs["returned_row"]] == truth.index).all()
+    assert (pairs["error"] == 0).all()

@@ -102,25 +102,47 @@ def rows_recovered(
     rows' own boxes for the floor.
     """
     label = model.label_name if label is None else label
-    for name, frame in (("true", truth), ("reconstruction", reconstruction)):
-        if label not in frame.columns:
-            raise ScoreError(f"the {name} frame has no label column {label!r}; rows are "
-                             "recovered only with their label: pass label=<its column>")
-    columns = feature_columns(truth, schema, label)
-    scorer = _Scorer(model, columns, _leaves(model, truth), truth[label].to_numpy(),
-                     _drawn(model, draws, len(truth)))
+    scorer = _scorer(model, truth, reconstruction, schema, label, draws)
     score = scorer.score(reconstruction, label)
     random_error = math.nan
     if n_random > 0:
         rng = np.random.default_rng(seed)
         random_error = float(np.mean([
-            scorer.score(_random_rows(columns, truth[label], rng), label).matched_error
+            scorer.score(_random_rows(scorer.columns, truth[label], rng), label).matched_error
             for _ in range(n_random)]))
     box_error = math.nan
     if true_boxes:
         box_error = scorer.score(true_box_rows(model, truth, label, draws), label
                                  ).matched_error
     return replace(score, random_error=random_error, true_box_error=box_error)
+
+
+def recovery_matching(
+    model: ReleasedModel,
+    truth: pd.DataFrame,
+    reconstruction: pd.DataFrame,
+    schema: FeatureSchema,
+    label: str | None = None,
+    draws: np.ndarray | None = None,
+) -> pd.DataFrame:
+    """The matching `rows_recovered` scores, one line per matched pair in true rows' order:
+    ``true_row`` and ``returned_row`` (positions in the frames), ``shared`` (the share of
+    the true row's drawing trees whose leaf they share), ``recovered`` and ``error`` (their
+    mean range-normalised difference). Arguments as for `rows_recovered`."""
+    label = model.label_name if label is None else label
+    return _scorer(model, truth, reconstruction, schema, label, draws).match(
+        reconstruction, label)
+
+
+def _scorer(model: ReleasedModel, truth: pd.DataFrame, reconstruction: pd.DataFrame,
+            schema: FeatureSchema, label: str, draws: np.ndarray | None) -> _Scorer:
+    """The true rows as the score sees them, once the frames are checked."""
+    for name, frame in (("true", truth), ("reconstruction", reconstruction)):
+        if label not in frame.columns:
+            raise ScoreError(f"the {name} frame has no label column {label!r}; rows are "
+                             "recovered only with their label: pass label=<its column>")
+    return _Scorer(model, feature_columns(truth, schema, label), _leaves(model, truth),
+                   truth[label].to_numpy(), _drawn(model, draws, len(truth)))
 
 
 # --- the model's view of the rows --------------------------------------------------------
@@ -191,26 +213,35 @@ class _Scorer:
     drawn: np.ndarray
 
     def score(self, rows: pd.DataFrame, label: str) -> RecoveryScore:
+        pairs = self.match(rows, label)
+        recovered = int(pairs["recovered"].sum())
+        return RecoveryScore(
+            rows_recovered=recovered, recovered_share=recovered / len(self.labels),
+            rows_returned=len(rows), n_true=len(self.labels),
+            matched_error=float(pairs["error"].mean()) if len(pairs) else math.nan,
+            random_error=math.nan, true_box_error=math.nan,
+            optimal=len(self.labels) * len(rows) <= DENSE_CELLS)
+
+    def match(self, rows: pd.DataFrame, label: str) -> pd.DataFrame:
+        """The matching's pairs (see `recovery_matching`)."""
         n_true, n_rows = len(self.labels), len(rows)
         returned = _Returned(_leaves(self.model, rows), rows[label].to_numpy(),
                              frame_matrix(rows, self.columns.names, "reconstruction"))
         true_codes, row_codes = _label_codes(self.labels, returned.labels)
         miss = _miss_cost(n_true, n_rows)
-        optimal = n_true * n_rows <= DENSE_CELLS
-        if optimal:
+        if n_true * n_rows <= DENSE_CELLS:
             cost, recoverable = self._cost(np.arange(n_true), np.arange(n_rows), returned,
                                            true_codes, row_codes)
             ti, ri = linear_sum_assignment(cost + miss * ~recoverable)
         else:
             ti, ri = self._sparse(returned, true_codes, row_codes, miss)
+        order = np.argsort(ti, kind="stable")
+        ti, ri = ti[order], ri[order]
         shared = self._shared(ti, ri, returned)
-        recovered = int(((true_codes[ti] == row_codes[ri]) & (shared >= SHARED - _EPS)).sum())
-        terms = _pair_terms(self.columns, ti, returned.X[ri])
-        return RecoveryScore(
-            rows_recovered=recovered, recovered_share=recovered / n_true,
-            rows_returned=n_rows, n_true=n_true,
-            matched_error=float(terms.mean()) if len(ti) else math.nan,
-            random_error=math.nan, true_box_error=math.nan, optimal=optimal)
+        return pd.DataFrame({
+            "true_row": ti, "returned_row": ri, "shared": shared,
+            "recovered": (true_codes[ti] == row_codes[ri]) & (shared >= SHARED - _EPS),
+            "error": _pair_terms(self.columns, ti, returned.X[ri])})
 
     def _shared(self, ti: np.ndarray, ri: np.ndarray, returned: _Returned) -> np.ndarray:
         """Per pair: the share of the true row's drawing trees whose leaf the pair shares."""
