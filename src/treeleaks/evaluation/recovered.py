@@ -20,8 +20,8 @@ scores every row recovered).
 
 Up to `DENSE_CELLS` pairs, the matching is one exact linear assignment. Beyond, the pairs
 that would count as recovered (one label, `SHARED` of the leaves; found by sparse products
-over chunks of true rows) are matched first, by a sparse assignment that recovers the most
-rows at least cost, and the rows left are paired by assignments over blocks of at most
+over chunks of true rows, identical returned rows taken once) are matched first, by a
+maximum flow of least cost, and the rows left are paired by assignments over blocks of at most
 `DENSE_CELLS` pairs: the count is the same as the exact matching's, the matched error an
 upper bound on it, and memory follows rows times trees, never rows squared.
 """
@@ -35,10 +35,9 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 from scipy.optimize import linear_sum_assignment
-from scipy.sparse.csgraph import min_weight_full_bipartite_matching
 
 from treeleaks.counts.materialize import rows_in_boxes
-from treeleaks.evaluation.metrics import _draw, _term_sums
+from treeleaks.evaluation.metrics import _column_codes, _draw, _row_ids, _term_sums
 from treeleaks.ir.model import ReleasedModel, Tree
 from treeleaks.ir.schema import FeatureSchema
 from treeleaks.ir.schema_columns import FeatureColumns, feature_columns, frame_matrix
@@ -49,6 +48,7 @@ LABEL_COST = 10.0  # a label apart costs more than any leaf and value difference
 L1_WEIGHT = 1e-3  # the values' difference only breaks ties between leaf patterns
 DENSE_CELLS = 1 << 22  # true x returned pairs matched exactly in memory (about 100 MB)
 _EPS = 1e-9  # shares are ratios of small integers: 0.9 stays 0.9
+_COST_UNITS = 1 << 20  # integer cost units per unit of cost, for the min-cost flow
 
 
 class ScoreError(TreeleaksError, ValueError):
@@ -234,7 +234,7 @@ class _Scorer:
                                            true_codes, row_codes)
             ti, ri = linear_sum_assignment(cost + miss * ~recoverable)
         else:
-            ti, ri = self._sparse(returned, true_codes, row_codes, miss)
+            ti, ri = self._sparse(returned, true_codes, row_codes)
         order = np.argsort(ti, kind="stable")
         ti, ri = ti[order], ri[order]
         shared = self._shared(ti, ri, returned)
@@ -267,11 +267,14 @@ class _Scorer:
             self.columns.true_X[ti], returned.X[ri], self.columns.scale)
         return cost, ~apart & (shared >= SHARED - _EPS)
 
-    def _sparse(self, returned: _Returned, true_codes: np.ndarray, row_codes: np.ndarray,
-                miss: float) -> tuple[np.ndarray, np.ndarray]:
-        """The recoverable pairs matched first, the rest in blocks (see the module doc)."""
-        ti, ri, cost = self._recoverable(returned, true_codes, row_codes)
-        mt, mr = _sparse_assign(ti, ri, cost, len(true_codes), len(row_codes), miss)
+    def _sparse(self, returned: _Returned, true_codes: np.ndarray,
+                row_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The recoverable pairs matched first, the rest in blocks (see the module doc).
+        Identical returned rows (values and label) are one group, so a table of many
+        duplicates lists a true row's candidates once per distinct row."""
+        group, first = _row_ids(_column_codes(np.column_stack([returned.X, row_codes]))[0])
+        ti, ri, cost = self._recoverable(returned, true_codes, row_codes, first)
+        mt, mr = _flow_assign(ti, group[ri], cost, group)
         left_t = np.setdiff1d(np.arange(len(true_codes)), mt)
         left_r = np.setdiff1d(np.arange(len(row_codes)), mr)
         pairs_t, pairs_r = [mt], [mr]
@@ -287,13 +290,14 @@ class _Scorer:
                 pairs_r.append(br[j])
         return np.concatenate(pairs_t), np.concatenate(pairs_r)
 
-    def _recoverable(self, returned: _Returned, true_codes: np.ndarray,
-                     row_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Pairs of one label sharing at least `SHARED` of the true row's leaves, with their
-        costs; true rows in chunks, so no product holds more than `DENSE_CELLS` pairs."""
+    def _recoverable(self, returned: _Returned, true_codes: np.ndarray, row_codes: np.ndarray,
+                     among: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Pairs of a true row and a returned row ``among`` those given, of one label and
+        sharing at least `SHARED` of the true row's leaves, with their costs; true rows in
+        chunks, so no product holds more than `DENSE_CELLS` pairs."""
         found_t, found_r, found_share = [], [], []
-        for code in np.intersect1d(true_codes, row_codes):
-            ts, rs = np.flatnonzero(true_codes == code), np.flatnonzero(row_codes == code)
+        for code in np.intersect1d(true_codes, row_codes[among]):
+            ts, rs = np.flatnonzero(true_codes == code), among[row_codes[among] == code]
             chunk = max(1, DENSE_CELLS // len(rs))
             for start in range(0, len(ts), chunk):
                 part = ts[start:start + chunk]
@@ -342,23 +346,39 @@ def _miss_cost(n_true: int, n_rows: int) -> float:
     return (LABEL_COST + 1.0 + L1_WEIGHT) * (min(n_true, n_rows) + 1)
 
 
-def _sparse_assign(ti: np.ndarray, ri: np.ndarray, cost: np.ndarray, n_true: int,
-                   n_rows: int, miss: float) -> tuple[np.ndarray, np.ndarray]:
-    """The matching over recoverable pairs that recovers the most rows at least cost (each
-    pair worth ``miss`` minus its cost), solved as a full matching with a stand-in per row:
-    true row i matches returned row j or its own stand-in, returned row j true row i or its
-    own; the stand-ins of a matched pair match each other."""
+def _flow_assign(ti: np.ndarray, gi: np.ndarray, cost: np.ndarray,
+                 group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The matching of true rows to groups of identical returned rows (``group``: each
+    returned row's) over the recoverable pairs ``(ti, gi)`` that recovers the most rows, at
+    least cost: a maximum flow of minimum cost, each group taking as many rows as it holds.
+    Returns (true row, returned row) pairs."""
     if not len(ti):
-        return ti, ri
-    half = miss / 2
-    n = n_true + n_rows
-    tails = np.concatenate([ti, np.arange(n_true), n_true + np.arange(n_rows), n_true + ri])
-    heads = np.concatenate([ri, n_rows + np.arange(n_true), np.arange(n_rows), n_rows + ti])
-    weight = np.concatenate([cost, np.full(n, half), np.zeros(len(ti))])
-    graph = sparse.csr_matrix((weight + 1.0, (tails, heads)), shape=(n, n))
-    left, right = min_weight_full_bipartite_matching(graph)
-    real = (left < n_true) & (right < n_rows)
-    return left[real], right[real]
+        return ti, ti
+    from ortools.graph.python import min_cost_flow
+
+    trues, t_node = np.unique(ti, return_inverse=True)
+    size = np.bincount(group)
+    n_t, n_g = len(trues), len(size)
+    source, sink = n_t + n_g, n_t + n_g + 1
+    flow = min_cost_flow.SimpleMinCostFlow()
+    flow.add_arcs_with_capacity_and_unit_cost(
+        np.concatenate([np.full(n_t, source), t_node, n_t + np.arange(n_g)]),
+        np.concatenate([np.arange(n_t), n_t + gi, np.full(n_g, sink)]),
+        np.concatenate([np.ones(n_t + len(ti), np.int64), size]),
+        np.concatenate([np.zeros(n_t, np.int64), np.rint(cost * _COST_UNITS).astype(np.int64),
+                        np.zeros(n_g, np.int64)]))
+    flow.set_node_supply(source, n_t)  # as many as can flow: the maximum, at least cost
+    flow.set_node_supply(sink, -n_t)
+    if flow.solve_max_flow_with_min_cost() != flow.OPTIMAL:
+        raise RuntimeError("the recovered rows' min-cost flow did not solve")
+    used = flow.flows(n_t + np.arange(len(ti))) > 0
+    mt, mg = ti[used], gi[used]
+    order = np.argsort(mg, kind="stable")  # each group hands out its rows in turn
+    mt, mg = mt[order], mg[order]
+    members = np.argsort(group, kind="stable")
+    start = np.cumsum(size) - size
+    rank = np.arange(len(mg)) - np.searchsorted(mg, mg)
+    return mt, members[start[mg] + rank]
 
 
 # --- the figures beside ------------------------------------------------------------------
