@@ -219,7 +219,7 @@ ATTACKS = {
         "ignore_draws": Axis(False, _flag, "true or false"),
         "worst_case": Axis(False, _flag, "true or false"),
         "solver": Axis("highs", lambda v: v in ("highs", "cp-sat"), '"highs" or "cp-sat"'),
-    }, run_forest, ("time_s", "recovered_share", "error", "baseline_error", "proven_share")),
+    }, run_forest, ("time_s", "recovered_share", "error", "proven_share")),
     "dp-forest": Attack({
         **COMMON,
         "trees": Axis(10, _int_at_least(1), "an integer >= 1"),
