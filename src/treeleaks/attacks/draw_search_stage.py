@@ -30,9 +30,9 @@ from treeleaks.runtime.clock import RunClock
 from treeleaks.runtime.progress import report
 from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 
-PROOF = ("none: rows within every count are not proven training rows; each sits at the "
-         "training position its draws give it, its class and values as the search found "
-         "them")
+PROOF = ("none: rows within every count are not proven training rows; each sits on one "
+         "training position's draws (a device of the search, not a claim that it is that "
+         "row), its class and values as the search found them")
 
 
 def reconstruct_drawn_partial(model: ReleasedModel, schema: FeatureSchema, run: RunOptions,
@@ -66,8 +66,8 @@ def reconstruct_drawn_partial(model: ReleasedModel, schema: FeatureSchema, run: 
         message = (f"{before}a complete dataset found by the draw search (rows as points "
                    "with their class), checked against every count; no row is proven")
     elif kept:
-        message = (f"{before}a partial dataset: {kept} of {n} rows ({kept / n:.0%}) at their "
-                   f"training positions, within every count, found by the draw search "
+        message = (f"{before}a partial dataset: {kept} of {n} rows ({kept / n:.0%}) within "
+                   f"every count, found by the draw search "
                    f"in the {run.time_limit:.3g} s it was given{dropped}; their classes "
                    "and values fit the counts, and are not proven")
     else:

@@ -102,11 +102,10 @@ def strip_random_states(inp: AuditInput, ev: Evidence, progress: ProgressCallbac
     figures: dict[str, Any] = {"status": s["status"], "formulation": s["formulation"],
                                "n_rows": s["n_rows"], "proven_rows": s["proven_rows"]}
     found = ev.recon is not None and ev.recon.n_rows > 0
-    with_states = (f"with the draws the rows come back in training order ({ev.recon.proven_rows} "
-                   "proven)" if found else "with the draws the attack found no complete "
-                   "reconstruction within the budget")
-    effect = (f"{with_states}; without them, {s['n_rows']} rows in no particular order "
-              f"({s['proven_rows']} proven)")
+    with_states = (f"with the draws the attack rebuilt {ev.recon.n_rows} rows "
+                   f"({ev.recon.proven_rows} proven)" if found else "with the draws the attack "
+                   "found no complete reconstruction within the budget")
+    effect = f"{with_states}; without them, {s['n_rows']} rows ({s['proven_rows']} proven)"
     if inp.data is not None and without.n_rows:
         score = evaluate(inp.truth, without.rows, inp.data_schema, label=inp.model.label_name)
         exact = round(score.exact_share * score.n_true)
