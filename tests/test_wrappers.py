@@ -19,7 +19,7 @@ from sklearn.preprocessing import OneHotEncoder
 
 from treeleaks.defences.strip import strip
 from treeleaks.frontends.sklearn import from_sklearn
-from treeleaks.io import load_model
+from treeleaks.io import load_estimator, load_model
 from treeleaks.runtime.errors import TreeleaksError
 
 
@@ -148,3 +148,23 @@ def test_a_stripped_xgboost_file_with_early_stopping_predicts_as_before(
     reloaded.load_model(out)
     assert (reloaded.predict_proba(X) == wrapper.predict_proba(X)).all()
     assert "best_score" not in json.loads(result.content)["learner"]["attributes"]
+
+
+def test_a_search_saved_with_skops_is_read_and_stripped(tmp_path: Path) -> None:
+    """skops archives a search with its splitter, scorer and masked cv_results_: trusted,
+    read as its model, and stripped back into an archive skops loads."""
+    import skops.io
+
+    X, y = _table()
+    search = GridSearchCV(RandomForestClassifier(n_estimators=3, random_state=0),
+                          {"max_depth": [2, None]}, scoring="balanced_accuracy",
+                          cv=3).fit(X, y)
+    path = tmp_path / "search.skops"
+    skops.io.dump(search, path)
+    model = load_model(path)
+    assert model.n_trees == 3 and "GridSearchCV.cv_results_" in _fields(model)
+    result = strip(load_estimator(path), "skops", X)
+    stripped = skops.io.loads(result.content,
+                              trusted=skops.io.get_untrusted_types(data=result.content))
+    assert not hasattr(stripped, "cv_results_")
+    assert (stripped.predict_proba(X) == search.predict_proba(X)).all()
