@@ -7,9 +7,9 @@ default forest came back with 0 rows. The draw search (`treeleaks.counts.draw_se
 moves rows as points with their class instead, and at every moment holds a set of rows at
 their training positions within every count. Its rows are filled inside the common box of
 their leaves, routed through the model again, and kept only where they land in the leaves
-the search gave them (a schema's ranges or groups can leave a box the search's grid does
-not know); the rest are checked leaf by leaf (`verify_within_draws`), or, all N of them,
-as a complete dataset (`verify`).
+the search gave them, and whose box holds a value the schema allows (the search's grid knows
+no one-hot group: a point may set two of its members, or none); the rest are checked leaf
+by leaf (`verify_within_draws`), or, all N of them, as a complete dataset (`verify`).
 """
 
 from __future__ import annotations
@@ -85,8 +85,9 @@ def reconstruct_drawn_partial(model: ReleasedModel, schema: FeatureSchema, run: 
 def landed_rows(model: ReleasedModel, schema: FeatureSchema,
                 found: DrawnRows) -> tuple[dict, np.ndarray]:
     """The found rows filled inside their boxes, as the frames of a `Reconstruction`, and
-    their training positions; a row whose filled values leave one of its leaves (in a tree
-    that drew it) is dropped (any path of the leaf will do)."""
+    their training positions; a row whose box holds no value the schema allows (the
+    search's grid knows no one-hot group), or whose filled values leave one of its leaves
+    (in a tree that drew it), is dropped (any path of the leaf will do)."""
     draws = np.vstack([tree.draws for tree in model.trees]).T
     paths, cls, positions = found.paths, found.cls, found.positions
     while True:
@@ -96,7 +97,8 @@ def landed_rows(model: ReleasedModel, schema: FeatureSchema,
                                np.zeros(len(cls), dtype=bool))
         values = frames["rows"][list(model.feature_names)].to_numpy(dtype=float)
         landed = ((model.apply(values) == leaves_of(model, paths)) | ~drawn).all(axis=1)
-        if landed.all():
+        landed &= schema.feasible(lower, upper)  # a grid point no row can be (two of a
+        if landed.all():  # one-hot group at 1, or none of an exactly-one group) is dropped
             return frames, positions
         paths, cls, positions = paths[landed], cls[landed], positions[landed]
 
