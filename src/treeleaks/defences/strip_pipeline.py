@@ -17,7 +17,7 @@ import numpy as np
 
 from treeleaks.defences.strip_check import probe_inputs
 from treeleaks.defences.strip_sklearn import strip_estimator
-from treeleaks.ir.inputs import InputMap, NumberColumn
+from treeleaks.ir.inputs import CodedColumn, InputMap, NumberColumn
 from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.sklearn_compat import pipeline_steps
 
@@ -93,8 +93,9 @@ def probe_rows(inputs: InputMap, thresholds: list[np.ndarray], n: int, unseen: b
             choices = [*column.categories, *([UNSEEN] if unseen else [])]
             values = np.empty(n, dtype=object)
             values[:] = [choices[i] for i in rng.integers(0, len(choices), n)]
-        if isinstance(column, NumberColumn) or unseen:  # a gap is a category an encoder
-            values[rng.random(n) < GAPS] = np.nan  # saw, or an unseen one
+        coded_gaps = isinstance(column, CodedColumn) and column.missing is not None
+        if isinstance(column, NumberColumn) or unseen or coded_gaps:  # a gap is a category
+            values[rng.random(n) < GAPS] = np.nan  # an encoder saw, or an unseen one
         out[column.name] = values
     for f in inputs.passed:
         out[inputs.feature_names[f]] = probe_inputs([thresholds[f]], n, seed)[:, 0]
