@@ -7,6 +7,7 @@ file, leaf by leaf, as scikit-learn itself routes them."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from typer.testing import CliRunner
 from treeleaks.attacks.reconstruct import reconstruct
 from treeleaks.cli import app
 from treeleaks.defences.strip import strip
+from treeleaks.frontends.sklearn import from_sklearn
 from treeleaks.frontends.sklearn_pipeline import from_pipeline
 from treeleaks.ir.inputs import CodedColumn, OneHotColumn
 from treeleaks.runtime.errors import UnsupportedModelError
@@ -243,7 +245,7 @@ def test_a_stripped_pipeline_predicts_as_before_and_reads_back(case: str) -> Non
     result = strip(pipeline, "joblib", frame, n_random=3000, labels=label,
                    released=from_pipeline(pipeline))
     assert result.score.before == result.score.after
-    stripped = joblib.load(__import__("io").BytesIO(result.content))
+    stripped = joblib.load(io.BytesIO(result.content))
     unseen = pipeline[0].named_transformers_["ordinalencoder"].handle_unknown != "error"
     probe = pd.DataFrame({"c": ["purple" if unseen else "blue", None, "red"],
                           "a": [np.nan, 3.0, 99.0], "b": [np.nan, 7.0, 1.0]})
@@ -305,3 +307,38 @@ def test_every_command_runs_on_the_file_in_the_custodians_columns(
     assert stripped.exit_code == 0, stripped.output
     assert "Not described" not in stripped.stdout
     assert "identical on 10,000 random inputs" in " ".join(stripped.stdout.split())
+
+
+def imputed_booster(seed: int) -> tuple[Pipeline, pd.DataFrame, pd.Series]:
+    """A booster after a OneHotEncoder and a SimpleImputer: its steps never leave a gap."""
+    frame, label = table(seed, n=80)
+    steps = make_column_transformer((OneHotEncoder(sparse_output=False), ["c"]),
+                                    (SimpleImputer(), ["a", "b"]))
+    return make_pipeline(steps, booster()).fit(frame, label), frame, label
+
+
+def test_a_stripped_booster_after_an_imputer_reads_back_without_gaps() -> None:
+    """Its counts gone, every split sending gaps to its smaller side looks like gaps; the
+    steps say none reach the booster, so the structure is read without them."""
+    pipeline, frame, label = imputed_booster(7)
+    result = strip(pipeline, "joblib", frame, n_random=2000, labels=label,
+                   released=from_pipeline(pipeline))
+    stripped = joblib.load(io.BytesIO(result.content))
+    alone = from_sklearn(stripped[-1], allow_regression=True, counts_removed_ok=True)
+    assert any("missing" in name for name in alone.feature_names)  # read alone: gaps
+    again = from_pipeline(stripped)
+    assert not again.counts_released and again.inputs.names == ["c", "a", "b"]
+    assert not any("missing" in name for name in again.feature_names)
+    assert again.n_features == from_pipeline(pipeline).n_features
+
+
+def test_gaps_routed_where_the_steps_leave_none_are_an_edited_file() -> None:
+    pipeline, _, _ = imputed_booster(8)
+    (predictor,) = pipeline[-1]._predictors[0]
+    nodes = predictor.nodes
+    root = 0  # its split sends gaps to the smaller side now: gaps the imputer never leaves
+    smaller_left = nodes["count"][nodes["left"][root]] < nodes["count"][nodes["right"][root]]
+    nodes["missing_go_to_left"][root] = smaller_left
+    with pytest.raises(UnsupportedModelError, match=r"routes gaps in .*which its steps never "
+                                                   r"leave missing: an edited file\?"):
+        from_pipeline(pipeline)
