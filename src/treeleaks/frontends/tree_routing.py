@@ -40,9 +40,10 @@ def gap_layout(sk_trees: list[Any], names: list[str], known: frozenset[str] = fr
         if not (np.isin(left[inner], np.arange(rows.size)).all()
                 and np.isin(right[inner], np.arange(rows.size)).all()):
             return None  # broken nodes: the tree's validation names them
+        # a split sending gaps to its smaller side shows them (a stripped tree's rows are
+        # gone: not), and one at +inf sends every value left and only the gaps right
         odd = np.asarray(routing)[inner].astype(bool) != (rows[left[inner]] > rows[right[inner]])
-        # a split at +inf sends every value left and only the gaps right: gaps, whatever
-        # the children's rows say
+        odd &= bool(rows.any())
         odd |= ~np.isfinite(np.asarray(sk_tree.threshold, dtype=np.float64)[inner])
         gaps[np.asarray(sk_tree.feature)[inner[odd]]] = True
     if not gaps.any():
