@@ -342,3 +342,24 @@ def test_gaps_routed_where_the_steps_leave_none_are_an_edited_file() -> None:
     with pytest.raises(UnsupportedModelError, match=r"routes gaps in .*which its steps never "
                                                    r"leave missing: an edited file\?"):
         from_pipeline(pipeline)
+
+
+def test_none_in_a_text_array_is_a_category_as_scikit_learn_codes_it() -> None:
+    """Fitted on an object array, scikit-learn lists None as a category with its own code
+    (a NaN it codes apart): the input map codes it the same, and rows fit every count."""
+    frame, label = table(9)
+    array = frame.to_numpy(dtype=object)
+    array[:, 0] = [None if pd.isna(v) else v for v in array[:, 0]]
+    steps = make_column_transformer((OrdinalEncoder(), [0]), remainder="passthrough")
+    pipeline = make_pipeline(steps, booster(categorical_features=[0])).fit(array, label)
+    assert pipeline[0].named_transformers_["ordinalencoder"].categories_[0][-1] is None
+    model = from_pipeline(pipeline, label_name="y")
+    column = model.inputs.columns[0]
+    assert isinstance(column, OneHotColumn) and None in column.categories
+    result = reconstruct(model, time_limit=30)
+    assert result.summary()["verified"]
+    rows = model.inputs.decode(result.rows)
+    routed = leaves(pipeline[-1], pipeline[:-1].transform(
+        rows[model.inputs.names].to_numpy(dtype=object)))
+    for leaf, count in zip(routed, file_counts(pipeline[-1]), strict=True):
+        np.testing.assert_array_equal(np.bincount(leaf, minlength=count.size), count)

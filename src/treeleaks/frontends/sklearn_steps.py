@@ -186,8 +186,11 @@ def _ordinal(name: str, step: Any, tracks: list[Track]) -> list[Track]:
     out = []
     for i, track in enumerate(tracks):
         _categorical(name, step, track)
-        categories = tuple(c for c in step.categories_[i] if not _is_gap(c))
-        gaps = len(categories) < len(step.categories_[i])
+        # scikit-learn codes a NaN (listed last) apart; None is a category like any other
+        listed = list(step.categories_[i])
+        gaps = bool(listed) and isinstance(listed[-1], float | np.floating) and bool(
+            np.isnan(listed[-1]))
+        categories = tuple(listed[:-1] if gaps else listed)
         missing = float(getattr(step, "encoded_missing_value", np.nan)) if gaps else None
         out.append(Track(track.column, "code", encoding=Encoding(
             categories, unknown=None if unknown is None else float(unknown),

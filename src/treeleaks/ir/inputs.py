@@ -146,9 +146,9 @@ class CodedColumn:
         a gap."""
         unknown = np.nan if self.unknown is None else self.unknown
         gap = unknown if self.missing is None else self.missing
-        codes = np.asarray([gap if _is_gap(value) else next(
+        codes = np.asarray([next(
             (c for c, category in enumerate(self.categories) if _same(value, category)),
-            unknown) for value in values], dtype=np.float64)
+            gap if _is_gap(value) else unknown) for value in values], dtype=np.float64)
         if self.gap is None:
             return codes[:, None]
         missing = np.isnan(codes)
