@@ -6,6 +6,10 @@ how each of the custodian's columns becomes them, so rows are encoded to be scor
 result is decoded back into the custodian's columns. A scaler is affine per column: its
 operations are carried back into the tree's thresholds at read time
 (`treeleaks.frontends.thresholds_back`), so the IR is already in the custodian's units.
+A model that routes gaps or categories itself (a histogram booster, a tree fitted on gaps)
+has its own map from the steps' output to its features; the two are composed, so an
+ordinal encoder's codes split natively come back as the custodian's categories and a gap
+passed on by the steps comes back as a gap.
 """
 
 from __future__ import annotations
@@ -138,14 +142,10 @@ def _own_columns(model: ReleasedModel, names: list[str], tracks: list[Track], ki
     booster splits it natively. Refuses a routing the steps cannot have fed it."""
     if model.inputs is None:
         return [NumberColumn(name, j) for j, name in enumerate(names)]
-    by_name = {column.name: column for column in model.inputs.columns}
+    by_name = {column.name: column for column in model.inputs.columns}  # every one named
     own = []
     for name, track in zip(names, tracks):
-        column = by_name.get(name)
-        if column is None or isinstance(column, CodedColumn):
-            raise UnsupportedModelError(
-                f"the pipeline's {kind} does not read the steps' feature {name!r} as one "
-                "column: an edited file?")
+        column = by_name[name]
         passed = track.kind == "value" and not track.ops and not track.filled
         if isinstance(column, OneHotColumn) and not (track.kind == "code" or passed):
             raise UnsupportedModelError(
@@ -294,12 +294,9 @@ def _column(name: str, features: list[int], tracks: list[Track], own: list[Input
 
 
 def _feature(column: InputColumn) -> int:
-    """The one feature of a 0/1 track as the model reads it (never a gap: the steps give
-    none)."""
-    if not isinstance(column, NumberColumn) or column.gap is not None:
-        raise UnsupportedModelError(
-            f"the pipeline's tree model reads the 0/1 feature {column.name!r} as categories "
-            "or with gaps, which the steps never give it: an edited file?")
+    """The one feature of a 0/1 track as the model reads it (`_own_columns` refused it as
+    categories, and its gaps are refused or settled)."""
+    assert isinstance(column, NumberColumn) and column.gap is None
     return column.feature
 
 
