@@ -113,6 +113,23 @@ def pipeline_scaler_forest(frame: pd.DataFrame, label: pd.Series, folder: Path) 
     return _skops(fitted.fit(numeric, label), folder / "pipeline_scaler.skops")
 
 
+def pipeline_ordinal_hist(frame: pd.DataFrame, label: pd.Series, folder: Path) -> Path:
+    """scikit-learn's documented pattern: Pipeline(ColumnTransformer(OrdinalEncoder,
+    passthrough), HistGradientBoostingClassifier(categorical_features=the codes)), the
+    numbers' gaps left in for the booster to route."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OrdinalEncoder
+
+    text = _text_columns(frame)
+    encode = ColumnTransformer([("text", OrdinalEncoder(), text)], remainder="passthrough")
+    booster = HistGradientBoostingClassifier(categorical_features=list(range(len(text))),
+                                             random_state=0)
+    fitted = Pipeline([("encode", encode), ("booster", booster)])
+    return _skops(fitted.fit(_objects(frame), label), folder / "pipeline_ordinal_hist.skops")
+
+
 def hist_gaps(frame: pd.DataFrame, label: pd.Series, folder: Path) -> Path:
     """HistGradientBoostingClassifier on the numeric columns, gaps left in."""
     from sklearn.ensemble import HistGradientBoostingClassifier
@@ -191,6 +208,7 @@ def _objects(frame: pd.DataFrame) -> pd.DataFrame:
 KINDS: dict[str, Callable[[pd.DataFrame, pd.Series, Path], Path]] = {
     "pipeline-onehot-rf": pipeline_onehot_forest,
     "pipeline-scaler-rf": pipeline_scaler_forest,
+    "pipeline-ordinal-hgb": pipeline_ordinal_hist,
     "hist-gaps": hist_gaps,
     "hist-categories": hist_categories,
     "lightgbm-categories": lightgbm_categories,

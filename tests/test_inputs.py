@@ -68,3 +68,24 @@ def test_decode_inverts_encode(categories: list, numbers: list) -> None:
 
     assert plain(back["c"]) == plain(frame["c"])
     np.testing.assert_array_equal(back["x"].to_numpy(dtype=float), frame["x"].to_numpy())
+
+
+@pytest.mark.parametrize(("missing", "gap"), [(np.nan, 1), (-1.0, None)])
+def test_a_coded_column_keeps_its_gaps(missing: float, gap: int | None) -> None:
+    """A gap is coded as the encoder codes it (NaN routed through a gap feature, or its own
+    code), an unseen category as ``unknown``; decoding gives the categories and the gaps."""
+    column = CodedColumn("c", 0, ("blue", "red"), unknown=-2.0, missing=missing, gap=gap)
+    names = ("c", "c gap") if gap is not None else ("c",)
+    inputs = InputMap((column,), names)
+    frame = pd.DataFrame({"c": ["red", None, "blue", "green"]})
+    encoded = inputs.encode(frame)[list(names)].to_numpy()
+    if gap is None:
+        assert encoded[:, 0].tolist() == [1.0, -1.0, 0.0, -2.0]
+        assert column.codes == (-1.0, 1.0)
+    else:
+        assert encoded.tolist() == [[1, 0], [0, 1], [0, 0], [-2, 0]]
+    decoded = inputs.decode(pd.DataFrame(encoded[:3], columns=list(names)))["c"]
+    assert decoded[0] == "red" and pd.isna(decoded[1]) and decoded[2] == "blue"
+    assert inputs.condition_text("c", ">", 0.5) == "c in {red}"
+    assert inputs.condition_text("c", "<=", 0.5) == ("c in {blue}" if gap is not None
+                                                      else "c in {gap, blue}")

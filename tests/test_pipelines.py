@@ -316,12 +316,15 @@ def test_data_without_the_pipelines_columns_is_one_line(files: dict[str, Path],
     assert "lack the columns the pipeline reads: d" in line
 
 
-def test_an_ordinal_encoder_of_gaps_is_refused_by_name() -> None:
+def test_an_ordinal_encoder_of_gaps_passes_them_to_the_tree() -> None:
+    """Its gaps reach the tree as NaN, which the tree routes: read as the column's gaps
+    (`test_pipeline_routing` rebuilds such pipelines' rows)."""
     frame, label = table(3)
     pipeline = make_pipeline(OrdinalEncoder(), DecisionTreeClassifier(random_state=0)).fit(
         frame[["c"]], label)
-    with pytest.raises(UnsupportedModelError, match=r"OrdinalEncoder.*codes the gaps of 'c'"):
-        from_pipeline(pipeline)
+    (column,) = from_pipeline(pipeline).inputs.columns
+    assert column.categories == ("blue", "green", "red") and np.isnan(column.missing)
+    assert column.gap is not None
 
 
 def test_inspect_lists_the_steps_and_what_each_statistic_gives_away(

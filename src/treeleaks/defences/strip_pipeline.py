@@ -17,7 +17,7 @@ import numpy as np
 
 from treeleaks.defences.strip_inputs import Categories, InputColumn, Numbers
 from treeleaks.defences.strip_sklearn import strip_estimator
-from treeleaks.ir.inputs import InputMap, NumberColumn
+from treeleaks.ir.inputs import CodedColumn, InputMap, NumberColumn
 from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.sklearn_compat import pipeline_steps
 
@@ -74,10 +74,13 @@ def pipeline_columns(inputs: InputMap, thresholds: list[np.ndarray], unseen: boo
                      ) -> list[InputColumn]:
     """A pipeline's input columns, for its random rows: each number around the thresholds
     of the feature it feeds, with gaps; each categorical column its encoder's categories
-    (with ``unseen``, one it never saw, and gaps); the columns passed through as they are."""
+    (with ``unseen``, one it never saw, and gaps; gaps too where the encoder codes them);
+    the columns passed through as they are."""
     columns: list[InputColumn] = [
         Numbers(column.name, thresholds[column.feature], gaps=True)
         if isinstance(column, NumberColumn)
-        else Categories(column.name, tuple(column.categories), unseen=unseen, gaps=unseen)
+        else Categories(column.name, tuple(column.categories), unseen=unseen,
+                        gaps=unseen or (isinstance(column, CodedColumn)
+                                        and column.missing is not None))
         for column in inputs.columns]
     return columns + [Numbers(inputs.feature_names[f], thresholds[f]) for f in inputs.passed]

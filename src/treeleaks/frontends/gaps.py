@@ -318,3 +318,55 @@ def with_routing(model: ReleasedModel, routing: Routing | None) -> ReleasedModel
         model.inputs = routing.inputs()
         model.facts.update(routing.facts)
     return model
+
+
+def without_gap_features(model: ReleasedModel, gaps: set[int]) -> tuple[ReleasedModel,
+                                                                        np.ndarray]:
+    """``model`` with the gap features ``gaps`` gone: every split on one sends rows the
+    way a value goes (the feature is 0), and the leaves only a gap reached are dropped.
+    Also the new index of each old feature (-1: dropped).
+
+    For a stripped file read with gap features for columns that held none: its counts gone,
+    only a split's gap side shows gaps, so a pipeline whose steps never leave the column
+    missing settles them here. Per-leaf arrays are kept for the leaves that stay.
+    """
+    renumber = np.full(len(model.feature_names), -1, dtype=np.int64)
+    kept_features = [f for f in range(len(model.feature_names)) if f not in gaps]
+    renumber[kept_features] = np.arange(len(kept_features))
+    trees = [_settled(tree, gaps, renumber) for tree in model.trees]
+    settled = dataclasses.replace(
+        model, trees=trees, feature_names=[model.feature_names[f] for f in kept_features],
+        revealed={int(renumber[f]): v for f, v in model.revealed.items() if renumber[f] >= 0},
+        inputs=None)
+    settled.validate()
+    return settled, renumber
+
+
+def _settled(tree: Tree, gaps: set[int], renumber: np.ndarray) -> Tree:
+    """``tree`` with each split on a feature of ``gaps`` replaced by its left side (the
+    feature 0), features renumbered, per-leaf arrays kept for the leaves still reached."""
+    nodes: tuple[list[int], list[float], list[int], list[int], list[int]] = (
+        [], [], [], [], [])
+
+    def emit(node: int) -> int:
+        while tree.feature[node] in gaps:  # gap <= 0.5: the value's side
+            node = int(tree.left[node])
+        here, split = len(nodes[0]), int(tree.feature[node])
+        nodes[0].append(int(renumber[split]) if split >= 0 else -1)
+        nodes[1].append(float(tree.threshold[node]))
+        nodes[2].append(-1)
+        nodes[3].append(-1)
+        nodes[4].append(int(tree.leaf_of_node[node]))
+        if split >= 0:
+            nodes[2][here] = emit(int(tree.left[node]))
+            nodes[3][here] = emit(int(tree.right[node]))
+        return here
+
+    emit(0)
+    feature, leaf = np.asarray(nodes[0], np.int64), np.asarray(nodes[4], np.int64)
+    kept = np.unique(leaf[feature < 0])
+    order = np.full(tree.n_leaves, -1, dtype=np.int64)
+    order[kept] = np.arange(kept.size)
+    return kept_leaves(tree, (feature, np.asarray(nodes[1], np.float64),
+                              np.asarray(nodes[2], np.int64), np.asarray(nodes[3], np.int64),
+                              np.where(feature < 0, order[np.maximum(leaf, 0)], -1)), kept)

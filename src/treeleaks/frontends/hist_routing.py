@@ -55,15 +55,17 @@ class HistRouting:
         return nodes, kept
 
 
-def hist_routing(estimator: Any, names: list[str]) -> HistRouting | None:
-    """The routing of a fitted histogram booster, None when it has no gaps or categories."""
+def hist_routing(estimator: Any, names: list[str], gaps: frozenset[str] = frozenset()
+                 ) -> HistRouting | None:
+    """The routing of a fitted histogram booster, None when it has no gaps or categories
+    (``gaps``: columns known to have held gaps, whatever the splits show)."""
     tables = [p.nodes for per_round in estimator._predictors for p in per_round]
     n = len(names)
     is_categorical = getattr(estimator, "_is_categorical_remapped", None)
     is_categorical = np.zeros(n, bool) if is_categorical is None else np.asarray(
         is_categorical, bool)
-    gaps = _gap_columns(tables, n) | _encoded_gaps(estimator, is_categorical)
-    if not is_categorical.any() and not gaps.any():
+    gappy = _gap_columns(tables, n) | _encoded_gaps(estimator, is_categorical)
+    if not is_categorical.any() and not gappy.any() and not gaps & set(names):
         return None
     original = getattr(estimator, "is_categorical_", None)
     if getattr(estimator, "_preprocessor", None) is not None and original is not None:
@@ -75,6 +77,7 @@ def hist_routing(estimator: Any, names: list[str]) -> HistRouting | None:
     known = tuple(np.asarray(estimator._bin_mapper.bin_thresholds_[i]) if is_categorical[i]
                   else None for i in range(n))
     feature_of = np.argsort(column_of)  # the predictor feature of each table column
+    gappy[feature_of[[j for j, name in enumerate(names) if name in gaps]]] = True
     columns = []
     for j, name in enumerate(names):
         i = int(feature_of[j])
@@ -82,7 +85,7 @@ def hist_routing(estimator: Any, names: list[str]) -> HistRouting | None:
         if is_categorical[i]:
             raw = known[i].astype(np.int64)
             categories = tuple(labels[i][r] if i in labels else int(r) for r in raw)
-        columns.append(Column(name, categories, bool(gaps[i])))
+        columns.append(Column(name, categories, bool(gappy[i])))
     return HistRouting(Layout.of(columns), column_of.astype(np.int64), known)
 
 
@@ -122,10 +125,12 @@ def _encoded_gaps(estimator: Any, is_categorical: np.ndarray) -> np.ndarray:
     return gaps
 
 
-def routed_columns(estimator: Any, names: list[str]) -> tuple[list[str], InputMap | None]:
+def routed_columns(estimator: Any, names: list[str], gaps: frozenset[str] = frozenset()
+                   ) -> tuple[list[str], InputMap | None]:
     """The model's feature names once its gaps and categories are spelled out, and how the
     table's columns become them (``names`` and None for a model without either)."""
-    routing = hist_routing(estimator, names) if hasattr(estimator, "_predictors") else None
+    routing = hist_routing(estimator, names, gaps) if hasattr(estimator, "_predictors") \
+        else None
     if routing is None:
         return names, None
     return list(routing.layout.names), routing.layout.inputs()

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from treeleaks.frontends.boosting import Nodes
 from treeleaks.frontends.hist_routing import hist_routing, routed_columns
 from treeleaks.frontends.sklearn_boosting import (
     BOOSTERS,
@@ -29,8 +30,9 @@ from treeleaks.frontends.sklearn_extras import sklearn_extras, with_extras
 from treeleaks.frontends.sklearn_multiclass import multiclass_booster_model
 from treeleaks.frontends.stored import sklearn_booster_fields, sklearn_tree_fields
 from treeleaks.frontends.stripped import Stripped, counts_removed, structure_only
-from treeleaks.frontends.tree_routing import gap_layout, spelled
+from treeleaks.frontends.tree_routing import gap_layout, spelled, spelled_nodes
 from treeleaks.ir.description import ModelKind, describe
+from treeleaks.ir.inputs import InputMap
 from treeleaks.ir.model import ReleasedModel, Tree
 from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.sklearn_compat import node_class_counts
@@ -46,6 +48,7 @@ def from_sklearn(
     label_name: str = "label",
     allow_regression: bool = False,
     counts_removed_ok: bool = False,
+    gaps: frozenset[str] = frozenset(),
 ) -> ReleasedModel:
     """Translate a fitted scikit-learn tree model into a `ReleasedModel`.
 
@@ -67,6 +70,9 @@ def from_sklearn(
     counts_removed_ok : bool, default False
         Return a model whose counts were removed (``treeleaks strip``) as its structure
         alone (every count 0), instead of raising.
+    gaps : frozenset of str, default empty
+        Columns known to have held gaps in training (a pipeline's encoder saw them): each
+        gets a gap feature routed as the splits send gaps, even where no split shows it.
 
     Returns
     -------
@@ -90,14 +96,14 @@ def from_sklearn(
         if not counts_removed_ok:
             raise counts_removed(kind, "every node's row count is 0", random_states=bool(
                 getattr(estimator, "bootstrap", False)))
-        return _structure(estimator, kind, names, label_name, regression)
+        return _structure(estimator, kind, names, label_name, regression, gaps)
     if kind in BOOSTERS:
         read = multiclass_booster_model if len(estimator.classes_) > 2 else booster_model
-        model = read(estimator, names, label_name)
+        model = read(estimator, names, label_name, gaps)
     elif kind in REGRESSION_BOOSTERS:
-        model = booster_regression_model(estimator, names, label_name)
+        model = booster_regression_model(estimator, names, label_name, gaps)
     else:
-        model = _tree_model(estimator, kind, names, label_name, regression)
+        model = _tree_model(estimator, kind, names, label_name, regression, gaps)
     return with_extras(model, estimator, names)
 
 
@@ -131,7 +137,7 @@ def _check_estimator(estimator: Any, kind: str, regression: bool,
 
 
 def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
-                regression: bool) -> ReleasedModel:
+                regression: bool, gaps: frozenset[str] = frozenset()) -> ReleasedModel:
     """A decision tree's or a forest's model.
 
     Each tree's counts, with the forest's draws when it bootstraps.
@@ -157,7 +163,7 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
                                  getattr(estimator, "criterion", "squared_error"))
                 if regression else _tree(member.tree_, index, kind, draws))
         trees.append(tree)
-    layout = gap_layout([m.tree_ for m in estimators], names)
+    layout = gap_layout([m.tree_ for m in estimators], names, gaps)
     if layout is not None:  # fitted on gaps: each gap split spelled out
         trees = [spelled(tree, m.tree_, layout, index)
                  for index, (tree, m) in enumerate(zip(trees, estimators))]
@@ -199,10 +205,10 @@ def _counts_zeroed(estimator: Any) -> bool:
 
 
 def _structure(estimator: Any, kind: str, names: list[str], label_name: str,
-               regression: bool) -> ReleasedModel:
+               regression: bool, gaps: frozenset[str] = frozenset()) -> ReleasedModel:
     """A stripped model's splits and leaf values, every count 0."""
     if hasattr(estimator, "_predictors"):
-        routing = hist_routing(estimator, names)
+        routing = hist_routing(estimator, names, gaps)
         read = [predictor_tree(p, t, names, routing) for t, per_round in
                 enumerate(estimator._predictors) for p in per_round]
         nodes, values = [r[0] for r in read], read[0][2]
@@ -212,6 +218,21 @@ def _structure(estimator: Any, kind: str, names: list[str], label_name: str,
         first = members[0].tree_
         values = np.asarray(first.value, dtype=np.float64)[
             np.asarray(first.children_left) < 0, 0, 0]
+        layout = gap_layout([m.tree_ for m in members], names, gaps)
+        if layout is not None:  # fitted on gaps (or any split sends them off): spelled out
+            spelled = [spelled_nodes(m.tree_, layout, t) for t, m in enumerate(members)]
+            nodes, values = [s[0] for s in spelled], values[spelled[0][1]]
+            return _structure_of(estimator, kind, list(layout.names), label_name,
+                                 regression, nodes, values, layout.inputs(), names)
+    features, inputs = routed_columns(estimator, names, gaps)
+    return _structure_of(estimator, kind, features, label_name, regression, nodes, values,
+                         inputs, names)
+
+
+def _structure_of(estimator: Any, kind: str, features: list[str], label_name: str,
+                  regression: bool, nodes: list[Nodes], values: np.ndarray,
+                  inputs: InputMap | None, names: list[str]) -> ReleasedModel:
+    """The structure-only model of ``nodes`` over ``features``, described as stripped."""
     classes = [] if regression else [c.item() if isinstance(c, np.generic) else c
                                      for c in estimator.classes_]
     boosted = kind in BOOSTERS + REGRESSION_BOOSTERS
@@ -221,7 +242,6 @@ def _structure(estimator: Any, kind: str, names: list[str], label_name: str,
     fields += sklearn_extras(estimator, names)[0]
     about = Stripped("scikit-learn", kind, fields,
                      ModelKind.GRADIENT_BOOSTED if boosted else None, bootstrap)
-    features, inputs = routed_columns(estimator, names)
     model = structure_only(nodes, classes, features, label_name, f"sklearn.{kind}", about,
                            values if regression else None)
     model.inputs = inputs

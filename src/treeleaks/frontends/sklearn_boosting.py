@@ -20,6 +20,7 @@ rows) leaves the counts of the rows the booster trained on, which the facts say.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -47,7 +48,8 @@ WHOLE_TOLERANCE = 1e-4  # float32 gradients: derived counts this close to whole 
 FLOAT32_ROW, FLOAT64_ROW = 1e-6, 1e-9  # precision of a gradient sum per row and unit of |b|
 
 
-def booster_model(estimator: Any, names: list[str], label_name: str) -> ReleasedModel:
+def booster_model(estimator: Any, names: list[str], label_name: str,
+                  gaps: frozenset[str] = frozenset()) -> ReleasedModel:
     """The `ReleasedModel` of a fitted binary scikit-learn booster (see the module doc)."""
     kind = type(estimator).__name__
     classes = [c.item() if isinstance(c, np.generic) else c for c in estimator.classes_]
@@ -56,11 +58,11 @@ def booster_model(estimator: Any, names: list[str], label_name: str) -> Released
             f"this {kind} has {len(classes)} classes: booster_model reads two "
             "(sklearn_multiclass.multiclass_booster_model reads more)")
     check_classifier(estimator, kind)
-    read = _gradient_boosting if kind == "GradientBoostingClassifier" else (
-        _hist_gradient_boosting)
+    read = _gradient_boosting if kind == "GradientBoostingClassifier" else partial(
+        _hist_gradient_boosting, gaps=gaps)
     nodes, rows, positives, gradients, facts = read(estimator, names)
     _same_rows(rows, kind)
-    features, inputs = routed_columns(estimator, names)
+    features, inputs = routed_columns(estimator, names, gaps)
     model = ReleasedModel(booster_trees(nodes, rows, positives), classes, features,
                           label_name=label_name, source=f"sklearn.{kind}", gradients=gradients,
                           facts={"objective": "log_loss",
@@ -86,8 +88,8 @@ def check_classifier(estimator: Any, kind: str) -> None:
             "class counts; treeleaks needs unweighted training")
 
 
-def booster_regression_model(estimator: Any, names: list[str], label_name: str
-                             ) -> ReleasedModel:
+def booster_regression_model(estimator: Any, names: list[str], label_name: str,
+                             gaps: frozenset[str] = frozenset()) -> ReleasedModel:
     """A fitted squared-error ``GradientBoostingRegressor`` or
     ``HistGradientBoostingRegressor``: every tree's row counts, and the first tree's leaf
     values turned into each leaf's target mean (every row starts at the same prediction
@@ -110,7 +112,7 @@ def booster_regression_model(estimator: Any, names: list[str], label_name: str
     else:
         l2 = float(estimator.l2_regularization)
         start = float(np.ravel(estimator._baseline_prediction)[0])
-        nodes, rows, values = _predictor_trees(estimator, names)
+        nodes, rows, values = _predictor_trees(estimator, names, gaps)
         means = start + values[0] * (rows[0] + l2) / (eta * rows[0])
         gradients = squared_error_gradients(start, values, rows, eta, l2, FLOAT32_ROW)
         # unweighted, the start is the mean target: the leaves' means add up to N times it
@@ -127,7 +129,7 @@ def booster_regression_model(estimator: Any, names: list[str], label_name: str
     trees = [Tree(*shape, count[:, None].copy(), n_samples=count.copy(),
                   values=means if t == 0 else None)
              for t, (shape, count) in enumerate(zip(nodes, rows))]
-    features, inputs = routed_columns(estimator, names)
+    features, inputs = routed_columns(estimator, names, gaps)
     model = ReleasedModel(trees, [], features, label_name=label_name, inputs=inputs,
                           source=f"sklearn.{kind}",
                           task="regression", gradients=gradients,
@@ -214,11 +216,12 @@ def _start_probability(estimator: Any) -> float:
     return float(prior[1])
 
 
-def _hist_gradient_boosting(estimator: Any, names: list[str]) -> _Read:
+def _hist_gradient_boosting(estimator: Any, names: list[str],
+                            gaps: frozenset[str] = frozenset()) -> _Read:
     if int(estimator.n_trees_per_iteration_) != 1:
         raise UnsupportedModelError("this HistGradientBoostingClassifier fits several trees "
                                     "per round; treeleaks reads binary boosters so far")
-    nodes, rows, values = _predictor_trees(estimator, names)
+    nodes, rows, values = _predictor_trees(estimator, names, gaps)
     p0 = float(1.0 / (1.0 + np.exp(-float(np.ravel(estimator._baseline_prediction)[0]))))
     eta, l2 = float(estimator.learning_rate), float(estimator.l2_regularization)
     hessian = rows[0] * float(np.float32(p0 * (1.0 - p0)))
@@ -238,10 +241,10 @@ def _hist_gradient_boosting(estimator: Any, names: list[str]) -> _Read:
     return nodes, rows, positives, gradients, facts
 
 
-def _predictor_trees(estimator: Any, names: list[str]
+def _predictor_trees(estimator: Any, names: list[str], gaps: frozenset[str] = frozenset()
                      ) -> tuple[list[Nodes], list[np.ndarray], list[np.ndarray]]:
     """Every histogram-boosting predictor's IR nodes, leaf row counts and leaf values."""
-    routing = hist_routing(estimator, names)
+    routing = hist_routing(estimator, names, gaps)
     read = [predictor_tree(p, t, names, routing) for t, (p,) in enumerate(estimator._predictors)]
     return [r[0] for r in read], [r[1] for r in read], [r[2] for r in read]
 

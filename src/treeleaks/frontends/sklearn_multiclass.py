@@ -17,6 +17,7 @@ score.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -48,19 +49,19 @@ GB, HGB = "GradientBoostingClassifier", "HistGradientBoostingClassifier"
 _Read = tuple[list[Nodes], list[np.ndarray], list[np.ndarray], LeafGradients, dict[str, Any]]
 
 
-def multiclass_booster_model(estimator: Any, names: list[str], label_name: str
-                             ) -> ReleasedModel:
+def multiclass_booster_model(estimator: Any, names: list[str], label_name: str,
+                             gaps: frozenset[str] = frozenset()) -> ReleasedModel:
     """The `ReleasedModel` of a fitted scikit-learn booster of K > 2 classes."""
     kind = type(estimator).__name__
     check_classifier(estimator, kind)
     classes = [c.item() if isinstance(c, np.generic) else c for c in estimator.classes_]
-    read = _gradient_boosting if kind == GB else _hist_gradient_boosting
+    read = _gradient_boosting if kind == GB else partial(_hist_gradient_boosting, gaps=gaps)
     nodes, rows, derived, gradients, more = read(estimator, names, len(classes))
     _same_rows(rows, kind)
     check_round(derived, int(rows[0].sum()), kind)
     facts = multiclass_facts(len(classes), len(nodes), objective="log_loss",
                              learning_rate=float(estimator.learning_rate), **more)
-    features, inputs = routed_columns(estimator, names)
+    features, inputs = routed_columns(estimator, names, gaps)
     model = ReleasedModel(multiclass_trees(nodes, list(rows), derived), classes, features,
                           inputs=inputs,
                           label_name=label_name, source=f"sklearn.{kind}",
@@ -88,9 +89,10 @@ def _gradient_boosting(estimator: Any, names: list[str], n_classes: int) -> _Rea
     return nodes, rows, derived, gradients, {}
 
 
-def _hist_gradient_boosting(estimator: Any, names: list[str], n_classes: int) -> _Read:
+def _hist_gradient_boosting(estimator: Any, names: list[str], n_classes: int,
+                            gaps: frozenset[str] = frozenset()) -> _Read:
     """HistGradientBoostingClassifier's trees, first-round class counts and later sums."""
-    nodes, rows, values = _predictor_rounds(estimator, names)
+    nodes, rows, values = _predictor_rounds(estimator, names, gaps)
     scores = np.ravel(estimator._baseline_prediction).astype(np.float64)
     eta, l2 = float(estimator.learning_rate), float(estimator.l2_regularization)
     derived = []
@@ -120,11 +122,11 @@ def _gb_start(estimator: Any, n_classes: int) -> np.ndarray:
     return np.asarray(prior, dtype=np.float64)
 
 
-def _predictor_rounds(estimator: Any, names: list[str]
+def _predictor_rounds(estimator: Any, names: list[str], gaps: frozenset[str] = frozenset()
                       ) -> tuple[list[Nodes], list[np.ndarray], list[np.ndarray]]:
     """Every histogram-boosting predictor's IR nodes, leaf row counts and leaf values,
     round after round."""
-    routing = hist_routing(estimator, names)
+    routing = hist_routing(estimator, names, gaps)
     read = [predictor_tree(p, t, names, routing)
             for t, p in enumerate(p for round_ in estimator._predictors for p in round_)]
     return [r[0] for r in read], [r[1] for r in read], [r[2] for r in read]

@@ -6,6 +6,10 @@ how each of the custodian's columns becomes them, so rows are encoded to be scor
 result is decoded back into the custodian's columns. A scaler is affine per column: its
 operations are carried back into the tree's thresholds at read time
 (`treeleaks.frontends.thresholds_back`), so the IR is already in the custodian's units.
+A model that routes gaps or categories itself (a histogram booster, a tree fitted on gaps)
+has its own map from the steps' output to its features; the two are composed, so an
+ordinal encoder's codes split natively come back as the custodian's categories and a gap
+passed on by the steps comes back as a gap.
 """
 
 from __future__ import annotations
@@ -15,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.frontends.gaps import spell_imputed
+from treeleaks.frontends.gaps import spell_imputed, without_gap_features
 from treeleaks.frontends.sklearn import REGRESSORS, SUPPORTED, from_sklearn
 from treeleaks.frontends.sklearn_boosting import BOOSTERS, REGRESSION_BOOSTERS
-from treeleaks.frontends.sklearn_steps import Track, apply_step
+from treeleaks.frontends.sklearn_steps import Encoding, Track, apply_step
 from treeleaks.frontends.stored_steps import step_fields, step_list
 from treeleaks.frontends.thresholds_back import thresholds_back
 from treeleaks.ir.inputs import CodedColumn, InputColumn, InputMap, NumberColumn, OneHotColumn
@@ -59,12 +63,28 @@ def from_pipeline(pipeline: Any, label_name: str = "label") -> ReleasedModel:
             f"the pipeline's steps give {len(tracks)} features but its {kind} reads "
             f"{int(final.n_features_in_)}: an edited file?")
     names = _feature_names(tracks)
+    # a column whose gaps an encoder passed on held gaps, whatever the model's splits show
+    gaps = frozenset(name for name, track in zip(names, tracks) if track.kind == "code"
+                     and track.encoding is not None and _nan(track.encoding.missing))
     model = from_sklearn(final, feature_names=names, label_name=label_name,
-                         allow_regression=True, counts_removed_ok=True)
-    position, gap_of = _tree_gaps(model, names, tracks, kind)
+                         allow_regression=True, counts_removed_ok=True, gaps=gaps)
+    own = _own_columns(model, names, tracks, kind)
+    never = _gaps_never_given(own, tracks)
+    if never:
+        if model.counts_released:
+            name = next(c.name for c in own if isinstance(c, NumberColumn) and c.gap in never)
+            raise UnsupportedModelError(
+                f"the pipeline's {kind} routes gaps in {name!r}, which its steps never "
+                "leave missing: an edited file?")
+        # stripped: only a split's gap side showed them; its steps say there were none
+        model, renumber = without_gap_features(model, never)
+        own = [_renumbered(c, renumber) for c in own]
+    position = np.array([c.feature if isinstance(c, NumberColumn) else -1 for c in own])
     model = _carried_back(model, tracks, kind not in _FLOAT64_TREES, position)
     steps = tuple(type(s).__name__ for _, s in _flattened(pipeline)[:-1])
-    inputs = InputMap(_columns(tracks, position, gap_of), tuple(model.feature_names), steps)
+    columns = _columns(tracks, own)
+    model = dataclasses.replace(model, feature_names=_category_names(model, columns))
+    inputs = InputMap(columns, tuple(model.feature_names), steps)
     model = _imputed_gaps(model, inputs)
     model.inputs = inputs
     model.facts = {**model.facts, "pipeline steps": step_list(pipeline),
@@ -114,30 +134,81 @@ def _feature_names(tracks: list[Track]) -> list[str]:
     return names
 
 
-def _tree_gaps(model: ReleasedModel, names: list[str], tracks: list[Track], kind: str
-               ) -> tuple[np.ndarray, dict[int, int]]:
-    """Where each step's feature sits among the model's, and the gap feature of each a tree
-    fitted on gaps spelled out (`frontends.tree_routing`): a value the steps passed on with
-    its gaps. A booster's own map of gaps and categories is refused: the two maps do not
-    compose yet."""
+def _own_columns(model: ReleasedModel, names: list[str], tracks: list[Track], kind: str
+                 ) -> list[InputColumn]:
+    """Per track, how the model itself reads it: one numeric feature, with a gap feature
+    where the model routes gaps (a tree fitted on gaps, `frontends.tree_routing`; a
+    histogram booster, `frontends.hist_routing`), or one 0/1 feature per category where a
+    booster splits it natively. Refuses a routing the steps cannot have fed it."""
     if model.inputs is None:
-        return np.arange(len(names)), {}
-    if kind in BOOSTERS + REGRESSION_BOOSTERS:
-        raise UnsupportedModelError(
-            f"the pipeline's {kind} routes gaps or categories of its own, after the steps "
-            "before it: the two maps are not composed yet; save the steps' output with its "
-            "model alone, or a pipeline whose imputer fills every gap")
-    position = np.array([model.feature_names.index(name) for name in names])
-    gap_of = {}
-    for column in model.inputs.columns:
-        if isinstance(column, NumberColumn) and column.gap is not None:
-            j = names.index(column.name)
-            if tracks[j].kind != "value" or tracks[j].filled:
-                raise UnsupportedModelError(
-                    f"the pipeline's {kind} routes gaps in {column.name!r}, which its steps "
-                    "never leave missing: an edited file?")
-            gap_of[j] = column.gap
-    return position, gap_of
+        return [NumberColumn(name, j) for j, name in enumerate(names)]
+    by_name = {column.name: column for column in model.inputs.columns}  # every one named
+    own = []
+    for name, track in zip(names, tracks):
+        column = by_name[name]
+        passed = track.kind == "value" and not track.ops and not track.filled
+        if isinstance(column, OneHotColumn) and not (track.kind == "code" or passed):
+            raise UnsupportedModelError(
+                f"the pipeline's {kind} splits {name!r} as categories after "
+                f"{_what(track)}; treeleaks reads a booster's categories on a column passed "
+                "through unchanged or coded by an OrdinalEncoder")
+        own.append(column)
+    return own
+
+
+def _gaps_never_given(own: list[InputColumn], tracks: list[Track]) -> set[int]:
+    """The model's gap features of tracks its steps never leave missing (a filled value, a
+    0/1 indicator, a code the encoder gives every training row)."""
+    never = set()
+    for column, track in zip(own, tracks):
+        if isinstance(column, NumberColumn) and column.gap is not None and not _may_miss(track):
+            never.add(column.gap)
+    return never
+
+
+def _may_miss(track: Track) -> bool:
+    """Whether the steps may hand the model a gap on ``track``: a value no imputer filled,
+    or a code given to a gap (or to an unseen category) as NaN."""
+    if track.kind == "value":
+        return not track.filled
+    encoding = track.encoding
+    return track.kind == "code" and encoding is not None and (
+        _nan(encoding.missing) or _nan(encoding.unknown))
+
+
+def _renumbered(column: InputColumn, renumber: np.ndarray) -> InputColumn:
+    """``column`` over the features left once some gap features went (-1: gone)."""
+    if isinstance(column, OneHotColumn):
+        return dataclasses.replace(column, features=tuple(int(renumber[f])
+                                                          for f in column.features))
+    assert isinstance(column, NumberColumn)
+    gap = None if column.gap is None or renumber[column.gap] < 0 else int(renumber[column.gap])
+    return dataclasses.replace(column, feature=int(renumber[column.feature]), gap=gap)
+
+
+def _category_names(model: ReleasedModel, columns: tuple[InputColumn, ...]) -> list[str]:
+    """The model's feature names, a booster's category features named by the custodian's
+    categories (``educ=high school``, not the code ``educ=2.0``)."""
+    names = list(model.feature_names)
+    for column in columns:
+        if isinstance(column, OneHotColumn):
+            for f, category in zip(column.features, column.categories):
+                if not _nan(category) and names[f].startswith(f"{column.name}="):
+                    names[f] = f"{column.name}={category}"
+    return names
+
+
+def _nan(value: Any) -> bool:
+    return isinstance(value, float | np.floating) and bool(np.isnan(value))
+
+
+def _what(track: Track) -> str:
+    """What the steps did to a track, for a refusal."""
+    if track.kind == "hot":
+        return "a OneHotEncoder spread it over 0/1 features"
+    if track.kind == "gap":
+        return "a SimpleImputer made it a missing indicator"
+    return "a SimpleImputer filled it" if track.filled else "a scaler changed it"
 
 
 def _carried_back(model: ReleasedModel, tracks: list[Track], float32: bool,
@@ -149,13 +220,16 @@ def _carried_back(model: ReleasedModel, tracks: list[Track], float32: bool,
     for tree in model.trees:
         threshold = np.array(tree.threshold, dtype=np.float64)
         for j, track in enumerate(tracks):
+            if position[j] < 0:  # a booster's categories: no thresholds
+                continue
             at = np.flatnonzero(tree.feature == position[j])
             if (track.ops or float32) and at.size:
                 threshold[at] = thresholds_back(threshold[at], track.ops, float32)
         trees.append(dataclasses.replace(tree, threshold=threshold))
     # training values the file gives (a booster's bin edges) stay only where no step moved
     # them: a scaled column's are in the scaler's units
-    revealed = {j: v for j, v in model.revealed.items() if not tracks[j].ops}
+    moved = {int(position[j]) for j, track in enumerate(tracks) if track.ops}
+    revealed = {f: v for f, v in model.revealed.items() if f not in moved}
     carried = dataclasses.replace(model, trees=trees, revealed=revealed)
     carried.validate()
     return carried
@@ -175,55 +249,65 @@ def _imputed_gaps(model: ReleasedModel, inputs: InputMap) -> ReleasedModel:
     return spelled
 
 
-def _columns(tracks: list[Track], position: np.ndarray, gap_of: dict[int, int]
-             ) -> tuple[InputColumn, ...]:
-    """The input map's columns: each custodian's column and the model features it feeds
-    (``position``: each track's; ``gap_of``: the gap feature the model spelled out for a
-    track)."""
+def _columns(tracks: list[Track], own: list[InputColumn]) -> tuple[InputColumn, ...]:
+    """The input map's columns: each custodian's column and the model features it feeds,
+    the steps' map composed with the model's own (``own``: how it reads each track)."""
     fed: dict[str, list[int]] = {}
     for j, track in enumerate(tracks):
         fed.setdefault(track.column, []).append(j)
-    columns = []
-    for name, features in fed.items():
-        column = _column(name, features, tracks)
-        track = column.feature if isinstance(column, NumberColumn) else None
-        column = _placed(column, position)
-        if track in gap_of:  # the model's own gap feature (already one of its indices)
-            column = dataclasses.replace(column, gap=gap_of[track])
-        columns.append(column)
-    return tuple(columns)
+    return tuple(_column(name, features, tracks, own) for name, features in fed.items())
 
 
-def _placed(column: InputColumn, position: np.ndarray) -> InputColumn:
-    """``column`` with its tracks' indices turned into the model's feature indices."""
-    if isinstance(column, OneHotColumn):
-        return dataclasses.replace(column, features=tuple(int(position[f])
-                                                          for f in column.features))
-    if isinstance(column, NumberColumn):
-        return dataclasses.replace(
-            column, feature=int(position[column.feature]),
-            gap=None if column.gap is None else int(position[column.gap]))
-    return dataclasses.replace(column, feature=int(position[column.feature]))
-
-
-def _column(name: str, features: list[int], tracks: list[Track]) -> InputColumn:
+def _column(name: str, features: list[int], tracks: list[Track], own: list[InputColumn]
+            ) -> InputColumn:
     gaps = [f for f in features if tracks[f].kind == "gap"]
     rest = [f for f in features if tracks[f].kind != "gap"]
     kinds = {tracks[f].kind for f in rest}
     encodings = {id(tracks[f].encoding) for f in rest}
+    indicator = None if not gaps else _feature(own[gaps[0]])
     if kinds == {"hot"} and len(encodings) == 1 and not gaps:
         encoding = tracks[rest[0]].encoding
         assert encoding is not None
-        return OneHotColumn(name, tuple(rest), tuple(encoding.categories[tracks[f].index]
-                                                     for f in rest),
+        return OneHotColumn(name, tuple(_feature(own[f]) for f in rest),
+                            tuple(encoding.categories[tracks[f].index] for f in rest),
                             exactly_one=encoding.exactly_one, other=encoding.other)
     if len(rest) == 1 and kinds == {"value"} and len(gaps) <= 1:
-        return NumberColumn(name, rest[0], gap=gaps[0] if gaps else None,
-                            fill=tracks[rest[0]].fill)
+        value = own[rest[0]]
+        if isinstance(value, OneHotColumn):  # a booster's categories of a passed column
+            return dataclasses.replace(value, name=name)
+        assert isinstance(value, NumberColumn)
+        return NumberColumn(name, value.feature, gap=value.gap if indicator is None
+                            else indicator, fill=tracks[rest[0]].fill)
     if len(rest) == 1 and kinds == {"code"} and not gaps:
         encoding = tracks[rest[0]].encoding
         assert encoding is not None
-        return CodedColumn(name, rest[0], encoding.categories, unknown=encoding.unknown)
+        value = own[rest[0]]
+        if isinstance(value, OneHotColumn):  # a booster's categories over the codes
+            return dataclasses.replace(value, name=name, categories=tuple(
+                _category_of(name, code, encoding) for code in value.categories))
+        assert isinstance(value, NumberColumn)
+        return CodedColumn(name, value.feature, encoding.categories, unknown=encoding.unknown,
+                           missing=encoding.missing, gap=value.gap)
     raise UnsupportedModelError(
         f"the pipeline feeds the column {name!r} to the tree through several branches "
         f"({len(features)} features); treeleaks maps each column through one branch")
+
+
+def _feature(column: InputColumn) -> int:
+    """The one feature of a 0/1 track as the model reads it (`_own_columns` refused it as
+    categories, and its gaps are refused or settled)."""
+    assert isinstance(column, NumberColumn) and column.gap is None
+    return column.feature
+
+
+def _category_of(name: str, code: Any, encoding: Encoding) -> Any:
+    """The custodian's category behind a code a booster split natively (NaN: a gap)."""
+    if code is None or (isinstance(code, float) and np.isnan(code)):
+        return np.nan
+    if encoding.missing is not None and float(code) == encoding.missing:
+        return np.nan
+    if float(code).is_integer() and 0 <= int(code) < len(encoding.categories):
+        return encoding.categories[int(code)]
+    raise UnsupportedModelError(
+        f"the pipeline's tree model splits {name!r} on the code {code!r}, which its "
+        "OrdinalEncoder never gives a training row: an edited file?")

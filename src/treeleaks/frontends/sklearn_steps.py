@@ -44,12 +44,14 @@ _WHY = {
 class Encoding:
     """How an encoder codes one column: its ``categories`` (one-hot: those kept), the
     category an all-zero row means (``other``: the dropped one, None: an unseen one),
-    whether exactly one feature is 1 (one-hot), and an unseen value's code (ordinal)."""
+    whether exactly one feature is 1 (one-hot), an unseen value's code and a gap's, when
+    the column held gaps in training (ordinal; NaN: passed on as a gap)."""
 
     categories: tuple[Any, ...]
     exactly_one: bool = True
     other: Any = None
     unknown: float | None = None
+    missing: float | None = None
 
 
 @dataclass(frozen=True)
@@ -178,20 +180,21 @@ def _one_hot(name: str, step: Any, tracks: list[Track]) -> list[Track]:
 
 
 def _ordinal(name: str, step: Any, tracks: list[Track]) -> list[Track]:
-    """One code track per column."""
+    """One code track per column; a column that held gaps codes them
+    ``encoded_missing_value`` (NaN by default: passed on as a gap, for the model to route)."""
     unknown = step.unknown_value if step.handle_unknown == "use_encoded_value" else None
-    if unknown is not None and _is_gap(unknown):
-        raise refuse(name, step, "it codes unseen categories as NaN (not read yet)")
     out = []
     for i, track in enumerate(tracks):
         _categorical(name, step, track)
-        categories = tuple(step.categories_[i])
-        if any(_is_gap(c) for c in categories):
-            raise refuse(name, step, f"it codes the gaps of {track.column!r} as "
-                         f"{getattr(step, 'encoded_missing_value', np.nan)!r}, apart from the "
-                         "categories' codes (not read yet; a OneHotEncoder's gap is a category)")
+        # scikit-learn codes a NaN (listed last) apart; None is a category like any other
+        listed = list(step.categories_[i])
+        gaps = bool(listed) and isinstance(listed[-1], float | np.floating) and bool(
+            np.isnan(listed[-1]))
+        categories = tuple(listed[:-1] if gaps else listed)
+        missing = float(getattr(step, "encoded_missing_value", np.nan)) if gaps else None
         out.append(Track(track.column, "code", encoding=Encoding(
-            categories, unknown=None if unknown is None else float(unknown))))
+            categories, unknown=None if unknown is None else float(unknown),
+            missing=missing)))
     return out
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from treeleaks.frontends.boosting import Nodes
 from treeleaks.frontends.gaps import (
     Column,
     Layout,
@@ -24,10 +25,11 @@ from treeleaks.frontends.gaps import (
 from treeleaks.ir.model import Tree
 
 
-def gap_layout(sk_trees: list[Any], names: list[str]) -> Layout | None:
-    """The layout with a gap feature for each column some split shows held gaps, None when
-    no column did (or the trees keep no routing)."""
-    gaps = np.zeros(len(names), dtype=bool)
+def gap_layout(sk_trees: list[Any], names: list[str], known: frozenset[str] = frozenset()
+               ) -> Layout | None:
+    """The layout with a gap feature for each column some split shows held gaps, or
+    ``known`` to have held some; None when no column did (or the trees keep no routing)."""
+    gaps = np.array([name in known for name in names], dtype=bool)
     for sk_tree in sk_trees:
         routing = getattr(sk_tree, "missing_go_to_left", None)
         if routing is None:
@@ -38,9 +40,10 @@ def gap_layout(sk_trees: list[Any], names: list[str]) -> Layout | None:
         if not (np.isin(left[inner], np.arange(rows.size)).all()
                 and np.isin(right[inner], np.arange(rows.size)).all()):
             return None  # broken nodes: the tree's validation names them
+        # a split sending gaps to its smaller side shows them (a stripped tree's rows are
+        # gone: not), and one at +inf sends every value left and only the gaps right
         odd = np.asarray(routing)[inner].astype(bool) != (rows[left[inner]] > rows[right[inner]])
-        # a split at +inf sends every value left and only the gaps right: gaps, whatever
-        # the children's rows say
+        odd &= bool(rows.any())
         odd |= ~np.isfinite(np.asarray(sk_tree.threshold, dtype=np.float64)[inner])
         gaps[np.asarray(sk_tree.feature)[inner[odd]]] = True
     if not gaps.any():
@@ -51,6 +54,13 @@ def gap_layout(sk_trees: list[Any], names: list[str]) -> Layout | None:
 def spelled(tree: Tree, sk_tree: Any, layout: Layout, index: int) -> Tree:
     """``tree`` (read from ``sk_tree``, leaves in node order) with its gap splits spelled
     out, its per-leaf arrays kept for the leaves a row can still reach."""
+    nodes, kept = spelled_nodes(sk_tree, layout, index)
+    return kept_leaves(tree, nodes, kept)
+
+
+def spelled_nodes(sk_tree: Any, layout: Layout, index: int) -> tuple[Nodes, np.ndarray]:
+    """``sk_tree``'s nodes with its gap splits spelled out, and the leaves (in node order)
+    a row can still reach; a leaf holding rows that none can reach is refused."""
     left = np.asarray(sk_tree.children_left, dtype=np.int64)
     is_leaf = left < 0
     leaf = np.full(len(left), -1, dtype=np.int64)
@@ -63,4 +73,4 @@ def spelled(tree: Tree, sk_tree: Any, layout: Layout, index: int) -> Tree:
     nodes, kept = spell_out(routed, layout, int(is_leaf.sum()), index)
     check_kept(kept, np.asarray(sk_tree.n_node_samples)[is_leaf], f"tree {index}",
                "n_node_samples", "thresholds and missing_go_to_left")
-    return kept_leaves(tree, nodes, kept)
+    return nodes, kept

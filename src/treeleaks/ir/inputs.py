@@ -57,14 +57,13 @@ class NumberColumn:
         """Each row's value from its features' values; NaN where the gap feature is 1.
 
         A value the model leaves open (NaN: no split reads it) in a row that is no gap
-        takes the imputer's fill when there is one, a value the row may hold: NaN would
-        read as a gap.
+        takes the imputer's fill when there is one, else 0 (any value routes alike): NaN
+        would read as a gap, which the row is not.
         """
         values = np.asarray(block[:, 0], dtype=np.float64)
         if self.gap is None:
             return values
-        if self.fill is not None:
-            values = np.where(np.isnan(values), self.fill, values)
+        values = np.where(np.isnan(values), 0.0 if self.fill is None else self.fill, values)
         return np.where(block[:, 1] > 0.5, np.nan, values)
 
 
@@ -118,31 +117,58 @@ class CodedColumn:
 
     ``categories[c]`` is the category coded ``c`` (an ordinal encoder's order, or a
     booster's own numbering); a value of no category is coded ``unknown`` when the encoder
-    gives it one.
+    gives it one. A gap is coded ``missing`` (an encoder's ``encoded_missing_value``; NaN:
+    passed on as a gap), and ``gap`` is the feature that is 1 exactly on a gap when the
+    model routes gaps itself (`treeleaks.frontends.gaps`); the code feature then holds 0.
     """
 
     name: str
     feature: int
     categories: tuple[Any, ...]
     unknown: float | None = None
+    missing: float | None = None
+    gap: int | None = None
 
     @property
     def features(self) -> tuple[int, ...]:
         """The model's features this column feeds."""
-        return (self.feature,)
+        return (self.feature,) if self.gap is None else (self.feature, self.gap)
+
+    @property
+    def codes(self) -> tuple[float, float]:
+        """The lowest and highest code a training row holds (a gap's code among them)."""
+        extra = [] if self.missing is None or math.isnan(self.missing) else [self.missing]
+        return min([0.0, *extra]), max([len(self.categories) - 1.0, *extra])
 
     def encode(self, values: np.ndarray) -> np.ndarray:
-        """``(n, 1)``: each value's code (``unknown``, or NaN, for any other)."""
-        missing = np.nan if self.unknown is None else self.unknown
-        codes = [next((c for c, category in enumerate(self.categories)
-                       if _same(value, category)), missing) for value in values]
-        return np.asarray(codes, dtype=np.float64)[:, None]
+        """``(n, len(features))``: each value's code (``unknown``, or NaN, for any other;
+        ``missing`` for a gap, or ``unknown`` when training held none), then whether it is
+        a gap."""
+        unknown = np.nan if self.unknown is None else self.unknown
+        gap = unknown if self.missing is None else self.missing
+        codes = np.asarray([next(
+            (c for c, category in enumerate(self.categories) if _same(value, category)),
+            gap if _is_gap(value) else unknown) for value in values], dtype=np.float64)
+        if self.gap is None:
+            return codes[:, None]
+        missing = np.isnan(codes)
+        return np.column_stack([np.where(missing, 0.0, codes), missing.astype(np.float64)])
 
     def decode(self, block: np.ndarray) -> np.ndarray:
-        """Each row's category, from its code rounded to the nearest category's."""
+        """Each row's category, from its code rounded to the nearest code's (NaN where the
+        gap feature is 1 or the code is the gaps'; a code the model leaves open, NaN, in a
+        row that is no gap takes the first category)."""
+        codes = [float(c) for c in range(len(self.categories))]
+        labels: list[Any] = list(self.categories)
+        if self.missing is not None and not math.isnan(self.missing):
+            codes.append(self.missing)
+            labels.append(np.nan)
+        values = np.nan_to_num(np.asarray(block[:, 0], dtype=np.float64), nan=0.0)
+        nearest = np.abs(values[:, None] - np.asarray(codes)[None, :]).argmin(axis=1)
         out = np.empty(block.shape[0], dtype=object)
-        codes = np.clip(np.rint(block[:, 0]), 0, len(self.categories) - 1).astype(np.int64)
-        out[:] = [self.categories[c] for c in codes]
+        out[:] = [labels[c] for c in nearest]
+        if self.gap is not None:
+            out[block[:, 1] > 0.5] = np.nan
         return out
 
 
@@ -218,7 +244,8 @@ class InputMap:
             if isinstance(column, NumberColumn):
                 return column.name + (" (gaps)" if column.gap is not None else "")
             known = [c for c in column.categories if not _is_gap(c)]
-            gaps = len(known) < len(column.categories)
+            gaps = len(known) < len(column.categories) or (
+                isinstance(column, CodedColumn) and column.missing is not None)
             return f"{column.name} ({len(known)} categories{', gaps' if gaps else ''})"
         shown = [about(c) for c in self.columns] + [self.feature_names[f] for f in self.passed]
         return f"{len(shown)}: {', '.join(shown)}"
@@ -252,12 +279,15 @@ class InputMap:
                     return None
                 category = column.categories[column.features.index(f)]
                 return f"{column.name} {'=' if above else '≠'} {_shown(category)}"
-            if isinstance(column, NumberColumn) and f == column.gap:
+            if isinstance(column, NumberColumn | CodedColumn) and f == column.gap:
                 return f"{column.name} is {'' if above else 'not '}missing"
             if isinstance(column, CodedColumn) and f == column.feature:
-                codes = [c for c in range(len(column.categories)) if (c > threshold) == above]
-                return (f"{column.name} in {{"
-                        + ", ".join(_shown(column.categories[c]) for c in codes) + "}")
+                low, high = column.codes
+                shown = [_shown(column.categories[int(c)] if 0 <= c < len(column.categories)
+                                else np.nan) for c in np.arange(low, high + 1)
+                         if (c > threshold) == above and (
+                             0 <= c < len(column.categories) or c == column.missing)]
+                return f"{column.name} in {{" + ", ".join(shown) + "}"
         return None
 
     def groups(self) -> list[tuple[list[str], bool]]:
@@ -266,9 +296,10 @@ class InputMap:
         return [([self.feature_names[f] for f in c.features], c.exactly_one)
                 for c in self.columns if isinstance(c, OneHotColumn) and len(c.features) > 1]
 
-    def coded(self) -> dict[str, int]:
-        """The model features that hold a category's code, each with its number of codes."""
-        return {self.feature_names[c.feature]: len(c.categories) for c in self.columns
+    def coded(self) -> dict[str, tuple[float, float]]:
+        """The model features that hold a category's code, each with its lowest and highest
+        code."""
+        return {self.feature_names[c.feature]: c.codes for c in self.columns
                 if isinstance(c, CodedColumn)}
 
     def gaps(self) -> dict[str, str]:
@@ -281,7 +312,7 @@ class InputMap:
         names = [self.feature_names[f] for c in self.columns if isinstance(c, OneHotColumn)
                  for f in c.features]
         return names + [self.feature_names[c.gap] for c in self.columns
-                        if isinstance(c, NumberColumn) and c.gap is not None]
+                        if isinstance(c, NumberColumn | CodedColumn) and c.gap is not None]
 
 
 def _same(value: Any, category: Any) -> bool:

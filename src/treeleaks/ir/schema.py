@@ -221,8 +221,8 @@ class FeatureSchema:
         # categorical column's features a group
         for name in model.inputs.binary():
             features[name] = FeatureSpec("binary", 0.0, 1.0)
-        for name, n_codes in model.inputs.coded().items():  # an ordinal encoder's codes
-            features[name] = FeatureSpec("ordinal", 0.0, float(n_codes - 1))
+        for name, (low, high) in model.inputs.coded().items():  # an ordinal encoder's codes
+            features[name] = FeatureSpec("ordinal", low, high)
         groups = model.inputs.groups()
         return cls(features, [g for g, exactly in groups if exactly],
                    [g for g, exactly in groups if not exactly])
