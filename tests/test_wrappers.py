@@ -168,3 +168,36 @@ def test_a_search_saved_with_skops_is_read_and_stripped(tmp_path: Path) -> None:
                               trusted=skops.io.get_untrusted_types(data=result.content))
     assert not hasattr(stripped, "cv_results_")
     assert (stripped.predict_proba(X) == search.predict_proba(X)).all()
+
+
+@pytest.mark.parametrize("framework", ["lightgbm", "xgboost"])
+def test_a_pipeline_ending_in_a_booster_wrapper_is_read_rebuilt_and_stripped(
+        framework: str) -> None:
+    """make_pipeline(encoder, LGBMClassifier()) and the same with XGBClassifier: read in the
+    custodian's columns, every rebuilt row one the encoder could write and routed by the
+    pipeline itself into the leaves its counts say, and stripped predicting as before."""
+    module = pytest.importorskip(framework)
+    from treeleaks.attacks.reconstruct import reconstruct
+
+    X, y = _table(200, seed=3)
+    X = X.assign(region=np.random.default_rng(4).choice(["north", "south", "east"], len(X)))
+    booster = (module.LGBMClassifier(n_estimators=8, verbose=-1, random_state=0)
+               if framework == "lightgbm" else module.XGBClassifier(n_estimators=8))
+    labels = (y == "yes").astype(int)
+    pipeline = make_pipeline(
+        make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["region"]),
+                                remainder="passthrough"), booster).fit(X, labels)
+    from treeleaks.frontends.sklearn_pipeline import from_pipeline
+
+    model = from_pipeline(pipeline)
+    assert model.inputs.names == ["region", "age", "income", "visits"]
+    assert model.n_rows == len(X)
+    rec = reconstruct(model, time_limit=20)
+    assert rec.n_rows and rec.verified, rec.message
+    members = [name for name in model.feature_names if name.startswith("region=")]
+    assert (rec.rows[members].sum(axis=1) == 1).all()
+    assert model.inputs.decode(rec.rows)["region"].isin(["north", "south", "east"]).all()
+    result = strip(pipeline, "joblib", X, labels=labels,
+                   released=model)  # raises unless it predicts as before
+    stripped = joblib.load(__import__("io").BytesIO(result.content))
+    assert (stripped.predict_proba(X) == pipeline.predict_proba(X)).all()

@@ -58,8 +58,7 @@ def searched_rows(model: ReleasedModel, schema: FeatureSchema, deadline: float, 
         recon, paths, cls = _frames(model, schema, paths, cls, pinned)
         features = recon["rows"][list(model.feature_names)].to_numpy(dtype=float)
         landed = (model.apply(features) == leaves_of(model, paths)).all(axis=1)
-        landed &= schema.feasible(recon["lower"].to_numpy(dtype=float),  # what no row can
-                                  recon["upper"].to_numpy(dtype=float))  # be is dropped
+        landed &= schema.feasible(*path_boxes_of(model, paths))  # what no row can be
         if landed.all():
             return recon, found
         pinned = int(landed[recon["proven_pattern"]].sum())

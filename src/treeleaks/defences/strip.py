@@ -217,18 +217,8 @@ def _booster_wrapper(wrapper: Any, file_format: str, rows: Any, options: StripOp
     """A LightGBM or XGBoost scikit-learn wrapper's stripping: its booster's, the booster
     put back in a copy of the wrapper without the losses it saw."""
     kind = type(wrapper).__name__
-    lightgbm = kind in LIGHTGBM_WRAPPERS
-    _refuse_options(options, "LightGBM" if lightgbm else "XGBoost")
-    if lightgbm:
-        import lightgbm as framework
-
-        inner = _lightgbm(wrapper.booster_.model_to_string(), "lightgbm")
-        booster = framework.Booster(model_str=inner.content.decode("utf-8"))
-    else:
-        data = json.loads(bytes(wrapper.get_booster().save_raw(raw_format="json")))
-        inner = _xgboost(data, "xgboost")
-        booster = _xgboost_booster(inner.content)
-    stripped, removed = strip_booster_wrapper(wrapper, booster)
+    _refuse_options(options, "LightGBM" if kind in LIGHTGBM_WRAPPERS else "XGBoost")
+    inner, stripped, removed = _stripped_wrapper(wrapper)
     dump, load = _SERIALISERS[file_format]
     matrix = None if rows is None else _booster_rows(rows, inner.names, len(inner.columns))
     return dataclasses.replace(
@@ -237,6 +227,31 @@ def _booster_wrapper(wrapper: Any, file_format: str, rows: Any, options: StripOp
         load=lambda content: _sklearn_outputs(load(content)),
         framework=f"{inner.framework} ({file_format})",
         metric="R²" if "Regressor" in kind else "accuracy"), matrix
+
+
+def _stripped_wrapper(wrapper: Any) -> tuple[_Plan, Any, list[str]]:
+    """A LightGBM or XGBoost scikit-learn wrapper stripped: its booster's plan, a copy of
+    the wrapper holding the stripped booster, and what was removed from the wrapper."""
+    if type(wrapper).__name__ in LIGHTGBM_WRAPPERS:
+        import lightgbm
+
+        inner = _lightgbm(wrapper.booster_.model_to_string(), "lightgbm")
+        booster = lightgbm.Booster(model_str=inner.content.decode("utf-8"))
+    else:
+        data = json.loads(bytes(wrapper.get_booster().save_raw(raw_format="json")))
+        inner = _xgboost(data, "xgboost")
+        booster = _xgboost_booster(inner.content)
+    stripped, removed = strip_booster_wrapper(wrapper, booster)
+    return inner, stripped, removed
+
+
+def _final_stripped(final: Any) -> tuple[Any, list[str], list[str]]:
+    """A pipeline's last step stripped, what was removed, and what it keeps to predict."""
+    if type(final).__name__ in LIGHTGBM_WRAPPERS + XGBOOST_WRAPPERS:
+        inner, stripped, removed = _stripped_wrapper(final)
+        return stripped, inner.removed + removed, inner.kept
+    stripped, removed = strip_estimator(final)
+    return stripped, removed, kept_fields(final)
 
 
 def _refuse_options(options: StripOptions, framework: str) -> None:
@@ -363,10 +378,10 @@ def _pipeline(pipeline: Any, file_format: str, rows: Any, options: StripOptions,
     if released is None or released.inputs is None:
         raise StripError("a pipeline is checked on random rows in its own columns: give its "
                          "IR (released=treeleaks.load_model of the file)")
-    stripped, removed, kept = strip_pipeline(pipeline)
+    stripped, removed, kept, final_kept = strip_pipeline(pipeline, _final_stripped)
     lines = [f"{', '.join(kept)}: the pipeline's steps read them to predict (inspect says "
              "what each gives away)"] if kept else []
-    lines += kept_fields(pipeline.steps[-1][1])
+    lines += final_kept
     dump, load = _SERIALISERS[file_format]
     original = _sklearn_outputs(pipeline)
     thresholds = released.thresholds()

@@ -1,6 +1,6 @@
-"""Stripping a scikit-learn pipeline: its tree model stripped as alone
-(`treeleaks.defences.strip_sklearn`), its steps kept with the statistics prediction reads,
-and those it does not read neutralised (set to 0).
+"""Stripping a scikit-learn pipeline: its tree model stripped as alone (by the caller's
+function: `treeleaks.defences.strip_sklearn`, or a booster's wrapper), its steps kept with
+the statistics prediction reads, and those it does not read neutralised (set to 0).
 
 What a step keeps still gives away what it is (an encoder's categories, a scaler's centre and
 scale, an imputer's fills); ``strip`` names those fields as kept. Some neutralised fields are
@@ -11,12 +11,12 @@ nothing more, and the summary says so."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from treeleaks.defences.strip_inputs import Categories, InputColumn, Numbers
-from treeleaks.defences.strip_sklearn import strip_estimator
 from treeleaks.ir.inputs import CodedColumn, InputMap, NumberColumn
 from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.sklearn_compat import pipeline_steps
@@ -45,12 +45,15 @@ _STEPS = ("OneHotEncoder", "OrdinalEncoder", "StandardScaler", "MinMaxScaler", "
           "Pipeline")
 
 
-def strip_pipeline(pipeline: Any) -> tuple[Any, list[str], list[str]]:
+def strip_pipeline(pipeline: Any, strip_final: Callable[[Any], tuple[Any, list[str], list[str]]]
+                   ) -> tuple[Any, list[str], list[str], list[str]]:
     """A stripped copy of a fitted pipeline (the input is left untouched): what was removed
-    or neutralised, and the steps' fields kept because prediction reads them."""
+    or neutralised, the steps' fields kept because prediction reads them, and what its
+    last step keeps (``strip_final`` strips that step: a tree model, or a booster's
+    wrapper)."""
     stripped = copy.deepcopy(pipeline)
     name, final = stripped.steps[-1]
-    tree, removed = strip_estimator(final)
+    tree, removed, final_kept = strip_final(final)
     stripped.steps[-1] = (name, tree)
     kept: list[str] = []
     for step_name, step in stripped.steps[:-1]:
@@ -66,7 +69,7 @@ def strip_pipeline(pipeline: Any) -> tuple[Any, list[str], list[str]]:
                     removed.append(f"{path}.{field} (set to 0; {still})")
             kept += [f"{path}.{field}" for field in KEPT.get(kind, ())
                      if getattr(inner, field, None) is not None]
-    return stripped, removed, kept
+    return stripped, removed, kept, final_kept
 
 
 

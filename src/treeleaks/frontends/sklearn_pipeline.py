@@ -28,9 +28,13 @@ from treeleaks.frontends.thresholds_back import thresholds_back
 from treeleaks.ir.inputs import CodedColumn, InputColumn, InputMap, NumberColumn, OneHotColumn
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.runtime.errors import UnsupportedModelError
+from treeleaks.wrapper_kinds import LIGHTGBM_WRAPPERS, XGBOOST_WRAPPERS
 
-TREE_MODELS = SUPPORTED + BOOSTERS + REGRESSORS + REGRESSION_BOOSTERS
-_FLOAT64_TREES = ("HistGradientBoostingClassifier", "HistGradientBoostingRegressor")
+TREE_MODELS = (SUPPORTED + BOOSTERS + REGRESSORS + REGRESSION_BOOSTERS + LIGHTGBM_WRAPPERS
+               + XGBOOST_WRAPPERS)
+# the models that compare a feature as a double (the others read it as a float32 first)
+_FLOAT64_TREES = ("HistGradientBoostingClassifier", "HistGradientBoostingRegressor",
+                  *LIGHTGBM_WRAPPERS)
 
 
 def is_pipeline(estimator: Any) -> bool:
@@ -66,8 +70,7 @@ def from_pipeline(pipeline: Any, label_name: str = "label") -> ReleasedModel:
     # a column whose gaps an encoder passed on held gaps, whatever the model's splits show
     gaps = frozenset(name for name, track in zip(names, tracks) if track.kind == "code"
                      and track.encoding is not None and _nan(track.encoding.missing))
-    model = from_sklearn(final, feature_names=names, label_name=label_name,
-                         allow_regression=True, counts_removed_ok=True, gaps=gaps)
+    model = _final_model(final, names, label_name, gaps)
     own = _own_columns(model, names, tracks, kind)
     never = _gaps_never_given(own, tracks)
     if never:
@@ -94,6 +97,26 @@ def from_pipeline(pipeline: Any, label_name: str = "label") -> ReleasedModel:
         about, estimator=f"{about.estimator} in a Pipeline ({', '.join(steps)})",
         fields=about.fields + tuple(step_fields(pipeline)))
     return model
+
+
+def _final_model(final: Any, names: list[str], label_name: str, gaps: frozenset[str]
+                 ) -> ReleasedModel:
+    """The pipeline's tree model over the steps' features ``names`` (``gaps``: the features
+    whose gaps an encoder passed on), read as it is: a scikit-learn model, or LightGBM's or
+    XGBoost's scikit-learn wrapper (whose booster routes gaps and categories of its own)."""
+    kind = type(final).__name__
+    if kind in LIGHTGBM_WRAPPERS:
+        from treeleaks.frontends.lightgbm import read_lightgbm
+
+        return read_lightgbm(final, feature_names=names, label_name=label_name,
+                             counts_removed_ok=True)
+    if kind in XGBOOST_WRAPPERS:
+        from treeleaks.frontends.xgboost import read_xgboost
+
+        return read_xgboost(final, feature_names=names, label_name=label_name,
+                            counts_removed_ok=True)
+    return from_sklearn(final, feature_names=names, label_name=label_name,
+                        allow_regression=True, counts_removed_ok=True, gaps=gaps)
 
 
 def _flattened(pipeline: Any) -> list[tuple[str, Any]]:
