@@ -35,15 +35,16 @@ if TYPE_CHECKING:
     from treeleaks.ir.model import ReleasedModel
 
 _FORMAT_OF_SUFFIX = {".skops": "skops", ".pkl": "pickle", ".pickle": "pickle",
-                     ".joblib": "joblib", ".txt": "lightgbm", ".json": "xgboost"}
+                     ".joblib": "joblib", ".txt": "lightgbm", ".json": "xgboost",
+                     ".ubj": "xgboost-ubj"}
 
 
 @app.command("strip")
 def strip_command(
     model_path: Annotated[Path, typer.Argument(
         metavar="MODEL", show_default=False,
-        help="A framework's model file: scikit-learn .skops, LightGBM .txt, XGBoost .json, "
-             "or a pickle (with --trust-pickle); a treeleaks .json has no "
+        help="A framework's model file: scikit-learn .skops, LightGBM .txt, XGBoost .json "
+             "or .ubj, or a pickle (with --trust-pickle); a treeleaks .json has no "
              "framework's file to strip.")],
     out: Annotated[Path, typer.Option(help="Write the stripped model here, in the input's "
                                       "format (same extension).", show_default=False)],
@@ -179,7 +180,9 @@ def _leak_table(model_path: Path, out: Path, original: ReleasedModel,
 
 def _read(path: Path, trust_pickle: bool) -> Any:
     """What the file holds, for `strip`: a scikit-learn estimator, a LightGBM model text or
-    a parsed XGBoost JSON model; a treeleaks JSON model is refused naming its kind."""
+    a parsed XGBoost JSON model (from .json or its binary form, .ubj); a treeleaks JSON
+    model is refused naming its kind."""
+    from treeleaks.frontends.ubjson import read_ubjson
     from treeleaks.frontends.xgboost import is_xgboost_json
     from treeleaks.io import load_estimator
     from treeleaks.ir.json_files import read_json
@@ -187,11 +190,17 @@ def _read(path: Path, trust_pickle: bool) -> Any:
     from treeleaks.runtime.errors import UnsupportedModelError
 
     suffix = path.suffix.lower()
-    if suffix not in (".json", ".txt"):
+    if suffix not in (".json", ".txt", ".ubj"):
         return load_estimator(path, trust_pickle)
     problem = unreadable(path, "model file")
     if problem:
         raise TreeleaksError(problem)
+    if suffix == ".ubj":
+        data = read_ubjson(path)
+        if not is_xgboost_json(data):
+            raise ModelFormatError(f"{path.name} is binary JSON but not an XGBoost model "
+                                   "file (it holds no 'learner')")
+        return data
     if suffix == ".txt":
         text = path.read_text(encoding="utf-8", errors="replace")
         if text.split("\n", 1)[0].strip() != "tree":
@@ -209,4 +218,5 @@ def _read(path: Path, trust_pickle: bool) -> Any:
         kind = "a treeleaks JSON model of a DP forest"
     raise UnsupportedModelError(
         f"cannot strip {path.name}: it holds {kind}, not a framework's model file; strip "
-        "reads scikit-learn (.skops or a pickle), LightGBM (.txt) and XGBoost (.json) models")
+        "reads scikit-learn (.skops or a pickle), LightGBM (.txt) and XGBoost (.json, .ubj) "
+        "models")

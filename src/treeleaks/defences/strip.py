@@ -3,7 +3,8 @@ neutralised (row counts, weighted counts, impurities, hessian sums, gains, rando
 scores on the training rows), in the format it came in, proven to predict as before.
 
 `strip` takes what the file holds (a scikit-learn estimator from a skops archive or a
-pickle, a LightGBM model text, a parsed XGBoost JSON model), strips it, serialises it, loads
+pickle, a LightGBM model text, a parsed XGBoost JSON model, written back as .json or
+.ubj), strips it, serialises it, loads
 those bytes back with the framework itself and compares its predictions with the
 original's on the custodian's rows and on `strip_check.N_RANDOM` random inputs around the
 thresholds; a file that does not load back or predicts differently raises
@@ -50,7 +51,7 @@ from treeleaks.defences.strip_tables import TableInputs, table_inputs
 from treeleaks.defences.strip_thresholds import move_thresholds
 from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
 
-FORMATS = ("skops", "pickle", "joblib", "lightgbm", "xgboost")
+FORMATS = ("skops", "pickle", "joblib", "lightgbm", "xgboost", "xgboost-ubj")
 THRESHOLD_CHOICES = ("simplest",)
 GAPS = 0.1  # share of a booster's random inputs left as gaps (boosters route every gap)
 _Predictor = Callable[[np.ndarray], Predictions]
@@ -139,9 +140,9 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
     if options.thresholds not in (None, *THRESHOLD_CHOICES):
         raise StripError(f"--thresholds {options.thresholds!r}: the one choice is "
                          f"{', '.join(THRESHOLD_CHOICES)}")
-    if file_format in ("lightgbm", "xgboost"):
+    if file_format in ("lightgbm", "xgboost", "xgboost-ubj"):
         _refuse_options(options, "LightGBM" if file_format == "lightgbm" else "XGBoost")
-        plan = {"lightgbm": _lightgbm, "xgboost": _xgboost}[file_format](model, file_format)
+        plan = (_lightgbm if file_format == "lightgbm" else _xgboost)(model, file_format)
         matrix = None if rows is None else _booster_rows(rows, plan.names,
                                                           len(plan.thresholds))
     elif type(model).__name__ == "Pipeline":
@@ -443,7 +444,10 @@ def _xgboost(data: Any, file_format: str) -> _Plan:
               np.asarray(t["split_conditions"], dtype=np.float64)[split])
              for t, split in zip(trees, numeric, strict=True)]
     n_features = int(data["learner"]["learner_model_param"]["num_feature"])
-    return _Plan("XGBoost model", json.dumps(stripped).encode("utf-8"), removed,
+    content = json.dumps(stripped).encode("utf-8")
+    if file_format == "xgboost-ubj":  # the binary form, as XGBoost itself writes it
+        content = bytes(_xgboost_booster(content).save_raw(raw_format="ubj"))
+    return _Plan("XGBoost model", content, removed,
                  _xgboost_outputs(_xgboost_booster(json.dumps(data).encode("utf-8"))),
                  lambda content: _xgboost_outputs(_xgboost_booster(content)), "XGBoost",
                  _per_feature(pairs, n_features), data["learner"].get("feature_names") or None,
