@@ -49,6 +49,7 @@ RATE_DIGITS = 4  # a learning rate recovered from float32 values, matched across
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 WHOLE_TOLERANCE = 1e-3  # float32 values: derived counts this close to whole are whole
 ROUGH = 0.1  # of a row: counts at a rate read off one leaf, before the fit to every leaf
+PENALTY_TOLERANCE = 1e-3  # relative: the fitted L2 penalty against the one the sums give
 COUNT_TOLERANCE = 1e-3  # of a row, for n = cover / (b(1-b))
 REGRESSION = "reg:squarederror"
 FLOAT32 = 1e-5  # precision of a later tree's sums: per row, and relative to the stored value
@@ -348,13 +349,16 @@ def whole_by_rate(rows: np.ndarray, cover: np.ndarray, value: np.ndarray, base: 
     cases give a rate. Where the leaf values all but cancel, Σw is small and float32's
     rounding of the sums moves λ, so the rates it gives are rough: counts within `ROUGH`
     of whole at one are kept only if the rate and penalty fitted to every leaf at once
-    (least squares of P - n·b = w·H/η + w·λ/η) make them whole within `WHOLE_TOLERANCE`.
+    (least squares of P - n·b = w·H/η + w·λ/η) make them whole within `WHOLE_TOLERANCE`,
+    with a penalty within `PENALTY_TOLERANCE` of the sums' (two free numbers fit any
+    counts of a tree of few leaves).
     """
     total = float(value.sum())
     share = float(rows.sum()) * base
-    if abs(total) > 1e-12:
+    pinned = abs(total) > FLOAT32 * float(np.abs(value).sum())
+    if pinned:
         l2_start, slope = -float((value * cover).sum()) / total, (np.rint(share) - share) / total
-    else:
+    else:  # values that cancel to float32's precision leave the penalty to the fit
         l2_start, slope = 1.0, 0.0
     # η = -w(H + λ(η))/G with G = n·b - P: every leaf's pure cases (P = 0 or n), and every
     # P of the smallest leaf, so that a tree without a pure leaf is read too
@@ -369,17 +373,19 @@ def whole_by_rate(rows: np.ndarray, cover: np.ndarray, value: np.ndarray, base: 
     found = []
     rates = {round(c, 6) for c in candidates}  # rounded first: a rate of 0 divides by 0
     for eta in sorted(r for r in rates if 0.0 < r <= 1.0):
-        fitted = _fitted(rows, cover, value, base, eta, l2_start + eta * slope)
+        fitted = _fitted(rows, cover, value, base, eta, l2_start + eta * slope, pinned)
         if fitted is not None:
             found.append(fitted)
     return found, l2_start
 
 
 def _fitted(rows: np.ndarray, cover: np.ndarray, value: np.ndarray, base: float, eta: float,
-            l2: float) -> tuple[float, np.ndarray, float] | None:
+            l2: float, pinned: bool = True) -> tuple[float, np.ndarray, float] | None:
     """The rate, whole counts and penalty fitted to every leaf from counts near whole at
-    ``eta`` and ``l2``, adding up to the whole class total; None when they are not."""
-    rough = whole_positives(rows * base + value * (cover + l2) / eta, rows, ROUGH)
+    ``eta`` and ``l2`` (the penalty the sums give, unless not ``pinned``), adding up to the
+    whole class total; None when they are not."""
+    rough = whole_positives(rows * base + value * (cover + l2) / eta, rows,
+                            ROUGH if pinned else 0.5)
     if rough is None or rough.sum() != np.rint(rows.sum() * base):
         return None
     design = np.column_stack([value * cover, value])
@@ -387,9 +393,11 @@ def _fitted(rows: np.ndarray, cover: np.ndarray, value: np.ndarray, base: float,
     if not 1.0 <= inverse < np.inf:  # a rate in (0, 1]
         return None
     whole = whole_positives(rows * base + design @ [inverse, ratio], rows, WHOLE_TOLERANCE)
-    if whole is None or (whole != rough).any():
-        return None
-    return 1.0 / float(inverse), rough, float(ratio / inverse)
+    penalty = float(ratio / inverse)
+    off = pinned and abs(penalty - l2) > PENALTY_TOLERANCE * max(1.0, abs(l2))
+    if whole is None or (whole != rough).any() or off:  # a penalty the sums do not give
+        return None  # fits any counts of a tree of few leaves
+    return 1.0 / float(inverse), rough, penalty
 
 
 def _scale_pos_weight(learner: dict[str, Any]) -> str:
