@@ -121,3 +121,19 @@ def test_the_commands_run_on_a_saved_multiclass_file_with_categories_and_gaps(tm
                          "--no-measure"])
     assert stripped.exit_code == 0, stripped.output
     assert "identical" in stripped.output
+
+
+def test_strip_refuses_a_ubj_file_that_is_no_xgboost_model_in_one_line(tmp_path) -> None:
+    import ubjson
+
+    other, damaged = tmp_path / "other.ubj", tmp_path / "damaged.ubj"
+    other.write_bytes(ubjson.dumpb({"format": "something else"}))
+    frame, y = _table(0, 60, 3)
+    xgb.XGBClassifier(n_estimators=2).fit(frame.drop(columns="c"), y).save_model(damaged)
+    damaged.write_bytes(damaged.read_bytes()[:300])
+    for path, message in ((other, "not an XGBoost model file"),
+                          (damaged, "truncated or damaged")):
+        result = CliRunner().invoke(app, ["strip", str(path), "--out",
+                                          str(tmp_path / f"s_{path.name}")])
+        assert result.exit_code == 2 and message in result.output, result.output
+        assert "Traceback" not in result.output
