@@ -37,6 +37,8 @@ from sklearn.preprocessing import (
 from sklearn.tree import DecisionTreeClassifier
 from typer.testing import CliRunner
 
+from treeleaks.attacks.draw_search_stage import reconstruct_drawn_partial
+from treeleaks.attacks.options import RunOptions
 from treeleaks.attacks.reconstruct import reconstruct
 from treeleaks.cli import app
 from treeleaks.defences.strip import strip
@@ -339,6 +341,30 @@ def test_strip_keeps_what_the_steps_read_and_names_it(files: dict[str, Path],
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
     assert "columntransformer/text.categories_" in text and "read them to predict" in text
-    assert "gaps and categories the encoders never saw included" in text
+    assert "gaps and categories never seen included" in text
     stripped = load_model(out, counts_removed_ok=True)
     assert not stripped.counts_released and stripped.inputs.names == ["c", "d", "a", "b", "e"]
+
+
+def test_partial_rows_of_a_bootstrap_forest_are_rows_the_encoder_could_write() -> None:
+    """The draw search moves rows over the thresholds' grid, which knows no one-hot group:
+    a point may set two categories of a column, or none. Every row it returns is one the
+    encoder could have written (one category each), and decodes to a category."""
+    rng = np.random.default_rng(0)
+    n = 400
+    frame = pd.DataFrame({"colour": rng.choice(["red", "green", "blue", "grey", "pink"], n),
+                          "size": rng.integers(0, 30, n).astype(float),
+                          "weight": rng.normal(60, 12, n).round(1)})
+    label = ((frame["colour"].isin(["red", "pink"])) ^ (frame["size"] > 14)).astype(int)
+    pipeline = make_pipeline(
+        ColumnTransformer([("text", OneHotEncoder(handle_unknown="ignore"), ["colour"])],
+                          remainder="passthrough"),
+        RandomForestClassifier(n_estimators=30, random_state=0)).fit(frame, label)
+    model = from_pipeline(pipeline)
+    schema = FeatureSchema.infer(model).bind(model)
+    rec = reconstruct_drawn_partial(model, schema, RunOptions(time_limit=10))
+    assert rec.n_rows and rec.verified, rec.message
+    members = [name for name in model.feature_names if name.startswith("colour=")]
+    assert len(members) == 5
+    assert (rec.rows[members].sum(axis=1) == 1).all()
+    assert model.inputs.decode(rec.rows)["colour"].notna().all()

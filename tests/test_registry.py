@@ -136,3 +136,57 @@ def test_the_old_names_still_read(tmp_path: Path) -> None:
     from treeleaks.frontends.lightgbm import read_lightgbm
 
     assert treeleaks.load_lightgbm(path).n_trees == read_lightgbm(path).n_trees == 3
+
+
+@pytest.mark.parametrize(("kind", "name"), [
+    ("skops", "model"), ("lightgbm", "booster.model"), ("xgboost-ubj", "0001.model"),
+    ("xgboost-json", "booster.bin")])
+def test_a_file_of_another_extension_is_told_by_its_content(kind: str, name: str,
+                                                            tmp_path: Path) -> None:
+    """A file saved as ``.model``, ``.bin`` or without an extension (XGBoost writes binary
+    JSON there by default) is read as what its first bytes say."""
+    original = REGRESSORS[kind](tmp_path)
+    renamed = tmp_path / name
+    renamed.write_bytes(original.read_bytes())
+    want = load_model(original, allow_regression=True)
+    got = load_model(renamed, allow_regression=True)
+    assert got.n_trees == want.n_trees and got.source == want.source
+    for a, b in zip(got.trees, want.trees, strict=True):
+        assert np.array_equal(a.threshold, b.threshold, equal_nan=True)
+
+
+def test_a_pickle_told_by_its_content_still_needs_the_opt_in(tmp_path: Path) -> None:
+    import pickle
+
+    forest = RandomForestClassifier(n_estimators=2, random_state=0).fit(X, Y.mean() < Y)
+    path = tmp_path / "finalized_model.sav"
+    path.write_bytes(pickle.dumps(forest))
+    assert "--trust-pickle" in one_line_error(runner.invoke(app, ["inspect", str(path)]), 2)
+    assert load_model(path, trust_pickle=True).n_trees == 2
+    out = tmp_path / "stripped.sav"
+    result = runner.invoke(app, ["strip", str(path), "--out", str(out), "--trust-pickle",
+                                 "--no-measure"])
+    assert result.exit_code == 0, result.output
+    assert not pickle.loads(out.read_bytes()).estimators_[0].tree_.n_node_samples.any()
+
+
+def test_a_file_of_no_known_kind_is_refused_naming_both_checks(tmp_path: Path) -> None:
+    path = tmp_path / "notes.dat"
+    path.write_text("hello\n")
+    message = one_line_error(runner.invoke(app, ["inspect", str(path)]), 2)
+    assert "unknown model file type '.dat'" in message and "first bytes" in message
+
+
+def test_strip_writes_binary_json_back_as_binary_json(tmp_path: Path) -> None:
+    xgboost = pytest.importorskip("xgboost")
+    path = tmp_path / "0001.model"
+    booster = xgboost.XGBClassifier(n_estimators=3).fit(X, Y.mean() < Y).get_booster()
+    booster.save_model(str(path))  # binary JSON, XGBoost's default for this extension
+    out = tmp_path / "stripped.model"
+    result = runner.invoke(app, ["strip", str(path), "--out", str(out), "--no-measure"])
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes()[:2] == b"{L"
+    stripped = xgboost.Booster(model_file=str(out))
+    matrix = xgboost.DMatrix(X)
+    assert (stripped.predict(matrix) == booster.predict(matrix)).all()
+    assert not load_model(out, counts_removed_ok=True).counts_released

@@ -282,3 +282,30 @@ def test_weighted_and_multi_output_regressors_are_refused_naming_the_cause(kind)
     both = ESTIMATORS[kind](0).fit(X, np.column_stack([y, -y]))
     with pytest.raises(UnsupportedModelError, match="several outputs"):
         from_sklearn(both, allow_regression=True)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), n_rows=st.integers(40, 160))
+def test_property_cells_hold_only_values_the_columns_allow(seed: int, n_rows: int) -> None:
+    """Extremely randomized trees split a 0/1 column anywhere in (0, 1): a split at 0.3 and
+    another at 0.7 meet in no value the column allows, and such a cell would put a row
+    where no leaf holds it. Through a pipeline's one-hot encoder (whose columns the input
+    map says are 0/1, one per row), every result reproduces the model within its counts."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from treeleaks.frontends.sklearn_pipeline import from_pipeline
+
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"colour": rng.choice(list("abcdef"), n_rows),
+                      "count": rng.integers(0, 8, n_rows).astype(float),
+                      "score": rng.normal(size=n_rows).round(2)})
+    y = rng.integers(20, 60, n_rows).astype(float)
+    pipeline = make_pipeline(
+        make_column_transformer((OneHotEncoder(), ["colour"]), remainder="passthrough"),
+        ExtraTreesRegressor(n_estimators=8, random_state=seed)).fit(X, y)
+    rec = reconstruct(from_pipeline(pipeline), time_limit=30)
+    assert rec.verified, rec.message
+    values, counts = np.unique(rec.rows["label"].to_numpy(dtype=float), return_counts=True)
+    assert all(counts[i] <= np.sum(y == v) for i, v in enumerate(values))

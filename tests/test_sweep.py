@@ -153,14 +153,15 @@ def test_plot_writes_a_png_and_names_a_missing_column(
     assert bad.exit_code == 2 and "no column 'leaves'" in bad.output
 
 
-def test_a_bootstrap_point_reports_row_aligned_error_and_the_worst_case() -> None:
+def test_a_bootstrap_point_reports_rows_recovered_and_the_worst_case() -> None:
     point = {**{k: a.default for k, a in ATTACKS["forest"].axes.items()},
              "dataset": "breast-cancer", "n": 40, "trees": 40, "bootstrap": True,
              "worst_case": True, "time_limit": 20}
     out = ATTACKS["forest"].run(point, None)
     assert out["formulation"] == "bootstrap-known" and out["verified"]
-    assert out["error"] <= out["aligned_error"] + 1e-9
-    assert out["aligned_error"] < 0.1 < out["baseline_error"]
+    assert out["recovered"] >= 36 and out["recovered_share"] == out["recovered"] / 40
+    assert out["recovered_error"] < 0.1 < out["recovered_random_error"]
+    assert out["error"] < 0.1 < out["baseline_error"]
     assert 0 <= out["worst_mean_found"] <= out["worst_mean_bound"] <= 1
 
 

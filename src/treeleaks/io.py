@@ -24,7 +24,6 @@ from typing import Any
 
 from treeleaks.frontends.registry import (
     CODE_SUFFIXES,
-    SUFFIXES,
     ModelFile,
     Reader,
     reader_for,
@@ -127,7 +126,7 @@ def load_any(
         _require_suffix(wanted, Path(path))
     file = ModelFile(_checked_path(path, trust_pickle))
     try:
-        chosen = reader_for(file)
+        chosen = _chosen(file, trust_pickle)
         if wanted is not None and chosen is not wanted:
             raise ModelFormatError(f"{file.path.name} is {chosen.what}, not {wanted.what}; "
                                    "treeleaks.load_model reads it")
@@ -216,7 +215,7 @@ def load_estimator(path: str | Path, trust_pickle: bool = False) -> Any:
     For tools that change the model itself (`treeleaks.defences.prune`).
     """
     file = ModelFile(_checked_path(path, trust_pickle))
-    chosen = reader_for(file)
+    chosen = _chosen(file, trust_pickle)
     if chosen.estimator is None:
         raise TreeleaksError(
             f"{file.path.name} holds no scikit-learn object; give the .skops (or pickle) file "
@@ -249,25 +248,31 @@ def save_model(estimator: Any, path: str | Path) -> Path:
 def _checked_path(path: str | Path, trust_pickle: bool) -> Path:
     """The model file's path.
 
-    Refused when it has an unknown type, is a pickle without the opt-in, or is missing.
+    Refused when it is a pickle (by its extension) without the opt-in, or is missing; a
+    file of another extension is told by its content (`_chosen`).
     """
     path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in SUFFIXES:
-        raise TreeleaksError(
-            f"cannot read {path.name!r}: unknown model file type {suffix or '(no extension)'!r}; "
-            f"treeleaks reads {', '.join(SUFFIXES)}"
-        )
-    if suffix in CODE_SUFFIXES and not trust_pickle:
-        raise UntrustedPickleError(
-            f"refusing to load {path.name}: loading a pickle runs code from the file; pass "
-            "--trust-pickle (trust_pickle=True) if you trust its source, or export the model "
-            "with skops"
-        )
+    if path.suffix.lower() in CODE_SUFFIXES and not trust_pickle:
+        raise _untrusted(path)
     problem = unreadable(path, "model file")
     if problem:
         raise TreeleaksError(problem)
     return path
+
+
+def _chosen(file: ModelFile, trust_pickle: bool) -> Reader:
+    """The reader of ``file``; a pickle told by its content needs the opt-in too."""
+    chosen = reader_for(file)
+    if chosen.runs_code and not trust_pickle:
+        raise _untrusted(file.path)
+    return chosen
+
+
+def _untrusted(path: Path) -> UntrustedPickleError:
+    return UntrustedPickleError(
+        f"refusing to load {path.name}: loading a pickle runs code from the file; pass "
+        "--trust-pickle (trust_pickle=True) if you trust its source, or export the model "
+        "with skops")
 
 
 def _require_suffix(wanted: Reader, path: Path) -> None:

@@ -11,9 +11,13 @@ at-most-one group, which is one categorical attribute of m (resp. m + 1) values.
   can reveal; a continuous range has no meaningful uniform entropy;
 - unknown, or numerical and never cut: a single value. Such a column carries no entropy the
   model could reduce; `treeleaks.evaluation.entropy` gives it ratio 1 in ``dist`` and
-  leaves it out of both sides of ``dist_g``.
+  leaves it out of both sides of ``dist_g``;
+- a numeric column whose gaps a 0/1 feature marks (a model fitted on a table with gaps):
+  one attribute, its values above plus the gap. A gap row's value feature holds nothing
+  (the splits below a gap never read it), so counting its values would hide that the model
+  shows the row held a gap.
 
-A box is ``lower < x <= upper`` per column, as `treeleaks.ir.model.Tree.leaf_boxes` gives.
+A box is ``lower < x <= upper`` per column, as `treeleaks.ir.model.Tree.path_boxes` gives.
 Every method takes ``(K, M)`` arrays of K boxes and answers for all of them at once.
 """
 
@@ -127,7 +131,43 @@ class GroupAttribute:
         return "{" + ", ".join(n for n, ok in zip(names, admitted) if ok) + "}"
 
 
-Attribute = ScalarAttribute | GroupAttribute
+@dataclass(frozen=True)
+class GapAttribute:
+    """A numeric column's values (``value``), and last the gap, which the 0/1 feature in
+    column ``gap`` marks."""
+
+    name: str
+    value: ScalarAttribute
+    gap: int
+
+    @property
+    def size(self) -> int:
+        return self.value.size + 1
+
+    def admitted(self, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+        """``(K, size)``: which values (then the gap) each box admits."""
+        can0, can1 = FeatureSchema.binary_options(lower[:, [self.gap]], upper[:, [self.gap]])
+        first, last = self.value.spans(lower, upper)
+        index = np.arange(self.value.size)
+        values = (index >= first[:, None]) & (index <= last[:, None]) & can0
+        return np.column_stack([values, can1[:, 0]])
+
+    def counts(self, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+        can0, can1 = FeatureSchema.binary_options(lower[:, [self.gap]], upper[:, [self.gap]])
+        return np.where(can0[:, 0], self.value.counts(lower, upper), 0) + can1[:, 0]
+
+    def union_size(self, lower: np.ndarray, upper: np.ndarray) -> int:
+        return int(self.admitted(lower, upper).any(axis=0).sum())
+
+    def describe(self, lower: np.ndarray, upper: np.ndarray) -> str:
+        can0, can1 = FeatureSchema.binary_options(lower[:, [self.gap]], upper[:, [self.gap]])
+        parts = [self.value.describe(lower[can0[:, 0]], upper[can0[:, 0]])
+                 ] if can0.any() else []
+        return " | ".join([p for p in parts if p != "{}"] + (["gap"] if can1.any() else [])
+                          ) or "{}"
+
+
+Attribute = ScalarAttribute | GroupAttribute | GapAttribute
 
 
 def check_cuts(schema: FeatureSchema, names: list[str], cuts: list[np.ndarray],
@@ -152,11 +192,14 @@ def check_cuts(schema: FeatureSchema, names: list[str], cuts: list[np.ndarray],
                           "schema's range")
 
 
-def build_attributes(schema: FeatureSchema, cuts: list[np.ndarray]) -> list[Attribute]:
+def build_attributes(schema: FeatureSchema, cuts: list[np.ndarray],
+                     gaps: dict[str, str] | None = None) -> list[Attribute]:
     """The attributes of a complete ``schema`` (groups first, then the other columns in
     order), with numerical columns discretised at ``cuts`` (each column's sorted distinct
-    split points, checked by `check_cuts`). Raises `SchemaError` when an ordinal column the
-    model cuts has no finite range."""
+    split points, checked by `check_cuts`). ``gaps`` maps a numeric column to the binary
+    column that marks its gaps (`treeleaks.ir.inputs.InputMap.gaps`): the two make one
+    `GapAttribute`. Raises `SchemaError` when an ordinal column the model cuts has no finite
+    range."""
     names = schema.names
     attributes: list[Attribute] = []
     grouped: set[int] = set()
@@ -166,8 +209,9 @@ def build_attributes(schema: FeatureSchema, cuts: list[np.ndarray]) -> list[Attr
         attributes.append(GroupAttribute(f"{label}({', '.join(members)})", cols, members,
                                          exactly_one))
         grouped.update(cols.tolist())
+    marks = _gap_marks(schema, gaps or {}, grouped)
     for j, (name, spec) in enumerate(schema.features.items()):
-        if j in grouped:
+        if j in grouped or j in marks.values():
             continue
         col_cuts = np.asarray(cuts[j], dtype=np.float64)
         if spec.kind in ("binary", "ordinal") and np.isfinite([spec.low, spec.high]).all():
@@ -181,7 +225,19 @@ def build_attributes(schema: FeatureSchema, cuts: list[np.ndarray]) -> list[Attr
                 col_cuts[-1] + 1 if col_cuts.size else 0.0)
             attributes.append(ScalarAttribute(name, j, spec.kind, spec.low, spec.high,
                                               np.append(col_cuts, end)))
+        if j in marks:
+            attributes[-1] = GapAttribute(name, attributes[-1], marks[j])
     return attributes
+
+
+def _gap_marks(schema: FeatureSchema, gaps: dict[str, str], grouped: set[int]
+               ) -> dict[int, int]:
+    """``gaps`` as column indices: each value column to its binary gap column, both
+    outside any group (a schema given by hand may have made them something else)."""
+    index = {name: j for j, name in enumerate(schema.names)}
+    return {index[value]: index[gap] for value, gap in gaps.items()
+            if value in index and gap in index and schema.features[gap].kind == "binary"
+            and not {index[value], index[gap]} & grouped}
 
 
 def attribute_counts(attributes: list[Attribute], lower: np.ndarray,

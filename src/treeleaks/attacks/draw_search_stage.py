@@ -7,9 +7,9 @@ default forest came back with 0 rows. The draw search (`treeleaks.counts.draw_se
 moves rows as points with their class instead, and at every moment holds a set of rows at
 their training positions within every count. Its rows are filled inside the common box of
 their leaves, routed through the model again, and kept only where they land in the leaves
-the search gave them (a schema's ranges or groups can leave a box the search's grid does
-not know); the rest are checked leaf by leaf (`verify_within_draws`), or, all N of them,
-as a complete dataset (`verify`).
+the search gave them, and whose box holds a value the schema allows (the search's grid knows
+no one-hot group: a point may set two of its members, or none); the rest are checked leaf
+by leaf (`verify_within_draws`), or, all N of them, as a complete dataset (`verify`).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from treeleaks.runtime.clock import RunClock
 from treeleaks.runtime.progress import report
 from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 
-PROOF = ("none: rows within every count are not proven training rows; each sits at the "
-         "training position its draws give it, its class and values as the search found "
-         "them")
+PROOF = ("none: rows within every count are not proven training rows; each sits on one "
+         "training position's draws (a device of the search, not a claim that it is that "
+         "row), its class and values as the search found them")
 
 
 def reconstruct_drawn_partial(model: ReleasedModel, schema: FeatureSchema, run: RunOptions,
@@ -66,8 +66,8 @@ def reconstruct_drawn_partial(model: ReleasedModel, schema: FeatureSchema, run: 
         message = (f"{before}a complete dataset found by the draw search (rows as points "
                    "with their class), checked against every count; no row is proven")
     elif kept:
-        message = (f"{before}a partial dataset: {kept} of {n} rows ({kept / n:.0%}) at their "
-                   f"training positions, within every count, found by the draw search "
+        message = (f"{before}a partial dataset: {kept} of {n} rows ({kept / n:.0%}) within "
+                   f"every count, found by the draw search "
                    f"in the {run.time_limit:.3g} s it was given{dropped}; their classes "
                    "and values fit the counts, and are not proven")
     else:
@@ -85,8 +85,9 @@ def reconstruct_drawn_partial(model: ReleasedModel, schema: FeatureSchema, run: 
 def landed_rows(model: ReleasedModel, schema: FeatureSchema,
                 found: DrawnRows) -> tuple[dict, np.ndarray]:
     """The found rows filled inside their boxes, as the frames of a `Reconstruction`, and
-    their training positions; a row whose filled values leave one of its leaves (in a tree
-    that drew it) is dropped (any path of the leaf will do)."""
+    their training positions; a row whose box holds no value the schema allows (the
+    search's grid knows no one-hot group), or whose filled values leave one of its leaves
+    (in a tree that drew it), is dropped (any path of the leaf will do)."""
     draws = np.vstack([tree.draws for tree in model.trees]).T
     paths, cls, positions = found.paths, found.cls, found.positions
     while True:
@@ -96,7 +97,8 @@ def landed_rows(model: ReleasedModel, schema: FeatureSchema,
                                np.zeros(len(cls), dtype=bool))
         values = frames["rows"][list(model.feature_names)].to_numpy(dtype=float)
         landed = ((model.apply(values) == leaves_of(model, paths)) | ~drawn).all(axis=1)
-        if landed.all():
+        landed &= schema.feasible(lower, upper)  # a grid point no row can be (two of a
+        if landed.all():  # one-hot group at 1, or none of an exactly-one group) is dropped
             return frames, positions
         paths, cls, positions = paths[landed], cls[landed], positions[landed]
 

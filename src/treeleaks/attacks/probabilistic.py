@@ -7,8 +7,14 @@ A decision tree's leaf is a box, so its rows' attributes are reduced one by one 
 vectors it admits are the product of the reduced domains. A rule list's rule j captures the
 vectors of its box that no earlier rule captures; that set is cut into disjoint boxes
 (`treeleaks.attacks.capture`), and an attribute's reduced domain is what the pieces admit
-together. Attributes and their domains (numerical columns discretised at the model's own
-cut points) are defined in `treeleaks.attacks.attributes`.
+together. A tree read from a table with gaps or categories reaches a leaf by several paths
+(`treeleaks.ir.model.Tree.aliased`): the leaf's rows lie in the union of its paths' boxes,
+which are disjoint (two paths part at a split), so the leaf is read as a rule is, its paths
+its pieces: it admits the sum of their vectors, an attribute the union of their values, and
+with every admitted vector equally likely a row lies in a path in proportion to the
+vectors the path admits. Attributes and their domains (numerical columns discretised at
+the model's own cut points, a column with gaps one attribute with the gap among its values)
+are defined in `treeleaks.attacks.attributes`.
 
 The result holds each path's per-class supports when the model releases them; the entropy
 metrics (`treeleaks.evaluation.entropy`) need them, the reduced domains do not.
@@ -30,6 +36,7 @@ from treeleaks.attacks.attributes import (
     check_cuts,
 )
 from treeleaks.attacks.capture import Box, captured_pieces
+from treeleaks.counts.paths import tree_paths
 from treeleaks.evaluation.entropy import summarize
 from treeleaks.frontends.rule_list import RuleList
 from treeleaks.ir.model import ReleasedModel
@@ -54,7 +61,7 @@ class ProbabilisticReconstruction:
         The attributes and their domains (`treeleaks.attacks.attributes`).
     pieces : list of list of tuple
         ``pieces[p]``: disjoint boxes ``(lower, upper)`` whose union is what path p admits
-        (one box for a leaf).
+        (a leaf's: one box per path reaching it that admits a vector, or its one box).
     reduced_sizes : numpy.ndarray
         ``reduced_sizes[p, a]``: the number of values attribute a can take on path p.
     admitted : list of int
@@ -189,17 +196,39 @@ def tree_reconstruction(model: ReleasedModel, schema: FeatureSchema | None = Non
     given = schema if schema is not None else FeatureSchema.for_model(model)
     check_cuts(given, model.feature_names, model.thresholds())
     bound = given.bind(model)  # also refuses a split column the schema leaves binary
-    attributes = build_attributes(bound, model.thresholds())
-    lower, upper = model.trees[tree].leaf_boxes(model.n_features)
-    sizes = attribute_counts(attributes, lower, upper)
-    admitted = [math.prod(row) for row in sizes.tolist()]
-    counts = model.trees[tree].counts
+    attributes = build_attributes(bound, model.thresholds(),
+                                  None if model.inputs is None else model.inputs.gaps())
+    chosen = model.trees[tree]
+    paths = tree_paths(chosen, model.n_features)
+    per_path = attribute_counts(attributes, paths.lower, paths.upper)
+    sizes = np.zeros((chosen.n_leaves, len(attributes)), dtype=np.int64)
+    pieces: list[list[Box]] = []
+    admitted = []
+    for leaf, mine in enumerate(np.split(np.arange(len(paths)),
+                                         np.flatnonzero(np.diff(paths.leaf)) + 1)):
+        held = mine[(per_path[mine] > 0).all(axis=1)]  # the paths that admit a vector
+        shown = held if held.size else mine
+        pieces.append([(paths.lower[p], paths.upper[p]) for p in shown])
+        if shown.size == 1:
+            sizes[leaf] = per_path[shown[0]]
+        else:
+            sizes[leaf] = [a.union_size(paths.lower[shown], paths.upper[shown])
+                           for a in attributes]
+        admitted.append(_vectors(per_path[held]))
+    counts = chosen.counts
     result = ProbabilisticReconstruction(
-        "leaf", [f"leaf {i}" for i in range(len(admitted))], attributes,
-        [[(lower[i], upper[i])] for i in range(len(admitted))], sizes, admitted,
-        counts if counts.sum() > 0 else None, list(model.classes))
+        "leaf", [f"leaf {i}" for i in range(len(admitted))], attributes, pieces, sizes,
+        admitted, counts if counts.sum() > 0 else None, list(model.classes))
     _check_supports(result)
     return result
+
+
+def _vectors(per_box: np.ndarray) -> int:
+    """The exact number of attribute vectors disjoint boxes admit together.
+
+    ``per_box`` is each box's ``(K, n_attributes)`` admitted values per attribute.
+    """
+    return sum(math.prod(row) for row in per_box.tolist())
 
 
 def rule_list_reconstruction(rule_list: RuleList,
@@ -239,8 +268,7 @@ def rule_list_reconstruction(rule_list: RuleList,
             continue
         lower, upper = np.array([b[0] for b in rule_pieces]), np.array([b[1] for b in rule_pieces])
         sizes[j] = [a.union_size(lower, upper) for a in attributes]
-        admitted.append(sum(math.prod(row) for row in attribute_counts(attributes, lower,
-                                                                           upper).tolist()))
+        admitted.append(_vectors(attribute_counts(attributes, lower, upper)))
     counts = (np.array([r.counts for r in rule_list.all_rules], dtype=np.int64)
               if rule_list.has_counts else None)
     result = ProbabilisticReconstruction(

@@ -341,7 +341,20 @@ def _drawn_rows(model: ReleasedModel) -> int:
 
 
 # The formulations in the order `reconstruct` tries them: the first that applies runs.
+def _contradicted(model: ReleasedModel, schema: FeatureSchema | None, run: RunOptions,
+                  request: Request) -> Reconstruction:
+    """Refuse to certify a file whose stored fields contradict its trees.
+
+    INFEASIBLE, naming the fields.
+    """
+    return Reconstruction.empty(
+        model, status=Status.INFEASIBLE, time_s=0.0,
+        message="the model file contradicts itself, so no dataset produces all it stores: "
+                + "; ".join(model.contradictions))
+
+
 ROUTES: tuple[Route, ...] = (
+    Route(Formulation.EXACT, lambda model, _: bool(model.contradictions), _contradicted),
     Route(Formulation.REGRESSION_BOOSTED,
           lambda model, _: model.is_regression and is_boosted_regressor(model),
           _boosted_regression),

@@ -39,7 +39,7 @@ def reconstruct_regression_exact(model: ReleasedModel, schema: FeatureSchema | N
     common = {"solver": "highs", "strategy": Strategy.ENUMERATE, "proof": PROOF,
               "formulation": Formulation.REGRESSION_EXACT}
     try:
-        found = rows_by_target(model, clock.search_deadline)
+        found = rows_by_target(model, clock.search_deadline, bound.feasibility())
     except TargetRowsInfeasible as exc:
         return Reconstruction.empty(model, status=Status.INFEASIBLE, time_s=clock.elapsed(),
                                     message=str(exc), timings=clock.timings, **common)

@@ -44,7 +44,8 @@ def searched_rows(model: ReleasedModel, schema: FeatureSchema, deadline: float, 
                   progress: ProgressCallback | None) -> tuple[dict, int]:
     """The row search's rows from ``start`` until ``deadline`` (``time.perf_counter()``), as
     the frames of a `Reconstruction` (`rows_from_counts`), and how many rows it found
-    before those whose filled values left their leaves were dropped (a row is kept in any
+    before those whose box holds no value the schema allows (the search knows no one-hot
+    group) or whose filled values left their leaves were dropped (a row is kept in any
     path of its leaf)."""
     def better(leaves: np.ndarray, cls: np.ndarray) -> None:
         report(progress, "row-search", len(cls), model.n_rows, whole_rows=len(cls))
@@ -57,6 +58,8 @@ def searched_rows(model: ReleasedModel, schema: FeatureSchema, deadline: float, 
         recon, paths, cls = _frames(model, schema, paths, cls, pinned)
         features = recon["rows"][list(model.feature_names)].to_numpy(dtype=float)
         landed = (model.apply(features) == leaves_of(model, paths)).all(axis=1)
+        landed &= schema.feasible(recon["lower"].to_numpy(dtype=float),  # what no row can
+                                  recon["upper"].to_numpy(dtype=float))  # be is dropped
         if landed.all():
             return recon, found
         pinned = int(landed[recon["proven_pattern"]].sum())

@@ -51,17 +51,15 @@ STRATEGIES = {  # how Reconstruction.strategy found the cells
 FORMULATIONS = {  # what Reconstruction.formulation solved
     "exact": "every tree saw every row once (exact)",
     "bootstrap-known": "rows drawn with replacement, draws read from the model "
-                       "(bootstrap-known): rows in training order",
-    "bootstrap-unknown": "rows drawn with replacement, draws inferred (bootstrap-unknown): "
-                         "rows in no particular order",
+                       "(bootstrap-known): each row on one training position's draws",
+    "bootstrap-unknown": "rows drawn with replacement, draws inferred (bootstrap-unknown)",
     "dp": "the most likely dataset given noisy (DP) counts (dp)",
     "regression-bootstrap-known": "a regression forest's rows drawn with replacement, draws "
                                   "read from the model, each row's target among its leaves' "
-                                  "values (regression-bootstrap-known): rows in training "
-                                  "order",
+                                  "values (regression-bootstrap-known): each row on one "
+                                  "training position's draws",
     "regression-exact": "a regression model whose trees each saw every row once, its rows "
-                        "found target by target (regression-exact): rows in no particular "
-                        "order",
+                        "found target by target (regression-exact)",
     "regression-leaves": "a regression forest grown with limits: one tree's rows, each "
                          "target within its leaf's interval (regression-leaves)",
     "regression-boosted": "a boosted regressor's counts and leaf sums of residuals "
@@ -202,7 +200,8 @@ def reconstruct_command(
     out_console.print(_summary_table(model_path, model, recon))
     partial = recon.status in INCOMPLETE or recon.partial
     files, notes = {}, []
-    label = " (partial: no complete reconstruction)" if partial else ""
+    label = (" (none: no dataset produces this file)" if recon.status == Status.INFEASIBLE
+             else " (partial: no complete reconstruction)" if partial else "")
     if out is not None:
         rows = recon.rows if model.inputs is None else model.inputs.decode(recon.rows)
         files[out] = _integral(rows).to_csv(index=False)  # in the custodian's own columns
@@ -332,7 +331,9 @@ def _noisy_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _details(recon: Reconstruction, model: ReleasedModel) -> pd.DataFrame:
-    """Per row: its training position where known (``row``), proven, proven_pattern, and
+    """Per row: the training position whose draws the search put it on, where it did (``row``;
+    a device of the search: the rows are a multiset, and another training row may sit
+    there), proven, proven_pattern, and
     each feature's free flag and bounds (and, for numerical and ordinal columns, the
     bounds' width as a share of the column's range); a regressor's target interval and
     whether it is exact, where the attack gives one; for a pipeline whose imputer filled

@@ -4,7 +4,7 @@ only once the framework has loaded it back and it predicts as the original."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -34,17 +34,14 @@ if TYPE_CHECKING:
     from treeleaks.defences.strip import Stripped
     from treeleaks.ir.model import ReleasedModel
 
-_FORMAT_OF_SUFFIX = {".skops": "skops", ".pkl": "pickle", ".pickle": "pickle",
-                     ".joblib": "joblib", ".txt": "lightgbm", ".json": "xgboost",
-                     ".ubj": "xgboost-ubj"}
 
 
 @app.command("strip")
 def strip_command(
     model_path: Annotated[Path, typer.Argument(
         metavar="MODEL", show_default=False,
-        help="A framework's model file: scikit-learn .skops, LightGBM .txt, XGBoost .json "
-             "or .ubj, or a pickle (with --trust-pickle); a treeleaks .json has no "
+        help="A framework's model file: scikit-learn .skops, LightGBM .txt, XGBoost .json, "
+             "or a pickle (with --trust-pickle); a treeleaks .json has no "
              "framework's file to strip.")],
     out: Annotated[Path, typer.Option(help="Write the stripped model here, in the input's "
                                       "format (same extension).", show_default=False)],
@@ -76,9 +73,6 @@ def strip_command(
     from treeleaks.io import load_model
 
     suffix = model_path.suffix.lower()
-    if suffix not in _FORMAT_OF_SUFFIX:
-        fail(f"cannot strip {model_path.name!r}: treeleaks strips "
-             f"{', '.join(_FORMAT_OF_SUFFIX)} model files", EXIT_BAD_INPUT)
     if out.suffix.lower() != suffix:
         fail(f"--out {str(out)!r}: the stripped model keeps the input's format; name it "
              f"*{suffix}", EXIT_BAD_INPUT)
@@ -90,12 +84,12 @@ def strip_command(
             fail(f"--label {label!r} is not a column of {data.name}", EXIT_BAD_INPUT)
         rows = frame.drop(columns=[label])
     try:
-        held = _read(model_path, trust_pickle)
+        file_format, held = _read(model_path, trust_pickle)
         released = None  # a pipeline's IR, to draw random rows in its columns
-        if type(held).__name__ == "Pipeline":
+        if _holds_pipeline(held):
             released = load_model(model_path, trust_pickle=trust_pickle,
                                   allow_regression=True, counts_removed_ok=True)
-        result = strip(held, _FORMAT_OF_SUFFIX[suffix], rows,
+        result = strip(held, file_format, rows,
                        labels=None if frame is None else frame[label],
                        options=StripOptions(thresholds, round_values), released=released)
     except (TreeleaksError, ValueError, OSError) as exc:
@@ -178,39 +172,59 @@ def _leak_table(model_path: Path, out: Path, original: ReleasedModel,
     return table
 
 
-def _read(path: Path, trust_pickle: bool) -> Any:
-    """What the file holds, for `strip`: a scikit-learn estimator, a LightGBM model text or
-    a parsed XGBoost JSON model (from .json or its binary form, .ubj); a treeleaks JSON
-    model is refused naming its kind."""
+def _holds_pipeline(held: Any) -> bool:
+    """Whether the file's object is a pipeline, or a search around one."""
+    from treeleaks.wrapper_kinds import is_search
+
+    while is_search(held) and hasattr(held, "best_estimator_"):
+        held = held.best_estimator_
+    return type(held).__name__ == "Pipeline"
+
+
+def _read(path: Path, trust_pickle: bool) -> tuple[str, Any]:
+    """The file's format as strip writes it, and what the file holds: a scikit-learn
+    object, a LightGBM model text or a parsed XGBoost model; told by the registry (by the
+    extension, else by the content). A treeleaks JSON model is refused naming its kind."""
+    from treeleaks.frontends.registry import ModelFile, reader_for
     from treeleaks.frontends.ubjson import read_ubjson
     from treeleaks.frontends.xgboost import is_xgboost_json
     from treeleaks.io import load_estimator
     from treeleaks.ir.json_files import read_json
     from treeleaks.ir.model import ModelFormatError
-    from treeleaks.runtime.errors import UnsupportedModelError
 
-    suffix = path.suffix.lower()
-    if suffix not in (".json", ".txt", ".ubj"):
-        return load_estimator(path, trust_pickle)
     problem = unreadable(path, "model file")
     if problem:
         raise TreeleaksError(problem)
-    if suffix == ".ubj":
-        data = read_ubjson(path)
-        if not is_xgboost_json(data):
-            raise ModelFormatError(f"{path.name} is binary JSON but not an XGBoost model "
-                                   "file (it holds no 'learner')")
-        return data
-    if suffix == ".txt":
+    file = ModelFile(path)
+    reader = reader_for(file)
+    if reader.name == "LightGBM":
         text = path.read_text(encoding="utf-8", errors="replace")
         if text.split("\n", 1)[0].strip() != "tree":
             raise ModelFormatError(f"{path.name} is not a LightGBM model file: it does not "
                                    "start with the line 'tree' (save it with "
                                    "booster.save_model)")
-        return text
+        return "lightgbm", text
+    if reader.name == "XGBoost":
+        if file.is_ubjson:
+            data = read_ubjson(path)
+            if not is_xgboost_json(data):
+                raise ModelFormatError(f"{path.name} is binary JSON but not an XGBoost model "
+                                       "file (it holds no 'learner')")
+            return "xgboost-ubj", data
+        return "xgboost", read_json(path, "model", ModelFormatError)
+    if reader.estimator is None:
+        _refuse_treeleaks_json(path)
+    return "joblib" if file.suffix == ".joblib" else reader.name, load_estimator(
+        path, trust_pickle)
+
+
+def _refuse_treeleaks_json(path: Path) -> NoReturn:
+    """A treeleaks JSON file has no framework's file to strip: refused naming its kind."""
+    from treeleaks.ir.json_files import read_json
+    from treeleaks.ir.model import ModelFormatError
+    from treeleaks.runtime.errors import UnsupportedModelError
+
     data = read_json(path, "model", ModelFormatError)
-    if is_xgboost_json(data):
-        return data
     kind = {"treeleaks.RuleList": "a treeleaks rule list",
             "treeleaks.ReleasedModel": "a treeleaks JSON model"}.get(
         data.get("format") if isinstance(data, dict) else None, "a JSON file of unknown kind")

@@ -181,9 +181,7 @@ def cell_boxes(model: ReleasedModel, leaves: np.ndarray, schema: FeatureSchema |
     """
     m = model.n_features
     if any(tree.aliased for tree in model.trees):
-        boxes = [_path_cell_box(model, row, schema) for row in leaves]
-        return (np.array([b[0] for b in boxes]).reshape(-1, m),
-                np.array([b[1] for b in boxes]).reshape(-1, m))
+        return _path_cell_boxes(model, np.asarray(leaves), schema)
     lower = np.full((len(leaves), m), -np.inf)
     upper = np.full((len(leaves), m), np.inf)
     for t, tree in enumerate(model.trees):
@@ -193,27 +191,60 @@ def cell_boxes(model: ReleasedModel, leaves: np.ndarray, schema: FeatureSchema |
     return lower, upper
 
 
-MAX_PATH_BOXES = 512  # boxes kept while a cell's paths are intersected tree by tree
+MAX_PATH_BOXES = 512  # boxes kept per cell while its paths are intersected tree by tree
 
 
-def _path_cell_box(model: ReleasedModel, leaves: np.ndarray, schema: FeatureSchema | None
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """One box of the cell in ``leaves``: its trees' paths intersected, those left empty
-    or outside the schema dropped (an empty box when none is left)."""
-    m = model.n_features
-    lower, upper = np.full((1, m), -np.inf), np.full((1, m), np.inf)
+def _path_cell_boxes(model: ReleasedModel, leaves: np.ndarray, schema: FeatureSchema | None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """One box per cell of ``leaves``: its trees' paths intersected tree by tree, boxes
+    left empty or outside the schema dropped, and the first one left kept (a cell left
+    with none keeps the first box it had when the last ones went, empty).
+
+    Every cell's boxes are held in one array, grouped by cell in the order of the paths
+    they combine, so each tree is one step over all cells at once.
+    """
+    m, n = model.n_features, len(leaves)
+    out_lower, out_upper = np.empty((n, m)), np.empty((n, m))
+    cell = np.arange(n)  # each box's cell, ascending
+    lower, upper = np.full((n, m), -np.inf), np.full((n, m), np.inf)
     for t, tree in enumerate(model.trees):
         path_lower, path_upper, leaf_of_path = _paths_of(tree, m)
-        mine = np.flatnonzero(leaf_of_path == leaves[t])
-        lower = np.maximum(lower[:, None], path_lower[mine][None]).reshape(-1, m)
-        upper = np.minimum(upper[:, None], path_upper[mine][None]).reshape(-1, m)
+        order = np.argsort(leaf_of_path, kind="stable")  # a leaf's paths in node order
+        count = np.bincount(leaf_of_path, minlength=tree.n_leaves)
+        start = np.cumsum(count) - count
+        leaf = leaves[cell, t]
+        width = count[leaf]
+        parent = np.repeat(np.arange(cell.size), width)
+        offset = np.arange(parent.size) - np.repeat(np.cumsum(width) - width, width)
+        path = order[start[leaf[parent]] + offset]
+        lower = np.maximum(lower[parent], path_lower[path])
+        upper = np.minimum(upper[parent], path_upper[path])
+        cell = cell[parent]
         keep = (lower < upper).all(axis=1)
         if schema is not None:
             keep &= schema.feasible(lower, upper)
-        if not keep.any():
-            return lower[0], upper[0]
-        lower, upper = lower[keep][:MAX_PATH_BOXES], upper[keep][:MAX_PATH_BOXES]
-    return lower[0], upper[0]
+        alive = np.zeros(n, dtype=bool)
+        alive[cell[keep]] = True
+        gone = _firsts(cell) & ~alive[cell]
+        out_lower[cell[gone]], out_upper[cell[gone]] = lower[gone], upper[gone]
+        kept = np.flatnonzero(keep)
+        kept = kept[_ranks(cell[kept]) < MAX_PATH_BOXES]
+        lower, upper, cell = lower[kept], upper[kept], cell[kept]
+    first = _firsts(cell)
+    out_lower[cell[first]], out_upper[cell[first]] = lower[first], upper[first]
+    return out_lower, out_upper
+
+
+def _firsts(group: np.ndarray) -> np.ndarray:
+    """Whether each entry of a grouped (sorted) array is its group's first."""
+    return np.concatenate([group[:1] == group[:1], group[1:] != group[:-1]])
+
+
+def _ranks(group: np.ndarray) -> np.ndarray:
+    """Each entry's position within its group, in a grouped (sorted) array."""
+    index = np.arange(group.size)
+    starts = np.maximum.accumulate(np.where(_firsts(group), index, 0))
+    return index - starts
 
 
 def _paths_of(tree: Tree, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -7,18 +7,20 @@ holds rows of several targets that share every feature; its value is their mean,
 rows are left out rather than given that mean. Each tree's leaves of value v hold the same
 number m_v of rows (every tree saw every row once); a value whose trees disagree is one no
 pure reading explains (a leaf of several targets, rows sharing every feature), and is left
-out. For the others, the *cells* of v are the non-empty intersections of one leaf of value v
-per tree (one path of it, where a tree read from a table with gaps reaches a leaf by
-several: `treeleaks.counts.paths`), built tree by tree; the rows of v are a multiset of
-cells meeting every leaf's count. With one row of v there is one cell, and it is that row's
-box. A cell whose
-multiplicity the linear relaxation pins to one value holds that many rows in every
+out. For the others, the *cells* of v are the intersections of one leaf of value v per tree
+(one path of it, where a tree read from a table with gaps reaches a leaf by several:
+`treeleaks.counts.paths`) that hold a value the columns allow (an extra-trees split of a 0/1
+column at 0.3 and another at 0.7 meet in none), built tree by tree; the rows of v are a
+multiset of cells meeting every leaf's count. With one row of v there is one cell, and it is
+that row's box. A cell whose multiplicity the linear relaxation pins to one value holds that
+many rows in every
 consistent dataset: its rows are proven.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +37,7 @@ MAX_PROOF_CELLS = 40  # most cells of one target whose multiplicities are bounde
 # A leaf's impurity above this (relative to the largest leaf value squared) is a variance of
 # several targets; a leaf of one target stores 0 up to rounding.
 IMPURITY_RTOL = 1e-9
+Feasible = Callable[[np.ndarray, np.ndarray], np.ndarray]  # boxes → which hold a value
 
 
 class TargetRowsInfeasible(Exception):
@@ -56,10 +59,14 @@ class TargetRows:
     out_of_time: bool = False
 
 
-def rows_by_target(model: ReleasedModel, deadline: float) -> TargetRows:
+def rows_by_target(model: ReleasedModel, deadline: float,
+                   feasible: Feasible | None = None) -> TargetRows:
     """The rows of a regression model whose trees each saw every row once (see the module
-    doc), within ``deadline`` (``time.monotonic()``); raises `TargetRowsInfeasible` naming
-    the target and tree whose counts no rows meet."""
+    doc), within ``deadline`` (``time.monotonic()``); ``feasible`` tells the boxes holding a
+    value the columns allow (`FeatureSchema.feasibility`: a box between two thresholds of a
+    0/1 column holds none); raises `TargetRowsInfeasible` naming the target and tree whose
+    counts no rows meet."""
+    feasible = feasible or _nonempty
     targets, per_tree = target_values(model)
     paths = [tree_paths(tree, model.n_features) for tree in model.trees]
     boxes = [(p.lower, p.upper) for p in paths]
@@ -75,10 +82,13 @@ def rows_by_target(model: ReleasedModel, deadline: float) -> TargetRows:
                           for of_path in path_target])
     single = agreed & (paths_of == 1).all(axis=0)  # one path per tree: one cell
     low, high = _single_cells(boxes, path_target, single)
-    if ((low >= high).any(axis=1)).any():
-        v = np.flatnonzero(single)[int(np.argmax((low >= high).any(axis=1)))]
+    empty = ~feasible(low, high)
+    if empty.any():
+        v = np.flatnonzero(single)[int(np.argmax(empty))]
+        where = ("any point" if (low[np.argmax(empty)] >= high[np.argmax(empty)]).any()
+                 else "any value the columns allow (0/1, whole-number and one-hot columns)")
         raise TargetRowsInfeasible(
-            f"the leaves of value {targets[v]:g} do not meet in any point: the file's values "
+            f"the leaves of value {targets[v]:g} do not meet in {where}: the file's values "
             "contradict each other (edited or truncated?)")
     take = np.repeat(np.flatnonzero(single), per_value[0, single].astype(np.int64))
     at = np.repeat(np.arange(single.sum()), per_value[0, single].astype(np.int64))
@@ -92,7 +102,7 @@ def rows_by_target(model: ReleasedModel, deadline: float) -> TargetRows:
             left_out.extend(several[i:].tolist())
             break
         on = [np.flatnonzero(of_path == v) for of_path in path_target]
-        cells = _cells(boxes, on)
+        cells = _cells(boxes, on, feasible)
         if cells is None:
             left_out.append(int(v))
             continue
@@ -157,10 +167,16 @@ def _single_cells(boxes: list[tuple[np.ndarray, np.ndarray]], per_tree: list[np.
     return low, high
 
 
-def _cells(boxes: list[tuple[np.ndarray, np.ndarray]],
-           leaves: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The non-empty intersections of one path of the target per tree (boxes, and each
-    cell's path per tree), trees with fewest such paths first; None past `MAX_CELLS`."""
+def _nonempty(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Per box ``lower < x <= upper``, whether it holds a point (no column's domain known)."""
+    return np.all(lower < upper, axis=1)
+
+
+def _cells(boxes: list[tuple[np.ndarray, np.ndarray]], leaves: list[np.ndarray],
+           feasible: Feasible) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The intersections of one path of the target per tree that hold a value the columns
+    allow (boxes, and each cell's path per tree), trees with fewest such paths first; None
+    past `MAX_CELLS`."""
     order = sorted(range(len(leaves)), key=lambda t: (len(leaves[t]), t))
     first = order[0]
     low, high = boxes[first][0][leaves[first]], boxes[first][1][leaves[first]]
@@ -170,7 +186,9 @@ def _cells(boxes: list[tuple[np.ndarray, np.ndarray]],
         leaf_low, leaf_high = boxes[t][0][leaves[t]], boxes[t][1][leaves[t]]
         new_low = np.maximum(low[:, None], leaf_low[None])
         new_high = np.minimum(high[:, None], leaf_high[None])
-        cell, leaf = np.nonzero((new_low < new_high).all(axis=2))
+        shape = new_low.shape
+        held_point = feasible(new_low.reshape(-1, shape[2]), new_high.reshape(-1, shape[2]))
+        cell, leaf = np.nonzero(held_point.reshape(shape[:2]))
         if len(cell) > MAX_CELLS:
             return None
         low, high = new_low[cell, leaf], new_high[cell, leaf]

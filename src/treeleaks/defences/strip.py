@@ -3,8 +3,7 @@ neutralised (row counts, weighted counts, impurities, hessian sums, gains, rando
 scores on the training rows), in the format it came in, proven to predict as before.
 
 `strip` takes what the file holds (a scikit-learn estimator from a skops archive or a
-pickle, a LightGBM model text, a parsed XGBoost JSON model, written back as .json or
-.ubj), strips it, serialises it, loads
+pickle, a LightGBM model text, a parsed XGBoost JSON model), strips it, serialises it, loads
 those bytes back with the framework itself and compares its predictions with the
 original's on the custodian's rows and on `strip_check.N_RANDOM` random inputs around the
 thresholds; a file that does not load back or predicts differently raises
@@ -20,6 +19,7 @@ accuracy (or R²) before and after is reported.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import pickle
@@ -35,25 +35,33 @@ from treeleaks.defences.strip_boosters import (
     XGBOOST_KEPT,
     strip_lightgbm,
     strip_xgboost,
+    xgboost_rounds_kept,
 )
 from treeleaks.defences.strip_check import (
     N_RANDOM,
     Predictions,
     compare,
     outside_moves,
-    probe_inputs,
     reloaded,
 )
-from treeleaks.defences.strip_pipeline import probe_rows, strip_pipeline
+from treeleaks.defences.strip_inputs import (
+    Categories,
+    Codes,
+    InputColumn,
+    Numbers,
+    random_inputs,
+)
+from treeleaks.defences.strip_pipeline import pipeline_columns, strip_pipeline
 from treeleaks.defences.strip_rounding import round_leaf_values
 from treeleaks.defences.strip_sklearn import kept_fields, strip_estimator
 from treeleaks.defences.strip_tables import TableInputs, table_inputs
 from treeleaks.defences.strip_thresholds import move_thresholds
+from treeleaks.defences.strip_wrappers import strip_booster_wrapper, strip_search
 from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
+from treeleaks.wrapper_kinds import LIGHTGBM_WRAPPERS, XGBOOST_WRAPPERS, is_search
 
 FORMATS = ("skops", "pickle", "joblib", "lightgbm", "xgboost", "xgboost-ubj")
 THRESHOLD_CHOICES = ("simplest",)
-GAPS = 0.1  # share of a booster's random inputs left as gaps (boosters route every gap)
 _Predictor = Callable[[np.ndarray], Predictions]
 
 
@@ -101,9 +109,10 @@ class Stripped:
 @dataclass(frozen=True)
 class _Plan:
     """One file format's stripping: the stripped bytes, what was removed, a predictor for
-    the original and a loader for the bytes, the thresholds and the feature names; and
-    what the options changed: the thresholds moved per feature, whether the model reads
-    float32, the most a prediction may move, and the lines saying so."""
+    the original and a loader for the bytes, the input columns as the framework reads them
+    (the random inputs are drawn over them) and the feature names; and what the options
+    changed: the thresholds moved per feature, whether the model reads float32, the most a
+    prediction may move, and the lines saying so."""
 
     kind: str
     content: bytes
@@ -111,19 +120,15 @@ class _Plan:
     original: _Predictor
     load: Callable[[bytes], _Predictor]
     framework: str
-    thresholds: list[np.ndarray]
+    columns: list[InputColumn]
     names: list[str] | None
     moves: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
     float32: bool = False
     tolerance: float = 0.0
     changes: list[str] = field(default_factory=list)
     metric: str | None = None
-    table: TableInputs | None = None  # a histogram booster's inputs: gaps, categories
-    probe: Callable[[int], Any] | None = None  # random rows in a pipeline's own columns
-    probe_words: str = ""
+    in_columns: bool = False  # random rows in the custodian's own columns (a pipeline's)
     kept: list[str] = field(default_factory=list)
-    categories: dict[int, int] = field(default_factory=dict)  # a booster's, codes per feature
-    gaps: float = 0.0  # the share of the random inputs' values left as gaps
 
 
 def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RANDOM,
@@ -144,14 +149,11 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
         _refuse_options(options, "LightGBM" if file_format == "lightgbm" else "XGBoost")
         plan = (_lightgbm if file_format == "lightgbm" else _xgboost)(model, file_format)
         matrix = None if rows is None else _booster_rows(rows, plan.names,
-                                                          len(plan.thresholds))
-    elif type(model).__name__ == "Pipeline":
-        plan, matrix = _pipeline(model, file_format, rows, options, released)
+                                                          len(plan.columns))
     else:
-        plan, matrix = _sklearn(model, file_format, rows, options)
+        plan, matrix = _fitted(model, file_format, rows, options, released)
     stripped = reloaded(plan.load, plan.content, plan.framework)
-    probes = (probe_inputs(plan.thresholds, n_random, categories=plan.categories,
-                           gaps=plan.gaps) if plan.probe is None else plan.probe(n_random))
+    probes = random_inputs(plan.columns, n_random)
     exact = "identical" if not plan.tolerance else f"within {plan.tolerance:.3g}"
     inputs = [] if matrix is None else [(matrix, "rows of --data")]
     compared = [] if matrix is None else [f"{exact} on the {len(matrix):,} rows of --data"]
@@ -162,14 +164,7 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
                         "to the lower of the two (where both split it alike)")
     else:
         compared.append(f"{exact} on {n_random:,} random inputs around the thresholds"
-                        + plan.probe_words
-                        + (", gaps" if plan.gaps else "")
-                        + (" and unseen categories" if plan.categories else "")
-                        + (" included" if plan.gaps or plan.categories else ""))
-    if plan.table is not None:
-        probes = plan.table.probes(probes)
-        compared[-1] += (", gaps included" + (" and categories (seen, gaps, unseen)"
-                                              if plan.table.categories else ""))
+                        + _drawn_words(plan))
     inputs.append((probes, "random inputs"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # feature names, NaN importances: not our concern
@@ -181,6 +176,67 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
     return Stripped(plan.content, plan.kind, plan.removed,
                     0 if matrix is None else len(matrix), n_random, plan.changes, compared,
                     score, plan.kept)
+
+
+def _drawn_words(plan: _Plan) -> str:
+    """What the random inputs hold beyond numbers, in words."""
+    gaps = any(column.gaps for column in plan.columns)
+    unseen = any(isinstance(column, Codes) or (isinstance(column, Categories)
+                                               and column.unseen) for column in plan.columns)
+    held = [*(["gaps"] if gaps else []), *(["categories never seen"] if unseen else [])]
+    return ((" in your columns" if plan.in_columns else "")
+            + (f", {' and '.join(held)} included" if held else ""))
+
+
+def _fitted(model: Any, file_format: str, rows: Any, options: StripOptions, released: Any
+            ) -> tuple[_Plan, Any]:
+    """The stripping of a fitted object from a skops archive or a pickle: an estimator, a
+    pipeline, a booster's scikit-learn wrapper, or a search around one (its model stripped,
+    then put back in the search)."""
+    kind = type(model).__name__
+    if is_search(model):
+        if not hasattr(model, "best_estimator_"):
+            raise StripError(f"this {kind} holds no fitted model (refit=False): nothing "
+                             "predicts, so there is nothing to strip")
+        inner, matrix = _fitted(model.best_estimator_, file_format, rows, options, released)
+        dump, load = _SERIALISERS[file_format]
+        wrapper, removed = strip_search(model, load(inner.content))
+        return dataclasses.replace(
+            inner, kind=f"{inner.kind} in {kind}", content=dump(wrapper),
+            removed=inner.removed + removed, original=_sklearn_outputs(model),
+            load=lambda content: _sklearn_outputs(load(content))), matrix
+    if kind in LIGHTGBM_WRAPPERS + XGBOOST_WRAPPERS:
+        return _booster_wrapper(model, file_format, rows, options)
+    if kind == "Pipeline":
+        return _pipeline(model, file_format, rows, options, released)
+    return _sklearn(model, file_format, rows, options)
+
+
+def _booster_wrapper(wrapper: Any, file_format: str, rows: Any, options: StripOptions
+                     ) -> tuple[_Plan, Any]:
+    """A LightGBM or XGBoost scikit-learn wrapper's stripping: its booster's, the booster
+    put back in a copy of the wrapper without the losses it saw."""
+    kind = type(wrapper).__name__
+    lightgbm = kind in LIGHTGBM_WRAPPERS
+    _refuse_options(options, "LightGBM" if lightgbm else "XGBoost")
+    if lightgbm:
+        import lightgbm as framework
+
+        inner = _lightgbm(wrapper.booster_.model_to_string(), "lightgbm")
+        booster = framework.Booster(model_str=inner.content.decode("utf-8"))
+    else:
+        data = json.loads(bytes(wrapper.get_booster().save_raw(raw_format="json")))
+        inner = _xgboost(data, "xgboost")
+        booster = _xgboost_booster(inner.content)
+    stripped, removed = strip_booster_wrapper(wrapper, booster)
+    dump, load = _SERIALISERS[file_format]
+    matrix = None if rows is None else _booster_rows(rows, inner.names, len(inner.columns))
+    return dataclasses.replace(
+        inner, kind=f"{inner.kind} in {kind}", content=dump(stripped),
+        removed=inner.removed + removed, original=_sklearn_outputs(wrapper),
+        load=lambda content: _sklearn_outputs(load(content)),
+        framework=f"{inner.framework} ({file_format})",
+        metric="R²" if "Regressor" in kind else "accuracy"), matrix
 
 
 def _refuse_options(options: StripOptions, framework: str) -> None:
@@ -250,6 +306,11 @@ def _sklearn(estimator: Any, file_format: str, rows: Any, options: StripOptions
     stripped, removed = strip_estimator(estimator)
     table = table_inputs(estimator)
     names, thresholds = _names(estimator), _sklearn_thresholds(estimator, table)
+    if table is not None:
+        columns = table.columns(thresholds)
+    else:
+        gaps = _routes_gaps(estimator, len(thresholds))
+        columns = [Numbers(None, cuts, gaps) for cuts in thresholds]
     if table is not None and table.categories:
         if options.thresholds is not None:
             raise UnsupportedModelError(
@@ -272,10 +333,22 @@ def _sklearn(estimator: Any, file_format: str, rows: Any, options: StripOptions
     dump, load = _SERIALISERS[file_format]
     plan = _Plan(type(estimator).__name__, dump(stripped), removed, _sklearn_outputs(estimator),
                  lambda content: _sklearn_outputs(load(content)), f"scikit-learn ({file_format})",
-                 thresholds, names, moves, not hasattr(estimator, "_predictors"), tolerance,
+                 columns, names, moves, not hasattr(estimator, "_predictors"), tolerance,
                  changes, "R²" if "Regressor" in type(estimator).__name__ else "accuracy",
-                 table, kept=kept_fields(estimator))
+                 kept=kept_fields(estimator))
     return plan, matrix
+
+
+def _routes_gaps(estimator: Any, n_features: int) -> bool:
+    """Whether ``estimator`` predicts rows with gaps (scikit-learn's trees and forests route
+    them since 1.4; its gradient boosting refuses them), so the check must try them."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            estimator.predict(np.full((1, n_features), np.nan))
+    except ValueError:
+        return False
+    return True
 
 
 def _pipeline(pipeline: Any, file_format: str, rows: Any, options: StripOptions,
@@ -297,26 +370,24 @@ def _pipeline(pipeline: Any, file_format: str, rows: Any, options: StripOptions,
     dump, load = _SERIALISERS[file_format]
     original = _sklearn_outputs(pipeline)
     thresholds = released.thresholds()
-    unseen = _predicts_unseen(original, released.inputs, thresholds)
+    unseen = _predicts_unseen(original, pipeline_columns(released.inputs, thresholds, True))
     final = type(pipeline.steps[-1][1]).__name__
-    words = (" in your columns, gaps" + (" and categories the encoders never saw" if unseen
-                                         else "") + " included")
     plan = _Plan(f"Pipeline ({final})", dump(stripped), removed, original,
                  lambda content: _sklearn_outputs(load(content)),
-                 f"scikit-learn ({file_format})", thresholds, None,
-                 metric="R²" if "Regressor" in final else "accuracy",
-                 probe=lambda n: probe_rows(released.inputs, thresholds, n, unseen),
-                 probe_words=words, kept=lines)
+                 f"scikit-learn ({file_format})",
+                 pipeline_columns(released.inputs, thresholds, unseen), None,
+                 metric="R²" if "Regressor" in final else "accuracy", in_columns=True,
+                 kept=lines)
     return plan, rows
 
 
-def _predicts_unseen(original: _Predictor, inputs: Any, thresholds: list[np.ndarray]) -> bool:
+def _predicts_unseen(original: _Predictor, columns: list[InputColumn]) -> bool:
     """Whether the pipeline predicts rows with categories it never saw (an encoder that
     raises on them, ``handle_unknown='error'``, does not)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            original(probe_rows(inputs, thresholds, 50, unseen=True))
+            original(random_inputs(columns, 50))
     except ValueError:
         return False
     return True
@@ -422,8 +493,8 @@ def _lightgbm(text: Any, file_format: str) -> _Plan:
     return _Plan("LightGBM model", stripped.encode("utf-8"), removed, _lightgbm_outputs(original),
                  lambda content: _lightgbm_outputs(lightgbm.Booster(
                      model_str=content.decode("utf-8"))), "LightGBM",
-                 _per_feature(pairs, original.num_feature()), original.feature_name(),
-                 kept=[LIGHTGBM_KEPT], categories=categories, gaps=GAPS)
+                 _booster_columns(_per_feature(pairs, original.num_feature()), categories),
+                 original.feature_name(), kept=[LIGHTGBM_KEPT])
 
 
 def _lightgbm_outputs(booster: Any) -> _Predictor:
@@ -445,13 +516,22 @@ def _xgboost(data: Any, file_format: str) -> _Plan:
              for t, split in zip(trees, numeric, strict=True)]
     n_features = int(data["learner"]["learner_model_param"]["num_feature"])
     content = json.dumps(stripped).encode("utf-8")
-    if file_format == "xgboost-ubj":  # the binary form, as XGBoost itself writes it
+    if file_format == "xgboost-ubj":  # written back as it came, binary JSON
         content = bytes(_xgboost_booster(content).save_raw(raw_format="ubj"))
     return _Plan("XGBoost model", content, removed,
                  _xgboost_outputs(_xgboost_booster(json.dumps(data).encode("utf-8"))),
                  lambda content: _xgboost_outputs(_xgboost_booster(content)), "XGBoost",
-                 _per_feature(pairs, n_features), data["learner"].get("feature_names") or None,
-                 kept=[XGBOOST_KEPT], categories=_xgboost_categories(trees), gaps=GAPS)
+                 _booster_columns(_per_feature(pairs, n_features), _xgboost_categories(trees)),
+                 data["learner"].get("feature_names") or None,
+                 kept=[XGBOOST_KEPT, *xgboost_rounds_kept(data)])
+
+
+def _booster_columns(thresholds: list[np.ndarray], categories: dict[int, int]
+                     ) -> list[InputColumn]:
+    """A booster's input columns: codes where it splits on categories (``categories``: one
+    past the largest code per feature), numbers elsewhere; every one may hold gaps."""
+    return [Codes(None, categories[j]) if j in categories else Numbers(None, cuts, gaps=True)
+            for j, cuts in enumerate(thresholds)]
 
 
 def _xgboost_categories(trees: list[dict[str, Any]]) -> dict[int, int]:

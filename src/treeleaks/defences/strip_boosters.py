@@ -23,6 +23,7 @@ LIGHTGBM_NODE_FIELDS = ("leaf_count", "leaf_weight", "internal_count", "internal
 LIGHTGBM_SEEDS = ("seed", "bagging_seed", "feature_fraction_seed", "extra_seed",
                   "drop_seed", "data_random_seed", "objective_seed")
 XGBOOST_NODE_FIELDS = ("sum_hessian", "loss_changes", "base_weights")
+XGBOOST_ROUNDS = ("best_iteration", "best_ntree_limit")  # attributes prediction reads
 # what the files keep of the training rows because every prediction starts from it
 LIGHTGBM_KEPT = ("the first tree's leaf values, which hold the start every row shares (with "
                  "boost_from_average, fitted to the training labels: the class balance or "
@@ -63,7 +64,19 @@ def strip_xgboost(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                                   for name in XGBOOST_NODE_FIELDS if name in tree}}
                       for tree in model["trees"]]
     booster["model"], learner["gradient_booster"] = model, booster
-    learner["attributes"] = {}
+    attributes = learner.get("attributes") or {}
+    learner["attributes"] = {k: v for k, v in attributes.items() if k in XGBOOST_ROUNDS}
+    dropped = sorted(set(attributes) - set(XGBOOST_ROUNDS))
     return {**data, "learner": learner}, [
         f"{', '.join(XGBOOST_NODE_FIELDS)} of every node (set to 0)",
-        "the learner's attributes (best_iteration, best_score of early stopping: emptied)"]
+        *([f"the learner's attributes {', '.join(dropped)} (early stopping's scores on its "
+           "eval_set: removed)"] if dropped else [])]
+
+
+def xgboost_rounds_kept(data: dict[str, Any]) -> list[str]:
+    """The line naming the round early stopping chose, when the file keeps one: the
+    scikit-learn wrapper and ``XGBClassifier.load_model`` predict with the trees up to it."""
+    attributes = data.get("learner", {}).get("attributes") or {}
+    kept = [k for k in XGBOOST_ROUNDS if k in attributes]
+    return [f"{', '.join(kept)}, the round early stopping chose on its eval_set: the "
+            "scikit-learn wrapper predicts with the trees up to it"] if kept else []

@@ -1,8 +1,5 @@
-"""The proof that a stripped file still predicts: the inputs to compare on (the custodian's
-rows, and random inputs drawn around the model's thresholds, a quarter of their values
-exactly at a threshold, where a changed split would show; for a booster, gaps in every
-column and, in a categorical one, every code it knows, a negative one and one it never
-saw), and the comparison itself.
+"""The proof that a stripped file still predicts: the comparison on the custodian's rows and
+on random inputs (`treeleaks.defences.strip_inputs` draws them).
 
 With the options that change predictions, the comparison says what may differ: after
 ``--thresholds simplest`` the random inputs' values that lay between a threshold's old and
@@ -19,42 +16,11 @@ import numpy as np
 from treeleaks.runtime.errors import TreeleaksError
 
 N_RANDOM = 10_000
-AT_THRESHOLD = 0.25  # share of the random inputs' values set exactly at a threshold
-MARGIN = 0.1  # drawn this share of the thresholds' range beyond them, on each side
 Predictions = dict[str, np.ndarray]  # output name (predict, predict_proba, ...) → values
 
 
 class StripCheckError(TreeleaksError):
     """The stripped file did not load back, or predicts differently from the original."""
-
-
-def probe_inputs(thresholds: list[np.ndarray], n: int = N_RANDOM, seed: int = 0,
-                 categories: dict[int, int] | None = None, gaps: float = 0.0) -> np.ndarray:
-    """``n`` random inputs, each feature uniform from below its least threshold to above
-    its greatest (-1 to 1 for a feature no split reads), with `AT_THRESHOLD` of the values
-    exactly at one of the feature's thresholds; a categorical feature of K codes
-    (``categories``) takes every whole code from -1 (invalid) to K (never seen); a share
-    ``gaps`` of every feature's values is NaN."""
-    rng = np.random.default_rng(seed)
-    columns = []
-    for j, cuts in enumerate(thresholds):
-        if categories and j in categories:
-            columns.append(rng.integers(-1, categories[j] + 1, n).astype(np.float64))
-            continue
-        cuts = np.asarray(cuts, dtype=np.float64)
-        cuts = cuts[np.isfinite(cuts)]
-        if cuts.size == 0:
-            columns.append(rng.uniform(-1.0, 1.0, n))
-            continue
-        low, high = float(cuts.min()), float(cuts.max())
-        margin = MARGIN * ((high - low) if high > low else max(1.0, abs(low)))
-        column = rng.uniform(low - margin, high + margin, n)
-        exact = rng.random(n) < AT_THRESHOLD
-        column[exact] = rng.choice(cuts, int(exact.sum()))
-        columns.append(column)
-    out = np.column_stack(columns)
-    out[rng.random(out.shape) < gaps] = np.nan
-    return out
 
 
 def outside_moves(inputs: np.ndarray, moves: dict[int, list[tuple[float, float]]],

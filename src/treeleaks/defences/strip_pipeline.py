@@ -11,18 +11,15 @@ nothing more, and the summary says so."""
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from treeleaks.defences.strip_check import probe_inputs
+from treeleaks.defences.strip_inputs import Categories, InputColumn, Numbers
 from treeleaks.defences.strip_sklearn import strip_estimator
 from treeleaks.ir.inputs import InputMap, NumberColumn
 from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.sklearn_compat import pipeline_steps
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 # Per step class: the fields prediction reads (kept), and those it does not (set to 0),
 # with what each neutralised field still follows from.
@@ -73,33 +70,14 @@ def strip_pipeline(pipeline: Any) -> tuple[Any, list[str], list[str]]:
 
 
 
-UNSEEN = "treeleaks-unseen"  # a category no encoder saw, in the random rows
-GAPS = 0.1  # share of each column's random values that are gaps
-
-
-def probe_rows(inputs: InputMap, thresholds: list[np.ndarray], n: int, unseen: bool,
-               seed: int = 0) -> pd.DataFrame:
-    """``n`` random rows in the custodian's columns: numbers around the model's thresholds
-    on their feature (a quarter exactly at one), categories among those the encoder saw
-    (and, with ``unseen``, one it never saw, and gaps), and `GAPS` of every number a gap."""
-    import pandas as pd
-
-    rng = np.random.default_rng(seed)
-    out: dict[str, Any] = {}
-    for column in inputs.columns:
-        if isinstance(column, NumberColumn):
-            values = probe_inputs([thresholds[column.feature]], n, seed)[:, 0].astype(object)
-        else:
-            choices = [*column.categories, *([UNSEEN] if unseen else [])]
-            values = np.empty(n, dtype=object)
-            values[:] = [choices[i] for i in rng.integers(0, len(choices), n)]
-        if isinstance(column, NumberColumn) or unseen:  # a gap is a category an encoder
-            values[rng.random(n) < GAPS] = np.nan  # saw, or an unseen one
-        out[column.name] = values
-    for f in inputs.passed:
-        out[inputs.feature_names[f]] = probe_inputs([thresholds[f]], n, seed)[:, 0]
-    frame = pd.DataFrame(out)
-    for column in inputs.columns:
-        if isinstance(column, NumberColumn):
-            frame[column.name] = frame[column.name].astype(np.float64)
-    return frame
+def pipeline_columns(inputs: InputMap, thresholds: list[np.ndarray], unseen: bool
+                     ) -> list[InputColumn]:
+    """A pipeline's input columns, for its random rows: each number around the thresholds
+    of the feature it feeds, with gaps; each categorical column its encoder's categories
+    (with ``unseen``, one it never saw, and gaps); the columns passed through as they are."""
+    columns: list[InputColumn] = [
+        Numbers(column.name, thresholds[column.feature], gaps=True)
+        if isinstance(column, NumberColumn)
+        else Categories(column.name, tuple(column.categories), unseen=unseen, gaps=unseen)
+        for column in inputs.columns]
+    return columns + [Numbers(inputs.feature_names[f], thresholds[f]) for f in inputs.passed]

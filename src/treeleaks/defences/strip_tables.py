@@ -3,9 +3,10 @@
 A ``HistGradientBoosting`` model routes gaps (NaN) at every split, and one fitted with
 ``categorical_features`` reads its categorical columns through its own encoder, so it
 predicts on a table of categories, not on numbers. The stripped copy must predict as the
-original there too: the random inputs get gaps in every column, and the categorical
-columns random categories (the ones seen in training, a gap, and one never seen), and the
-custodian's rows are passed as they are.
+original there too: its input columns are described for the random inputs
+(`treeleaks.defences.strip_inputs`), with gaps in every column and, in a categorical one,
+the categories seen in training and one never seen; the custodian's rows are passed as
+they are.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from typing import Any
 
 import numpy as np
 
-GAP_SHARE = 0.1  # share of the random inputs' values that are gaps
-UNSEEN = "(unseen category)"  # a category the encoder never met
+from treeleaks.defences.strip_inputs import Categories, InputColumn, Numbers
 
 
 @dataclass(frozen=True)
@@ -27,22 +27,14 @@ class TableInputs:
     categories: dict[int, list[Any]]  # input column -> its categories (gaps included)
     column_of: np.ndarray  # the predictors' feature index -> input column
 
-    def probes(self, matrix: np.ndarray, seed: int = 0) -> Any:
-        """``matrix`` (random numeric inputs, one column per input column) with gaps, and
-        as a frame of categories when the model reads some."""
-        rng = np.random.default_rng(seed)
-        values = matrix.astype(np.float64)
-        values[rng.random(values.shape) < GAP_SHARE] = np.nan
-        if not self.categories:
-            return values
-        import pandas as pd
-
-        frame = pd.DataFrame(values, columns=self.names)
-        for j, categories in self.categories.items():
-            choices = np.empty(len(categories) + 1, dtype=object)
-            choices[:] = [*categories, UNSEEN]
-            frame.isetitem(j, choices[rng.integers(0, choices.size, len(frame))])
-        return frame
+    def columns(self, thresholds: list[np.ndarray]) -> list[InputColumn]:
+        """The input columns as the booster reads them, for the random inputs: each
+        categorical one its categories (and one never seen), each numerical one around
+        ``thresholds`` (per input column); every one may hold gaps."""
+        return [Categories(self.names[j] if self.names else j, tuple(self.categories[j]))
+                if j in self.categories else
+                Numbers(None if self.names is None else self.names[j], cuts, gaps=True)
+                for j, cuts in enumerate(thresholds)]
 
 
 def table_inputs(estimator: Any) -> TableInputs | None:

@@ -4,8 +4,10 @@ scikit-learn's `RandomForestClassifier` with every default (100 full-depth trees
 drawn with replacement) fitted on its wine data as it ships: 178 wines, 13 raw
 measurements and the cultivar (bundled with scikit-learn, nothing is downloaded).
 scikit-learn keeps every tree's random state, so whoever holds the model knows how often
-each tree drew each wine: the attack puts every wine back at its training position, with
-its cultivar and, per measurement, the interval the model confines it to.
+each tree drew each wine, which tells the wines apart: the attack rebuilds them, each with
+its cultivar and, per measurement, the interval the model confines it to. The demo knows
+the truth and scores the rebuilt wines as the multiset they are: rows recovered
+(`treeleaks.evaluation.recovered`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from sklearn.ensemble import RandomForestClassifier
 
 from treeleaks.attacks.reconstruct import reconstruct
 from treeleaks.evaluation.metrics import evaluate
+from treeleaks.evaluation.recovered import recovery_matching, rows_recovered
 from treeleaks.frontends.sklearn import from_sklearn
 from treeleaks.ir.schema import FeatureSchema
-from treeleaks.report.evidence import rows_in_place
 from treeleaks.runtime.display import certificate_text, live_progress
 
 LABEL = "cultivar"
@@ -43,9 +45,9 @@ def raw_data() -> tuple[pd.DataFrame, pd.Series]:
 
 def run_raw_demo(seed: int = 0, console: Console | None = None) -> dict[str, Any]:
     """Train the default forest, attack it with only the model in hand, print and score
-    it. Returns the reconstruction's `summary()` with its score against the truth and
-    what holds row by row (training order): labels right, true values inside their
-    intervals."""
+    it. Returns the reconstruction's `summary()` with its score against the truth: the
+    matched error and the wines recovered (``rows_recovered``, ``recovered_share``, and
+    the matched errors of that matching, random rows' and the true wines' own boxes')."""
     console = console or Console()
     start = time.perf_counter()
     X, y = raw_data()
@@ -62,21 +64,25 @@ def run_raw_demo(seed: int = 0, console: Console | None = None) -> dict[str, Any
     with live_progress(console) as progress:
         recon = reconstruct(model, seed=seed, progress=progress)
     truth = X.assign(**{LABEL: y})
-    score = evaluate(truth, recon.rows, FeatureSchema.from_frame(X), label=LABEL, seed=seed)
+    schema = FeatureSchema.from_frame(X)
+    score = evaluate(truth, recon.rows, schema, label=LABEL, seed=seed)
     summary: dict[str, Any] = {
         "dataset": "sklearn wine (raw)", "n_features": X.shape[1], "seed": seed,
         **recon.summary(), **score.to_dict(),
     }
-    if recon.n_rows == len(truth):  # training order: row k is wine k
-        summary.update(rows_in_place(recon, truth, LABEL))
+    if recon.n_rows:
+        recovered = rows_recovered(model, truth, recon.rows, schema, seed=seed)
+        summary.update({k: v for k, v in recovered.to_dict().items()
+                        if k not in ("n_true", "rows_returned", "optimal")})
     console.print(_results_table(summary))
-    if recon.n_rows == len(truth):
-        console.print(_rows_table(truth, recon, _shown_rows(recon)))
+    if recon.n_rows:
+        pairs = recovery_matching(model, truth, recon.rows, schema)
+        console.print(_rows_table(truth, recon, pairs, _shown_rows(recon)))
         console.print(
-            "Row k of the reconstruction is wine k of the training data: how often each tree "
-            "drew each wine, which the model keeps in its random states, tells them apart. "
-            "Each interval is the intersection of the leaves the wine fell in; its width, as "
-            "a share of the measurement's range, is what the model gives away.",
+            "A reconstruction is a multiset of rows: each rebuilt wine is shown beside the "
+            "training wine it is matched with. Each interval is the intersection of the "
+            "leaves the rebuilt wine falls in; its width, as a share of the measurement's "
+            "range, is what the model gives away.",
             highlight=False,
         )
     summary["total_time_s"] = round(time.perf_counter() - start, 3)
@@ -92,12 +98,14 @@ def _results_table(s: dict[str, Any]) -> Table:
     table.add_row("Solver status", f"{s['status']} in {s['time_s']:.2f} s "
                   f"(strategy {s['strategy']})")
     table.add_row("Certificate", certificate_text(s))
-    if "labels_in_place" in s:
-        table.add_row("Wines back at their training position", f"{s['n_rows']} of {n}, "
-                      f"{s['labels_in_place']} with the right {LABEL}")
-        table.add_row("True values inside their intervals",
-                      f"{s['values_inside_intervals']:.1%} (where the counts allow several "
-                      "leaves, the reconstruction took one of them)")
+    if "rows_recovered" in s:
+        table.add_row("Wines recovered", f"{s['rows_recovered']} of {n} "
+                      f"({s['recovered_share']:.0%}) from {s['n_rows']} rebuilt: each matched "
+                      f"one to one to a rebuilt wine with its {LABEL}, in its leaf in at least "
+                      "90% of the trees that drew it")
+        table.add_row("Matched error", f"{s['matched_error']:.3f} (random wines "
+                      f"{s['random_error']:.3f}; the true wines' own boxes, filled: "
+                      f"{s['true_box_error']:.3f})")
     pinned = s.get("numerical_pinned_within")
     if pinned:
         table.add_row("Values pinned within 5% / 10% of their range",
@@ -112,7 +120,7 @@ def _results_table(s: dict[str, Any]) -> Table:
 
 
 def _shown_rows(recon: Any) -> list[int]:
-    """The wines with the narrowest intervals on average, and the widest."""
+    """The rebuilt wines with the narrowest intervals on average, and the widest."""
     width = recon.width.to_numpy(dtype=float).mean(axis=1)
     order = np.argsort(width, kind="stable")
     return sorted({*order[:SHOWN_ROWS - 1].tolist(), int(order[-1])})
@@ -129,23 +137,33 @@ def _interval(low: float, high: float) -> str:
     return f"({low:.3g}, {high:.3g}]"
 
 
-def _rows_table(truth: pd.DataFrame, recon: Any, rows: list[int]) -> Table:
-    """A few wines: each measurement's true value and the interval the model confines it
-    to, in red when the truth falls outside."""
-    table = Table(title=escape("Training wines, each value beside the interval of the leaves "
-                               "the reconstruction puts it in (red: outside)"),
+def _rows_table(truth: pd.DataFrame, recon: Any, pairs: pd.DataFrame,
+               rows: list[int]) -> Table:
+    """A few rebuilt wines: each measurement's interval beside the value of the training
+    wine the score matches it with, in red when that value falls outside."""
+    table = Table(title=escape("Rebuilt wines, each interval beside the value of the training "
+                               "wine it is matched with (red: outside)"),
                   title_justify="left")
+    matched = dict(zip(pairs["returned_row"].tolist(), pairs["true_row"].tolist(),
+                       strict=True))
     table.add_column("")
-    for k in rows:
-        table.add_column(f"wine {k}", justify="center")
+    for i in rows:
+        k = matched.get(i)
+        table.add_column(f"rebuilt {i}" + ("" if k is None else f"\nmatched: wine {k}"),
+                         justify="center")
     for name in truth.columns[:SHOWN_COLUMNS]:
         cells = []
-        for k in rows:
+        for i in rows:
+            low, high = float(recon.lower.at[i, name]), float(recon.upper.at[i, name])
+            k = matched.get(i)
+            if k is None:
+                cells.append(Text(_interval(low, high)))
+                continue
             true = float(truth.at[k, name])
-            low, high = float(recon.lower.at[k, name]), float(recon.upper.at[k, name])
             text = f"{true:g}: {_interval(low, high)}"
             cells.append(Text(text) if low <= true <= high else Text(text, "bold red"))
         table.add_row(escape(name), *cells)
-    table.add_row(LABEL, *[Text(f"{truth.at[k, LABEL]} → {recon.rows.at[k, LABEL]}")
-                           for k in rows], end_section=True)
+    table.add_row(LABEL, *[Text(f"{recon.rows.at[i, LABEL]}" + (
+        "" if matched.get(i) is None else f" ({truth.at[matched[i], LABEL]})")) for i in rows],
+                  end_section=True)
     return table

@@ -23,14 +23,29 @@ from treeleaks.ir.json_files import read_json
 from treeleaks.ir.model import ModelFormatError
 from treeleaks.runtime.errors import TreeleaksError
 
+HEAD_BYTES = 16  # what a file's first bytes must show for its format to be told by them
+
 
 class ModelFile:
-    """A model file on its way through the door: its path, and its JSON parsed once for the
-    readers and sniffs that share it."""
+    """A model file on its way through the door: its path, its first bytes (which tell the
+    format of a file whose extension does not), and its JSON parsed once for the readers
+    and sniffs that share it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.suffix = path.suffix.lower()
+
+    @functools.cached_property
+    def head(self) -> bytes:
+        """The file's first bytes."""
+        with self.path.open("rb") as stream:
+            return stream.read(HEAD_BYTES)
+
+    @property
+    def is_ubjson(self) -> bool:
+        """Whether the file is binary JSON (XGBoost's UBJ: an object whose first key is
+        typed, where JSON text has a quote)."""
+        return is_ubjson(self.head)
 
     @functools.cached_property
     def json(self) -> Any:
@@ -38,12 +53,32 @@ class ModelFile:
         return read_json(self.path, "model", ModelFormatError)
 
 
+def is_ubjson(head: bytes) -> bool:
+    """Whether ``head`` opens a UBJSON object (``{`` then a type marker, not a quote)."""
+    return head[:1] == b"{" and head[1:2] in (b"L", b"l", b"i", b"U", b"I", b"$", b"#")
+
+
+def _is_json_text(head: bytes) -> bool:
+    return head.lstrip()[:1] == b"{" and not is_ubjson(head)
+
+
+# The first bytes of a pickle (protocol 2 and later) and of joblib's compressed files
+# (zlib, gzip, bz2, xz, lzma).
+_PICKLE_HEADS = (b"\x80", b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"]\x00\x00")
+
+
+def _is_pickle(head: bytes) -> bool:
+    zlib = len(head) > 1 and head[0] == 0x78 and (head[0] * 256 + head[1]) % 31 == 0
+    return head.startswith(_PICKLE_HEADS) or zlib
+
+
 @dataclass(frozen=True)
 class Reader:
     """One file format.
 
     ``read`` turns the file into what it gives, ``sniff`` says whether a file with one of
-    ``suffixes`` is this format (None: any the readers before it leave), ``estimator``
+    ``suffixes`` is this format (None: any the readers before it leave), ``magic`` whether
+    a file of another extension is, by its first bytes (None: never), ``estimator``
     gives the framework's own object behind the file (for the tools that edit it),
     ``runs_code`` marks a format whose loading runs code from the file (an opt-in), and
     ``gives`` says which IR it returns.
@@ -54,6 +89,7 @@ class Reader:
     suffixes: tuple[str, ...]
     read: Callable[[ModelFile], Any]
     sniff: Callable[[ModelFile], bool] | None = None
+    magic: Callable[[bytes], bool] | None = None
     estimator: Callable[[Path], Any] | None = None
     runs_code: bool = False
     gives: str = "model"
@@ -70,13 +106,13 @@ def _read_ir(file: ModelFile) -> Any:
 def _is_xgboost(file: ModelFile) -> bool:
     from treeleaks.frontends.xgboost import is_xgboost_json
 
-    return is_xgboost_json(file.json)
+    return file.is_ubjson or is_xgboost_json(file.json)
 
 
 def _read_xgboost(file: ModelFile) -> Any:
     from treeleaks.frontends.xgboost import is_xgboost_json, read_xgboost
 
-    if file.suffix == ".ubj":
+    if file.is_ubjson:
         from treeleaks.frontends.ubjson import read_ubjson
 
         data = read_ubjson(file.path)
@@ -129,27 +165,25 @@ def _read_pickle(file: ModelFile) -> Any:
 
 
 def _from_estimator(estimator: Any) -> Any:
-    """A scikit-learn estimator or pipeline (or a tree's plain records) in the IR, as it is."""
-    if type(estimator).__name__ in ("Pipeline", "ColumnTransformer"):
-        from treeleaks.frontends.sklearn_pipeline import from_pipeline
+    """A fitted object (an estimator, a pipeline, a booster's wrapper, a search around one,
+    or a tree's plain records) in the IR, as it is."""
+    from treeleaks.frontends.fitted import from_fitted
 
-        return from_pipeline(estimator)
-    from treeleaks.frontends.sklearn import from_sklearn
-
-    return from_sklearn(estimator, allow_regression=True, counts_removed_ok=True)
+    return from_fitted(estimator)
 
 
 READERS: tuple[Reader, ...] = (
     Reader("XGBoost", "an XGBoost model file", (".json", ".ubj"), _read_xgboost,
-           sniff=_is_xgboost),
+           sniff=_is_xgboost, magic=lambda head: is_ubjson(head) or _is_json_text(head)),
     Reader("rule list", "a treeleaks rule-list file", (".json",), _read_rule_list,
-           sniff=_is_rule_list, gives="rule list"),
-    Reader("treeleaks", "a treeleaks JSON model", (".json",), _read_ir),
-    Reader("LightGBM", "a LightGBM model text file", (".txt",), _read_lightgbm),
+           sniff=_is_rule_list, magic=_is_json_text, gives="rule list"),
+    Reader("treeleaks", "a treeleaks JSON model", (".json",), _read_ir, magic=_is_json_text),
+    Reader("LightGBM", "a LightGBM model text file", (".txt",), _read_lightgbm,
+           magic=lambda head: head.startswith((b"tree\n", b"tree\r\n"))),
     Reader("skops", "a skops archive of a scikit-learn model", (".skops",), _read_skops,
-           estimator=_skops_estimator),
+           magic=lambda head: head.startswith(b"PK\x03\x04"), estimator=_skops_estimator),
     Reader("pickle", "a pickle of a scikit-learn model", (".pkl", ".pickle", ".joblib"),
-           _read_pickle, estimator=_pickle_estimator, runs_code=True),
+           _read_pickle, magic=_is_pickle, estimator=_pickle_estimator, runs_code=True),
 )
 SUFFIXES: tuple[str, ...] = tuple(dict.fromkeys(s for r in READERS for s in r.suffixes))
 CODE_SUFFIXES = frozenset(s for r in READERS if r.runs_code for s in r.suffixes)
@@ -161,12 +195,16 @@ def reader_named(name: str) -> Reader:
 
 
 def reader_for(file: ModelFile) -> Reader:
-    """The format of ``file``: by its suffix, then by the sniffs of the formats sharing it."""
+    """The format of ``file``: by its suffix (another suffix: by its first bytes), then by
+    the sniffs of the formats sharing it."""
     candidates = [r for r in READERS if file.suffix in r.suffixes]
+    if not candidates:  # another extension (.sav, .model, .bin, none): the content tells
+        candidates = [r for r in READERS if r.magic is not None and r.magic(file.head)]
     if not candidates:
         raise TreeleaksError(
             f"cannot read {file.path.name!r}: unknown model file type "
-            f"{file.suffix or '(no extension)'!r}; treeleaks reads {', '.join(SUFFIXES)}")
+            f"{file.suffix or '(no extension)'!r}, and its first bytes are none of the formats "
+            f"treeleaks reads ({', '.join(SUFFIXES)})")
     for reader in candidates:
         if reader.sniff is None or len(candidates) == 1 or reader.sniff(file):
             return reader

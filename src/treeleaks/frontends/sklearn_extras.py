@@ -20,6 +20,7 @@ from treeleaks.ir.revealed import RevealedValues
 
 BIN_EDGES = "_bin_mapper.bin_thresholds_"
 KEPT = "prediction needs it: strip keeps it"
+CONTRADICTS = "the file contradicts itself, so no reconstruction of it is certified"
 _SHOWN = 4  # column names shown per reading
 
 
@@ -33,6 +34,12 @@ def with_extras(model: ReleasedModel, estimator: Any, names: list[str]) -> Relea
     features = {name: _feature_of(model, name) for name in revealed}
     model.revealed = {features[name]: values for name, values in revealed.items()
                       if features[name] is not None}
+    edited = _contradicted(estimator) if hasattr(estimator, "_bin_mapper") else set()
+    if edited:
+        binned = _binned_names(estimator, names)
+        model.contradictions += (f"{BIN_EDGES}: the trees split "
+                                 f"{_listed([binned[j] for j in sorted(edited)])} where no "
+                                 "edge lies (edited edges)",)
     if model.revealed:
         model.validate()
     return model
@@ -100,20 +107,26 @@ def _gradient_boosting_fields(estimator: Any) -> list[StoredField]:
     return fields
 
 
+def _binned_names(estimator: Any, names: list[str]) -> list[str]:
+    """A histogram booster's binned columns' names, in its bins' order (categorical columns
+    come first)."""
+    routing = hist_routing(estimator, names)
+    column_of = np.arange(len(names)) if routing is None else routing.column_of
+    return [names[int(j)] for j in column_of]
+
+
 def _histogram_fields(estimator: Any, names: list[str]
                       ) -> tuple[list[StoredField], dict[str, RevealedValues]]:
     """A histogram booster's bin edges, distinct counts, scores, start and seed."""
     mapper = estimator._bin_mapper
-    routing = hist_routing(estimator, names)  # categorical columns come first in the bins
-    column_of = np.arange(len(names)) if routing is None else routing.column_of
-    names = [names[int(j)] for j in column_of]  # each binned column's name
+    names = _binned_names(estimator, names)
     contradicted = _contradicted(estimator)
     revealed = {j: r for j, r in revealed_values(mapper).items() if j not in contradicted}
     classifier = hasattr(estimator, "classes_")
     words = _edges_words(mapper, revealed, names)
     if contradicted:
         words += (f"; the trees split {_listed([names[j] for j in sorted(contradicted)])} "
-                  "where no edge lies, so those edges were edited: not used")
+                  f"where no edge lies, so those edges were edited: {CONTRADICTS}")
     fields = [StoredField(BIN_EDGES, words),
               StoredField("_bin_mapper.n_bins_non_missing_", "each column's number of "
                           f"distinct training values (up to max_bins={_max_bins(mapper)})"),

@@ -91,6 +91,28 @@ TRUSTED_SKOPS_TYPES |= {
     "functools.partial",
     "sklearn.utils.validation.check_array",
 }
+# A hyperparameter search around a model (`treeleaks.frontends.wrappers`): the searches,
+# the splitters and scorers they keep, and the masked arrays of their cv_results_.
+_METRICS = ("accuracy_score", "balanced_accuracy_score", "roc_auc_score", "f1_score",
+            "precision_score", "recall_score", "log_loss", "r2_score", "mean_squared_error",
+            "mean_absolute_error", "root_mean_squared_error")
+TRUSTED_SKOPS_TYPES |= {
+    "sklearn.model_selection._search.GridSearchCV",
+    "sklearn.model_selection._search.RandomizedSearchCV",
+    "sklearn.model_selection._search_successive_halving.HalvingGridSearchCV",
+    "sklearn.model_selection._search_successive_halving.HalvingRandomSearchCV",
+    *(f"sklearn.model_selection._split.{splitter}" for splitter in (
+        "KFold", "StratifiedKFold", "RepeatedKFold", "RepeatedStratifiedKFold",
+        "ShuffleSplit", "StratifiedShuffleSplit", "GroupKFold", "StratifiedGroupKFold",
+        "TimeSeriesSplit", "PredefinedSplit", "LeaveOneOut")),
+    "sklearn.metrics._scorer._PassthroughScorer",
+    "sklearn.metrics._scorer._Scorer",
+    *(f"sklearn.metrics._{module}.{metric}" for module in ("classification", "ranking",
+                                                            "regression")
+      for metric in _METRICS),
+    "numpy.ma.MaskedArray",
+    "numpy.ma.core.MaskedArray",
+}
 SKOPS_PROTOCOL = 2  # the archive layout `read_plain_skops` understands
 
 # Plain data a skops archive may hold beside the trusted types: no code runs to build it.
@@ -123,7 +145,8 @@ def load_skops(path: Path, plain: bool = True) -> Any:
             f"refusing to load {path.name}: it holds types treeleaks does not read "
             f"({', '.join(unknown[:5])}){where}; treeleaks reads a tree model, or a Pipeline "
             "of OneHotEncoder, OrdinalEncoder, StandardScaler, MinMaxScaler, RobustScaler, "
-            "MaxAbsScaler, SimpleImputer, 'passthrough' and 'drop' before one"
+            "MaxAbsScaler, SimpleImputer, 'passthrough' and 'drop' before one, or a search "
+            "(GridSearchCV, RandomizedSearchCV) around either"
         )
     trusted = held | {"numpy.dtype", "numpy.ndarray"}  # numpy's data, named as skops names it
     try:  # skops refuses any type the archive holds beyond these (its own check)

@@ -282,6 +282,11 @@ class InputMap:
         return {self.feature_names[c.feature]: len(c.categories) for c in self.columns
                 if isinstance(c, CodedColumn)}
 
+    def gaps(self) -> dict[str, str]:
+        """Each numeric feature whose gaps a 0/1 feature marks, with that feature's name."""
+        return {self.feature_names[c.feature]: self.feature_names[c.gap] for c in self.columns
+                if isinstance(c, NumberColumn) and c.gap is not None}
+
     def binary(self) -> list[str]:
         """The model features that hold only 0 or 1 (categories' and gaps' indicators)."""
         names = [self.feature_names[f] for c in self.columns if isinstance(c, OneHotColumn)

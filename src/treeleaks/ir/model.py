@@ -223,6 +223,14 @@ class Tree:
 
     def apply(self, X: np.ndarray) -> np.ndarray:
         """Leaf index reached by each row of ``X``."""
+        return self.leaf_of_node[self.apply_nodes(X)]
+
+    def apply_nodes(self, X: np.ndarray) -> np.ndarray:
+        """The leaf node each row of ``X`` ends at: the path it takes.
+
+        In an `aliased` tree it is one of its leaf's paths; the row lies in its box
+        (`node_boxes`).
+        """
         node = np.zeros(X.shape[0], dtype=np.int64)
         active = self.feature[node] >= 0
         while active.any():
@@ -231,7 +239,7 @@ class Tree:
             go_left = X[idx, self.feature[n]] <= self.threshold[n]
             node[idx] = np.where(go_left, self.left[n], self.right[n])
             active[idx] = self.feature[node[idx]] >= 0
-        return self.leaf_of_node[node]
+        return node
 
     def to_dict(self) -> dict[str, Any]:
         """The tree in the treeleaks JSON form (the draws under ``multiplicities``)."""
@@ -441,6 +449,9 @@ class ReleasedModel:
     revealed : dict, default {}
         Per feature index, the distinct training values the file gives away beside its
         trees (`RevealedValues`); not kept in the treeleaks JSON.
+    contradictions : tuple of str, default ()
+        The stored fields that contradict the trees (an edited file), each in words: no
+        reconstruction of such a file is certified. Not kept in the treeleaks JSON.
     """
 
     trees: list[Tree]
@@ -456,6 +467,7 @@ class ReleasedModel:
     description: ModelDescription | None = None
     inputs: InputMap | None = None  # the custodian's columns, when they are not the features
     revealed: dict[int, RevealedValues] = field(default_factory=dict)
+    contradictions: tuple[str, ...] = ()
 
     def described(self) -> ModelDescription:
         """Say what the model is and gives away: its reader's account of the file.
@@ -489,8 +501,8 @@ class ReleasedModel:
     def aliased(self) -> bool:
         """Whether some tree has a leaf reached by several paths (`Tree.aliased`).
 
-        Attacks that read one box per leaf (`Tree.leaf_boxes`) then refuse it; the cells
-        and the row searches read the paths.
+        `Tree.leaf_boxes` then refuses it; the cells, the row searches and the
+        probabilistic reconstruction read the paths.
         """
         return any(tree.aliased for tree in self.trees)
 

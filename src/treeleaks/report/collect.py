@@ -218,7 +218,7 @@ def _conclude(audit: Audit, inp: AuditInput, ev: Evidence, defences: list[Defenc
     singling = audit.attack("single-out")
     measured = singling if singling and singling.figures and inp.model.counts_released \
         else None
-    counts = remedies.strip_counts(measured, inp.path, inp.model.source,
+    counts = remedies.strip_counts(measured, inp.path,
                                    measured.figures.get("rows_singled_out_by_guesses")
                                    if measured else None)
     dp = [] if inp.model.is_regression else [remedies.retrain_with_dp(inp.model.noise)]

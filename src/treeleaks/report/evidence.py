@@ -137,8 +137,7 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
                        exact_share=ev.score.exact_share,
                        exact_rows=round(ev.score.exact_share * ev.score.n_true),
                        label_agreement=ev.score.label_agreement)
-        if recon.formulation == Formulation.BOOTSTRAP_KNOWN and recon.n_rows == len(truth):
-            figures.update(rows_in_place(recon, truth, model.label_name))
+        figures.update(recovered_rows(model, truth, recon.rows, inp.data_schema))
     if s["status"] == Status.INFEASIBLE:
         return AttackRun("reconstruct", RECONSTRUCT_TITLE, FAILED, "no dataset reproduces the "
                          f"counts: {recon.message or 'the counts contradict each other'}",
@@ -187,20 +186,16 @@ def pinned(recon: Reconstruction, share: float = 0.05) -> np.ndarray:
     return (narrow & ~open_value).all(axis=1)
 
 
-def rows_in_place(recon: Reconstruction, truth: pd.DataFrame, label: str) -> dict[str, Any]:
-    """Row k against the custodian's row k (rows rebuilt in training order): labels right
-    (``labels_in_place``), and the share of true numerical values inside their intervals
-    (``values_inside_intervals``). The audit and the demo report both."""
-    columns = [c for c in recon.width.columns if recon.width[c].notna().all()] \
-        if recon.width is not None else []
-    figures: dict[str, Any] = {"labels_in_place": int(
-        (recon.rows[label].to_numpy() == truth[label].to_numpy()).sum())}
-    if columns:
-        values = truth[columns].to_numpy(dtype=float)
-        inside = ((recon.lower[columns].to_numpy(dtype=float) <= values)
-                  & (values <= recon.upper[columns].to_numpy(dtype=float)))
-        figures["values_inside_intervals"] = float(inside.mean())
-    return figures
+def recovered_rows(model: ReleasedModel, truth: pd.DataFrame, rows: pd.DataFrame,
+                   schema: FeatureSchema) -> dict[str, Any]:
+    """The custodian's rows recovered (`treeleaks.evaluation.recovered`: matched one to one
+    with a rebuilt row of their label that shares their leaf in 90% of the trees that drew
+    them), as a count and a share. A reconstruction is a multiset: the positions its rows
+    come back at are not scored. The audit and the demo report both."""
+    from treeleaks.evaluation.recovered import rows_recovered
+
+    score = rows_recovered(model, truth, rows, schema, n_random=0, true_boxes=False)
+    return {"rows_recovered": score.rows_recovered, "recovered_share": score.recovered_share}
 
 
 # formulations whose partial result is what the model gives, not what the budget allowed:
@@ -221,9 +216,7 @@ def shortfall(recon: Reconstruction, limit: float) -> str:
                 f"dataset of "
                 f"{recon.n_rows} rows {fits}; {lower}")
     if recon.partial:  # rows that fit every count are not proven to be training rows
-        where = (" at their training positions" if recon.bootstrap is not None
-                 and recon.bootstrap.positions is not None else "")
-        return (f"no complete reconstruction: a partial dataset of {recon.n_rows} rows{where} "
+        return (f"no complete reconstruction: a partial dataset of {recon.n_rows} rows "
                 f"fits every count, {recon.proven_rows} of them proven training rows; {lower}")
     if recon.status == Status.UNKNOWN:
         return f"no complete reconstruction{stopped}; {lower}"

@@ -93,8 +93,9 @@ FIGURE_NAMES = {  # the figures' JSON names, in words; others show their JSON na
     "pinned_within_1pct": "values pinned within 1% of their range",
     "pinned_within_5pct": "values pinned within 5%", "pinned_within_10pct":
     "values pinned within 10%",
-    "labels_in_place": "rows back at their training position with your label",
-    "values_inside_intervals": "your values inside the reconstructed intervals",
+    "rows_recovered": "your rows recovered (each matched to a rebuilt row with its label, in "
+                      "its leaf in 90% of the trees that drew it)",
+    "recovered_share": "share of your rows recovered",
 }
 
 

@@ -34,7 +34,7 @@ def rebuilt_rows(recon: Reconstruction | None, n_rows: int | None) -> dict[str, 
     shown = []
     for i in range(min(recon.n_rows, REBUILT_SHOWN)):
         shown.append({
-            "row": int(position[i]),  # the training position, where the draws give it
+            "row": int(position[i]),  # the draws' column the search put it on, if any
             "proven": bool(recon.proven[i]),
             "values": {name: recon.rows[name].iat[i] for name in recon.rows.columns},
             # a numerical value has its interval; a value without one the model leaves open
@@ -65,9 +65,7 @@ def rebuilt_headline(rebuilt: dict[str, Any]) -> str:
                 "filled in those boxes, do not fit every count. Their intervals are what the "
                 "model reveals about the data.")
     if rebuilt["partial"]:
-        where = (", each at the training position its draws give it" if
-                 rebuilt.get("at_positions") else "")
-        return (f"At least {n:,}{share} rows reconstructed{where}: a partial dataset that fits "
+        return (f"At least {n:,}{share} rows reconstructed: a partial dataset that fits "
                 "every count (no leaf holds more of them than it released). "
                 f"{proven:,} of them are proven training rows; the others are rows the counts "
                 "allow, and their intervals are what the model reveals about the data.")

@@ -12,29 +12,40 @@ from treeleaks.report import dp_costs
 from treeleaks.report.budget import engine_seconds
 from treeleaks.report.evidence import AuditInput, Evidence, engine_run
 from treeleaks.report.findings import COMPLETE, NOT_APPLICABLE, AttackRun, Defence
+from treeleaks.runtime.errors import TreeleaksError
 
 if TYPE_CHECKING:
+    from treeleaks.frontends.registry import Reader
     from treeleaks.ir.model import NoiseMechanism
     from treeleaks.runtime.progress import ProgressCallback
 
 PRUNE_K = 2  # the smallest k that removes every vulnerable node
-_STRIPPED_SUFFIXES = (".skops", ".pkl", ".pickle", ".joblib", ".txt", ".json")
-_PICKLES = (".pkl", ".pickle", ".joblib")
 
 
-def strip_command(path: str, source: str | None) -> str | None:
+def strip_command(path: str) -> str | None:
     """The exact ``treeleaks strip`` command that writes the release-safe copy of the file
-    at ``path`` (None: a file strip refuses, such as a treeleaks JSON model)."""
+    at ``path`` (None: a file strip refuses, such as a treeleaks JSON model), its format
+    told as every command tells it."""
     file = Path(path)
-    suffix = file.suffix.lower()
-    if suffix not in _STRIPPED_SUFFIXES or (suffix == ".json" and source != "XGBoost"):
+    reader = _reader(file)
+    if reader is None or reader.name in ("treeleaks", "rule list"):
         return None
-    trust = " --trust-pickle" if suffix in _PICKLES else ""
+    trust = " --trust-pickle" if reader.runs_code else ""
     return f"treeleaks strip {path} --out {file.stem}.stripped{file.suffix}{trust}"
 
 
-def _with_command(title: str, path: str, source: str | None) -> str:
-    command = strip_command(path, source)
+def _reader(file: Path) -> Reader | None:
+    """The registry's reader of ``file`` (None: unreadable, or of no format it reads)."""
+    from treeleaks.frontends.registry import ModelFile, reader_for
+
+    try:
+        return reader_for(ModelFile(file))
+    except (TreeleaksError, OSError):
+        return None
+
+
+def _with_command(title: str, path: str) -> str:
+    command = strip_command(path)
     return title if command is None else f"{title}: {command}"
 
 
@@ -91,11 +102,10 @@ def strip_random_states(inp: AuditInput, ev: Evidence, progress: ProgressCallbac
     figures: dict[str, Any] = {"status": s["status"], "formulation": s["formulation"],
                                "n_rows": s["n_rows"], "proven_rows": s["proven_rows"]}
     found = ev.recon is not None and ev.recon.n_rows > 0
-    with_states = (f"with the draws the rows come back in training order ({ev.recon.proven_rows} "
-                   "proven)" if found else "with the draws the attack found no complete "
-                   "reconstruction within the budget")
-    effect = (f"{with_states}; without them, {s['n_rows']} rows in no particular order "
-              f"({s['proven_rows']} proven)")
+    with_states = (f"with the draws the attack rebuilt {ev.recon.n_rows} rows "
+                   f"({ev.recon.proven_rows} proven)" if found else "with the draws the attack "
+                   "found no complete reconstruction within the budget")
+    effect = f"{with_states}; without them, {s['n_rows']} rows ({s['proven_rows']} proven)"
     if inp.data is not None and without.n_rows:
         score = evaluate(inp.truth, without.rows, inp.data_schema, label=inp.model.label_name)
         exact = round(score.exact_share * score.n_true)
@@ -109,8 +119,8 @@ def strip_random_states(inp: AuditInput, ev: Evidence, progress: ProgressCallbac
         effect += ")"
     run = engine_run("strip-random-states", title, without, limit, figures)
     return run, Defence(_with_command("Release the trees without their random states (they "
-                                      "regenerate each tree's bootstrap draws)", inp.path,
-                                      inp.model.source), effect, figures,
+                                      "regenerate each tree's bootstrap draws)", inp.path),
+                        effect, figures,
                         "measured on this model")
 
 
@@ -133,10 +143,10 @@ def retrain_with_dp(noise: NoiseMechanism | None) -> Defence:
                    rows, dp_costs.SOURCE)
 
 
-def strip_counts(singling: AttackRun | None, path: str, source: str | None = None,
+def strip_counts(singling: AttackRun | None, path: str,
                  guesses_single_out: int | None = None) -> Defence | None:
     """Releasing the trees without their counts (``treeleaks strip``, the command for the
-    file at ``path`` read from ``source``): how many guesses an adversary then needs to
+    file at ``path``): how many guesses an adversary then needs to
     single out a row (the deepest-first ranking, measured on this model's counts), and the
     level the stripped file audits at: ``guesses_single_out`` is how many of the
     custodian's rows its guesses single out (None: no data, so its level is presumed)."""
@@ -156,7 +166,7 @@ def strip_counts(singling: AttackRun | None, path: str, source: str | None = Non
         effect += (f"; the stripped file's guesses still single out {guesses_single_out} of "
                    "your rows, so it audits HIGH too" if guesses_single_out else
                    "; the stripped file's guesses single out none of your rows")
-    return Defence(_with_command("Release the trees without their leaf counts", path, source),
+    return Defence(_with_command("Release the trees without their leaf counts", path),
                    effect, figures, "measured on this model")
 
 
@@ -173,7 +183,8 @@ def release_command(inp: AuditInput) -> str | None:
             return None
     elif Path(inp.path).suffix.lower() != ".txt":  # LightGBM's text keeps its parameters
         return None
-    trust = " --trust-pickle" if Path(inp.path).suffix.lower() in _PICKLES else ""
+    reader = _reader(Path(inp.path))
+    trust = " --trust-pickle" if reader is not None and reader.runs_code else ""
     return (f"treeleaks release {inp.path} --data TRAIN.csv --label COLUMN --out release/"
             f"{trust}, then treeleaks audit {inp.path} --release release/{trust}")
 
