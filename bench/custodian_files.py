@@ -18,6 +18,9 @@ Tables (they ship with Python packages; a missing one is skipped with a line):
 - ``weather``: vega_datasets' Seattle weather, 1,461 rows; the month as text, four
   measurements; label: a sunny day.
 
+The kind ``xgboost-multiclass`` is fitted on each table's label of several classes instead:
+the species (3), the acceleration's thirds (3), the weather (5).
+
     python bench/custodian_files.py --smoke             # one kind, one table, 20 s (exit 1
                                                         # unless it is read and gives rows)
     python bench/custodian_files.py --time-limit 60     # every kind on every table
@@ -43,31 +46,42 @@ from common import BENCH_DIR, environment, fmt, isolated_record, jsonable, write
 Table = tuple[pd.DataFrame, pd.Series]  # features as the custodian holds them, the label
 
 
-def penguins() -> Table:
+def penguins(multiclass: bool = False) -> Table:
     from palmerpenguins import load_penguins
 
     frame = load_penguins()
-    label = (frame.pop("species") == "Adelie").astype(int).rename("adelie")
+    species = frame.pop("species")
+    label = (_codes(species, "species") if multiclass else
+             (species == "Adelie").astype(int).rename("adelie"))
     return _categories(frame, ["island", "sex"]), label
 
 
-def cars() -> Table:
+def cars(multiclass: bool = False) -> Table:
     from vega_datasets import local_data
 
     frame = local_data.cars().drop(columns=["Name"])
     frame["Year"] = pd.to_datetime(frame["Year"]).dt.year
     acceleration = frame.pop("Acceleration")
-    label = (acceleration > acceleration.median()).astype(int).rename("quick")
+    label = (pd.qcut(acceleration, 3, labels=False).rename("acceleration_third")
+             if multiclass else (acceleration > acceleration.median()).astype(int).rename(
+                 "quick"))
     return _categories(frame, ["Origin"]), label
 
 
-def weather() -> Table:
+def weather(multiclass: bool = False) -> Table:
     from vega_datasets import local_data
 
     frame = local_data.seattle_weather()
     frame["month"] = pd.to_datetime(frame.pop("date")).dt.strftime("%b")
-    label = (frame.pop("weather") == "sun").astype(int).rename("sun")
+    weather = frame.pop("weather")
+    label = (_codes(weather, "weather") if multiclass else
+             (weather == "sun").astype(int).rename("sun"))
     return _categories(frame, ["month"]), label
+
+
+def _codes(values: pd.Series, name: str) -> pd.Series:
+    """A text label as the codes 0, 1, ... of its sorted values (XGBoost's classes)."""
+    return values.astype("category").cat.codes.astype(int).rename(name)
 
 
 def _categories(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -77,8 +91,8 @@ def _categories(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-TABLES: dict[str, Callable[[], Table]] = {"penguins": penguins, "cars": cars,
-                                          "weather": weather}
+TABLES: dict[str, Callable[..., Table]] = {"penguins": penguins, "cars": cars,
+                                           "weather": weather}
 
 
 # --- the file kinds: fit with defaults, save the usual way -------------------------------
@@ -190,6 +204,12 @@ def xgboost_categories(frame: pd.DataFrame, label: pd.Series, folder: Path) -> P
     return path
 
 
+def xgboost_multiclass(frame: pd.DataFrame, label: pd.Series, folder: Path) -> Path:
+    """XGBClassifier(enable_categorical=True) on the table and its multiclass label (the
+    species, the acceleration's thirds, the weather), its JSON model file."""
+    return xgboost_categories(frame, label, folder)
+
+
 def _skops(fitted: Any, path: Path) -> Path:
     import skops.io
 
@@ -215,7 +235,9 @@ KINDS: dict[str, Callable[[pd.DataFrame, pd.Series, Path], Path]] = {
     "lightgbm-gaps": lightgbm_gaps,
     "xgboost-gaps": xgboost_gaps,
     "xgboost-categories": xgboost_categories,
+    "xgboost-multiclass": xgboost_multiclass,
 }
+MULTICLASS = {"xgboost-multiclass"}  # the kinds fitted on the table's multiclass label
 SMOKE = {"kinds": ["hist-categories"], "tables": ["penguins"], "time_limit": 20.0}
 
 
@@ -236,7 +258,7 @@ def worker(config_path: str) -> int:
         from treeleaks.evaluation.metrics import evaluate
         from treeleaks.runtime.errors import TreeleaksError
 
-        frame, label = TABLES[cfg["table"]]()
+        frame, label = TABLES[cfg["table"]](multiclass=cfg["kind"] in MULTICLASS)
         out.update(n=len(frame), columns=int(frame.shape[1]),
                    gaps=int(frame.isna().sum().sum()))
         with tempfile.TemporaryDirectory() as folder:

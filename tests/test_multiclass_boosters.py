@@ -140,12 +140,10 @@ def test_what_stays_refused_says_why() -> None:
     weighted = lgb.LGBMClassifier(n_estimators=2, verbose=-1).fit(X, y, sample_weight=weights)
     with pytest.raises(UnsupportedModelError, match="no whole class counts"):
         read_lightgbm(weighted)
-    weighted = xgb.XGBClassifier(n_estimators=2).fit(X, y, sample_weight=weights)
-    with pytest.raises(UnsupportedModelError, match="XGBoost"):
+    # a weight of 2 reads as a row held twice (the file cannot tell them apart); 1.5 cannot
+    weighted = xgb.XGBClassifier(n_estimators=2).fit(X, y, sample_weight=weights * 0.75 + 0.25)
+    with pytest.raises(UnsupportedModelError, match=r"XGBoost.*sample weights"):
         read_xgboost(weighted)
-    uniform = xgb.XGBClassifier(n_estimators=2, base_score=0.5).fit(X, y)
-    with pytest.raises(UnsupportedModelError, match="base_score of its own"):
-        read_xgboost(uniform)
     for estimator, message in ((GradientBoostingClassifier(n_estimators=2), "sample_weight"),
                                (HistGradientBoostingClassifier(max_iter=2),
                                 "no whole class counts")):

@@ -187,6 +187,7 @@ def _read(path: Path, trust_pickle: bool) -> tuple[str, Any]:
     extension, else by the content). A treeleaks JSON model is refused naming its kind."""
     from treeleaks.frontends.registry import ModelFile, reader_for
     from treeleaks.frontends.ubjson import read_ubjson
+    from treeleaks.frontends.xgboost import is_xgboost_json
     from treeleaks.io import load_estimator
     from treeleaks.ir.json_files import read_json
     from treeleaks.ir.model import ModelFormatError
@@ -205,7 +206,11 @@ def _read(path: Path, trust_pickle: bool) -> tuple[str, Any]:
         return "lightgbm", text
     if reader.name == "XGBoost":
         if file.is_ubjson:
-            return "xgboost-ubj", read_ubjson(path)
+            data = read_ubjson(path)
+            if not is_xgboost_json(data):
+                raise ModelFormatError(f"{path.name} is binary JSON but not an XGBoost model "
+                                       "file (it holds no 'learner')")
+            return "xgboost-ubj", data
         return "xgboost", read_json(path, "model", ModelFormatError)
     if reader.estimator is None:
         _refuse_treeleaks_json(path)

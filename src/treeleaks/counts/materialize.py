@@ -56,6 +56,7 @@ def cell_values(
     weight: np.ndarray,
     thresholds: list[np.ndarray] | None = None,
     revealed: dict[int, RevealedValues] | None = None,
+    fallback: np.ndarray | None = None,
 ) -> CellValues:
     """Resolve each cell's features; ``weight`` (rows per cell) fits the binary fill prior.
 
@@ -63,6 +64,8 @@ def cell_values(
     (`ReleasedModel.thresholds`), which place the fills of ordinal and numerical features;
     by default the finite bounds of the boxes, which are thresholds the trees split at.
     ``revealed`` (`ReleasedModel.revealed`) puts them on training values the file gives.
+    ``fallback`` marks the group members a fill sets to 1 only where the box leaves no
+    other member (`fallback_features`).
     """
     k, m = lower.shape
     kinds = schema.kind_array()
@@ -101,7 +104,7 @@ def cell_values(
     value[:, numerical] = np.maximum(value[:, numerical], open_low)
     determined[:, numerical] |= open_low == high[:, numerical]
 
-    _fill_binary(schema, can0, can1, determined, value, weight)
+    _fill_binary(schema, can0, can1, determined, value, weight, fallback)
     width = np.full((k, m), np.nan)
     width[:, ranged] = _widths(
         low[:, ranged], high[:, ranged], range_low[ranged], range_high[ranged],
@@ -258,7 +261,7 @@ def rows_from_counts(
     per_cell_rows = np.bincount(var_cell[used], weights=counts[used], minlength=len(cells))
     values = cell_values(
         schema, cells.lower, cells.upper, per_cell_rows, thresholds=model.thresholds(),
-        revealed=model.revealed,
+        revealed=model.revealed, fallback=fallback_features(model),
     )
     reps = counts[used]
     cell_of_row = np.repeat(var_cell[used], reps)
@@ -285,6 +288,16 @@ def rows_from_counts(
     return frames
 
 
+def fallback_features(model: ReleasedModel) -> np.ndarray | None:
+    """Per model feature, whether a rebuilt row takes it only where the box leaves its
+    group no other member (`treeleaks.ir.inputs.InputMap.fallbacks`: a gap the file cannot
+    tell the table held); None when the model has none."""
+    names = [] if model.inputs is None else model.inputs.fallbacks()
+    if not names:
+        return None
+    return np.isin(np.asarray(model.feature_names, dtype=object), names)
+
+
 def _resolve_groups(schema: FeatureSchema, can0: np.ndarray, can1: np.ndarray) -> None:
     """Narrow 0/1 options inside groups, in place: a forced 1 zeroes the rest; in a one-hot
     group, a single member that may be 1 must be 1."""
@@ -307,8 +320,10 @@ def _fill_binary(
     determined: np.ndarray,
     value: np.ndarray,
     weight: np.ndarray,
+    fallback: np.ndarray | None = None,
 ) -> None:
-    """Fill open binary features (and groups) with the value most common where determined."""
+    """Fill open binary features (and groups) with the value most common where determined;
+    a ``fallback`` member of a group only where no other may be 1."""
     binary = schema.kind_array() == "binary"
     w = weight.astype(np.float64)[:, None]
     known_ones = (w * (determined & (value == 1))).sum(axis=0)
@@ -320,7 +335,8 @@ def _fill_binary(
         open_rows = np.flatnonzero(~determined[:, cols].all(axis=1))
         if not open_rows.size:
             continue
-        score = np.where(can1[np.ix_(open_rows, cols)], share_one[cols], -np.inf)
+        prior = share_one[cols] - (0.0 if fallback is None else 2.0 * fallback[cols])
+        score = np.where(can1[np.ix_(open_rows, cols)], prior, -np.inf)
         best = score.argmax(axis=1)
         best_score = score[np.arange(open_rows.size), best]
         all_zero_ok = can0[np.ix_(open_rows, cols)].all(axis=1)

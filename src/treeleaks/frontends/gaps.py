@@ -42,12 +42,15 @@ class Column:
     """One input column as a booster splits it.
 
     ``categories`` lists a categorical column's categories by code (None: numeric);
-    ``gaps`` says whether its training rows may hold gaps.
+    ``gaps`` says whether its training rows may hold gaps, and ``gaps_unsure`` that the
+    file cannot tell whether they did (a rebuilt row then takes a gap only where the model
+    leaves it no category: `OneHotColumn.fallback`).
     """
 
     name: str
     categories: tuple[Any, ...] | None = None
     gaps: bool = False
+    gaps_unsure: bool = False
 
 
 @dataclass
@@ -123,7 +126,8 @@ class Layout:
                 continue
             features = self.hot[j] + ((self.gap[j],) if column.gaps else ())
             categories = column.categories + ((np.nan,) if column.gaps else ())
-            mapped.append(OneHotColumn(column.name, features, categories))
+            mapped.append(OneHotColumn(column.name, features, categories,
+                                       fallback=(np.nan,) if column.gaps_unsure else ()))
         return InputMap(tuple(mapped), self.names)
 
     def possible(self, column: int) -> frozenset[int]:

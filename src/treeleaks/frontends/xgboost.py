@@ -48,6 +48,8 @@ MULTICLASS = ("multi:softprob", "multi:softmax")
 RATE_DIGITS = 4  # a learning rate recovered from float32 values, matched across classes
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 WHOLE_TOLERANCE = 1e-3  # float32 values: derived counts this close to whole are whole
+ROUGH = 0.1  # of a row: counts at a rate read off one leaf, before the fit to every leaf
+PENALTY_TOLERANCE = 1e-3  # relative: the fitted L2 penalty against the one the sums give
 COUNT_TOLERANCE = 1e-3  # of a row, for n = cover / (b(1-b))
 REGRESSION = "reg:squarederror"
 FLOAT32 = 1e-5  # precision of a later tree's sums: per row, and relative to the stored value
@@ -134,8 +136,7 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
     model = ReleasedModel(out, classes, features, label_name=label_name,
                           source="XGBoost", gradients=gradients,
                           facts={"objective": objective, "trees in file": len(trees),
-                                 "learning rate (recovered)": float(f"{eta:.6g}"),
-                                 "L2 penalty (recovered)": float(f"{l2:.6g}")})
+                                 **_rates(eta, l2)})
     model.validate()
     model.description = describe(model, "XGBoost", f"objective {objective}",
                                  xgboost_fields(False))
@@ -192,28 +193,7 @@ def _multiclass(parsed: list[tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarra
         raise ModelFormatError(f"{FILE}: 'tree_info' does not give rounds of {n_classes} "
                                "trees, one per class in order: an edited file?")
     scores = _class_scores(params, n_classes)
-    start = softmax(scores)
-    options, penalties, first = [], [], []
-    for k in range(n_classes):
-        _, cover, value = parsed[k]
-        per_row = 2.0 * start[k] * (1.0 - start[k])
-        rows = _first_rows(cover, per_row, f"2p(1-p) for class {k}'s start p = "
-                           f"{start[k]:.6g}", k)
-        if first and rows.sum() != first[0].sum():
-            raise ModelFormatError(f"{FILE}: the first-round trees' covers give {int(rows.sum())} "
-                                   f"rows to tree {k}, {int(first[0].sum())} to tree 0: an "
-                                   "edited file?")
-        by_rate, l2 = whole_by_rate(rows, cover, value, float(start[k]))
-        options.append({round(eta, RATE_DIGITS): whole for eta, whole in by_rate})
-        penalties.append(l2)
-        first.append(rows)
-    derived, eta = _one_rate(options)
-    l2 = penalties[0]
-    if max(abs(p - l2) for p in penalties) > 1e-3 * max(1.0, abs(l2)):
-        raise UnsupportedModelError(
-            "the first-round XGBoost trees give L2 penalties that differ between classes "
-            f"({', '.join(f'{p:.6g}' for p in penalties)}): trained with sample weights or "
-            "an initial margin, which the file does not record; treeleaks refuses to guess")
+    first, derived, eta, l2 = _first_round(parsed[:n_classes], softmax(scores))
     n_rows = int(first[0].sum())
     check_round(derived, n_rows, "XGBoost")
     trees = multiclass_trees([p[0] for p in parsed],
@@ -223,20 +203,74 @@ def _multiclass(parsed: list[tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarra
     model = ReleasedModel(trees, classes, names, label_name=label_name, source="XGBoost",
                           gradients=gradients,
                           facts=multiclass_facts(n_classes, len(parsed), objective=objective,
-                                                 **{"learning rate (recovered)": eta,
-                                                    "L2 penalty (recovered)":
-                                                    float(f"{l2:.6g}")}))
+                                                 **_rates(eta, l2)))
     model.validate()
     model.description = describe(model, "XGBoost", f"objective {objective}",
                                  xgboost_fields(False, multiclass=True))
     return model
 
 
-def _one_rate(options: list[dict[float, np.ndarray]]) -> tuple[list[np.ndarray], float]:
-    """The first round's class counts for the one learning rate under which every class's
-    tree gives whole counts (a tree of pure leaves alone fits many), or a refusal."""
+def _first_round(parsed: list[tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]],
+                 start: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray], float, float]:
+    """The first round's rows and class counts per tree, with the learning rate and L2
+    penalty they share. A tree whose values pin no rate on their own (a single leaf, whose
+    value is all but 0; or values that all but cancel, so Σw leaves the penalty to float32
+    noise) is read at the rate and penalty the other trees give."""
+    options: list[dict[float, tuple[np.ndarray, float]]] = []
+    first = []
+    for k, (_, cover, value) in enumerate(parsed):
+        per_row = 2.0 * start[k] * (1.0 - start[k])
+        rows = _first_rows(cover, per_row, f"2p(1-p) for class {k}'s start p = "
+                           f"{start[k]:.6g}", k)
+        if first and rows.sum() != first[0].sum():
+            raise ModelFormatError(f"{FILE}: the first-round trees' covers give {int(rows.sum())} "
+                                   f"rows to tree {k}, {int(first[0].sum())} to tree 0: an "
+                                   "edited file?")
+        first.append(rows)
+        by_rate = whole_by_rate(rows, cover, value, float(start[k]))[0] if rows.size > 1 else []
+        options.append({round(eta, RATE_DIGITS): (whole, l2) for eta, whole, l2 in by_rate})
+    counts, penalties, eta = _one_rate([o for o in options if o])
+    l2 = penalties[0]
+    if max(abs(p - l2) for p in penalties) > 1e-3 * max(1.0, abs(l2)):
+        raise UnsupportedModelError(
+            "the first-round XGBoost trees give L2 penalties that differ between classes "
+            f"({', '.join(f'{p:.6g}' for p in penalties)}): trained with sample weights or "
+            "an initial margin, which the file does not record; treeleaks refuses to guess")
+    found = iter(counts)
+    derived = []
+    for k, (option, rows, (_, cover, value)) in enumerate(zip(options, first, parsed,
+                                                              strict=True)):
+        whole = next(found) if option else whole_positives(
+            rows * start[k] + value * (cover + l2) / eta, rows, WHOLE_TOLERANCE)
+        if whole is None:
+            raise UnsupportedModelError(
+                f"the first-round XGBoost tree {k}'s leaf values give no whole counts of "
+                f"class {k} at the learning rate {eta:g} and L2 penalty {l2:.6g} the other "
+                "trees give: trained with sample weights or a base_score of its own (which "
+                "the file does not record), or an edited file; treeleaks refuses to guess "
+                "its classes")
+        derived.append(whole)
+    return first, derived, eta, l2
+
+
+def _rates(eta: float, l2: float) -> dict[str, float]:
+    """The facts of the options recovered from the first round's values."""
+    return {"learning rate (recovered)": float(f"{eta:.6g}"),
+            "L2 penalty (recovered)": float(f"{l2:.6g}")}
+
+
+def _one_rate(options: list[dict[float, tuple[np.ndarray, float]]]
+              ) -> tuple[list[np.ndarray], list[float], float]:
+    """The first round's class counts and L2 penalties for the one learning rate under
+    which every class's tree gives whole counts (a tree of pure leaves alone fits many), or
+    a refusal (also when no tree pins a rate on its own)."""
+    if not options:
+        raise UnsupportedModelError(
+            "no first-round XGBoost tree's leaf values pin a learning rate on their own "
+            "(single leaves, or values that cancel), so its classes' counts cannot be read; "
+            "treeleaks refuses to guess")
     shared = sorted(set.intersection(*(set(o) for o in options)))
-    answers = {b"".join(o[eta].tobytes() for o in options): eta for eta in shared}
+    answers = {b"".join(o[eta][0].tobytes() for o in options): eta for eta in shared}
     if len(answers) != 1:
         why = ("no learning rate gives every class's tree whole counts" if not answers else
                f"several learning rates ({', '.join(f'{e:g}' for e in answers.values())}) "
@@ -246,7 +280,7 @@ def _one_rate(options: list[dict[float, np.ndarray]]) -> tuple[list[np.ndarray],
             "of its own, sample weights, alpha or max_delta_step (which the file does not "
             "record), or an edited file; treeleaks refuses to guess its classes")
     eta = next(iter(answers.values()))
-    return [o[eta] for o in options], eta
+    return [o[eta][0] for o in options], [o[eta][1] for o in options], eta
 
 
 def _class_scores(params: dict[str, Any], n_classes: int) -> np.ndarray:
@@ -277,15 +311,18 @@ def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
     """Each leaf's positives in the first tree (see the module doc), with the learning
     rate and L2 penalty that make them whole, or a refusal (blaming ``used``, the options
     the file records that the derivation leaves out, else an edit)."""
-    by_rate, l2 = whole_by_rate(rows, cover, value, base)
-    found: dict[bytes, tuple[np.ndarray, float]] = {}
-    for eta, whole in by_rate:
-        found.setdefault(whole.tobytes(), (whole, eta))
+    if rows.size == 1:
+        raise UnsupportedModelError(
+            "the first XGBoost tree is a single leaf: its value pins no learning rate, so "
+            "the later trees' sums cannot be read; treeleaks refuses to guess them")
+    by_rate, _ = whole_by_rate(rows, cover, value, base)
+    found: dict[bytes, tuple[np.ndarray, float, float]] = {}
+    for eta, whole, l2 in by_rate:
+        found.setdefault(whole.tobytes(), (whole, eta, l2))
     if len(found) == 1:
-        whole, eta = next(iter(found.values()))
-        return whole, eta, l2
+        return next(iter(found.values()))
     if found:
-        rates = ", ".join(f"{eta:g}" for _, eta in found.values())
+        rates = ", ".join(f"{eta:g}" for _, eta, _ in found.values())
         raise UnsupportedModelError(
             f"the first XGBoost tree's leaf values give whole class counts for several "
             f"learning rates ({rates}) that disagree on them; treeleaks refuses to guess")
@@ -302,29 +339,65 @@ def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
 
 
 def whole_by_rate(rows: np.ndarray, cover: np.ndarray, value: np.ndarray, base: float
-                  ) -> tuple[list[tuple[float, np.ndarray]], float]:
+                  ) -> tuple[list[tuple[float, np.ndarray, float]], float]:
     """Every learning rate for which a first-round tree's values give whole counts, with
-    those counts, and the L2 penalty (see the module doc)."""
+    those counts and the L2 penalty that goes with the rate, and the penalty the sums give
+    (see the module doc).
+
+    The positives add up to a whole T near N·b (b is the class share XGBoost estimated,
+    kept in float32), so Σw(H + λ) = η(T - N·b) makes λ a function of η. Each leaf's pure
+    cases give a rate. Where the leaf values all but cancel, Σw is small and float32's
+    rounding of the sums moves λ, so the rates it gives are rough: counts within `ROUGH`
+    of whole at one are kept only if the rate and penalty fitted to every leaf at once
+    (least squares of P - n·b = w·H/η + w·λ/η) make them whole within `WHOLE_TOLERANCE`,
+    with a penalty within `PENALTY_TOLERANCE` of the sums' (two free numbers fit any
+    counts of a tree of few leaves).
+    """
     total = float(value.sum())
-    l2 = -float((value * cover).sum()) / total if abs(total) > 1e-12 else 1.0
-    # η = -w(H + λ)/G with G = n·b - P: every leaf's pure cases (P = 0 or n), and every P
-    # of the smallest leaf, so that a tree without a pure leaf is read too
+    share = float(rows.sum()) * base
+    pinned = abs(total) > FLOAT32 * float(np.abs(value).sum())
+    if pinned:
+        l2_start, slope = -float((value * cover).sum()) / total, (np.rint(share) - share) / total
+    else:  # values that cancel to float32's precision leave the penalty to the fit
+        l2_start, slope = 1.0, 0.0
+    # η = -w(H + λ(η))/G with G = n·b - P: every leaf's pure cases (P = 0 or n), and every
+    # P of the smallest leaf, so that a tree without a pure leaf is read too
     smallest = int(np.argmin(rows))
     cases = [(leaf, p) for leaf in range(rows.size) for p in (0, rows[leaf])]
     cases += [(smallest, p) for p in range(1, int(rows[smallest]))]
     candidates = []
     for leaf, positives in cases:
-        gradient = rows[leaf] * base - positives
+        gradient = rows[leaf] * base - positives + value[leaf] * slope
         if abs(gradient) > 1e-12:
-            candidates.append(-float(value[leaf]) * (cover[leaf] + l2) / gradient)
+            candidates.append(-float(value[leaf]) * (cover[leaf] + l2_start) / gradient)
     found = []
     rates = {round(c, 6) for c in candidates}  # rounded first: a rate of 0 divides by 0
     for eta in sorted(r for r in rates if 0.0 < r <= 1.0):
-        whole = whole_positives(rows * base + value * (cover + l2) / eta, rows,
-                                WHOLE_TOLERANCE)
-        if whole is not None:
-            found.append((eta, whole))
-    return found, l2
+        fitted = _fitted(rows, cover, value, base, eta, l2_start + eta * slope, pinned)
+        if fitted is not None:
+            found.append(fitted)
+    return found, l2_start
+
+
+def _fitted(rows: np.ndarray, cover: np.ndarray, value: np.ndarray, base: float, eta: float,
+            l2: float, pinned: bool = True) -> tuple[float, np.ndarray, float] | None:
+    """The rate, whole counts and penalty fitted to every leaf from counts near whole at
+    ``eta`` and ``l2`` (the penalty the sums give, unless not ``pinned``), adding up to the
+    whole class total; None when they are not."""
+    rough = whole_positives(rows * base + value * (cover + l2) / eta, rows,
+                            ROUGH if pinned else 0.5)
+    if rough is None or rough.sum() != np.rint(rows.sum() * base):
+        return None
+    design = np.column_stack([value * cover, value])
+    (inverse, ratio), *_ = np.linalg.lstsq(design, rough - rows * base, rcond=None)
+    if not 1.0 <= inverse < np.inf:  # a rate in (0, 1]
+        return None
+    whole = whole_positives(rows * base + design @ [inverse, ratio], rows, WHOLE_TOLERANCE)
+    penalty = float(ratio / inverse)
+    off = pinned and abs(penalty - l2) > PENALTY_TOLERANCE * max(1.0, abs(l2))
+    if whole is None or (whole != rough).any() or off:  # a penalty the sums do not give
+        return None  # fits any counts of a tree of few leaves
+    return 1.0 / float(inverse), rough, penalty
 
 
 def _scale_pos_weight(learner: dict[str, Any]) -> str:

@@ -7,8 +7,10 @@ side its gain prefers. So a column whose splits disagree held gaps, and gains a 
 feature. A column whose splits all agree may still have held gaps: a gap then routes
 like a value beyond every threshold on that side, so such rows fit the model as such a
 value (the input map encodes a gap as one), and come back as one. A categorical column
-cannot tell: without gaps every split sends a gap left, like a category no split lists,
-so every categorical column a split reads gets a code for a gap.
+mostly cannot tell: without gaps every split sends a gap left, like a category no split
+lists, so every categorical column a split reads gets a code for a gap; unless a split
+sends a gap right (then the column held gaps), that code is a fallback, which a rebuilt
+row takes only where the model leaves it no category.
 
 A categorical split (``split_type`` 1) lists, in ``categories`` (cut per node by
 ``categories_nodes``, ``categories_segments`` and ``categories_sizes``), the codes that go
@@ -127,7 +129,9 @@ def xgboost_routing(learner: dict[str, Any], trees: list[dict[str, Any]], names:
                 f"by code (the file names none); code {len(shown) - 1} stands for every code "
                 "no split lists")
         n_codes[j] = len(shown)
-        columns.append(Column(name, shown, j in cat_sides))
+        # a split sending a gap right proves gaps; all left is what a column without any
+        # gives, so the file cannot tell
+        columns.append(Column(name, shown, j in cat_sides, cat_sides.get(j) == {1}))
     return XGBoostRouting(Layout.of(columns), n_codes, splits, facts,
                           _fills(trees, sides, gaps))
 

@@ -74,7 +74,9 @@ class OneHotColumn:
     ``features[i]`` is 1 exactly when the value is ``categories[i]``. When every one is 0
     the value is ``other``: a category the encoder dropped, or one it never saw (an
     unknown value, `UNSEEN`); with ``exactly_one`` no row can be all 0. A gap is a category
-    like any other, written NaN.
+    like any other, written NaN. ``fallback`` lists the categories a row may hold that the
+    table need not have held (a gap, where the file cannot tell whether the column had
+    any): a rebuilt row takes one only where the model leaves it no other.
     """
 
     name: str
@@ -82,6 +84,7 @@ class OneHotColumn:
     categories: tuple[Any, ...]
     exactly_one: bool = True
     other: Any = None
+    fallback: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.features) != len(self.categories):
@@ -246,7 +249,10 @@ class InputMap:
             known = [c for c in column.categories if not _is_gap(c)]
             gaps = len(known) < len(column.categories) or (
                 isinstance(column, CodedColumn) and column.missing is not None)
-            return f"{column.name} ({len(known)} categories{', gaps' if gaps else ''})"
+            possible = isinstance(column, OneHotColumn) and any(
+                _is_gap(c) for c in column.fallback)
+            said = ", gaps possible" if possible else ", gaps" if gaps else ""
+            return f"{column.name} ({len(known)} categories{said})"
         shown = [about(c) for c in self.columns] + [self.feature_names[f] for f in self.passed]
         return f"{len(shown)}: {', '.join(shown)}"
 
@@ -295,6 +301,13 @@ class InputMap:
         more features, their names and whether exactly one is 1."""
         return [([self.feature_names[f] for f in c.features], c.exactly_one)
                 for c in self.columns if isinstance(c, OneHotColumn) and len(c.features) > 1]
+
+    def fallbacks(self) -> list[str]:
+        """The model features of the categories a rebuilt row takes only where the model
+        leaves it no other (`OneHotColumn.fallback`)."""
+        return [self.feature_names[f] for c in self.columns if isinstance(c, OneHotColumn)
+                for f, category in zip(c.features, c.categories, strict=True)
+                if any(_same(category, other) for other in c.fallback)]
 
     def coded(self) -> dict[str, tuple[float, float]]:
         """The model features that hold a category's code, each with its lowest and highest
