@@ -210,6 +210,56 @@ def xgboost_multiclass(frame: pd.DataFrame, label: pd.Series, folder: Path) -> P
     return xgboost_categories(frame, label, folder)
 
 
+def search_pipeline_forest(frame: pd.DataFrame, label: pd.Series, folder: Path) -> Path:
+    """GridSearchCV over Pipeline(ColumnTransformer(OneHotEncoder, SimpleImputer),
+    RandomForestClassifier) saved with skops: the best pipeline, refitted, inside."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.impute import SimpleImputer
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    text = _text_columns(frame)
+    numbers = [c for c in frame.columns if c not in text]
+    columns = ColumnTransformer([("text", OneHotEncoder(handle_unknown="ignore"), text),
+                                 ("numbers", SimpleImputer(), numbers)])
+    pipeline = Pipeline([("columns", columns),
+                         ("forest", RandomForestClassifier(random_state=0))])
+    search = GridSearchCV(pipeline, {"forest__min_samples_leaf": [1, 5]}, cv=3)
+    return _skops(search.fit(_objects(frame), label), folder / "search_pipeline.skops")
+
+
+def pipeline_lightgbm(frame: pd.DataFrame, label: pd.Series, folder: Path) -> Path:
+    """Pipeline(ColumnTransformer(OneHotEncoder, passthrough), LGBMClassifier) pickled with
+    joblib (skops holds no LightGBM wrapper), the numbers' gaps left for LightGBM."""
+    import joblib
+    import lightgbm
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    columns = ColumnTransformer(
+        [("text", OneHotEncoder(handle_unknown="ignore"), _text_columns(frame))],
+        remainder="passthrough")
+    pipeline = Pipeline([("columns", columns),
+                         ("booster", lightgbm.LGBMClassifier(verbose=-1, random_state=0))])
+    path = folder / "pipeline_lightgbm.joblib"
+    joblib.dump(pipeline.fit(_objects(frame), label), path)
+    return path
+
+
+def xgboost_model_file(frame: pd.DataFrame, label: pd.Series, folder: Path) -> Path:
+    """XGBClassifier(enable_categorical=True) saved as ``xgboost.model``: binary JSON, as
+    XGBoost writes any extension but .json, told by its content."""
+    import xgboost
+
+    fitted = xgboost.XGBClassifier(enable_categorical=True, random_state=0).fit(frame, label)
+    path = folder / "xgboost.model"
+    fitted.save_model(path)
+    return path
+
+
 def _skops(fitted: Any, path: Path) -> Path:
     import skops.io
 
@@ -236,6 +286,9 @@ KINDS: dict[str, Callable[[pd.DataFrame, pd.Series, Path], Path]] = {
     "xgboost-gaps": xgboost_gaps,
     "xgboost-categories": xgboost_categories,
     "xgboost-multiclass": xgboost_multiclass,
+    "search-pipeline-rf": search_pipeline_forest,
+    "pipeline-lightgbm": pipeline_lightgbm,
+    "xgboost-model-file": xgboost_model_file,
 }
 MULTICLASS = {"xgboost-multiclass"}  # the kinds fitted on the table's multiclass label
 SMOKE = {"kinds": ["hist-categories"], "tables": ["penguins"], "time_limit": 20.0}
