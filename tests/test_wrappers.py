@@ -201,3 +201,25 @@ def test_a_pipeline_ending_in_a_booster_wrapper_is_read_rebuilt_and_stripped(
                    released=model)  # raises unless it predicts as before
     stripped = joblib.load(__import__("io").BytesIO(result.content))
     assert (stripped.predict_proba(X) == pipeline.predict_proba(X)).all()
+
+
+def test_from_fitted_reads_any_object_the_files_hold() -> None:
+    """The Python entry for an object in hand: a search around a pipeline, read as the
+    pipeline it refitted, in the custodian's columns."""
+    import treeleaks
+
+    X, y = _table()
+    X = X.assign(region=np.random.default_rng(1).choice(["north", "south"], len(X)))
+    pipeline = make_pipeline(make_column_transformer((OneHotEncoder(), ["region"]),
+                                                     remainder="passthrough"),
+                             RandomForestClassifier(n_estimators=3, random_state=0))
+    search = GridSearchCV(pipeline, {"randomforestclassifier__max_depth": [2, None]},
+                          cv=2).fit(X, y)
+    model = treeleaks.from_fitted(search)
+    assert model.inputs.names == ["region", "age", "income", "visits"]
+    assert model.classes == ["no", "yes"] and model.n_trees == 3
+    from sklearn.linear_model import LogisticRegression
+
+    with pytest.raises(TreeleaksError, match="unsupported estimator LogisticRegression"):
+        treeleaks.from_fitted(GridSearchCV(LogisticRegression(), {"C": [1.0]}, cv=2).fit(
+            X.drop(columns=["region"]), y))

@@ -40,6 +40,7 @@ _PUBLIC = {
     "UnsupportedModelError": "treeleaks.runtime.errors",
     "UntrustedPickleError": "treeleaks.runtime.errors",
     "from_dp_forest": "treeleaks.frontends.dp",
+    "from_fitted": "treeleaks.frontends.fitted",
     "from_lightgbm": "treeleaks.frontends.objects",
     "from_xgboost": "treeleaks.frontends.objects",
     "load_lightgbm": "treeleaks.io",

@@ -1,7 +1,10 @@
-"""A fitted object from a skops archive or a pickle, read as the tree model it is or holds:
-a scikit-learn estimator or pipeline, a LightGBM or XGBoost scikit-learn wrapper (its
-booster, with the wrapper's labels), or a hyperparameter search around any of them (the model
-it refitted). The wrappers' own fields are added to what the file exposes."""
+"""A fitted object read as the tree model it is or holds.
+
+A scikit-learn estimator or pipeline, a LightGBM or XGBoost scikit-learn wrapper (its
+booster, with the wrapper's labels), or a hyperparameter search around any of them (the
+model it refitted), from a skops archive, a pickle or the caller's session. The wrappers'
+own fields are added to what the file exposes.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +17,29 @@ from treeleaks.wrapper_kinds import LIGHTGBM_WRAPPERS, XGBOOST_WRAPPERS
 
 
 def from_fitted(estimator: Any) -> ReleasedModel:
-    """The IR of what a fitted object holds, as it is (the door judges regressors and
-    stripped files)."""
+    """Read any fitted object treeleaks reads as the model it is or holds.
+
+    A scikit-learn tree model or pipeline, LightGBM's or XGBoost's scikit-learn wrapper (read
+    as its booster, with the wrapper's labels), or a hyperparameter search around any of
+    them (read as the model it refitted on every training row). The wrappers' own fields
+    computed from the training rows are added to what the model exposes. Regressors and
+    stripped models are read as they are.
+
+    Parameters
+    ----------
+    estimator : object
+        The fitted object, as the file held it.
+
+    Returns
+    -------
+    ReleasedModel
+        The model, in the custodian's columns where the object reads them through steps.
+
+    Raises
+    ------
+    UnsupportedModelError
+        The object holds no tree model treeleaks reads, or a search holds no fitted model.
+    """
     found = unwrap(estimator)
     model, kind = found.model, type(found.model).__name__
     fields, wrappers = list(found.fields), list(found.wrappers)
