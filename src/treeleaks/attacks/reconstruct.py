@@ -421,10 +421,10 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
                  strategy: str) -> Reconstruction:
     """A bootstrap forest with its draws, rebuilt in training order.
 
-    Over its cells, or (``auto``, when they are too many to list) row by row, then the
-    draw search for a partial dataset with the time that leaves; on raw measurements
-    ``auto`` goes row by row first. When the cells fail for size or time, the fallback
-    sets the draws aside.
+    Over its cells, or (``auto``, when they are too many to list) row by row; on raw
+    measurements ``auto`` places rows first, then searches for a partial dataset with the
+    time that leaves. When the cells fail for size or time, the fallback sets the draws
+    aside.
     """
     if strategy == Strategy.AUTO and raw_measurements(model, ROWS_FIRST_BITS):
         return _rows_then_search(model, bound, run)
@@ -435,7 +435,7 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
             progress=run.progress, reason=f"{why}; with the draws set aside")
 
     def by_rows(seconds: float, why: str) -> Reconstruction | None:
-        rec = _rows_then_search(model, bound, replace(run, time_limit=seconds))
+        rec = reconstruct_per_row(model, bound, replace(run, time_limit=seconds))
         return rec if rec.n_rows or rec.status == Status.INFEASIBLE else None
 
     # the covering problem needs N draws per tree (no max_samples)
