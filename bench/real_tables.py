@@ -277,12 +277,12 @@ def fit_model(kind: str, X: pd.DataFrame, y: pd.Series, seed: int, label: str) -
         import lightgbm
 
         fitted = lightgbm.LGBMClassifier(random_state=seed, verbose=-1).fit(X, y)
-        return from_lightgbm(fitted, label_name=label)
+        return from_lightgbm(fitted, list(X.columns), label)  # it renames 'a b' a_b
     if kind == "xgboost":
         import xgboost
 
         fitted = xgboost.XGBClassifier(random_state=seed).fit(X, y)
-        return from_xgboost(fitted, label_name=label)
+        return from_xgboost(fitted, list(X.columns), label)
     estimators: dict[str, Callable[[], Any]] = {
         "rf": lambda: ensemble.RandomForestClassifier(random_state=seed),
         "rf-leaf5": lambda: ensemble.RandomForestClassifier(min_samples_leaf=5,
