@@ -273,15 +273,17 @@ def fit_model(kind: str, X: pd.DataFrame, y: pd.Series, seed: int, label: str) -
 
     from treeleaks import from_lightgbm, from_sklearn, from_xgboost
 
+    # The boosters are fitted on the values alone and read with the table's names: LightGBM
+    # renames 'mean radius' and refuses 'c6:0', XGBoost refuses 'age:>45'.
     if kind == "lightgbm":
         import lightgbm
 
-        fitted = lightgbm.LGBMClassifier(random_state=seed, verbose=-1).fit(X, y)
-        return from_lightgbm(fitted, list(X.columns), label)  # it renames 'a b' a_b
+        fitted = lightgbm.LGBMClassifier(random_state=seed, verbose=-1).fit(X.to_numpy(), y)
+        return from_lightgbm(fitted, list(X.columns), label)
     if kind == "xgboost":
         import xgboost
 
-        fitted = xgboost.XGBClassifier(random_state=seed).fit(X, y)
+        fitted = xgboost.XGBClassifier(random_state=seed).fit(X.to_numpy(), y)
         return from_xgboost(fitted, list(X.columns), label)
     estimators: dict[str, Callable[[], Any]] = {
         "rf": lambda: ensemble.RandomForestClassifier(random_state=seed),
@@ -367,6 +369,7 @@ def worker(config_path: str) -> int:
     try:
         from treeleaks import FeatureSchema, reconstruct
         from treeleaks.evaluation.recovered import rows_recovered
+        from treeleaks.runtime.errors import TreeleaksError
 
         kind, seed = cfg["model"], cfg["seed"]
         regression = kind in REGRESSORS
@@ -376,7 +379,12 @@ def worker(config_path: str) -> int:
                    duplicates=int(X.assign(_y=y).duplicated().sum()),
                    classes=None if regression else int(y.nunique()))
         tick = time.perf_counter()
-        model = fit_model(kind, X, y, seed, str(y.name))
+        try:
+            model = fit_model(kind, X, y, seed, str(y.name))
+        except TreeleaksError as exc:  # a reader's refusal is a result of the benchmark
+            out.update(status="REFUSED", refusal=str(exc)[:500], n_rows=0)
+            save("refused")
+            return 0
         out.update(fit_s=time.perf_counter() - tick, n_trees=model.n_trees,
                    n_leaves=int(sum(t.n_leaves for t in model.trees)))
         save("fit")
@@ -445,9 +453,8 @@ def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for (table, model, limit), rs in groups.items():
         n = next((r["n"] for r in rs if r.get("n")), None)
         goal = target(model, n) if n else None
-        share = median(r.get("targets_exact" if model in REGRESSORS and goal
-                             and "targets" in goal.text else "recovered_share")
-                       if r.get("n_rows") is not None else 0.0 for r in rs)
+        key = "targets_exact" if model in REGRESSORS else "recovered_share"
+        share = median(r.get(key) or 0.0 for r in rs)  # no rows (refused, crashed): none
         rows.append({
             "table": table, "model": model, "time_limit": limit, "n": n, "seeds": len(rs),
             "statuses": dict(Counter(str(r["status"]) for r in rs)),
@@ -571,7 +578,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{run['status']} returned={run.get('n_rows')} recovered="
                   f"{fmt(run.get('recovered_share'), 2)} time={fmt(run.get('time_s'), 1)} "
                   f"mem={fmt(run.get('peak_mem_mb'), 0)} MB "
-                  f"{run.get('exception') or ''}".rstrip(), file=sys.stderr, flush=True)
+                  f"{run.get('exception') or run.get('refusal') or ''}".rstrip(),
+                  file=sys.stderr, flush=True)
             write_json(out, {"meta": meta, "aggregates": aggregate(runs), "runs": runs})
     meta["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
     rows = aggregate(runs)
