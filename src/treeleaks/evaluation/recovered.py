@@ -38,7 +38,7 @@ from scipy.optimize import linear_sum_assignment
 
 from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.evaluation.metrics import _column_codes, _draw, _row_ids, _term_sums
-from treeleaks.ir.model import ReleasedModel, Tree
+from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
 from treeleaks.ir.schema_columns import FeatureColumns, feature_columns, frame_matrix
 from treeleaks.runtime.errors import TreeleaksError
@@ -159,19 +159,6 @@ def _features(model: ReleasedModel, frame: pd.DataFrame) -> np.ndarray:
     missing = [name for name in wanted if name not in frame.columns]
     raise ScoreError(f"a frame to score lacks the model's column(s) {missing[:5]}; give rows "
                      "with every column the model reads")
-
-
-def _path_nodes(tree: Tree, X: np.ndarray) -> np.ndarray:
-    """The leaf node each row reaches (a leaf reached by several paths: the path taken)."""
-    node = np.zeros(len(X), dtype=np.int64)
-    active = tree.feature[node] >= 0
-    while active.any():
-        idx = np.flatnonzero(active)
-        at = node[idx]
-        go_left = X[idx, tree.feature[at]] <= tree.threshold[at]
-        node[idx] = np.where(go_left, tree.left[at], tree.right[at])
-        active[idx] = tree.feature[node[idx]] >= 0
-    return node
 
 
 def _leaves(model: ReleasedModel, frame: pd.DataFrame) -> np.ndarray:
@@ -404,7 +391,7 @@ def true_box_rows(model: ReleasedModel, truth: pd.DataFrame, label: str | None =
     drawn = _drawn(model, draws, len(truth))
     lower, upper = np.full(X.shape, -np.inf), np.full(X.shape, np.inf)
     for t, tree in enumerate(model.trees):
-        node, (node_low, node_high) = _path_nodes(tree, X), tree.node_boxes(model.n_features)
+        node, (node_low, node_high) = tree.apply_nodes(X), tree.node_boxes(model.n_features)
         d = drawn[:, t]
         lower[d] = np.maximum(lower[d], node_low[node[d]])
         upper[d] = np.minimum(upper[d], node_high[node[d]])
