@@ -269,22 +269,31 @@ def missing_table(spec: str, data_dir: Path) -> str | None:
 
 def fit_model(kind: str, X: pd.DataFrame, y: pd.Series, seed: int, label: str) -> Any:
     """Fit ``kind`` with every default but the seed and read it into treeleaks' IR."""
-    from sklearn import ensemble, tree
-
     from treeleaks import from_lightgbm, from_sklearn, from_xgboost
 
+    fitted = fit_estimator(kind, X, y, seed)
     # The boosters are fitted on the values alone and read with the table's names: LightGBM
     # renames 'mean radius' and refuses 'c6:0', XGBoost refuses 'age:>45'.
     if kind == "lightgbm":
+        return from_lightgbm(fitted, list(X.columns), label)
+    if kind == "xgboost":
+        return from_xgboost(fitted, list(X.columns), label)
+    return from_sklearn(fitted, label_name=label, allow_regression=kind in REGRESSORS)
+
+
+def fit_estimator(kind: str, X: pd.DataFrame, y: pd.Series, seed: int) -> Any:
+    """The framework's model of ``kind``, every default but the seed, fitted on X, y (the
+    boosters on the values alone)."""
+    from sklearn import ensemble, tree
+
+    if kind == "lightgbm":
         import lightgbm
 
-        fitted = lightgbm.LGBMClassifier(random_state=seed, verbose=-1).fit(X.to_numpy(), y)
-        return from_lightgbm(fitted, list(X.columns), label)
+        return lightgbm.LGBMClassifier(random_state=seed, verbose=-1).fit(X.to_numpy(), y)
     if kind == "xgboost":
         import xgboost
 
-        fitted = xgboost.XGBClassifier(random_state=seed).fit(X.to_numpy(), y)
-        return from_xgboost(fitted, list(X.columns), label)
+        return xgboost.XGBClassifier(random_state=seed).fit(X.to_numpy(), y)
     estimators: dict[str, Callable[[], Any]] = {
         "rf": lambda: ensemble.RandomForestClassifier(random_state=seed),
         "rf-leaf5": lambda: ensemble.RandomForestClassifier(min_samples_leaf=5,
@@ -298,8 +307,7 @@ def fit_model(kind: str, X: pd.DataFrame, y: pd.Series, seed: int, label: str) -
         "rf-reg": lambda: ensemble.RandomForestRegressor(random_state=seed),
         "et-reg": lambda: ensemble.ExtraTreesRegressor(random_state=seed),
     }
-    fitted = estimators[kind]().fit(X, y)
-    return from_sklearn(fitted, label_name=label, allow_regression=kind in REGRESSORS)
+    return estimators[kind]().fit(X, y)
 
 
 # --- the issue's targets -----------------------------------------------------------------------

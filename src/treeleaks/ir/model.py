@@ -22,6 +22,7 @@ from treeleaks.ir.description import ModelDescription, ModelKind, StoredField, d
 from treeleaks.ir.inputs import InputMap
 from treeleaks.ir.json_files import FORMAT_VERSION, MAX_COUNT, read_json
 from treeleaks.ir.revealed import RevealedValues
+from treeleaks.ir.routing import route
 from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
 
 if TYPE_CHECKING:  # the checked shapes load pydantic: imported when a file is parsed
@@ -593,9 +594,7 @@ class ReleasedModel:
             raise ValueError(
                 f"expected rows with {self.n_features} features, got shape {X.shape}"
             )
-        return np.column_stack([tree.apply(X) for tree in self.trees]) if self.trees else (
-            np.zeros((X.shape[0], 0), dtype=np.int64)
-        )
+        return route(self.trees, X) if self.trees else np.zeros((X.shape[0], 0), dtype=np.int64)
 
     def class_index(self, y: Any) -> np.ndarray:
         """Map labels to indices into ``classes``.
