@@ -56,13 +56,14 @@ def run(spec: str, kind: str, seed: int, walk_s: float, data_dir: Path) -> dict[
     units = column_units(len(names), [[names.index(c) for c in g] for g in groups])
     classes = y.to_numpy() if regression else model.class_index(y.to_numpy())
     start = time.perf_counter()
-    walk = crossover_walk(model, X[names].to_numpy(dtype=np.float64), classes, units=units,
-                          deadline=start + walk_s, seed=seed)
+    draws = position_draws(model, np.arange(len(X)))
+    walk = crossover_walk(model, X[names].to_numpy(dtype=np.float64), classes, draws,
+                          units=units, deadline=start + walk_s, seed=seed)
     walked = pd.DataFrame(walk.X, columns=names).assign(**{y.name: y.to_numpy()})
     truth = X[names].assign(**{y.name: y.to_numpy()})
     certificate = (verify_regression if regression else verify)(model, walked)
     score = rows_recovered(model, truth, walked, FeatureSchema.infer(model), label=y.name,
-                           draws=position_draws(model, len(X)) if model.bootstrap else None,
+                           draws=draws if model.bootstrap else None,
                            n_random=0, true_boxes=False)
     same_trees, same_nodes = refit_agreement(kind, X, y, walked[names], seed)
     return {"table": spec, "model": kind, "seed": seed, "walk_s": walk_s, "n": len(X),

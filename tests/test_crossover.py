@@ -51,6 +51,7 @@ def real_like(n: int, seed: int) -> tuple[pd.DataFrame, np.ndarray, list[list[in
 
 def _walk(model, X: pd.DataFrame, classes: np.ndarray, groups, tries: int, seed: int):
     return crossover_walk(model, X.to_numpy(dtype=np.float64), classes,
+                          position_draws(model, np.arange(len(X))),
                           units=column_units(X.shape[1], groups),
                           deadline=time.perf_counter() + 60, max_tries=tries, seed=seed)
 
@@ -104,8 +105,8 @@ def test_boosters_and_forests_without_draws_are_refused():
     booster = from_sklearn(GradientBoostingClassifier(n_estimators=3).fit(X, y),
                            label_name="label")
     with pytest.raises(ValueError, match="forests only"):
-        position_draws(booster, len(X))
+        position_draws(booster, np.arange(len(X)))
     forest = from_sklearn(RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y),
                           label_name="label")
     with pytest.raises(ValueError, match="one draw count per row"):
-        position_draws(forest, len(X) + 1)
+        position_draws(forest, np.arange(len(X) + 1))

@@ -39,6 +39,7 @@ from treeleaks.runtime.vocabulary import Formulation, Status
 if TYPE_CHECKING:
     import pandas as pd
 
+    from treeleaks.attacks.pinning import OpenRows
     from treeleaks.ir.model import ReleasedModel
     from treeleaks.result import Reconstruction
 
@@ -169,6 +170,7 @@ def reconstruct_command(
     asked for, its status line and --json summary saying partial; 3 no reconstruction
     (the counts admit no dataset, or no row within the time); 1 a complete reconstruction
     failing its own certificate (a bug); 2 bad input."""
+    from treeleaks.attacks.pinning import probe_applies, probe_seconds, rows_one_of_many
     from treeleaks.attacks.reconstruct import reconstruct
     from treeleaks.counts.cells import CellBudget
     from treeleaks.ir.knowledge import Knowledge
@@ -185,9 +187,12 @@ def reconstruct_command(
     try:
         knowledge = Knowledge.from_csv(known_columns, known_rows,
                                        linked=known_columns_as == "rows")
+        probe = (probe_seconds(time_limit, 0.0)
+                 if probe_applies(model) and knowledge.empty else 0.0)
         with live_progress(Console(stderr=True)) as progress:
             recon = reconstruct(
-                model, bound, time_limit=time_limit, threads=threads, seed=seed, solver=solver,
+                model, bound, time_limit=time_limit - probe, threads=threads, seed=seed,
+                solver=solver,
                 certainty_time_limit=certainty_time_limit, strategy=strategy, progress=progress,
                 cell_budget=None if max_memory is None else CellBudget(memory_mb=max_memory),
                 max_rows=max_rows, knowledge=knowledge,
@@ -196,8 +201,9 @@ def reconstruct_command(
             )
     except TreeleaksError as exc:
         fail(str(exc), EXIT_BAD_INPUT)
+    open_rows = rows_one_of_many(model, recon, time_limit - recon.time_s, bound, seed)
     out_console = Console()
-    out_console.print(_summary_table(model_path, model, recon))
+    out_console.print(_summary_table(model_path, model, recon, open_rows))
     partial = recon.status in INCOMPLETE or recon.partial
     files, notes = {}, []
     label = (" (none: no dataset produces this file)" if recon.status == Status.INFEASIBLE
@@ -207,13 +213,14 @@ def reconstruct_command(
         files[out] = _integral(rows).to_csv(index=False)  # in the custodian's own columns
         notes.append(f"Wrote {len(recon.rows)} rows{label} to {out}")
     if details is not None:
-        files[details] = _details(recon, model).to_csv(index=False)
+        files[details] = _details(recon, model, open_rows).to_csv(index=False)
         notes.append(f"Wrote per-row proofs and bounds{label} to {details}")
     if draws is not None:
         files[draws] = _draws(model, recon).to_csv(index=False)
         notes.append(f"Wrote each tree's draws of each row{label} to {draws}")
     if json_path is not None:
         summary = {**recon.summary(), "partial": partial, "model_path": str(model_path),
+                   "one_of_many_rows": None if open_rows is None else open_rows.n_open,
                    "model": model.described().to_dict()}
         files[json_path] = json.dumps(summary, indent=2) + "\n"
         notes.append(f"Wrote the summary{label} to {json_path}")
@@ -238,7 +245,8 @@ def _partial_line(model: ReleasedModel, recon: Reconstruction) -> str:
             f"proven training rows ({why})")
 
 
-def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> Table:
+def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction,
+                   open_rows: OpenRows | None = None) -> Table:
     s = recon.summary()
     table = Table(title="Reconstruction", show_header=False, title_justify="left")
     table.add_column(style="bold")
@@ -277,6 +285,8 @@ def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction) -> T
         table.add_row("Targets given away exactly",
                       f"{s['targets_exact']} of {s['n_rows']} (in the label column)")
     table.add_row("Rows proven to be training rows", f"{s['proven_rows']} of {s['n_rows']}")
+    if open_rows is not None:
+        table.add_row("Rows one of many", escape(open_rows.words()))
     table.add_row(
         "Rows whose pinned values are proven",
         f"{s['proven_pattern_rows']} of {s['n_rows']}",
@@ -330,18 +340,22 @@ def _noisy_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def _details(recon: Reconstruction, model: ReleasedModel) -> pd.DataFrame:
+def _details(recon: Reconstruction, model: ReleasedModel,
+             open_rows: OpenRows | None = None) -> pd.DataFrame:
     """Per row: the training position whose draws the search put it on, where it did (``row``;
     a device of the search: the rows are a multiset, and another training row may sit
-    there), proven, proven_pattern, and
-    each feature's free flag and bounds (and, for numerical and ordinal columns, the
-    bounds' width as a share of the column's range); a regressor's target interval and
-    whether it is exact, where the attack gives one; for a pipeline whose imputer filled
-    gaps unmarked, ``<column>:maybe_gap`` where the row's bounds hold the fill."""
+    there), proven, proven_pattern, one_of_many (where the probe ran: the counts fit a
+    second dataset without the row, `attacks.pinning`), and each feature's free flag and
+    bounds (and, for numerical and ordinal columns, the bounds' width as a share of the
+    column's range); a regressor's target interval and whether it is exact, where the
+    attack gives one; for a pipeline whose imputer filled gaps unmarked,
+    ``<column>:maybe_gap`` where the row's bounds hold the fill."""
     import pandas as pd
 
     parts = {"row": recon.training_positions(), "proven": recon.proven,
              "proven_pattern": recon.proven_pattern}
+    if open_rows is not None:  # the counts fit a second dataset without this row
+        parts["one_of_many"] = open_rows.one_of_many
     for name in recon.free.columns:
         parts[f"{name}:free"] = recon.free[name].to_numpy()
         parts[f"{name}:lower"] = recon.lower[name].to_numpy()

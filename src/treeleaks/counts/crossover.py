@@ -45,19 +45,21 @@ class Walk:
     far: int  # rows no starting row shares `SHARED` of its drawing trees with
 
 
-def position_draws(model: ReleasedModel, n_rows: int) -> np.ndarray:
-    """How often each tree drew each row, ``(n_rows, n_trees)``: the model's draws, or once
-    each without bootstrap. Raises ValueError where the walk's moves are not count-neutral."""
+def position_draws(model: ReleasedModel, positions: np.ndarray) -> np.ndarray:
+    """How often each tree drew the rows at training ``positions``, ``(rows, n_trees)``:
+    the model's draws, or once each without bootstrap. Raises ValueError where the walk's
+    moves are not count-neutral."""
     if model.gradients is not None:
         raise ValueError("a booster's leaf values follow every row's path through the "
                          "earlier trees: crossovers are count-neutral for forests only")
+    positions = np.asarray(positions, dtype=np.int64)
     if not model.bootstrap:
-        return np.ones((n_rows, model.n_trees), dtype=np.int64)
+        return np.ones((len(positions), model.n_trees), dtype=np.int64)
     kept = [tree.draws for tree in model.trees]
-    if any(d is None or len(d) != n_rows for d in kept):
+    if any(d is None or (len(positions) and positions.max() >= len(d)) for d in kept):
         raise ValueError("a bootstrap forest without one draw count per row and tree: "
                          "which rows a tree counts is unknown")
-    return np.column_stack(kept).astype(np.int64)
+    return np.column_stack([d[positions] for d in kept]).astype(np.int64)
 
 
 def column_units(n_features: int, groups: Sequence[Sequence[int]]) -> list[list[int]]:
@@ -67,16 +69,15 @@ def column_units(n_features: int, groups: Sequence[Sequence[int]]) -> list[list[
         [j] for j in range(n_features) if j not in grouped]
 
 
-def crossover_walk(model: ReleasedModel, X: np.ndarray, classes: np.ndarray, *,
-                   units: Sequence[Sequence[int]], deadline: float,
+def crossover_walk(model: ReleasedModel, X: np.ndarray, classes: np.ndarray,
+                   draws: np.ndarray, *, units: Sequence[Sequence[int]], deadline: float,
                    max_tries: int | None = None, seed: int = 0) -> Walk:
-    """Walk from rows ``X`` of ``classes`` (class indices; a regressor's targets) by
-    count-neutral crossovers until ``deadline`` (``time.perf_counter()``) or ``max_tries``
-    rows tried, each move lowering the two rows' largest share of drawing-tree leaves with
-    any starting row. The starting rows fit the model or not: every
-    count the walk leaves is the one it found."""
+    """Walk from rows ``X`` of ``classes`` (class indices; a regressor's targets), drawn
+    ``draws`` times by each tree (`position_draws`), by count-neutral crossovers until
+    ``deadline`` (``time.perf_counter()``) or ``max_tries`` rows tried, each move lowering
+    the two rows' largest share of drawing-tree leaves with any starting row. The starting
+    rows fit the model or not: every count the walk leaves is the one it found."""
     rng = np.random.default_rng(seed)
-    draws = position_draws(model, len(X))
     drawn = draws > 0
     X = np.array(X, dtype=np.float64)
     leaves = model.apply(X)
@@ -173,3 +174,19 @@ class _Shares:
         return np.array([
             (np.asarray(self.by_leaf[:, row].sum(axis=1)).ravel() / self.n_drawn).max()
             for row in ids])
+
+
+def kept_shares(start: np.ndarray, drawn: np.ndarray, others: np.ndarray,
+                model: ReleasedModel) -> np.ndarray:
+    """For each starting row (leaves ``start``, drawing trees ``drawn``), the largest share
+    of its drawing trees in which one of the ``others`` rows sits in its leaf: below
+    `SHARED`, no row of the other dataset could be scored as it."""
+    offsets = np.cumsum([0] + [tree.n_leaves for tree in model.trees])[:-1]
+    ids = others + offsets
+    by_leaf = sparse.csc_matrix(
+        (np.ones(ids.size), (np.repeat(np.arange(len(others)), ids.shape[1]), ids.ravel())),
+        shape=(len(others), int(offsets[-1] + model.trees[-1].n_leaves)))
+    n_drawn = np.maximum(drawn.sum(axis=1), 1)
+    return np.array([
+        np.asarray(by_leaf[:, (start[r] + offsets)[drawn[r]]].sum(axis=1)).max() / n_drawn[r]
+        if drawn[r].any() else 1.0 for r in range(len(start))])
