@@ -10,12 +10,13 @@ impurity, beside its distinct rows n and draws w. Its rows are then a multiset o
 
 Taking the targets from the values the forest's pure leaves hold (a target of the leaf is
 usually held alone in some other tree), a depth-first search lists the ways to meet the
-three sums, per target its draws and rows; when there is exactly one, the leaf's split is
-read off it. Every row lies within ``sqrt(s (w - 1))`` of m (`regression_leaves`), which
-bounds the targets tried; pruning uses the range of the targets left (the rest's mean lies
-between them, and its variance between Cauchy-Schwarz's bound and the range's). A leaf
-with no split, or several, within the search's steps stays undecided: its rows' targets
-are not told apart.
+three sums, per target its draws and rows; when they all put the same draws on each
+target, the leaf's split is read off them (its rows per target where they agree). Every
+row lies within ``sqrt(s (w - 1))`` of m (`regression_leaves`), which bounds the targets
+tried; pruning uses the range of the targets left (the rest's mean lies between them, and
+its variance between Cauchy-Schwarz's bound and the range's). A leaf with no split, or
+splits putting other draws on some target, within the search's steps stays undecided:
+its rows' targets are not told apart.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ SQUARE_RTOL = 1e-6  # the squares', relative to the largest target squared: the 
 @dataclass(frozen=True)
 class LeafSplit:
     """A leaf's rows by target: ``target[i]`` (index into the candidates) holds
-    ``draws[i]`` draws from ``rows[i]`` distinct rows."""
+    ``draws[i]`` draws from ``rows[i]`` distinct rows (-1: splits differing only in how
+    many rows bring the draws)."""
 
     target: np.ndarray
     draws: np.ndarray
@@ -46,7 +48,8 @@ def split_leaf(candidates: np.ndarray, n_rows: int, weight: int, mean: float,
                variance: float, scale: float, bootstrap: bool) -> LeafSplit | None:
     """The one split of a leaf of ``n_rows`` distinct rows and ``weight`` draws, value
     ``mean`` and impurity ``variance``, into the sorted ``candidates`` (see the module
-    doc); None when there is none or more than one within `MAX_STEPS`. ``scale``: the
+    doc); None when there is none, or several putting other draws on some target, within
+    `MAX_STEPS`. ``scale``: the
     largest |value| in the model, for the tolerances; without ``bootstrap`` every row is
     drawn once."""
     if n_rows < 2 or weight < n_rows or (not bootstrap and weight != n_rows):
@@ -59,11 +62,15 @@ def split_leaf(candidates: np.ndarray, n_rows: int, weight: int, mean: float,
     found: list[list[tuple[int, int, int]]] = []
     steps = 0
 
+    def differs() -> bool:
+        """Whether two splits found put other draws on some target."""
+        return len(found) > 1 and [c[:2] for c in found[-1]] != [c[:2] for c in found[0]]
+
     def search(i: int, rows_left: int, draws_left: int, total: float, squares: float,
                chosen: list[tuple[int, int, int]]) -> None:
         nonlocal steps
         steps += 1
-        if len(found) > 1 or steps > MAX_STEPS:
+        if differs() or steps > MAX_STEPS:
             return
         if rows_left == 0:
             if draws_left == 0 and _fits(z[i:], 0, total, squares, tol_sum, tol_square):
@@ -80,9 +87,11 @@ def split_leaf(candidates: np.ndarray, n_rows: int, weight: int, mean: float,
         search(i + 1, rows_left, draws_left, total, squares, chosen)
 
     search(0, n_rows, weight, 0.0, variance * weight, [])
-    if len(found) != 1 or steps > MAX_STEPS or len(found[0]) < 2:
+    if not found or differs() or steps > MAX_STEPS or len(found[0]) < 2:
         return None
     target, draws, rows = (np.array(column, dtype=np.int64) for column in zip(*found[0]))
+    for other in found[1:]:  # the same draws on each target, other rows: rows not known
+        rows[rows != np.array([c[2] for c in other])] = -1
     return LeafSplit(target, draws, rows)
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-from treeleaks.counts.mixed_leaves import split_leaf
+from treeleaks.counts.mixed_leaves import LeafSplit, split_leaf
 from treeleaks.counts.paths import leaf_hulls
 from treeleaks.ir.model import ReleasedModel
 
@@ -33,6 +33,7 @@ VALUE_RTOL = 1e-9
 # A leaf's impurity above this (relative to the largest leaf value squared) is a variance of
 # several targets; a leaf of one target stores 0 up to rounding.
 IMPURITY_RTOL = 1e-9
+PAIR_RTOL = 1e-6  # a pair's target this close to a pure leaf's value is that value
 
 
 @dataclass
@@ -40,7 +41,8 @@ class LeafTargets:
     """Per tree, the targets each leaf holds: entry i of tree t puts ``draws[t][i]`` draws
     from ``rows[t][i]`` distinct rows of target ``target[t][i]`` (into ``targets``) in leaf
     ``leaf[t][i]``; ``undecided[t]`` marks the leaves of several targets not told apart
-    (no entry). ``mixed`` counts the leaves of several targets, split or not."""
+    (no entry). ``mixed`` counts the leaves of several targets, split or not, ``assumed``
+    those whose split is the only one among their neighbours' targets, not among all."""
 
     targets: np.ndarray
     leaf: list[np.ndarray]
@@ -49,6 +51,7 @@ class LeafTargets:
     rows: list[np.ndarray]
     undecided: list[np.ndarray]
     mixed: int
+    assumed: int = 0
 
     @property
     def n_undecided(self) -> int:
@@ -56,13 +59,22 @@ class LeafTargets:
         return int(sum(u.sum() for u in self.undecided))
 
     def per_value(self, distinct: bool = False) -> np.ndarray:
-        """(trees, targets): each tree's draws (``distinct``: rows) of each target."""
+        """(trees, targets): each tree's draws (``distinct``: rows, -1 where a split leaves
+        them open) of each target."""
         column = self.rows if distinct else self.draws
-        return np.vstack([np.bincount(v, weights=w, minlength=self.targets.size)
-                          for v, w in zip(self.target, column)]).astype(np.int64)
+        total = np.vstack([np.bincount(v, weights=w, minlength=self.targets.size)
+                           for v, w in zip(self.target, column)]).astype(np.int64)
+        if distinct:
+            total[self._open_rows()] = -1
+        return total
+
+    def _open_rows(self) -> np.ndarray:
+        """(trees, targets): where some split leaves its rows of the target open."""
+        return np.vstack([np.bincount(v[r < 0], minlength=self.targets.size) > 0
+                          for v, r in zip(self.target, self.rows)])
 
     def matrix(self, t: int, n_leaves: int, distinct: bool = False) -> sp.csr_matrix:
-        """Tree ``t``'s (leaves, targets) draws (``distinct``: rows)."""
+        """Tree ``t``'s (leaves, targets) draws (``distinct``: rows, -1 where open)."""
         data = (self.rows if distinct else self.draws)[t]
         return sp.csr_matrix((data, (self.leaf[t], self.target[t])),
                              shape=(n_leaves, self.targets.size))
@@ -93,7 +105,9 @@ def leaf_targets(model: ReleasedModel, deadline: float = np.inf,
              if tree.n_samples is not None else tree.impurity > IMPURITY_RTOL * scale ** 2
              for tree in model.trees]
     pure_values = np.concatenate([tree.values[~m] for tree, m in zip(model.trees, mixed)])
-    targets, index = _group(pure_values, rtol)
+    targets, index = _group(np.concatenate([pure_values, _pair_targets(
+        model, mixed, pure_values, scale)]), rtol)
+    index = index[:pure_values.size]
     bounds = np.cumsum([int((~m).sum()) for m in mixed])[:-1]
     pure_target = np.split(index, bounds)
     splits: dict[tuple, object] = {}
@@ -128,42 +142,69 @@ def leaf_targets(model: ReleasedModel, deadline: float = np.inf,
 
 def _split_by_neighbours(model: ReleasedModel, held: LeafTargets, scale: float,
                          deadline: float) -> None:
-    """Split the undecided leaves again, each among the targets of the split leaves of
-    several targets whose boxes meet its own: rows sharing every feature lie in one leaf
-    of each tree, so a leaf of theirs meets the others'. A split found only so is read
-    under that assumption, which the certificate of the rows checks."""
+    """Split the undecided leaves again, each first among the targets held by the leaves
+    of every tree whose boxes meet its own. Its rows share every feature, so each lies, in
+    every tree that drew it, in a leaf meeting this one, and that leaf holds its target:
+    the targets tried include the true ones (unless a row was drawn by this tree alone),
+    so a split that is the only one among them is theirs. Then, for those still open,
+    among the targets of the split leaves of several targets meeting it (the same rows'
+    leaves in other trees, most likely): a split found so is assumed, and counted."""
     hulls = [leaf_hulls(tree, model.n_features) for tree in model.trees]
-    known_low, known_high, known_targets = [], [], []
-    for t, tree in enumerate(model.trees):
-        several = np.flatnonzero(np.bincount(held.leaf[t], minlength=tree.n_leaves) > 1)
-        for leaf in several:
-            known_low.append(hulls[t][0][leaf])
-            known_high.append(hulls[t][1][leaf])
-            known_targets.append(held.target[t][held.leaf[t] == leaf])
-    if not known_targets:
-        return
-    low, high = np.vstack(known_low), np.vstack(known_high)
-    for t, tree in enumerate(model.trees):
-        for leaf in np.flatnonzero(held.undecided[t]):
-            if time.perf_counter() > deadline:
-                return
-            meets = np.all((np.maximum(low, hulls[t][0][leaf])
-                            < np.minimum(high, hulls[t][1][leaf])), axis=1)
-            near = np.unique(np.concatenate([known_targets[i] for i in np.flatnonzero(meets)]
-                                            or [np.zeros(0, dtype=np.int64)]))
-            split = split_leaf(held.targets[near], int(tree.n_samples[leaf]),
-                               int(tree.counts[leaf, 0]), float(tree.values[leaf]),
-                               float(tree.impurity[leaf]), scale, model.bootstrap)
-            if split is None:
-                continue
-            held.undecided[t][leaf] = False
-            order = np.argsort(np.concatenate([held.leaf[t], np.full(split.target.size,
-                                                                     leaf)]), kind="stable")
-            for name, add in (("leaf", np.full(split.target.size, leaf)),
-                              ("target", near[split.target]), ("draws", split.draws),
-                              ("rows", split.rows)):
-                column = getattr(held, name)
-                column[t] = np.concatenate([column[t], add]).astype(np.int64)[order]
+    low = np.vstack([h[0] for h in hulls])
+    high = np.vstack([h[1] for h in hulls])
+    holds = sp.vstack([held.matrix(t, tree.n_leaves) for t, tree in enumerate(model.trees)],
+                      format="csr")
+    several = np.diff(holds.indptr) > 1  # the split leaves of several targets
+    for assumed in (False, True):
+        for t, tree in enumerate(model.trees):
+            for leaf in np.flatnonzero(held.undecided[t]):
+                if time.perf_counter() > deadline:
+                    return
+                meets = np.all(np.maximum(low, hulls[t][0][leaf])
+                               < np.minimum(high, hulls[t][1][leaf]), axis=1)
+                near = np.unique(holds[np.flatnonzero(meets & several if assumed
+                                                      else meets)].indices)
+                split = split_leaf(held.targets[near], int(tree.n_samples[leaf]),
+                                   int(tree.counts[leaf, 0]), float(tree.values[leaf]),
+                                   float(tree.impurity[leaf]), scale, model.bootstrap)
+                if split is not None:
+                    _add_split(held, t, leaf, near[split.target], split)
+                    held.assumed += int(assumed)
+
+
+def _add_split(held: LeafTargets, t: int, leaf: int, targets: np.ndarray,
+               split: LeafSplit) -> None:
+    """Record tree ``t``'s undecided ``leaf`` as split (``targets``: the split's, as
+    indices into ``held.targets``)."""
+    held.undecided[t][leaf] = False
+    order = np.argsort(np.concatenate([held.leaf[t], np.full(targets.size, leaf)]),
+                       kind="stable")
+    for name, add in (("leaf", np.full(targets.size, leaf)), ("target", targets),
+                      ("draws", split.draws), ("rows", split.rows)):
+        column = getattr(held, name)
+        column[t] = np.concatenate([column[t], add]).astype(np.int64)[order]
+
+
+def _pair_targets(model: ReleasedModel, mixed: list[np.ndarray], known: np.ndarray,
+                  scale: float) -> np.ndarray:
+    """The targets of the leaves of two rows drawn once each (mean m, variance s: the
+    targets are m - sqrt(s) and m + sqrt(s)) that no pure leaf holds (none within
+    `PAIR_RTOL` of the largest |value|: the file's float64 impurity keeps sqrt(s) far
+    closer): a single tree's leaf of two rows sharing every feature may be the only leaf
+    holding their targets."""
+    found = []
+    for tree, m in zip(model.trees, mixed):
+        rows = tree.n_samples if tree.n_samples is not None else tree.counts[:, 0]
+        pair = m & (rows == 2) & (tree.counts[:, 0] == 2)
+        reach = np.sqrt(tree.impurity[pair]) if pair.any() else np.zeros(0)
+        found.append(np.concatenate([tree.values[pair] - reach, tree.values[pair] + reach]))
+    values = np.unique(np.concatenate(found))
+    if not values.size or not known.size:
+        return values
+    ordered = np.sort(known)
+    at = np.clip(np.searchsorted(ordered, values), 1, ordered.size - 1)
+    nearest = np.minimum(np.abs(values - ordered[at - 1]), np.abs(values - ordered[at]))
+    return values[nearest > PAIR_RTOL * scale]
 
 
 def target_class_view(model: ReleasedModel, held: LeafTargets) -> ReleasedModel:

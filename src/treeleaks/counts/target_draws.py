@@ -57,7 +57,8 @@ def targets_by_draws(model: ReleasedModel, held: LeafTargets,
     if len(column) == n:  # every row's draws its own: a target's sum may be one of them
         for v in range(targets.size):
             k = column.get(np.ascontiguousarray(W[:, v]).tobytes())
-            if k is not None and (D[:, v] == (draws[:, k] > 0)).all() and target[k] < 0:
+            if k is not None and ((D[:, v] == (draws[:, k] > 0)) | (D[:, v] < 0)).all() \
+                    and target[k] < 0:
                 target[k] = v
     found = np.bincount(target[target >= 0], minlength=targets.size)
     for v in np.flatnonzero(found == 0):
@@ -73,7 +74,8 @@ def targets_by_draws(model: ReleasedModel, held: LeafTargets,
 def _shared_target(draws: np.ndarray, weight: np.ndarray, distinct: np.ndarray,
                    free: np.ndarray) -> np.ndarray | None:
     """The one set of free rows whose draws sum to ``weight`` tree by tree, with
-    ``distinct`` of them drawn in each tree; None if there is none or more than one."""
+    ``distinct`` of them drawn in each tree (-1: any number); None if there is none or
+    more than one."""
     fits = free & (draws <= weight[:, None]).all(axis=0) & (
         (draws > 0) <= (weight > 0)[:, None]).all(axis=0)
     candidates = np.flatnonzero(fits)
@@ -89,7 +91,7 @@ def _shared_target(draws: np.ndarray, weight: np.ndarray, distinct: np.ndarray,
         if len(found) > 1 or steps > MAX_NODES:
             return
         if not left.any():
-            if (seen == distinct).all():
+            if ((seen == distinct) | (distinct < 0)).all():
                 found.append(list(chosen))
             return
         if i == len(candidates):
@@ -149,13 +151,14 @@ def _share(rows: np.ndarray, ways: np.ndarray, path_leaf: np.ndarray, draws: np.
            weight: np.ndarray, distinct: np.ndarray, lower: np.ndarray,
            upper: np.ndarray, box: tuple[np.ndarray, np.ndarray]) -> list[int] | None:
     """A path for each row, among ``ways`` meeting its box, giving every path's leaf
-    (``path_leaf``) its weighted and distinct rows; None if none is found within
-    `MAX_NODES` steps."""
+    (``path_leaf``) its weighted and distinct rows (-1: any number); None if none is found
+    within `MAX_NODES` steps."""
     meets = [ways[(np.maximum(lower[k], box[0][ways])
                    < np.minimum(upper[k], box[1][ways])).all(axis=1)] for k in rows]
     leaves = np.unique(path_leaf[ways])
     weight_left = {int(leaf): int(weight[leaf]) for leaf in leaves}
-    rows_left = {int(leaf): int(distinct[leaf]) for leaf in leaves}
+    rows_left = {int(leaf): int(distinct[leaf]) if distinct[leaf] >= 0 else len(rows)
+                 for leaf in leaves}
     chosen: list[int] = []
     steps = 0
 
@@ -165,7 +168,8 @@ def _share(rows: np.ndarray, ways: np.ndarray, path_leaf: np.ndarray, draws: np.
         if steps > MAX_NODES:
             return False
         if i == len(rows):
-            return not any(weight_left.values()) and not any(rows_left.values())
+            return not any(weight_left.values()) and all(
+                rows_left[leaf] == 0 or distinct[leaf] < 0 for leaf in rows_left)
         b = int(draws[rows[i]])
         for way in map(int, meets[i]):
             leaf = int(path_leaf[way])

@@ -197,7 +197,7 @@ def _equations(leaves: np.ndarray, held: LeafTargets, v: int) -> tuple[np.ndarra
     rows, released = [], []
     for t in range(leaves.shape[1]):
         at = held.target[t] == v
-        for leaf, count in zip(held.leaf[t][at], held.rows[t][at]):
+        for leaf, count in zip(held.leaf[t][at], held.draws[t][at]):  # each row drawn once
             rows.append(leaves[:, t] == leaf)
             released.append(count)
     return np.array(rows, dtype=float), np.array(released, dtype=float)
