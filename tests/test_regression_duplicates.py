@@ -16,10 +16,11 @@ from sklearn.ensemble import ExtraTreesRegressor, RandomForestRegressor
 from sklearn.tree import DecisionTreeRegressor
 from test_regression_exact import proven_boxes_hold_the_truth
 
-from treeleaks import from_sklearn, reconstruct
+from treeleaks import FeatureSchema, from_sklearn, reconstruct
 from treeleaks.attacks import regression
 from treeleaks.counts.mixed_leaves import split_leaf
 from treeleaks.counts.verify import verify_regression, verify_regression_within
+from treeleaks.evaluation.recovered import rows_recovered
 from treeleaks.runtime.vocabulary import Status
 
 PAIR = [9.0, 9.0, 9.0]  # two rows here, targets no other row has
@@ -80,8 +81,11 @@ def test_rows_sharing_every_feature_come_back_with_their_targets(kind: str, seed
         assert leaves_and_targets(model, rec.rows, got) == leaves_and_targets(model, X, y)
         assert proven_boxes_hold_the_truth(rec, X, y)
     else:  # the draws place rows: a proven row is the training row at its position
+        truth = X.assign(label=y)
+        score = rows_recovered(model, truth, rec.rows, FeatureSchema.infer(model),
+                               n_random=0, true_boxes=False)
+        assert score.recovered_share == 1.0  # each true row, its target and its leaves
         proven = rec.proven.astype(bool)
-        assert proven.sum() > 0
         assert np.array_equal(got[proven], y[proven])
         drawn = np.vstack([tree.draws for tree in model.trees]).T > 0  # (rows, trees)
         leaves = model.apply(rec.rows[["a", "b", "c"]].to_numpy(dtype=np.float64))

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from treeleaks.attacks.options import RunOptions
 from treeleaks.attacks.per_row import PROOF, reconstruct_per_row
 from treeleaks.attacks.regression_draws import complete_by_draws, partial_by_draws
@@ -138,12 +140,17 @@ def reconstruct_regression(model: ReleasedModel, schema: FeatureSchema | None,
             "targets the other leaves hold, not proven)" if rec.status == Status.INFEASIBLE
             else f"the placement of the others: {rec.message}"))
     certificate = verify_regression(model, rec.rows)
+    if held.assumed:  # the placement's proofs stand on a split assumed: none is claimed
+        rec = replace(rec, proven=np.zeros_like(rec.proven),
+                      proven_pattern=np.zeros_like(rec.proven_pattern))
     exact = rec.proven_rows
     if not certificate.verified:
         return replace(rec, **common, certificate=certificate, status=Status.UNKNOWN,
                        message=("the rows do not reproduce the regression model: "
                                 f"{certificate.first_mismatch}"))
+    assumed = (" (none proven: a leaf of rows sharing every feature was split among the "
+               "targets its neighbours hold, assumed)" if held.assumed else " (proven)")
     return replace(rec, **common, certificate=certificate,
                    regression=RegressionDetails(targets_exact=exact), message=(
-        f"{exact} of {rec.n_rows} rows' targets given away exactly (proven); every leaf's "
+        f"{exact} of {rec.n_rows} rows' targets given away exactly{assumed}; every leaf's "
         "rows, weighted rows and value reproduced"))

@@ -41,8 +41,9 @@ class LeafTargets:
     """Per tree, the targets each leaf holds: entry i of tree t puts ``draws[t][i]`` draws
     from ``rows[t][i]`` distinct rows of target ``target[t][i]`` (into ``targets``) in leaf
     ``leaf[t][i]``; ``undecided[t]`` marks the leaves of several targets not told apart
-    (no entry). ``mixed`` counts the leaves of several targets, split or not, ``assumed``
-    those whose split is the only one among their neighbours' targets, not among all."""
+    (no entry). ``mixed`` counts the leaves of several targets, split or not; ``doubtful``
+    marks the targets an assumed split (the only one among its neighbours' targets, not
+    among all) may have put wrong: those within its leaf's reach (`mixed_leaves`)."""
 
     targets: np.ndarray
     leaf: list[np.ndarray]
@@ -51,7 +52,12 @@ class LeafTargets:
     rows: list[np.ndarray]
     undecided: list[np.ndarray]
     mixed: int
-    assumed: int = 0
+    doubtful: np.ndarray | None = None
+
+    @property
+    def assumed(self) -> bool:
+        """Whether some leaf's split is assumed (see the class doc)."""
+        return self.doubtful is not None and bool(self.doubtful.any())
 
     @property
     def n_undecided(self) -> int:
@@ -155,6 +161,7 @@ def _split_by_neighbours(model: ReleasedModel, held: LeafTargets, scale: float,
     holds = sp.vstack([held.matrix(t, tree.n_leaves) for t, tree in enumerate(model.trees)],
                       format="csr")
     several = np.diff(holds.indptr) > 1  # the split leaves of several targets
+    held.doubtful = np.zeros(held.targets.size, dtype=bool)
     for assumed in (False, True):
         for t, tree in enumerate(model.trees):
             for leaf in np.flatnonzero(held.undecided[t]):
@@ -167,9 +174,13 @@ def _split_by_neighbours(model: ReleasedModel, held: LeafTargets, scale: float,
                 split = split_leaf(held.targets[near], int(tree.n_samples[leaf]),
                                    int(tree.counts[leaf, 0]), float(tree.values[leaf]),
                                    float(tree.impurity[leaf]), scale, model.bootstrap)
-                if split is not None:
-                    _add_split(held, t, leaf, near[split.target], split)
-                    held.assumed += int(assumed)
+                if split is None:
+                    continue
+                _add_split(held, t, leaf, near[split.target], split)
+                if assumed:
+                    reach = np.sqrt(tree.impurity[leaf] * (tree.counts[leaf, 0] - 1))
+                    near_mean = np.abs(held.targets - tree.values[leaf]) <= reach + 1e-9 * scale
+                    held.doubtful |= near_mean
 
 
 def _add_split(held: LeafTargets, t: int, leaf: int, targets: np.ndarray,

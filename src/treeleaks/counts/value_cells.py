@@ -114,6 +114,8 @@ def rows_by_target(model: ReleasedModel, deadline: float,
         lowers.append(cell_low[take]), uppers.append(cell_high[take])
         found.append(np.full(len(take), v)), proven.append(fixed[take])
     target = np.concatenate(found).astype(np.int64)
+    if held.assumed:  # a split assumed, not proven: its targets' rows are not proven
+        proven = [np.concatenate(proven) & ~held.doubtful[target]]
     order = np.argsort(target, kind="stable")
     return TargetRows(targets, np.vstack(lowers)[order], np.vstack(uppers)[order],
                       target[order], np.concatenate(proven)[order], sorted(left_out),
