@@ -27,7 +27,7 @@ import numpy as np
 
 __all__ = ["LeafSplit", "split_leaf"]
 
-MAX_STEPS = 20_000  # most search steps per leaf; past it the leaf stays undecided
+MAX_STEPS = 5_000  # most search steps per leaf; past it the leaf stays undecided
 MEAN_RTOL = 1e-7  # the sums' tolerance, relative to the largest |target| (and 1)
 SQUARE_RTOL = 1e-6  # the squares', relative to the largest target squared: the file's
 # impurity is a difference of squares, good to about this

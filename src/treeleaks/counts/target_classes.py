@@ -41,7 +41,7 @@ class LeafTargets:
     """Per tree, the targets each leaf holds: entry i of tree t puts ``draws[t][i]`` draws
     from ``rows[t][i]`` distinct rows of target ``target[t][i]`` (into ``targets``) in leaf
     ``leaf[t][i]``; ``undecided[t]`` marks the leaves of several targets not told apart
-    (no entry). ``mixed`` counts the leaves of several targets, split or not; ``doubtful``
+    (no entry). ``several[t]`` marks the leaves of several targets, split or not; ``doubtful``
     marks the targets an assumed split (the only one among its neighbours' targets, not
     among all) may have put wrong: those within its leaf's reach (`mixed_leaves`)."""
 
@@ -51,8 +51,23 @@ class LeafTargets:
     draws: list[np.ndarray]
     rows: list[np.ndarray]
     undecided: list[np.ndarray]
-    mixed: int
+    several: list[np.ndarray]
     doubtful: np.ndarray | None = None
+
+    @property
+    def mixed(self) -> int:
+        """The leaves of several targets, split or not."""
+        return int(sum(s.sum() for s in self.several))
+
+    def pure(self) -> LeafTargets:
+        """The leaves of one target alone: what a reading that sets the leaves of several
+        targets aside sees (their rows are not counted anywhere)."""
+        keep = [~s[leaf] for s, leaf in zip(self.several, self.leaf)]
+        return LeafTargets(
+            self.targets, *([column[t][keep[t]] for t in range(len(keep))]
+                            for column in (self.leaf, self.target, self.draws, self.rows)),
+            undecided=[np.zeros_like(u) for u in self.undecided],
+            several=[np.zeros_like(s) for s in self.several])
 
     @property
     def assumed(self) -> bool:
@@ -140,7 +155,7 @@ def leaf_targets(model: ReleasedModel, deadline: float = np.inf,
         for name, i in (("leaf", 0), ("target", 1), ("draws", 2), ("rows", 3)):
             out[name].append(np.concatenate([p[i] for p in parts]).astype(np.int64)[order])
         out["undecided"].append(undecided)
-    held = LeafTargets(targets, **out, mixed=int(sum(m.sum() for m in mixed)))
+    held = LeafTargets(targets, **out, several=mixed)
     if held.n_undecided:
         _split_by_neighbours(model, held, scale, deadline)
     return held

@@ -61,23 +61,46 @@ class TargetRows:
 def rows_by_target(model: ReleasedModel, deadline: float,
                    feasible: Feasible | None = None) -> TargetRows:
     """The rows of a regression model whose trees each saw every row once (see the module
-    doc), within ``deadline`` (``time.monotonic()``); ``feasible`` tells the boxes holding a
+    doc), within ``deadline`` (``time.perf_counter()``); ``feasible`` tells the boxes holding a
     value the columns allow (`FeatureSchema.feasibility`: a box between two thresholds of a
     0/1 column holds none); raises `TargetRowsInfeasible` naming the target and tree whose
     counts no rows meet."""
     feasible = feasible or _nonempty
     held = leaf_targets(model, time.perf_counter() + SPLIT_SHARE * max(
         deadline - time.perf_counter(), 0.0))
-    targets = held.targets
     paths = [tree_paths(tree, model.n_features) for tree in model.trees]
+    if all(tree.impurity is not None for tree in model.trees) and not held.mixed:
+        _check_pure_trees_agree(held.per_value(), held)  # every leaf of one target
+    found = _rows_of(model, held, paths, feasible, deadline, held.targets.size)
+    if held.mixed and found.left_out:  # their rows outside the leaves of several targets
+        rest = _rows_of(model, held.pure(), paths, feasible, deadline, held.targets.size,
+                        np.array(found.left_out))
+        found = TargetRows(held.targets, *(np.concatenate([getattr(found, name),
+                                                           getattr(rest, name)])
+                                           for name in ("lower", "upper", "target", "proven")),
+                           rest.left_out, found.out_of_time or rest.out_of_time)
+    if held.assumed:  # a split assumed, not proven: its targets' rows are not proven
+        found.proven &= ~held.doubtful[found.target]
+    order = np.argsort(found.target, kind="stable")
+    return TargetRows(held.targets, found.lower[order], found.upper[order],
+                      found.target[order], found.proven[order], sorted(found.left_out),
+                      found.out_of_time)
+
+
+def _rows_of(model: ReleasedModel, held: LeafTargets, paths: list[Paths], feasible: Feasible,
+             deadline: float, n_targets: int,
+             wanted: np.ndarray | None = None) -> TargetRows:
+    """The rows of the ``wanted`` targets (all by default) that every tree's leaves agree
+    on, as ``held`` reads the leaves, cheapest first (see `rows_by_target`)."""
+    targets = held.targets
+    is_wanted = np.zeros(n_targets, dtype=bool)
+    is_wanted[np.arange(n_targets) if wanted is None else wanted] = True
     boxes = [(p.lower, p.upper) for p in paths]
     # per tree, (paths, targets): which paths' leaves hold each target
     on_path = [(held.matrix(t, tree.n_leaves)[p.leaf] > 0).tocsc()
                for t, (tree, p) in enumerate(zip(model.trees, paths))]
     per_value = held.per_value()
-    agreed = (per_value == per_value[0]).all(axis=0)
-    if all(tree.impurity is not None for tree in model.trees) and not held.n_undecided:
-        _check_pure_trees_agree(per_value, held)
+    agreed = (per_value == per_value[0]).all(axis=0) & is_wanted & (per_value[0] > 0)
     paths_of = np.vstack([np.diff(holds.indptr) for holds in on_path])
     single = agreed & (paths_of == 1).all(axis=0)  # one path per tree: one cell
     low, high = _single_cells(boxes, on_path, single)
@@ -92,11 +115,12 @@ def rows_by_target(model: ReleasedModel, deadline: float,
     take = np.repeat(np.flatnonzero(single), per_value[0, single].astype(np.int64))
     at = np.repeat(np.arange(single.sum()), per_value[0, single].astype(np.int64))
     lowers, uppers, found, proven = [low[at]], [high[at]], [take], [np.ones(len(at), bool)]
-    left_out = np.flatnonzero(~agreed).tolist()
+    left_out = np.flatnonzero(~agreed & is_wanted).tolist()
     out_of_time = False
     several = np.flatnonzero(agreed & ~single)
+    several = several[np.argsort(per_value[0, several], kind="stable")]  # fewest rows first
     for i, v in enumerate(several):
-        if time.monotonic() > deadline:
+        if time.perf_counter() > deadline:
             out_of_time = True
             left_out.extend(several[i:].tolist())
             break
@@ -113,17 +137,13 @@ def rows_by_target(model: ReleasedModel, deadline: float,
         take = np.repeat(np.arange(len(counts)), counts)
         lowers.append(cell_low[take]), uppers.append(cell_high[take])
         found.append(np.full(len(take), v)), proven.append(fixed[take])
-    target = np.concatenate(found).astype(np.int64)
-    if held.assumed:  # a split assumed, not proven: its targets' rows are not proven
-        proven = [np.concatenate(proven) & ~held.doubtful[target]]
-    order = np.argsort(target, kind="stable")
-    return TargetRows(targets, np.vstack(lowers)[order], np.vstack(uppers)[order],
-                      target[order], np.concatenate(proven)[order], sorted(left_out),
-                      out_of_time)
+    return TargetRows(targets, np.vstack(lowers), np.vstack(uppers),
+                      np.concatenate(found).astype(np.int64), np.concatenate(proven),
+                      left_out, out_of_time)
 
 
 def _check_pure_trees_agree(per_value: np.ndarray, held: LeafTargets) -> None:
-    """Every leaf's targets are known (their impurities say so), so every tree holds each
+    """Every leaf holds one target (their impurities say so), so every tree holds each
     target's rows: a tree that holds another number of them contradicts the others (an
     edited leaf value, count or impurity). Raises `TargetRowsInfeasible` naming it."""
     usual = np.median(per_value, axis=0)
@@ -139,7 +159,7 @@ def _check_pure_trees_agree(per_value: np.ndarray, held: LeafTargets) -> None:
     raise TargetRowsInfeasible(
         f"tree {t} holds {per_value[t, v]:g} rows of target {target:g} where most trees "
         f"hold {np.median(per_value[:, v]):g} ({where}), and every leaf's impurity says "
-        "which targets it holds: the file's values contradict each other at tree "
+        "it holds one target: the file's values contradict each other at tree "
         f"{t}{f' leaf {leaves[0]}' if len(leaves) else ''} (edited or truncated?)")
 
 
