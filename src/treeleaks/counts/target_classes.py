@@ -178,24 +178,29 @@ def _split_by_neighbours(model: ReleasedModel, held: LeafTargets, scale: float,
     several = np.diff(holds.indptr) > 1  # the split leaves of several targets
     held.doubtful = np.zeros(held.targets.size, dtype=bool)
     for assumed in (False, True):
+        # without bootstrap a leaf's rows sit together in every tree, alike: one answer
+        seen: dict[tuple, tuple[np.ndarray, LeafSplit] | None] = {}
         for t, tree in enumerate(model.trees):
+            rows = tree.n_samples if tree.n_samples is not None else tree.counts[:, 0]
             for leaf in np.flatnonzero(held.undecided[t]):
                 if time.perf_counter() > deadline:
                     return
-                meets = np.all(np.maximum(low, hulls[t][0][leaf])
-                               < np.minimum(high, hulls[t][1][leaf]), axis=1)
-                near = np.unique(holds[np.flatnonzero(meets & several if assumed
-                                                      else meets)].indices)
-                split = split_leaf(held.targets[near], int(tree.n_samples[leaf]),
-                                   int(tree.counts[leaf, 0]), float(tree.values[leaf]),
-                                   float(tree.impurity[leaf]), scale, model.bootstrap)
-                if split is None:
+                key = (int(rows[leaf]), int(tree.counts[leaf, 0]), float(tree.values[leaf]),
+                       float(tree.impurity[leaf]))
+                if model.bootstrap or key not in seen:
+                    meets = np.all(np.maximum(low, hulls[t][0][leaf])
+                                   < np.minimum(high, hulls[t][1][leaf]), axis=1)
+                    near = np.unique(holds[np.flatnonzero(meets & several if assumed
+                                                          else meets)].indices)
+                    split = split_leaf(held.targets[near], *key, scale, model.bootstrap)
+                    seen[key] = None if split is None else (near, split)
+                if seen[key] is None:
                     continue
+                near, split = seen[key]
                 _add_split(held, t, leaf, near[split.target], split)
                 if assumed:
-                    reach = np.sqrt(tree.impurity[leaf] * (tree.counts[leaf, 0] - 1))
-                    near_mean = np.abs(held.targets - tree.values[leaf]) <= reach + 1e-9 * scale
-                    held.doubtful |= near_mean
+                    reach = np.sqrt(key[3] * (key[1] - 1))
+                    held.doubtful |= np.abs(held.targets - key[2]) <= reach + 1e-9 * scale
 
 
 def _add_split(held: LeafTargets, t: int, leaf: int, targets: np.ndarray,
