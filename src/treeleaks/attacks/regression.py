@@ -104,7 +104,7 @@ def reconstruct_regression(model: ReleasedModel, schema: FeatureSchema | None,
     cannot."""
     clock = RunClock(run.time_limit)
     bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
-    held = leaf_targets(model, clock.share(SPLIT_SHARE, clock.search_deadline))
+    held = leaf_targets(model, clock.share(SPLIT_SHARE, clock.search_deadline), assume=True)
     clock.lap("leaf targets")
     found = targets_by_draws(model, held, clock.share(DRAWS_SHARE, clock.search_deadline))
     clock.lap("targets")

@@ -49,11 +49,28 @@ def split_leaf(candidates: np.ndarray, n_rows: int, weight: int, mean: float,
     """The one split of a leaf of ``n_rows`` distinct rows and ``weight`` draws, value
     ``mean`` and impurity ``variance``, into the sorted ``candidates`` (see the module
     doc); None when there is none, or several putting other draws on some target, within
-    `MAX_STEPS`. ``scale``: the
-    largest |value| in the model, for the tolerances; without ``bootstrap`` every row is
-    drawn once."""
-    if n_rows < 2 or weight < n_rows or (not bootstrap and weight != n_rows):
+    `MAX_STEPS`. ``scale``: the largest |value| in the model, for the tolerances; without
+    ``bootstrap`` every row is drawn once."""
+    found = _splits(candidates, n_rows, weight, mean, variance, scale, bootstrap)
+    if not found or _differ(found) or len(found[0]) < 2:
         return None
+    target, draws, rows = (np.array(column, dtype=np.int64) for column in zip(*found[0]))
+    for other in found[1:]:  # the same draws on each target, other rows: rows not known
+        rows[rows != np.array([c[2] for c in other])] = -1
+    return LeafSplit(target, draws, rows)
+
+
+def _differ(found: list[list[tuple[int, int, int]]]) -> bool:
+    """Whether the last split found puts other draws on some target than the first."""
+    return len(found) > 1 and [c[:2] for c in found[-1]] != [c[:2] for c in found[0]]
+
+
+def _splits(candidates: np.ndarray, n_rows: int, weight: int, mean: float, variance: float,
+            scale: float, bootstrap: bool) -> list[list[tuple[int, int, int]]] | None:
+    """The splits of the leaf as (candidate, draws, rows) per target (`split_leaf`'s
+    arguments), every one until two differ in draws; None past `MAX_STEPS`."""
+    if n_rows < 2 or weight < n_rows or (not bootstrap and weight != n_rows):
+        return []
     reach = np.sqrt(max(variance, 0.0) * (weight - 1)) * (1 + 1e-9) + MEAN_RTOL * scale
     near = np.flatnonzero(np.abs(candidates - mean) <= reach)
     z = candidates[near] - mean
@@ -62,15 +79,11 @@ def split_leaf(candidates: np.ndarray, n_rows: int, weight: int, mean: float,
     found: list[list[tuple[int, int, int]]] = []
     steps = 0
 
-    def differs() -> bool:
-        """Whether two splits found put other draws on some target."""
-        return len(found) > 1 and [c[:2] for c in found[-1]] != [c[:2] for c in found[0]]
-
     def search(i: int, rows_left: int, draws_left: int, total: float, squares: float,
                chosen: list[tuple[int, int, int]]) -> None:
         nonlocal steps
         steps += 1
-        if differs() or steps > MAX_STEPS:
+        if _differ(found) or steps > MAX_STEPS:
             return
         if rows_left == 0:
             if draws_left == 0 and _fits(z[i:], 0, total, squares, tol_sum, tol_square):
@@ -87,12 +100,7 @@ def split_leaf(candidates: np.ndarray, n_rows: int, weight: int, mean: float,
         search(i + 1, rows_left, draws_left, total, squares, chosen)
 
     search(0, n_rows, weight, 0.0, variance * weight, [])
-    if not found or differs() or steps > MAX_STEPS or len(found[0]) < 2:
-        return None
-    target, draws, rows = (np.array(column, dtype=np.int64) for column in zip(*found[0]))
-    for other in found[1:]:  # the same draws on each target, other rows: rows not known
-        rows[rows != np.array([c[2] for c in other])] = -1
-    return LeafSplit(target, draws, rows)
+    return None if steps > MAX_STEPS else found
 
 
 def _fits(z: np.ndarray, draws_left: int, total: float, squares: float, tol_sum: float,

@@ -41,9 +41,9 @@ class LeafTargets:
     """Per tree, the targets each leaf holds: entry i of tree t puts ``draws[t][i]`` draws
     from ``rows[t][i]`` distinct rows of target ``target[t][i]`` (into ``targets``) in leaf
     ``leaf[t][i]``; ``undecided[t]`` marks the leaves of several targets not told apart
-    (no entry). ``several[t]`` marks the leaves of several targets, split or not; ``doubtful``
-    marks the targets an assumed split (the only one among its neighbours' targets, not
-    among all) may have put wrong: those within its leaf's reach (`mixed_leaves`)."""
+    (no entry). ``several[t]`` marks the leaves of several targets, split or not; ``assumed``
+    counts the splits assumed (the only one among the neighbours' targets, not among
+    all)."""
 
     targets: np.ndarray
     leaf: list[np.ndarray]
@@ -52,7 +52,7 @@ class LeafTargets:
     rows: list[np.ndarray]
     undecided: list[np.ndarray]
     several: list[np.ndarray]
-    doubtful: np.ndarray | None = None
+    assumed: int = 0
 
     @property
     def mixed(self) -> int:
@@ -68,11 +68,6 @@ class LeafTargets:
                             for column in (self.leaf, self.target, self.draws, self.rows)),
             undecided=[np.zeros_like(u) for u in self.undecided],
             several=[np.zeros_like(s) for s in self.several])
-
-    @property
-    def assumed(self) -> bool:
-        """Whether some leaf's split is assumed (see the class doc)."""
-        return self.doubtful is not None and bool(self.doubtful.any())
 
     @property
     def n_undecided(self) -> int:
@@ -116,10 +111,11 @@ def _group(values: np.ndarray, rtol: float) -> tuple[np.ndarray, np.ndarray]:
     return distinct[most_seen[first]], group[index]
 
 
-def leaf_targets(model: ReleasedModel, deadline: float = np.inf,
+def leaf_targets(model: ReleasedModel, deadline: float = np.inf, assume: bool = False,
                  rtol: float = VALUE_RTOL) -> LeafTargets:
     """Which targets each leaf holds (see the module doc); the leaves of several targets
-    not split by ``deadline`` (``time.perf_counter()``) stay undecided."""
+    not split by ``deadline`` (``time.perf_counter()``) stay undecided. ``assume``: split
+    the others among their split neighbours' targets too (`_split_by_neighbours`)."""
     scale = max(max(float(np.abs(tree.values).max()) for tree in model.trees), 1.0)
     mixed = [np.zeros(tree.n_leaves, dtype=bool) if tree.impurity is None else
              (tree.impurity > IMPURITY_RTOL * scale ** 2) & (tree.n_samples != 1)
@@ -157,27 +153,27 @@ def leaf_targets(model: ReleasedModel, deadline: float = np.inf,
         out["undecided"].append(undecided)
     held = LeafTargets(targets, **out, several=mixed)
     if held.n_undecided:
-        _split_by_neighbours(model, held, scale, deadline)
+        _split_by_neighbours(model, held, scale, deadline, assume)
     return held
 
 
 def _split_by_neighbours(model: ReleasedModel, held: LeafTargets, scale: float,
-                         deadline: float) -> None:
+                         deadline: float, assume: bool) -> None:
     """Split the undecided leaves again, each first among the targets held by the leaves
     of every tree whose boxes meet its own. Its rows share every feature, so each lies, in
     every tree that drew it, in a leaf meeting this one, and that leaf holds its target:
     the targets tried include the true ones (unless a row was drawn by this tree alone),
     so a split that is the only one among them is theirs. Then, for those still open,
     among the targets of the split leaves of several targets meeting it (the same rows'
-    leaves in other trees, most likely): a split found so is assumed, and counted."""
+    leaves in other trees, most likely), if ``assume``: a split found so is assumed, and
+    counted."""
     hulls = [leaf_hulls(tree, model.n_features) for tree in model.trees]
     low = np.vstack([h[0] for h in hulls])
     high = np.vstack([h[1] for h in hulls])
     holds = sp.vstack([held.matrix(t, tree.n_leaves) for t, tree in enumerate(model.trees)],
                       format="csr")
     several = np.diff(holds.indptr) > 1  # the split leaves of several targets
-    held.doubtful = np.zeros(held.targets.size, dtype=bool)
-    for assumed in (False, True):
+    for assumed in (False, True) if assume else (False,):
         # without bootstrap a leaf's rows sit together in every tree, alike: one answer
         seen: dict[tuple, tuple[np.ndarray, LeafSplit] | None] = {}
         for t, tree in enumerate(model.trees):
@@ -198,9 +194,7 @@ def _split_by_neighbours(model: ReleasedModel, held: LeafTargets, scale: float,
                     continue
                 near, split = seen[key]
                 _add_split(held, t, leaf, near[split.target], split)
-                if assumed:
-                    reach = np.sqrt(key[3] * (key[1] - 1))
-                    held.doubtful |= np.abs(held.targets - key[2]) <= reach + 1e-9 * scale
+                held.assumed += int(assumed)
 
 
 def _add_split(held: LeafTargets, t: int, leaf: int, targets: np.ndarray,

@@ -79,8 +79,6 @@ def rows_by_target(model: ReleasedModel, deadline: float,
                                                            getattr(rest, name)])
                                            for name in ("lower", "upper", "target", "proven")),
                            rest.left_out, found.out_of_time or rest.out_of_time)
-    if held.assumed:  # a split assumed, not proven: its targets' rows are not proven
-        found.proven &= ~held.doubtful[found.target]
     order = np.argsort(found.target, kind="stable")
     return TargetRows(held.targets, found.lower[order], found.upper[order],
                       found.target[order], found.proven[order], sorted(found.left_out),
