@@ -152,7 +152,7 @@ def leaf_targets(model: ReleasedModel, deadline: float = np.inf, assume: bool = 
             out[name].append(np.concatenate([p[i] for p in parts]).astype(np.int64)[order])
         out["undecided"].append(undecided)
     held = LeafTargets(targets, **out, several=mixed)
-    if held.n_undecided:
+    if held.n_undecided and time.perf_counter() < deadline:
         _split_by_neighbours(model, held, scale, deadline, assume)
     return held
 

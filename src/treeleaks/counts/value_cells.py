@@ -3,17 +3,19 @@
 In a fully grown regression tree every leaf holds rows of one target, or rows sharing
 every feature whose targets its value and impurity tell apart (`target_classes`), so the
 rows of target v lie in the leaves holding v, and each such leaf holds a known number of
-them: the problem splits by target. A leaf of several targets not told apart (undecided)
-holds rows left out rather than given its mean. Each tree's leaves holding v hold the same
-number m_v of its rows (every tree saw every row once); a target whose trees disagree is one
-no reading explains (an undecided leaf holds some of its rows), and is left out. For the
-others, the *cells* of v are the intersections of one leaf holding v per tree
-(one path of it, where a tree read from a table with gaps reaches a leaf by several:
-`treeleaks.counts.paths`) that hold a value the columns allow (an extra-trees split of a 0/1
-column at 0.3 and another at 0.7 meet in none), built tree by tree; the rows of v are a
-multiset of cells meeting every leaf's count. With one row of v there is one cell, and it is
-that row's box. A cell whose multiplicity the linear relaxation pins to one value holds that
-many rows in every
+them: the problem splits by target. The rows outside the leaves of several targets come
+first (those leaves set aside), then, with the time left, the targets left out or that the
+split leaves give more rows are read again with them. A leaf of
+several targets not told apart (undecided) holds rows left out rather than given its mean.
+Each tree's leaves holding v hold the same number m_v of its rows (every tree saw every row
+once); a target whose trees disagree is one no reading explains (an undecided leaf holds
+some of its rows in some trees), and keeps its first reading. For the others, the *cells*
+of v are the intersections of one leaf holding v per tree (one path of it, where a tree
+read from a table with gaps reaches a leaf by several: `treeleaks.counts.paths`) that hold
+a value the columns allow (an extra-trees split of a 0/1 column at 0.3 and another at 0.7
+meet in none), built tree by tree; the rows of v are a multiset of cells meeting every
+leaf's count. With one row of v there is one cell, and it is that row's box. A cell whose
+multiplicity the linear relaxation pins to one value holds that many rows in every
 consistent dataset: its rows are proven.
 """
 
@@ -66,21 +68,33 @@ def rows_by_target(model: ReleasedModel, deadline: float,
     0/1 column holds none); raises `TargetRowsInfeasible` naming the target and tree whose
     counts no rows meet."""
     feasible = feasible or _nonempty
+    quick = leaf_targets(model, -np.inf)  # the targets, and which leaves hold several
+    paths = [tree_paths(tree, model.n_features) for tree in model.trees]
+    if all(tree.impurity is not None for tree in model.trees) and not quick.mixed:
+        _check_pure_trees_agree(quick.per_value(), quick)  # every leaf of one target
+    found = _rows_of(model, quick.pure(), paths, feasible, deadline, quick.targets.size)
+    if not quick.mixed or time.perf_counter() > deadline:
+        return _sorted(found)
+    # with the time left, the targets left out or whose split leaves give them more rows,
+    # read again
     held = leaf_targets(model, time.perf_counter() + SPLIT_SHARE * max(
         deadline - time.perf_counter(), 0.0))
-    paths = [tree_paths(tree, model.n_features) for tree in model.trees]
-    if all(tree.impurity is not None for tree in model.trees) and not held.mixed:
-        _check_pure_trees_agree(held.per_value(), held)  # every leaf of one target
-    found = _rows_of(model, held, paths, feasible, deadline, held.targets.size)
-    if held.mixed and found.left_out:  # their rows outside the leaves of several targets
-        rest = _rows_of(model, held.pure(), paths, feasible, deadline, held.targets.size,
-                        np.array(found.left_out))
-        found = TargetRows(held.targets, *(np.concatenate([getattr(found, name),
-                                                           getattr(rest, name)])
-                                           for name in ("lower", "upper", "target", "proven")),
-                           rest.left_out, found.out_of_time or rest.out_of_time)
+    gains = np.union1d(np.flatnonzero(held.per_value()[0] > quick.pure().per_value()[0]),
+                       found.left_out).astype(np.int64)
+    better = _rows_of(model, held, paths, feasible, deadline, held.targets.size, gains)
+    redone = np.setdiff1d(gains, better.left_out)
+    keep = ~np.isin(found.target, redone)
+    return _sorted(TargetRows(
+        held.targets, *(np.concatenate([getattr(found, name)[keep], getattr(better, name)])
+                        for name in ("lower", "upper", "target", "proven")),
+        np.setdiff1d(found.left_out, redone).tolist(),
+        found.out_of_time or better.out_of_time))
+
+
+def _sorted(found: TargetRows) -> TargetRows:
+    """The rows ordered by target."""
     order = np.argsort(found.target, kind="stable")
-    return TargetRows(held.targets, found.lower[order], found.upper[order],
+    return TargetRows(found.targets, found.lower[order], found.upper[order],
                       found.target[order], found.proven[order], sorted(found.left_out),
                       found.out_of_time)
 
