@@ -148,9 +148,13 @@ def reconstruct_regression(model: ReleasedModel, schema: FeatureSchema | None,
         return replace(rec, **common, certificate=certificate, status=Status.UNKNOWN,
                        message=("the rows do not reproduce the regression model: "
                                 f"{certificate.first_mismatch}"))
-    assumed = (" (none proven: a leaf of rows sharing every feature was split among the "
-               "targets its neighbours hold, assumed)" if held.assumed else " (proven)")
+    if held.assumed:
+        message = (f"{rec.n_rows} rows whose targets reproduce every leaf's rows, weighted "
+                   f"rows, value and impurity; none proven: {held.assumed} leaf(s) of rows "
+                   "sharing every feature were split among the targets their neighbours "
+                   "hold, assumed")
+    else:
+        message = (f"{exact} of {rec.n_rows} rows' targets given away exactly (proven); "
+                   "every leaf's rows, weighted rows and value reproduced")
     return replace(rec, **common, certificate=certificate,
-                   regression=RegressionDetails(targets_exact=exact), message=(
-        f"{exact} of {rec.n_rows} rows' targets given away exactly{assumed}; every leaf's "
-        "rows, weighted rows and value reproduced"))
+                   regression=RegressionDetails(targets_exact=exact), message=message)
