@@ -13,24 +13,32 @@ reading. What step 1 does not read is refused up front (`refuse_regression`).
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
+
+import numpy as np
 
 from treeleaks.attacks.options import RunOptions
 from treeleaks.attacks.per_row import PROOF, reconstruct_per_row
-from treeleaks.attacks.regression_draws import reconstruct_by_draws
+from treeleaks.attacks.regression_draws import complete_by_draws, partial_by_draws
 from treeleaks.attacks.regression_leaves import reads_leaf_intervals
-from treeleaks.counts.target_classes import target_class_view, unheld_leaf
+from treeleaks.counts.target_classes import leaf_targets, target_class_view, unheld_leaf
+from treeleaks.counts.target_draws import targets_by_draws
 from treeleaks.counts.verify import verify_regression
 from treeleaks.ir.description import ModelKind
 from treeleaks.ir.knowledge import Knowledge
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction, RegressionDetails
+from treeleaks.runtime.clock import RunClock
 from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 
-DRAWS_SHARE = 0.25  # of the limit, at most, for the targets told apart by their draws
+SPLIT_SHARE = 0.2  # of the limit, at most, for splitting the leaves of several targets
+DRAWS_SHARE = 0.25  # of what is left, at most, for the targets told apart by their draws
+# Most (leaf, target) counts of the per-row placement's classifier view: it holds them
+# densely, about three copies of 8 bytes each (fair's 200,000 leaves with 2,720 leaf means
+# as targets took 12.6 GB).
+MAX_VIEW_ENTRIES = 20_000_000
 MEAN_CRITERIA = ("squared_error", "friedman_mse")  # leaf value: the mean of its targets
 # The growth limits that leave leaves of several targets, with the value of no limit.
 FULL_GROWTH = {"max_depth": None, "min_samples_split": 2, "min_samples_leaf": 1,
@@ -40,7 +48,9 @@ READS = "not supported yet: treeleaks reconstructs regression forests and trees 
     "grown trees, bootstrap forests with their draws (RandomForestRegressor's and " \
     "ExtraTreesRegressor's defaults, DecisionTreeRegressor)"
 REGRESSION_PROOF = (f"{PROOF}; a leaf holds the rows of its value's target (a fully grown "
-                    "tree's leaves do, unless rows share every feature)")
+                    "tree's leaves do, unless rows share every feature: such a leaf, its "
+                    "impurity above 0, holds the targets its value, impurity and rows "
+                    "allow in one way only, among those other leaves hold)")
 
 
 def refuse_regression(model: ReleasedModel, strategy: str, knowledge: Knowledge | None,
@@ -89,32 +99,62 @@ def reconstruct_regression(model: ReleasedModel, schema: FeatureSchema | None,
     """Every training row of a bootstrap regression forest with its target, in training
     order (see the module doc; `refuse_regression` first). ``schema``: unbound, or None to
     infer it from the splits. Rows told apart by their draws come first, with no solver
-    (`treeleaks.attacks.regression_draws`); the placement runs when they do not settle."""
-    start = time.monotonic()
+    (`treeleaks.attacks.regression_draws`); the placement runs when they do not settle and
+    every leaf's targets are known, and the rows the draws told are returned when it
+    cannot."""
+    clock = RunClock(run.time_limit)
     bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
-    by_draws = reconstruct_by_draws(model, bound, run, DRAWS_SHARE)
-    if by_draws is not None:
-        return by_draws
-    run = replace(run, time_limit=max(run.time_limit - (time.monotonic() - start), 0.1))
-    view = target_class_view(model)
-    bound = (schema if schema is not None else FeatureSchema.infer(view)).bind(view)
-    rec = reconstruct_per_row(view, bound, run)
+    held = leaf_targets(model, clock.share(SPLIT_SHARE, clock.search_deadline), assume=True)
+    clock.lap("leaf targets")
+    found = targets_by_draws(model, held, clock.share(DRAWS_SHARE, clock.search_deadline))
+    clock.lap("targets")
+    complete = complete_by_draws(model, bound, found, clock)
+    if complete is not None:
+        return complete
+    if held.n_undecided:
+        return partial_by_draws(model, bound, found, clock, (
+            f"{held.n_undecided} of the {held.mixed} leaves holding rows that share every "
+            "feature with different targets have targets the leaves' values do not tell "
+            "apart, so the rows in them are not placed"))
+    view_size = sum(tree.n_leaves for tree in model.trees) * held.targets.size
+    if view_size > MAX_VIEW_ENTRIES:
+        return partial_by_draws(model, bound, found, clock, (
+            f"placing the rest row by row would read {held.targets.size:,} targets in "
+            f"every leaf ({view_size:,} counts, more than the {MAX_VIEW_ENTRIES:,} kept in "
+            "memory)"))
+    view = target_class_view(model, held)
+    rest = replace(run, time_limit=max(run.time_limit - clock.elapsed(), 0.1))
+    rec = reconstruct_per_row(view, bound.bind(view), rest)
     common = {"formulation": Formulation.REGRESSION_BOOTSTRAP_KNOWN,
               "proof": REGRESSION_PROOF}
-    if rec.status == Status.INFEASIBLE:
-        where = "".join(f"; {at}" for at in [unheld_leaf(model)] if at)
+    if rec.status == Status.INFEASIBLE and not held.mixed:
+        where = "".join(f"; {at}" for at in [unheld_leaf(model, held)] if at)
         return replace(rec, **common, message=(
             f"{rec.message}{where}; read with every leaf's rows sharing its value, as a "
-            "fully grown tree's leaves do unless rows share every feature"))
+            "fully grown tree's leaves do unless rows share every feature (no leaf's "
+            "impurity says they do here)"))
     if not rec.n_rows:
-        return replace(rec, **common)
+        return partial_by_draws(model, bound, found, clock, (
+            f"the placement of the others found no dataset with the {held.mixed} leaves "
+            "of several targets split as their values tell (the split is read from the "
+            "targets the other leaves hold, not proven)" if rec.status == Status.INFEASIBLE
+            else f"the placement of the others: {rec.message}"))
     certificate = verify_regression(model, rec.rows)
+    if held.assumed:  # the placement's proofs stand on a split assumed: none is claimed
+        rec = replace(rec, proven=np.zeros_like(rec.proven),
+                      proven_pattern=np.zeros_like(rec.proven_pattern))
     exact = rec.proven_rows
     if not certificate.verified:
         return replace(rec, **common, certificate=certificate, status=Status.UNKNOWN,
                        message=("the rows do not reproduce the regression model: "
                                 f"{certificate.first_mismatch}"))
+    if held.assumed:
+        message = (f"{rec.n_rows} rows whose targets reproduce every leaf's rows, weighted "
+                   f"rows, value and impurity; none proven: {held.assumed} leaf(s) of rows "
+                   "sharing every feature were split among the targets their neighbours "
+                   "hold, assumed")
+    else:
+        message = (f"{exact} of {rec.n_rows} rows' targets given away exactly (proven); "
+                   "every leaf's rows, weighted rows and value reproduced")
     return replace(rec, **common, certificate=certificate,
-                   regression=RegressionDetails(targets_exact=exact), message=(
-        f"{exact} of {rec.n_rows} rows' targets given away exactly (proven); every leaf's "
-        "rows, weighted rows and value reproduced"))
+                   regression=RegressionDetails(targets_exact=exact), message=message)

@@ -5,44 +5,40 @@ Tried before the per-row placement (`treeleaks.attacks.regression`): on continuo
 targets every row has a target of its own, which the placement reads as a class of its own
 (a thousand rows, a thousand classes: past its candidate guard), while here a row of a
 target of its own is the training row whose draws are that target's leaves' draws. The
-rows are kept only when every row's target is found and, filled inside their boxes, they
-reproduce the regression model (`verify_regression`); otherwise the placement runs.
+rows are kept as the answer when every row's target is found and, filled inside their
+boxes, they reproduce the regression model (`verify_regression`); otherwise the placement
+runs, and the rows found are what is returned when it cannot (`partial_by_draws`).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 import numpy as np
 
-from treeleaks.attacks.options import RunOptions
 from treeleaks.counts.materialize import rows_in_boxes
-from treeleaks.counts.target_draws import targets_by_draws
-from treeleaks.counts.verify import verify_regression
+from treeleaks.counts.target_draws import DrawnTargets
+from treeleaks.counts.verify import verify_regression, verify_regression_within
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
-from treeleaks.result import Reconstruction, RegressionDetails
+from treeleaks.result import BootstrapDetails, Reconstruction, RegressionDetails
 from treeleaks.runtime.clock import RunClock
 from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 
 PROOF = ("none beyond the certificate: each row's target is the value of the leaves whose "
          "draws sum to its own, and every row's leaves meet")
+COMMON = {"solver": "", "strategy": Strategy.PER_ROW, "proof": PROOF,
+          "formulation": Formulation.REGRESSION_BOOTSTRAP_KNOWN}
 
 
-def reconstruct_by_draws(model: ReleasedModel, schema: FeatureSchema, run: RunOptions,
-                         share: float) -> Reconstruction | None:
-    """Every training row with its target, in training order, verified; or None when a
-    row's target is not found within ``share`` of the limit or the rows do not reproduce
-    the model (see the module doc). ``schema`` is bound to the model."""
-    clock = RunClock(run.time_limit)
-    found = targets_by_draws(model, time.monotonic() + share * run.time_limit)
-    clock.lap("targets")
+def complete_by_draws(model: ReleasedModel, schema: FeatureSchema, found: DrawnTargets,
+                      clock: RunClock) -> Reconstruction | None:
+    """Every training row with its target, in training order, verified; or None when some
+    row's target was not found or the rows do not reproduce the model (see the module
+    doc). ``schema`` is bound to the model."""
     if not found.settled:
         return None
-    labelled = replace(model, classes=found.targets.tolist())  # the label: each row's target
-    frames = rows_in_boxes(labelled, schema, found.lower, found.upper, found.target,
-                           np.zeros(len(found.target), dtype=bool))
+    frames = _frames(model, schema, found, np.arange(len(found.target)))
     certificate = verify_regression(model, frames["rows"])
     clock.lap("verify")
     if not certificate.verified:
@@ -50,9 +46,44 @@ def reconstruct_by_draws(model: ReleasedModel, schema: FeatureSchema, run: RunOp
     n = len(found.target)
     return Reconstruction(
         **frames, status=Status.OPTIMAL, certificate=certificate, time_s=clock.elapsed(),
-        timings=clock.timings, solver="", strategy=Strategy.PER_ROW, proof=PROOF,
-        formulation=Formulation.REGRESSION_BOOTSTRAP_KNOWN,
-        regression=RegressionDetails(targets_exact=n),
+        timings=clock.timings, **COMMON, regression=RegressionDetails(targets_exact=n),
         message=(f"every row's target given away exactly ({n} of {n}), at its training "
                  "position, read off the leaves whose draws are its own; every leaf's "
                  "rows, weighted rows and value reproduced"))
+
+
+def partial_by_draws(model: ReleasedModel, schema: FeatureSchema, found: DrawnTargets,
+                     clock: RunClock, why: str) -> Reconstruction:
+    """The rows whose target the draws told, at their training positions, checked within
+    every leaf's draws, distinct rows and value (`verify_regression_within`); ``why``: why
+    the rest were not placed. FEASIBLE and partial when they check, UNKNOWN otherwise (or
+    with no row)."""
+    positions = np.flatnonzero(found.target >= 0)
+    n, rows = len(found.target), len(positions)
+    if not rows:
+        return Reconstruction.empty(model, status=Status.UNKNOWN, time_s=clock.elapsed(),
+                                    timings=clock.timings, **COMMON, message=(
+                                        f"{why}; no row's target is told by its draws"))
+    frames = _frames(model, schema, found, positions)
+    certificate = verify_regression_within(model, frames["rows"], positions)
+    clock.lap("verify")
+    checked = ("within every leaf's draws, distinct rows and value" if certificate.verified
+               else f"but they do not fit the model: {certificate.first_mismatch}")
+    return Reconstruction(
+        **frames, status=Status.FEASIBLE if certificate.verified else Status.UNKNOWN,
+        certificate=certificate, time_s=clock.elapsed(), timings=clock.timings, **COMMON,
+        partial=True, n_cells=rows, certainty_complete=False,
+        bootstrap=BootstrapDetails(positions=positions),
+        regression=RegressionDetails(targets_exact=rows if certificate.verified else 0),
+        message=(f"{rows} of {n} rows ({rows / n:.0%}) at their training positions with "
+                 f"their exact target, read off the leaves whose draws are their own, "
+                 f"{checked}; {why}"))
+
+
+def _frames(model: ReleasedModel, schema: FeatureSchema, found: DrawnTargets,
+            positions: np.ndarray) -> dict:
+    """The frames of the rows at ``positions``, filled inside their boxes, labelled with
+    their targets."""
+    labelled = replace(model, classes=found.targets.tolist())  # the label: each row's target
+    return rows_in_boxes(labelled, schema, found.lower[positions], found.upper[positions],
+                         found.target[positions], np.zeros(len(positions), dtype=bool))

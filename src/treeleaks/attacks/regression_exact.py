@@ -27,7 +27,8 @@ from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 PROOF = ("a row whose target's cells the counts pin (the linear relaxation of its leaves' "
          "counts leaves its cell no other multiplicity), each leaf holding the rows of its "
          "value's target: a fully grown tree's leaves do unless rows share every feature, "
-         "and a leaf whose file keeps an impurity above 0 is left out")
+         "and a leaf whose file keeps an impurity above 0 holds the targets its value, "
+         "impurity and rows allow in one way only, or is left out")
 
 
 def reconstruct_regression_exact(model: ReleasedModel, schema: FeatureSchema | None,

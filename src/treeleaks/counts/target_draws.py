@@ -1,7 +1,8 @@
 """Rows of a bootstrap regression forest told apart by their draws, target by target.
 
-In a fully grown tree every leaf holds rows of one target (`target_classes`). Tree t's
-leaves of value v then hold ``W[t, v]`` draws: the sum of ``b[t, k]`` over the rows k of
+In a fully grown tree every leaf holds rows of one target, or rows sharing every feature
+whose targets its split tells (`target_classes`). Tree t's leaves holding target v then
+hold ``W[t, v]`` draws of it: the sum of ``b[t, k]`` over the rows k of
 target v. A row of a target no other row has is the training row whose column of draws is
 ``W[:, v]`` itself; rows sharing a target are a set of columns summing to it, each column
 within it tree by tree (a row drawn by a tree with no leaf of v is not of target v), and
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from treeleaks.counts.paths import tree_paths
-from treeleaks.counts.target_classes import target_values
+from treeleaks.counts.target_classes import LeafTargets
 from treeleaks.ir.model import ReleasedModel
 
 __all__ = ["DrawnTargets", "targets_by_draws"]
@@ -41,39 +42,40 @@ class DrawnTargets:
     settled: bool
 
 
-def targets_by_draws(model: ReleasedModel, deadline: float) -> DrawnTargets:
-    """Each training row's target and box (see the module doc), by ``deadline``
-    (``time.monotonic()``); rows left open keep target -1 and ``settled`` is False."""
-    targets, per_tree = target_values(model)
+def targets_by_draws(model: ReleasedModel, held: LeafTargets,
+                     deadline: float) -> DrawnTargets:
+    """Each training row's target and box (see the module doc; ``held``: the targets each
+    leaf holds), by ``deadline`` (``time.perf_counter()``); rows left open keep target -1 and
+    ``settled`` is False. A leaf of several targets not told apart holds rows that are
+    left open."""
+    targets = held.targets
     draws = np.vstack([tree.draws for tree in model.trees]).astype(np.int64)  # (T, N)
     n = draws.shape[1]
-    W = np.vstack([np.bincount(leaf_target, weights=tree.counts[:, 0],
-                               minlength=targets.size)
-                   for tree, leaf_target in zip(model.trees, per_tree)]).astype(np.int64)
-    D = np.vstack([np.bincount(leaf_target, weights=tree.n_samples, minlength=targets.size)
-                   for tree, leaf_target in zip(model.trees, per_tree)]).astype(np.int64)
+    W, D = held.per_value(), held.per_value(distinct=True)
     target = np.full(n, -1, dtype=np.int64)
     column = {draws[:, k].tobytes(): k for k in range(n)}
     if len(column) == n:  # every row's draws its own: a target's sum may be one of them
         for v in range(targets.size):
             k = column.get(np.ascontiguousarray(W[:, v]).tobytes())
-            if k is not None and (D[:, v] == (draws[:, k] > 0)).all() and target[k] < 0:
+            if k is not None and ((D[:, v] == (draws[:, k] > 0)) | (D[:, v] < 0)).all() \
+                    and target[k] < 0:
                 target[k] = v
     found = np.bincount(target[target >= 0], minlength=targets.size)
     for v in np.flatnonzero(found == 0):
-        if time.monotonic() > deadline:
+        if time.perf_counter() > deadline:
             break
         rows = _shared_target(draws, W[:, v], D[:, v], target < 0)
         if rows is not None:
             target[rows] = v
-    lower, upper = _boxes(model, per_tree, draws, target)
+    lower, upper = _boxes(model, held, draws, target)
     return DrawnTargets(targets, target, lower, upper, bool((target >= 0).all()))
 
 
 def _shared_target(draws: np.ndarray, weight: np.ndarray, distinct: np.ndarray,
                    free: np.ndarray) -> np.ndarray | None:
     """The one set of free rows whose draws sum to ``weight`` tree by tree, with
-    ``distinct`` of them drawn in each tree; None if there is none or more than one."""
+    ``distinct`` of them drawn in each tree (-1: any number); None if there is none or
+    more than one."""
     fits = free & (draws <= weight[:, None]).all(axis=0) & (
         (draws > 0) <= (weight > 0)[:, None]).all(axis=0)
     candidates = np.flatnonzero(fits)
@@ -89,7 +91,7 @@ def _shared_target(draws: np.ndarray, weight: np.ndarray, distinct: np.ndarray,
         if len(found) > 1 or steps > MAX_NODES:
             return
         if not left.any():
-            if (seen == distinct).all():
+            if ((seen == distinct) | (distinct < 0)).all():
                 found.append(list(chosen))
             return
         if i == len(candidates):
@@ -105,7 +107,7 @@ def _shared_target(draws: np.ndarray, weight: np.ndarray, distinct: np.ndarray,
     return candidates[found[0]]
 
 
-def _boxes(model: ReleasedModel, per_tree: list[np.ndarray], draws: np.ndarray,
+def _boxes(model: ReleasedModel, held: LeafTargets, draws: np.ndarray,
            target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each found row's box: the intersection of its target's leaves in the trees that drew
     it. Where a tree holds several leaves of a target (or paths to them), its rows there are
@@ -116,23 +118,23 @@ def _boxes(model: ReleasedModel, per_tree: list[np.ndarray], draws: np.ndarray,
     lower, upper = np.full((n, m), -np.inf), np.full((n, m), np.inf)
     paths = [tree_paths(tree, m) for tree in model.trees]
     boxes = [(p.lower, p.upper) for p in paths]
-    shared: list[tuple[int, np.ndarray, np.ndarray]] = []  # (tree, rows, paths)
-    for t, leaf_target in enumerate(per_tree):
-        path_target = leaf_target[paths[t].leaf]
+    shared: list[tuple[int, int, np.ndarray, np.ndarray]] = []  # (tree, target, rows, paths)
+    for t, tree in enumerate(model.trees):
+        holds = held.matrix(t, tree.n_leaves)[paths[t].leaf].tocsc()  # (paths, targets)
         drawn = (draws[t] > 0) & (target >= 0)
-        order = np.argsort(path_target, kind="stable")
-        starts = np.searchsorted(path_target[order], np.arange(path_target.max() + 2))
         for v in np.unique(target[drawn]):
-            ways = order[starts[v]:starts[v + 1]]
+            ways = holds.indices[holds.indptr[v]:holds.indptr[v + 1]]
             rows = np.flatnonzero(drawn & (target == v))
             if len(ways) == 1:
                 _narrow(lower, upper, rows, boxes[t], ways[0])
             elif len(ways):
-                shared.append((t, rows, ways))
-    for t, rows, ways in shared:
+                shared.append((t, int(v), rows, np.sort(ways)))
+    for t, v, rows, ways in shared:
         tree = model.trees[t]
-        sharing = _share(rows, ways, paths[t].leaf, draws[t], tree.counts[:, 0],
-                         tree.n_samples, lower, upper, boxes[t])
+        weight = held.matrix(t, tree.n_leaves)[:, v].toarray().ravel()
+        distinct = held.matrix(t, tree.n_leaves, distinct=True)[:, v].toarray().ravel()
+        sharing = _share(rows, ways, paths[t].leaf, draws[t], weight, distinct, lower,
+                         upper, boxes[t])
         if sharing is not None:
             for row, way in zip(rows, sharing):
                 _narrow(lower, upper, np.array([row]), boxes[t], way)
@@ -149,13 +151,14 @@ def _share(rows: np.ndarray, ways: np.ndarray, path_leaf: np.ndarray, draws: np.
            weight: np.ndarray, distinct: np.ndarray, lower: np.ndarray,
            upper: np.ndarray, box: tuple[np.ndarray, np.ndarray]) -> list[int] | None:
     """A path for each row, among ``ways`` meeting its box, giving every path's leaf
-    (``path_leaf``) its weighted and distinct rows; None if none is found within
-    `MAX_NODES` steps."""
+    (``path_leaf``) its weighted and distinct rows (-1: any number); None if none is found
+    within `MAX_NODES` steps."""
     meets = [ways[(np.maximum(lower[k], box[0][ways])
                    < np.minimum(upper[k], box[1][ways])).all(axis=1)] for k in rows]
     leaves = np.unique(path_leaf[ways])
     weight_left = {int(leaf): int(weight[leaf]) for leaf in leaves}
-    rows_left = {int(leaf): int(distinct[leaf]) for leaf in leaves}
+    rows_left = {int(leaf): int(distinct[leaf]) if distinct[leaf] >= 0 else len(rows)
+                 for leaf in leaves}
     chosen: list[int] = []
     steps = 0
 
@@ -165,7 +168,8 @@ def _share(rows: np.ndarray, ways: np.ndarray, path_leaf: np.ndarray, draws: np.
         if steps > MAX_NODES:
             return False
         if i == len(rows):
-            return not any(weight_left.values()) and not any(rows_left.values())
+            return not any(weight_left.values()) and all(
+                rows_left[leaf] == 0 or distinct[leaf] < 0 for leaf in rows_left)
         b = int(draws[rows[i]])
         for way in map(int, meets[i]):
             leaf = int(path_leaf[way])

@@ -186,22 +186,39 @@ def verify_regression(model: ReleasedModel, rows: pd.DataFrame,
 
 
 def verify_regression_within(model: ReleasedModel, rows: pd.DataFrame,
+                             positions: np.ndarray | None = None,
                              rtol: float = 1e-9) -> Certificate:
-    """The certificate of some of the rows of a regression model whose trees each saw every
-    row once: routed through every tree, no leaf holds more of them than it released, and
-    each holds its value's target (the rows of a fully grown tree's leaf share it)."""
+    """The certificate of some of the rows of a regression model: routed through every
+    tree, each counting its draws (a bootstrap forest's row i is training row
+    ``positions[i]``; once each where the trees saw every row once), no leaf holds more
+    draws or distinct rows than it released, and each row's target is one its leaf can
+    hold: the leaf's value where its impurity (if kept) is 0, otherwise within
+    ``sqrt(v (W - 1))`` of it (v the impurity, W the draws: no row of a leaf lies further
+    from its mean)."""
+    if positions is not None and len(np.unique(positions)) != len(positions):
+        return Certificate(False, 0, 1, "two rows claim the same training position")
     leaves, y, scale = _routed_targets(model, rows)
     wrong, checked, first = 0, 0, ""
     for t, tree in enumerate(model.trees):
         at = leaves[:, t]
-        held = np.bincount(at, minlength=tree.n_leaves)
-        crowded = np.flatnonzero(held > tree.counts[:, 0])
-        strays = np.flatnonzero(~(np.abs(y - tree.values[at]) <= rtol * scale))
+        draws = (tree.draws[positions] if positions is not None
+                 else np.ones(len(rows), dtype=np.int64))
+        weighted = np.bincount(at, weights=draws, minlength=tree.n_leaves)
+        distinct = np.bincount(at, weights=draws > 0, minlength=tree.n_leaves)
+        released = tree.n_samples if tree.n_samples is not None else tree.counts[:, 0]
+        crowded = np.flatnonzero((weighted > tree.counts[:, 0]) | (distinct > released))
+        reach = (np.zeros(tree.n_leaves) if tree.impurity is None else np.sqrt(
+            np.maximum(tree.impurity, 0.0) * np.maximum(tree.counts[:, 0] - 1.0, 0.0)))
+        drawn = draws > 0
+        strays = np.flatnonzero(drawn & ~(np.abs(y - tree.values[at])
+                                          <= reach[at] * (1 + rtol) + rtol * scale))
         checked += tree.n_leaves + len(rows)
         wrong += len(crowded) + len(strays)
         if crowded.size and not first:
-            first = (f"tree {t} leaf {crowded[0]}: released {tree.counts[crowded[0], 0]:g} "
-                     f"rows, the partial rows put {held[crowded[0]]} there")
+            v = crowded[0]
+            first = (f"tree {t} leaf {v}: released {tree.counts[v, 0]:g} draws of "
+                     f"{released[v]:g} rows, the partial rows put {weighted[v]:g} of "
+                     f"{distinct[v]:g} there")
         if strays.size and not first:
             row = strays[0]
             first = (f"tree {t}: row {row}'s target {y[row]:g} lands in leaf {at[row]} of "
