@@ -108,7 +108,7 @@ def markdown(runs: list[dict[str, Any]]) -> str:
     for table, kind in keys:
         group = [r for r in runs if (r["table"], r["model"]) == (table, kind)]
         lines.append(
-            f"| {table} | {kind} | {len(group)} | {fmt(median(r['moves'] for r in group))} | "
+            f"| {table} | {kind} | {len(group)} | {int(median(r['moves'] for r in group))} | "
             f"{sum(r['verified'] for r in group)}/{len(group)} | "
             f"{fmt(median(r['recovered_share'] for r in group))} | "
             f"{fmt(median(r['far_rows'] / r['n'] for r in group))} | "
