@@ -19,6 +19,8 @@ given. The walked dataset is
   leaves the split rules (thresholds at midpoints of the node's values, the best split) as
   evidence an attack could still use.
 
+    python bench/unpinned.py --smoke      # wine, ExtraTrees, 5 s of walk (< 1 min); exit 1
+                                          # when the walked dataset fails its check
     python bench/unpinned.py --tables wine,breast_cancer --models rf,et --seeds 1 --walk-s 30
     nohup nice timeout 3600 python bench/unpinned.py --seeds 3 --walk-s 30 &
 """
@@ -44,6 +46,7 @@ from treeleaks.ir.schema import FeatureSchema
 TABLES = ("wine", "star98", "breast_cancer", "anes96", "classif:1000")
 MODELS = ("rf", "rf-leaf5", "et", "rf-nobootstrap", "rf-reg", "et-reg")
 OUT = BENCH_DIR / "results" / "unpinned.json"
+SMOKE_OUT = BENCH_DIR / "results" / "unpinned_smoke.json"
 
 
 def run(spec: str, kind: str, seed: int, walk_s: float, data_dir: Path) -> dict[str, Any]:
@@ -124,8 +127,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=3, help="seeds 0..n-1")
     p.add_argument("--walk-s", type=float, default=30.0, help="seconds of walk per run")
     p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
-    p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--out", type=Path, default=None,
+                   help="results JSON (default bench/results/unpinned.json; smoke: "
+                        "unpinned_smoke.json)")
+    p.add_argument("--smoke", action="store_true", help="wine, ExtraTrees, one seed, 5 s")
     args = p.parse_args(argv)
+    if args.smoke:
+        args.tables, args.models, args.seeds, args.walk_s = "wine", "et", 1, 5.0
+    args.out = args.out or (SMOKE_OUT if args.smoke else OUT)
     runs = []
     for spec in args.tables.split(","):
         for kind in args.models.split(","):
