@@ -102,16 +102,18 @@ def _trees(fitted: Any) -> list[Any]:
 
 
 def markdown(runs: list[dict[str, Any]]) -> str:
-    """Medians over seeds per table x model."""
-    lines = ["| table | model | seeds | moves | verified | rows recovered by the other "
-             "dataset | far rows | refit: same trees | same nodes |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    keys = sorted({(r["table"], r["model"]) for r in runs},
-                  key=lambda k: (TABLES.index(k[0]) if k[0] in TABLES else 99, k[1]))
-    for table, kind in keys:
-        group = [r for r in runs if (r["table"], r["model"]) == (table, kind)]
+    """Medians over seeds per table x model x walk time."""
+    lines = ["| table | model | walk s | seeds | moves | verified | rows recovered by the "
+             "other dataset | far rows | refit: same trees | same nodes |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    keys = sorted({(r["table"], r["model"], r["walk_s"]) for r in runs},
+                  key=lambda k: (TABLES.index(k[0]) if k[0] in TABLES else 99, k[1], k[2]))
+    for table, kind, walk_s in keys:
+        group = [r for r in runs if (r["table"], r["model"], r["walk_s"]) == (table, kind,
+                                                                             walk_s)]
         lines.append(
-            f"| {table} | {kind} | {len(group)} | {int(median(r['moves'] for r in group))} | "
+            f"| {table} | {kind} | {walk_s:g} | {len(group)} | "
+            f"{int(median(r['moves'] for r in group))} | "
             f"{sum(r['verified'] for r in group)}/{len(group)} | "
             f"{fmt(median(r['recovered_share'] for r in group))} | "
             f"{fmt(median(r['far_rows'] / r['n'] for r in group))} | "
