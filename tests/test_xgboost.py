@@ -5,6 +5,7 @@ gradient sums."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -12,8 +13,9 @@ from sklearn.datasets import load_breast_cancer
 from typer.testing import CliRunner
 
 from treeleaks import FeatureSchema, reconstruct
-from treeleaks.attacks.uncounted_trees import counted_only
+from treeleaks.attacks.uncounted_trees import LISTING_MEMORY_MB, counted_only
 from treeleaks.cli import app
+from treeleaks.counts.cells import CellBudget
 from treeleaks.counts.gradient_rows import largest_gradient_miss
 from treeleaks.demos.demo_data import LABEL, demo_data
 from treeleaks.evaluation.metrics import evaluate
@@ -181,3 +183,18 @@ def test_the_audit_measures_the_trees_with_counts_and_says_why_not_the_others(tm
     assert leak["status"] == "complete" and "4 trees have no counts" in leak["why"]
     covers = {f["name"]: f["exposes"] for f in report["exposed"]["description"]["fields"]}
     assert "tree 0" in covers["sum_hessian"]
+
+
+def test_listing_every_trees_cells_stops_at_its_memory_bound(cancer) -> None:
+    """A default booster on raw measurements: listing all 100 trees' cells stops at
+    `LISTING_MEMORY_MB` (it ran to 80% of the limit and 1.6 GB before), and the first
+    tree's rows come back verified with the time left."""
+    X, y = cancer
+    model = read_xgboost(xgb.XGBClassifier(random_state=0).fit(X, y))
+    rec = reconstruct(model, time_limit=30)
+    stopped = re.search(r"stopped at ([\d,]+) cells after \d+ of 100 trees \(more cells than "
+                        "the budget allows", rec.message)
+    assert stopped, rec.message
+    cap = CellBudget(memory_mb=LISTING_MEMORY_MB).cap(X.shape[1])
+    assert int(stopped.group(1).replace(",", "")) < 4 * cap  # 2.7 million before
+    assert rec.verified and rec.n_rows == len(y)

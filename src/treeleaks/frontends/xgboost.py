@@ -5,10 +5,10 @@
 has the same prediction, the stored ``base_score`` b, so a leaf's cover is n·b(1-b): its
 row count n. Its value is w = -η·G/(H + λ) with G = Σ(b - y) = n·b - P, so the positives
 are P = n·b + w(H + λ)/η. The file keeps neither the learning rate η nor the L2 penalty λ:
-with the base score estimated from the data (XGBoost's default) the positives add up to
-N·b, which gives λ = -Σ w·H / Σ w, and each possible count of one leaf gives a candidate η;
-the candidate that makes every leaf's count whole is kept. Without one, or with several
-that disagree, the model is refused rather than rounded. Later trees' covers are sums of
+`treeleaks.frontends.xgboost_rates` finds the (η, λ) that make every leaf's count whole,
+the counts adding up to the whole number nearest N·b (XGBoost's default base score is the
+class share), with the second tree's leaves when its covers pin them. Without one, or with
+several that disagree, the model is refused rather than rounded. Later trees' covers are sums of
 p(1-p) over rows whose p depends on the earlier trees, not counts: those trees enter the
 IR without counts, with their hessian sums and the gradient sums their values give
 (`LeafGradients`). XGBoost sends ``x < t`` left; the IR sends ``x <= t`` left, so each
@@ -37,6 +37,11 @@ from treeleaks.frontends.multiclass import (
 from treeleaks.frontends.numbers import checked, checked_one
 from treeleaks.frontends.stored import xgboost_fields
 from treeleaks.frontends.stripped import Stripped, counts_removed, structure_only
+from treeleaks.frontends.xgboost_rates import (
+    WHOLE_TOLERANCE,
+    first_tree_positives,
+    whole_by_rate,
+)
 from treeleaks.frontends.xgboost_regression import regression_model
 from treeleaks.frontends.xgboost_routing import XGBoostRouting, xgboost_routing
 from treeleaks.ir.description import ModelKind, describe
@@ -47,9 +52,6 @@ FILE, PARAMS = "XGBoost model file", "learner.learner_model_param"
 MULTICLASS = ("multi:softprob", "multi:softmax")
 RATE_DIGITS = 4  # a learning rate recovered from float32 values, matched across classes
 FLOAT32_MAX = float(np.finfo(np.float32).max)
-WHOLE_TOLERANCE = 1e-3  # float32 values: derived counts this close to whole are whole
-ROUGH = 0.1  # of a row: counts at a rate read off one leaf, before the fit to every leaf
-PENALTY_TOLERANCE = 1e-3  # relative: the fitted L2 penalty against the one the sums give
 COUNT_TOLERANCE = 1e-3  # of a row, for n = cover / (b(1-b))
 REGRESSION = "reg:squarederror"
 FLOAT32 = 1e-5  # precision of a later tree's sums: per row, and relative to the stored value
@@ -123,8 +125,9 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
                                    classes, features, label_name, objective), routing)
     nodes, cover, value = parsed[0]
     rows = _first_rows(cover, base * (1.0 - base), f"b(1-b) for its base score b = {base:g}")
-    positives, eta, l2 = first_tree_positives(rows, cover, value, base,
-                                              _scale_pos_weight(learner))
+    positives, eta, l2 = first_tree_positives(
+        rows, cover, value, base, _scale_pos_weight(learner),
+        parsed[1][1:] if len(parsed) > 1 else None)
     counts = np.column_stack([rows - positives, positives]).astype(np.int64)
     n_rows = int(rows.sum())
     out = [Tree(*nodes, counts, n_samples=rows.astype(np.int64))] + [
@@ -227,7 +230,7 @@ def _first_round(parsed: list[tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarr
                                    f"rows to tree {k}, {int(first[0].sum())} to tree 0: an "
                                    "edited file?")
         first.append(rows)
-        by_rate = whole_by_rate(rows, cover, value, float(start[k]))[0] if rows.size > 1 else []
+        by_rate = whole_by_rate(rows, cover, value, float(start[k])) if rows.size > 1 else []
         options.append({round(eta, RATE_DIGITS): (whole, l2) for eta, whole, l2 in by_rate})
     counts, penalties, eta = _one_rate([o for o in options if o])
     l2 = penalties[0]
@@ -304,100 +307,6 @@ def _sums(cover: np.ndarray, value: np.ndarray, eta: float, l2: float, n_rows: i
     gradient = -value * (cover + l2) / eta
     return np.vstack([sum_rows(1.0, 0.0, gradient, FLOAT32 * (n_rows + np.abs(gradient))),
                       sum_rows(0.0, scale, cover, FLOAT32 * (n_rows + cover))])
-
-
-def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
-                         base: float, used: str = "") -> tuple[np.ndarray, float, float]:
-    """Each leaf's positives in the first tree (see the module doc), with the learning
-    rate and L2 penalty that make them whole, or a refusal (blaming ``used``, the options
-    the file records that the derivation leaves out, else an edit)."""
-    if rows.size == 1:
-        raise UnsupportedModelError(
-            "the first XGBoost tree is a single leaf: its value pins no learning rate, so "
-            "the later trees' sums cannot be read; treeleaks refuses to guess them")
-    by_rate, _ = whole_by_rate(rows, cover, value, base)
-    found: dict[bytes, tuple[np.ndarray, float, float]] = {}
-    for eta, whole, l2 in by_rate:
-        found.setdefault(whole.tobytes(), (whole, eta, l2))
-    if len(found) == 1:
-        return next(iter(found.values()))
-    if found:
-        rates = ", ".join(f"{eta:g}" for _, eta, _ in found.values())
-        raise UnsupportedModelError(
-            f"the first XGBoost tree's leaf values give whole class counts for several "
-            f"learning rates ({rates}) that disagree on them; treeleaks refuses to guess")
-    head = ("the first XGBoost tree's leaf values give no whole class counts for any "
-            "learning rate")
-    if used:
-        raise UnsupportedModelError(f"{head}: the model was trained with {used}, which the "
-                                    "derivation leaves out; treeleaks refuses to guess its "
-                                    "classes")
-    raise UnsupportedModelError(
-        f"{head}: the file's values contradict each other at tree 0: edited or truncated? "
-        "(or trained with sample weights, a base score of its own, alpha or max_delta_step, "
-        "which the file does not record; treeleaks refuses to guess its classes)")
-
-
-def whole_by_rate(rows: np.ndarray, cover: np.ndarray, value: np.ndarray, base: float
-                  ) -> tuple[list[tuple[float, np.ndarray, float]], float]:
-    """Every learning rate for which a first-round tree's values give whole counts, with
-    those counts and the L2 penalty that goes with the rate, and the penalty the sums give
-    (see the module doc).
-
-    The positives add up to a whole T near N·b (b is the class share XGBoost estimated,
-    kept in float32), so Σw(H + λ) = η(T - N·b) makes λ a function of η. Each leaf's pure
-    cases give a rate. Where the leaf values all but cancel, Σw is small and float32's
-    rounding of the sums moves λ, so the rates it gives are rough: counts within `ROUGH`
-    of whole at one are kept only if the rate and penalty fitted to every leaf at once
-    (least squares of P - n·b = w·H/η + w·λ/η) make them whole within `WHOLE_TOLERANCE`,
-    with a penalty within `PENALTY_TOLERANCE` of the sums' (two free numbers fit any
-    counts of a tree of few leaves).
-    """
-    total = float(value.sum())
-    share = float(rows.sum()) * base
-    pinned = abs(total) > FLOAT32 * float(np.abs(value).sum())
-    if pinned:
-        l2_start, slope = -float((value * cover).sum()) / total, (np.rint(share) - share) / total
-    else:  # values that cancel to float32's precision leave the penalty to the fit
-        l2_start, slope = 1.0, 0.0
-    # η = -w(H + λ(η))/G with G = n·b - P: every leaf's pure cases (P = 0 or n), and every
-    # P of the smallest leaf, so that a tree without a pure leaf is read too
-    smallest = int(np.argmin(rows))
-    cases = [(leaf, p) for leaf in range(rows.size) for p in (0, rows[leaf])]
-    cases += [(smallest, p) for p in range(1, int(rows[smallest]))]
-    candidates = []
-    for leaf, positives in cases:
-        gradient = rows[leaf] * base - positives + value[leaf] * slope
-        if abs(gradient) > 1e-12:
-            candidates.append(-float(value[leaf]) * (cover[leaf] + l2_start) / gradient)
-    found = []
-    rates = {round(c, 6) for c in candidates}  # rounded first: a rate of 0 divides by 0
-    for eta in sorted(r for r in rates if 0.0 < r <= 1.0):
-        fitted = _fitted(rows, cover, value, base, eta, l2_start + eta * slope, pinned)
-        if fitted is not None:
-            found.append(fitted)
-    return found, l2_start
-
-
-def _fitted(rows: np.ndarray, cover: np.ndarray, value: np.ndarray, base: float, eta: float,
-            l2: float, pinned: bool = True) -> tuple[float, np.ndarray, float] | None:
-    """The rate, whole counts and penalty fitted to every leaf from counts near whole at
-    ``eta`` and ``l2`` (the penalty the sums give, unless not ``pinned``), adding up to the
-    whole class total; None when they are not."""
-    rough = whole_positives(rows * base + value * (cover + l2) / eta, rows,
-                            ROUGH if pinned else 0.5)
-    if rough is None or rough.sum() != np.rint(rows.sum() * base):
-        return None
-    design = np.column_stack([value * cover, value])
-    (inverse, ratio), *_ = np.linalg.lstsq(design, rough - rows * base, rcond=None)
-    if not 1.0 <= inverse < np.inf:  # a rate in (0, 1]
-        return None
-    whole = whole_positives(rows * base + design @ [inverse, ratio], rows, WHOLE_TOLERANCE)
-    penalty = float(ratio / inverse)
-    off = pinned and abs(penalty - l2) > PENALTY_TOLERANCE * max(1.0, abs(l2))
-    if whole is None or (whole != rough).any() or off:  # a penalty the sums do not give
-        return None  # fits any counts of a tree of few leaves
-    return 1.0 / float(inverse), rough, penalty
 
 
 def _scale_pos_weight(learner: dict[str, Any]) -> str:
