@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 
 from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.target_draws import DrawnTargets
@@ -66,18 +67,51 @@ def partial_by_draws(model: ReleasedModel, schema: FeatureSchema, found: DrawnTa
                                         f"{why}; no row's target is told by its draws"))
     frames = _frames(model, schema, found, positions)
     certificate = verify_regression_within(model, frames["rows"], positions)
+    read_whole = certificate.verified  # else the reading contradicts itself somewhere
+    if not read_whole:  # keep the rows that fit together, drop the others
+        kept = _fitting(model, frames["rows"], positions, np.arange(rows))
+        if not len(kept):
+            return Reconstruction.empty(
+                model, status=Status.UNKNOWN, time_s=clock.elapsed(), timings=clock.timings,
+                **COMMON, message=f"{why}; no row the draws were read to give fits the model")
+        positions = positions[kept]
+        rows = len(positions)
+        frames = _frames(model, schema, found, positions)
+        certificate = verify_regression_within(model, frames["rows"], positions)
     clock.lap("verify")
     checked = ("within every leaf's draws, distinct rows and value" if certificate.verified
                else f"but they do not fit the model: {certificate.first_mismatch}")
+    exact = rows if certificate.verified and read_whole else 0
+    targets = ("with their exact target, read off the leaves whose draws are their own"
+               if exact else "with the targets their draws were read to have (not proven: "
+               "the reading put more rows in some leaf than it holds, and the rows that did "
+               "not fit were dropped)")
     return Reconstruction(
         **frames, status=Status.FEASIBLE if certificate.verified else Status.UNKNOWN,
         certificate=certificate, time_s=clock.elapsed(), timings=clock.timings, **COMMON,
         partial=True, n_cells=rows, certainty_complete=False,
         bootstrap=BootstrapDetails(positions=positions),
-        regression=RegressionDetails(targets_exact=rows if certificate.verified else 0),
-        message=(f"{rows} of {n} rows ({rows / n:.0%}) at their training positions with "
-                 f"their exact target, read off the leaves whose draws are their own, "
-                 f"{checked}; {why}"))
+        regression=RegressionDetails(targets_exact=exact),
+        message=(f"{rows} of {n} rows ({rows / n:.0%}) at their training positions "
+                 f"{targets}, {checked}; {why}"))
+
+
+def _fitting(model: ReleasedModel, rows: pd.DataFrame, positions: np.ndarray,
+             candidates: np.ndarray, kept: np.ndarray | None = None) -> np.ndarray:
+    """The candidates (indices into ``rows``) that fit within every count together with
+    ``kept``: a block that fits is kept whole, one that does not is halved, a single row
+    that does not is dropped (verifications grow with the rows dropped, not with N)."""
+    kept = np.zeros(0, dtype=np.int64) if kept is None else kept
+    if not len(candidates):
+        return kept
+    trial = np.concatenate([kept, candidates])
+    if verify_regression_within(model, rows.iloc[trial], positions[trial]).verified:
+        return trial
+    if len(candidates) == 1:
+        return kept
+    half = len(candidates) // 2
+    kept = _fitting(model, rows, positions, candidates[:half], kept)
+    return _fitting(model, rows, positions, candidates[half:], kept)
 
 
 def _frames(model: ReleasedModel, schema: FeatureSchema, found: DrawnTargets,
