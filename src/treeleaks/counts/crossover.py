@@ -155,17 +155,22 @@ def _neutral(li: np.ndarray, lj: np.ndarray, Li: np.ndarray, Lj: np.ndarray,
     return ((new_low == low) & (new_high == high)).all(axis=1)
 
 
+def _by_leaf(leaves: np.ndarray, keep: np.ndarray, model: ReleasedModel) -> sparse.csc_matrix:
+    """Rows x forest-wide leaves: 1 where a row sits in the leaf, in the trees ``keep``
+    marks; summing a row's leaf columns counts the rows sharing them."""
+    rows, trees = np.nonzero(keep)
+    ids = leaves[rows, trees] + model.leaf_offsets[trees]
+    return sparse.csc_matrix((np.ones(len(rows)), (rows, ids)),
+                             shape=(len(leaves), model.n_leaves))
+
+
 class _Shares:
     """The starting rows' leaves in the trees that drew them, as columns to sum: a row's
     share of a starting row's drawing trees in which it sits in that row's leaf."""
 
     def __init__(self, start: np.ndarray, drawn: np.ndarray, model: ReleasedModel) -> None:
-        self.offsets = np.cumsum([0] + [tree.n_leaves for tree in model.trees])[:-1]
-        rows, trees = np.nonzero(drawn)
-        ids = start[rows, trees] + self.offsets[trees]
-        self.by_leaf = sparse.csc_matrix(
-            (np.ones(len(rows)), (rows, ids)),
-            shape=(len(start), int(self.offsets[-1] + model.trees[-1].n_leaves)))
+        self.offsets = model.leaf_offsets
+        self.by_leaf = _by_leaf(start, drawn, model)
         self.n_drawn = np.maximum(drawn.sum(axis=1), 1)
 
     def largest(self, leaves: np.ndarray) -> np.ndarray:
@@ -181,12 +186,9 @@ def kept_shares(start: np.ndarray, drawn: np.ndarray, others: np.ndarray,
     """For each starting row (leaves ``start``, drawing trees ``drawn``), the largest share
     of its drawing trees in which one of the ``others`` rows sits in its leaf: below
     `SHARED`, no row of the other dataset could be scored as it."""
-    offsets = np.cumsum([0] + [tree.n_leaves for tree in model.trees])[:-1]
-    ids = others + offsets
-    by_leaf = sparse.csc_matrix(
-        (np.ones(ids.size), (np.repeat(np.arange(len(others)), ids.shape[1]), ids.ravel())),
-        shape=(len(others), int(offsets[-1] + model.trees[-1].n_leaves)))
+    by_leaf = _by_leaf(others, np.ones(others.shape, dtype=bool), model)
+    ids = start + model.leaf_offsets
     n_drawn = np.maximum(drawn.sum(axis=1), 1)
     return np.array([
-        np.asarray(by_leaf[:, (start[r] + offsets)[drawn[r]]].sum(axis=1)).max() / n_drawn[r]
+        np.asarray(by_leaf[:, ids[r][drawn[r]]].sum(axis=1)).max() / n_drawn[r]
         if drawn[r].any() else 1.0 for r in range(len(start))])

@@ -164,8 +164,7 @@ def _features(model: ReleasedModel, frame: pd.DataFrame) -> np.ndarray:
 def _leaves(model: ReleasedModel, frame: pd.DataFrame) -> np.ndarray:
     """Each row's leaf in every tree, numbered across trees, ``(n_rows, n_trees)``."""
     X = _features(model, frame)
-    offsets = np.cumsum([0] + [tree.n_leaves for tree in model.trees])[:-1]
-    return model.apply(X) + offsets
+    return model.apply(X) + model.leaf_offsets
 
 
 def _drawn(model: ReleasedModel, draws: np.ndarray | None, n_rows: int) -> np.ndarray:

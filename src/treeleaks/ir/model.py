@@ -513,6 +513,19 @@ class ReleasedModel:
         return len(self.trees)
 
     @property
+    def leaf_offsets(self) -> np.ndarray:
+        """Each tree's first leaf in one numbering of every tree's leaves.
+
+        ``apply(X) + leaf_offsets`` names each row's leaves across the forest.
+        """
+        return np.cumsum([0] + [tree.n_leaves for tree in self.trees])[:-1]
+
+    @property
+    def n_leaves(self) -> int:
+        """Every tree's leaves together."""
+        return sum(tree.n_leaves for tree in self.trees)
+
+    @property
     def n_features(self) -> int:
         """The number of features."""
         return len(self.feature_names)
