@@ -15,6 +15,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -257,6 +258,19 @@ def mixed_dataset(n_rows: int, seed: int = 0, label: str = "label") -> Dataset:
     frame = pd.DataFrame(columns).assign(**{label: (score > np.median(score)).astype(np.int64)})
     return Dataset(name=f"mixed{n_rows}", frame=frame, label=label, one_hot_groups=groups,
                    at_most_one_groups=[])
+
+
+def stage_saver(out: dict[str, Any], result_path: str | Path,
+                log: bool = True) -> Callable[[str], None]:
+    """A child run's ``save(stage)``: it records the stage in ``out`` and rewrites the result
+    JSON, so a later crash keeps every step before it (``log``: a timestamped line on
+    stderr too)."""
+    def save(stage: str) -> None:
+        out["stage"] = stage
+        if log:
+            print(f"[{time.strftime('%H:%M:%S')}] {stage}", file=sys.stderr, flush=True)
+        Path(result_path).write_text(json.dumps(jsonable(out)))
+    return save
 
 
 def run_status(outcome: ChildOutcome) -> str:

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from common import BENCH_DIR, environment, fmt, isolated_record, jsonable, write_json
+from common import BENCH_DIR, environment, fmt, isolated_record, stage_saver, write_json
 
 Table = tuple[pd.DataFrame, pd.Series]  # features as the custodian holds them, the label
 
@@ -301,10 +301,7 @@ def worker(config_path: str) -> int:
     """Fit, save, read, rebuild and score one (kind, table); write the result JSON."""
     cfg = json.loads(Path(config_path).read_text())
     out: dict[str, Any] = {"stage": "start"}
-
-    def save(stage: str) -> None:  # rewritten at each step: a later crash keeps the rest
-        out["stage"] = stage
-        Path(cfg["result_path"]).write_text(json.dumps(jsonable(out)))
+    save = stage_saver(out, cfg["result_path"], log=False)
 
     try:
         from treeleaks import FeatureSchema, load_model, reconstruct

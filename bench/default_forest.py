@@ -59,7 +59,6 @@ from common import (
     environment,
     fmt,
     isolated_record,
-    jsonable,
     load_dataset,
     maxrss_mb,
     mean,
@@ -68,6 +67,7 @@ from common import (
     one_hot_dataset,
     share,
     sklearn_dataset,
+    stage_saver,
     write_json,
 )
 
@@ -258,11 +258,7 @@ def worker(config_path: str) -> int:
     """Fit, compute the truth boxes, reconstruct and score one run; write the result JSON."""
     cfg = json.loads(Path(config_path).read_text())
     out: dict[str, Any] = {"stage": "start"}
-
-    def save(stage: str) -> None:  # rewritten at each step: a later crash keeps the rest
-        out["stage"] = stage
-        print(f"[{time.strftime('%H:%M:%S')}] {stage}", file=sys.stderr, flush=True)
-        Path(cfg["result_path"]).write_text(json.dumps(jsonable(out)))
+    save = stage_saver(out, cfg["result_path"])
 
     try:
         from treeleaks import FeatureSchema, from_sklearn, reconstruct

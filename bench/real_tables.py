@@ -84,11 +84,11 @@ from common import (
     environment,
     fmt,
     isolated_record,
-    jsonable,
     load_dataset,
     maxrss_mb,
     median,
     mixed_dataset,
+    stage_saver,
     write_json,
 )
 
@@ -368,11 +368,7 @@ def worker(config_path: str) -> int:
     """Fit, reconstruct and score one run; write its result JSON at each step."""
     cfg = json.loads(Path(config_path).read_text())
     out: dict[str, Any] = {"stage": "start"}
-
-    def save(stage: str) -> None:  # rewritten at each step: a later crash keeps the rest
-        out["stage"] = stage
-        print(f"[{time.strftime('%H:%M:%S')}] {stage}", file=sys.stderr, flush=True)
-        Path(cfg["result_path"]).write_text(json.dumps(jsonable(out)))
+    save = stage_saver(out, cfg["result_path"])
 
     try:
         from treeleaks import FeatureSchema, reconstruct
