@@ -2,14 +2,16 @@
 
 For seeds 0..K-1: a random table (30-1,000 rows; 1-4 rounded numerical columns, 0-3 small
 integer ones; a label of any share from 5% to 95%), ``XGBClassifier(random_state=0)`` with
-``--rounds`` rounds (the reader reads the first two trees' counts; later rounds change
-nothing it derives), read by `treeleaks.frontends.xgboost.read_xgboost`. Counted: files
-refused (by message), and files whose first-tree counts differ from the training rows'
-(routed by XGBoost's own ``pred_leaf``). Then ``--edits`` files with one first-tree leaf
+``--rounds`` rounds, its learning rate ``--rate`` and L2 penalty ``--penalty`` (the reader
+reads the first two trees' counts; later rounds change nothing it derives), read by
+`treeleaks.frontends.xgboost.read_xgboost`. Counted: files refused (by message), and files
+whose first-tree counts differ from the training rows' (routed by XGBoost's own
+``pred_leaf``). Then ``--edits`` files with one first-tree leaf
 value scaled by ``1 + --edit``: how many are still read, and whether their counts are true.
 
     python bench/xgboost_binary_files.py --tables 1000            # 0 of 1,000 refused
     python bench/xgboost_binary_files.py --tables 0 --edits 300   # edited files
+    python bench/xgboost_binary_files.py --tables 300 --rate 0.05 --penalty 4   # other options
 """
 
 from __future__ import annotations
@@ -57,19 +59,23 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--edits", type=int, default=0)
     parser.add_argument("--edit", type=float, default=0.05)
+    parser.add_argument("--rate", type=float, default=0.3, help="learning_rate")
+    parser.add_argument("--penalty", type=float, default=1.0, help="reg_lambda")
     args = parser.parse_args()
     refused: collections.Counter[str] = collections.Counter()
     wrong, start = 0, time.perf_counter()
     for seed in range(args.tables):
         X, y = table(seed)
-        fitted = xgb.XGBClassifier(n_estimators=args.rounds, random_state=0).fit(X, y)
+        fitted = xgb.XGBClassifier(n_estimators=args.rounds, random_state=0,
+                                   learning_rate=args.rate, reg_lambda=args.penalty).fit(X, y)
         try:
             wrong += not true_counts(fitted, read_xgboost(fitted), X, y)
         except TreeleaksError as exc:
             refused[str(exc).split(":")[0]] += 1
     if args.tables:
-        print(f"{args.tables} default files: {sum(refused.values())} refused, {wrong} with "
-              f"counts other than the training rows' ({time.perf_counter() - start:.0f} s)")
+        print(f"{args.tables} files (rate {args.rate:g}, penalty {args.penalty:g}): "
+              f"{sum(refused.values())} refused, {wrong} with counts other than the training "
+              f"rows' ({time.perf_counter() - start:.0f} s)")
         print(json.dumps(refused, indent=1))
     read, read_true, reasons = 0, 0, collections.Counter()
     for seed in range(args.edits):

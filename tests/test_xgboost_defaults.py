@@ -37,25 +37,27 @@ def _table(seed: int) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def _fitted(seed: int) -> tuple[np.ndarray, np.ndarray, object]:
-    """A default classifier (three rounds: the reader reads the first two trees) on the
-    seed's table."""
+def _fitted(seed: int, rate: float = 0.3, penalty: float = 1.0
+            ) -> tuple[np.ndarray, np.ndarray, object]:
+    """A classifier (three rounds: the reader reads the first two trees; XGBoost's default
+    learning rate and L2 penalty unless given) on the seed's table."""
     X, y = _table(seed)
-    return X, y, xgb.XGBClassifier(n_estimators=3, random_state=0).fit(X, y)
+    return X, y, xgb.XGBClassifier(n_estimators=3, random_state=0, learning_rate=rate,
+                                   reg_lambda=penalty).fit(X, y)
 
 
-def _check_counts(seed: int) -> None:
+def _check_counts(seed: int, rate: float = 0.3, penalty: float = 1.0) -> None:
     """The first tree's counts are the training rows', routed by XGBoost itself; the rate
-    and penalty are XGBoost's defaults."""
-    X, y, fitted = _fitted(seed)
+    and penalty are the ones it was trained with."""
+    X, y, fitted = _fitted(seed, rate, penalty)
     model = read_xgboost(fitted)
     tree = model.trees[0]
     nodes = fitted.get_booster().predict(xgb.DMatrix(X), pred_leaf=True)[:, 0].astype(int)
     true = np.zeros((tree.n_leaves, 2), dtype=np.int64)
     np.add.at(true, (tree.leaf_of_node[nodes], y), 1)
     assert (tree.counts == true).all()
-    assert model.facts["learning rate (recovered)"] == pytest.approx(0.3, rel=1e-4)
-    assert model.facts["L2 penalty (recovered)"] == pytest.approx(1.0, rel=1e-3)
+    assert model.facts["learning rate (recovered)"] == pytest.approx(rate, rel=1e-4)
+    assert model.facts["L2 penalty (recovered)"] == pytest.approx(penalty, rel=1e-3)
 
 
 # refused before: 19 leaf values that all but cancel (the penalty their sum gives off by
@@ -70,6 +72,22 @@ def test_files_refused_before_give_the_training_rows_counts(seed: int) -> None:
 @given(seed=st.integers(0, 100_000))
 def test_every_default_binary_file_gives_the_training_rows_counts(seed: int) -> None:
     _check_counts(seed)
+
+
+# a pivot leaf once needed |value| x cover of 0.05, which small rates and large penalties
+# (|value| x cover = rate x gradient sum x cover / (cover + penalty)) left no leaf of
+@pytest.mark.parametrize(("rate", "penalty"), [(0.05, 4.0), (0.001, 50.0), (1e-6, 1.0)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_small_rates_and_large_penalties_give_the_training_rows_counts(seed, rate, penalty
+                                                                       ) -> None:
+    _check_counts(seed, rate, penalty)
+
+
+def test_a_learning_rate_of_0_is_refused_as_such() -> None:
+    _, _, fitted = _fitted(0, rate=0.0)
+    with pytest.raises(UnsupportedModelError, match=r"leaf values are all 0: .* learning "
+                                                    r"rate of 0\?"):
+        read_xgboost(fitted)
 
 
 def _edited(seed: int, leaf_rank: int, factor: float) -> dict:

@@ -33,8 +33,10 @@ WHOLE_TOLERANCE = 1e-3  # float32 values: counts derived this close to whole are
 DISTINCT = 1e-6  # relative: covers closer than this give no second equation
 MOST_GUESSES = 4_000_000  # guesses of the two pivot leaves' positives tried at once
 CANCEL = 1e-5  # relative: leaf values whose sum is this near 0 leave the total no equation
-LEAST_GRADIENT = 0.05  # a pivot leaf's |w|·H, at most its gradient sum: far above float32
-# noise (a leaf whose rows' gradients cancel stores a value of about 1e-8)
+SIGNAL = 1e-3  # a pivot leaf's |w|·H per row (at most its gradient sum per row), against the
+# largest of the leaves': a leaf whose rows' gradients cancel keeps float32's noise, under
+# 1e-6 of the largest measured, and that noise stays a small part of a pivot's equation;
+# relative, as |w|·H = η·G·H/(H+λ) scales with the rate and penalty
 MOST_SPLITS = 1_000_000  # splits of one second-tree leaf's cover tried
 COVER_PRECISION = 4e-6  # relative: a cover against a split's hessians (float32 values and
 # XGBoost's float32 probabilities against ours)
@@ -78,7 +80,8 @@ def fits(leaves: Leaves, totals: dict[int, int]) -> list[tuple[float, np.ndarray
     for k in (int(k) for k in np.argsort(leaves.bound, kind="stable")):
         if k in columns:
             continue
-        derived = leaves.offset[k] + leaves.value[k] * (a * leaves.cover[k] + c)
+        with np.errstate(invalid="ignore"):  # parallel equations solve to inf: dropped
+            derived = leaves.offset[k] + leaves.value[k] * (a * leaves.cover[k] + c)
         whole = np.rint(derived)
         keep = (np.abs(derived - whole) <= ROUGH) & (whole >= 0) & (whole <= leaves.bound[k])
         columns = {leaf: column[keep] for leaf, column in columns.items()}
@@ -133,10 +136,11 @@ def _guesses(leaves: Leaves, totals: dict[int, int]
 
 
 def _pivots(leaves: Leaves) -> list[int]:
-    """The leaf of fewest rows whose gradient sum is above float32's noise
-    (`LEAST_GRADIENT`), and the next such whose cover differs (two independent equations
+    """The leaf of fewest rows whose gradient sum per row is well above float32's noise
+    (`SIGNAL`), and the next such whose cover differs (two independent equations
     in a and c), as far as there are."""
-    usable = np.abs(leaves.value) * leaves.cover >= LEAST_GRADIENT
+    signal = np.abs(leaves.value) * leaves.cover / np.maximum(leaves.bound, 1)
+    usable = signal > SIGNAL * float(signal.max())
     order = [int(k) for k in np.argsort(leaves.bound, kind="stable") if usable[k]]
     if not order:
         return []
@@ -251,14 +255,20 @@ def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
     totals = {0: int(np.rint(rows.sum() * base))}
     split = None if second is None else second_tree(
         rows, value, float(np.log(base / (1.0 - base))), *second)
-    if split is None:
-        found = fits(first, totals)
-    else:
+    leaves = first
+    if split is not None:
         later, complete = split
-        found = fits(first + later, {**totals, **({1: totals[0]} if complete else {})})
+        leaves = first + later
+        totals = {**totals, **({1: totals[0]} if complete else {})}
+    found = fits(leaves, totals)
     if len(found) == 1:
         eta, whole, l2 = found[0]
         return whole, eta, l2
+    if not found and not _pivots(leaves):
+        raise UnsupportedModelError(
+            "the first XGBoost tree's leaf values are all 0: they pin no learning rate (a "
+            "learning rate of 0?), so its classes' counts cannot be read; treeleaks refuses "
+            "to guess them")
     if found:
         rates = ", ".join(f"{eta:g}" for eta, _, _ in found[:SHOWN])
         more = f" and {len(found) - SHOWN:,} more" if len(found) > SHOWN else ""
