@@ -19,6 +19,7 @@ treelite's: ``load_*`` reads a file, ``from_*`` (`treeleaks.frontends`) a fitted
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +222,85 @@ def load_estimator(path: str | Path, trust_pickle: bool = False) -> Any:
             f"{file.path.name} holds no scikit-learn object; give the .skops (or pickle) file "
             "of a scikit-learn model")
     return chosen.estimator(file.path)
+
+
+@dataclass(frozen=True)
+class FrameworkFile:
+    """A framework's model file, read by its reader and checked before any framework loads it.
+
+    ``format`` is the one `treeleaks strip` writes it in (skops, pickle, joblib, lightgbm,
+    xgboost, xgboost-ubj); ``held`` what the framework reads (a scikit-learn object, a
+    LightGBM model text, a parsed XGBoost model); ``model`` the IR, None where the reader
+    declines the model's counts (``unread`` says why: an objective or training option the
+    attacks do not read; its structure was checked as far as the reader got).
+    """
+
+    format: str
+    held: Any
+    model: ReleasedModel | None
+    unread: str = ""
+
+
+def load_framework_file(path: str | Path, trust_pickle: bool = False) -> FrameworkFile:
+    """Read a framework's model file for a tool that hands it to its framework (strip).
+
+    The file goes through the same reader and checks as `load_model` first, so a malformed
+    file (a tree without nodes, a value that is not a number, a file cut short, a LightGBM
+    file whose tree sizes were edited) is refused in one line before scikit-learn, LightGBM
+    or XGBoost, which would crash on it, see it.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The model file: skops, LightGBM text, XGBoost JSON or UBJ, or a pickle.
+    trust_pickle : bool, default False
+        Load a pickle, which runs code from the file.
+
+    Returns
+    -------
+    FrameworkFile
+        What the framework reads, with the file's IR when its reader reads the counts.
+
+    Raises
+    ------
+    ModelFormatError
+        The file is malformed.
+    UnsupportedModelError
+        It is treeleaks' own JSON (a model or a rule list), not a framework's file.
+    UntrustedPickleError
+        The file is a pickle without ``trust_pickle``.
+    """
+    file = ModelFile(_checked_path(path, trust_pickle))
+    try:
+        reader = _chosen(file, trust_pickle)
+        if reader.estimator is None and reader.name not in ("LightGBM", "XGBoost"):
+            kind = "a treeleaks rule list" if reader.gives == "rule list" else reader.what
+            raise UnsupportedModelError(
+                f"it holds {kind}, not a framework's model file; strip reads "
+                "scikit-learn (.skops or a pickle), LightGBM (.txt) and XGBoost (.json, "
+                ".ubj) models")
+        try:
+            model, unread = load_model(file.path, trust_pickle, allow_regression=True,
+                                       counts_removed_ok=True), ""
+        except UnsupportedModelError as exc:  # well formed, counts not read: still held
+            model, unread = None, str(exc)
+        if reader.name == "LightGBM":
+            from treeleaks.frontends.lightgbm import check_tree_sizes
+
+            text = file.path.read_text(encoding="utf-8", errors="replace")
+            check_tree_sizes(text)
+            return FrameworkFile("lightgbm", text, model, unread)
+        if reader.name == "XGBoost":
+            if file.is_ubjson:
+                from treeleaks.frontends.ubjson import read_ubjson
+
+                return FrameworkFile("xgboost-ubj", read_ubjson(file.path), model, unread)
+            return FrameworkFile("xgboost", file.json, model, unread)
+        held = reader.estimator(file.path) if reader.estimator is not None else None
+        return FrameworkFile("joblib" if file.suffix == ".joblib" else reader.name, held,
+                             model, unread)
+    except TreeleaksError as exc:
+        raise _named(exc, file.path) from None
 
 
 def save_model(estimator: Any, path: str | Path) -> Path:

@@ -73,6 +73,7 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
     if hasattr(source, "get_booster"):  # XGBClassifier: its labels, then its booster
         classes = np.asarray(getattr(source, "classes_", [0, 1])).tolist()
         source = source.get_booster()
+    sampled = _subsample(source)
     learner = _field(_model_json(source), "learner", "")
     objective = _field(_field(learner, "objective", "learner"), "name", "learner.objective")
     multiclass = objective in MULTICLASS
@@ -125,8 +126,9 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
                                    classes, features, label_name, objective), routing)
     nodes, cover, value = parsed[0]
     rows = _first_rows(cover, base * (1.0 - base), f"b(1-b) for its base score b = {base:g}")
+    used = ", ".join(option for option in (_scale_pos_weight(learner), sampled) if option)
     positives, eta, l2 = first_tree_positives(
-        rows, cover, value, base, _scale_pos_weight(learner),
+        rows, cover, value, base, used,
         parsed[1][1:] if len(parsed) > 1 else None)
     counts = np.column_stack([rows - positives, positives]).astype(np.int64)
     n_rows = int(rows.sum())
@@ -316,6 +318,19 @@ def _scale_pos_weight(learner: dict[str, Any]) -> str:
         return "" if float(raw) == 1.0 else f"scale_pos_weight={raw}"
     except (TypeError, ValueError):
         return f"scale_pos_weight={raw!r}"
+
+
+def _subsample(source: Any) -> str:
+    """``subsample=r`` when a fitted ``Booster``'s configuration (which its model file does
+    not keep) records a row sample below 1, else ""."""
+    if not hasattr(source, "save_config"):
+        return ""
+    try:
+        config = json.loads(source.save_config())
+        raw = config["learner"]["gradient_booster"]["tree_train_param"]["subsample"]
+        return "" if float(raw) >= 1.0 else f"subsample={float(raw):.6g}"
+    except (KeyError, TypeError, ValueError):
+        return ""
 
 
 def _tree(tree: dict[str, Any], index: int, n_features: int,

@@ -158,7 +158,7 @@ class ModelDescription:
     def class_balance_text(self) -> str:
         """The class balance as the file gives it away, an estimate, or not at all."""
         if self.task == "regression":
-            return "does not apply (a regressor)"
+            return "none: a regressor has no classes"
         if self.class_balance is None:
             return "not given away"
         shown = ", ".join(f"{c}: {k:,}" for c, k in self.class_balance)
