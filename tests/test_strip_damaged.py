@@ -179,3 +179,31 @@ def test_a_child_that_dies_is_one_line_naming_the_signal() -> None:
     pickle.dumps(_Aborts())  # it travels; it is the child that dies
     with pytest.raises(StripCheckError, match=r"crashed \(SIGABRT\) .*nothing was written"):
         strip_in_child(_Aborts(), "skops")
+
+
+def test_one_tree_zeroed_is_an_edit_not_removed_counts(table, tmp_path: Path) -> None:
+    """strip zeroes every tree's counts; a file with one tree zeroed and the others not was
+    edited or damaged, and is called that, not "counts were removed"."""
+    forest = RandomForestClassifier(3, max_depth=3, bootstrap=False, random_state=0).fit(*table)
+    tree = forest.estimators_[1].tree_
+    state = tree.__getstate__()
+    nodes = state["nodes"].copy()
+    nodes["n_node_samples"] = 0
+    nodes["weighted_n_node_samples"] = 0
+    cls, args = tree.__reduce__()[:2]
+    forest.estimators_[1].tree_ = cls(*args)
+    forest.estimators_[1].tree_.__setstate__({**state, "nodes": nodes})
+    path = tmp_path / "edited.skops"
+    skops.io.dump(forest, path)
+    for command in ("reconstruct", "inspect"):
+        line = one_line_error(runner.invoke(app, [command, str(path)]))
+        assert "tree 1's row counts are all 0 while tree 0's are not: an edited file" in line
+        assert "counts were removed" not in line
+    assert "an edited file" in refused(path, tmp_path)
+    data = xgboost_file(table, tmp_path, "binary:logistic")
+    second = data["learner"]["gradient_booster"]["model"]["trees"][1]
+    second["sum_hessian"] = [0.0] * len(second["sum_hessian"])
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data))
+    line = one_line_error(runner.invoke(app, ["inspect", str(path)]))
+    assert "tree 1's covers (sum_hessian) are all 0 while tree 0's are not" in line

@@ -33,7 +33,7 @@ from treeleaks.frontends.stripped import Stripped, counts_removed, structure_onl
 from treeleaks.frontends.tree_routing import gap_layout, spelled, spelled_nodes
 from treeleaks.ir.description import ModelKind, describe
 from treeleaks.ir.inputs import InputMap
-from treeleaks.ir.model import ReleasedModel, Tree
+from treeleaks.ir.model import ModelFormatError, ReleasedModel, Tree
 from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.sklearn_compat import node_class_counts
 
@@ -192,16 +192,29 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
 
 
 def _counts_zeroed(estimator: Any) -> bool:
-    """Whether a tree of the model has every node's row count at 0.
+    """Whether every tree of the model has every node's row count at 0.
 
-    A fitted tree holds rows at its root, so its counts were removed.
+    A fitted tree holds rows at its root, so its counts were removed (`treeleaks strip`
+    zeroes every tree's). A tree without nodes, or some trees zeroed and others not, is a
+    damaged or edited file, refused naming the tree.
     """
     if hasattr(estimator, "_predictors"):
-        return any(not np.asarray(p.nodes["count"]).any()
-                   for per_round in estimator._predictors for p in per_round)
-    members = np.asarray(getattr(estimator, "estimators_", [estimator])).ravel()
-    return any(hasattr(m, "tree_") and not np.asarray(m.tree_.n_node_samples).any()
-               for m in members)
+        counts = [np.asarray(p.nodes["count"])
+                  for per_round in estimator._predictors for p in per_round]
+    else:
+        members = np.asarray(getattr(estimator, "estimators_", [estimator])).ravel()
+        counts = [np.asarray(m.tree_.n_node_samples) for m in members if hasattr(m, "tree_")]
+    for index, held in enumerate(counts):
+        if not held.size:
+            raise ModelFormatError(f"malformed tree {index}: a tree has no nodes (an emptied "
+                                   "or truncated file); copy it again from where it was saved")
+    zeroed = [not held.any() for held in counts]
+    if any(zeroed) and not all(zeroed):
+        raise ModelFormatError(
+            f"tree {zeroed.index(True)}'s row counts are all 0 while tree "
+            f"{zeroed.index(False)}'s are not: an edited file (treeleaks strip zeroes every "
+            "tree's); copy it again from where it was saved")
+    return bool(zeroed) and all(zeroed)
 
 
 def _structure(estimator: Any, kind: str, names: list[str], label_name: str,

@@ -109,7 +109,7 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
     routing = xgboost_routing(learner, trees, list(names))
     features = list(routing.layout.names) if routing else list(names)
     parsed = [_tree(tree, t, n_features, routing) for t, tree in enumerate(trees)]
-    if any(not cover.any() for _, cover, _ in parsed):
+    if _covers_removed([cover for _, cover, _ in parsed]):
         if not counts_removed_ok:
             raise counts_removed("XGBoost model", "its covers, sum_hessian, are 0")
         regressor = objective == REGRESSION
@@ -318,6 +318,23 @@ def _scale_pos_weight(learner: dict[str, Any]) -> str:
         return "" if float(raw) == 1.0 else f"scale_pos_weight={raw}"
     except (TypeError, ValueError):
         return f"scale_pos_weight={raw!r}"
+
+
+def _covers_removed(covers: list[np.ndarray]) -> bool:
+    """Whether every tree's covers are 0 (``treeleaks strip`` zeroes them all); a tree
+    without nodes, or some trees zeroed and others not, is a damaged or edited file,
+    refused naming the tree."""
+    for index, cover in enumerate(covers):
+        if not cover.size:
+            raise ModelFormatError(f"malformed tree {index}: a tree has no nodes (an emptied "
+                                   "or truncated file); copy it again from where it was saved")
+    zeroed = [not cover.any() for cover in covers]
+    if any(zeroed) and not all(zeroed):
+        raise ModelFormatError(
+            f"{FILE}: tree {zeroed.index(True)}'s covers (sum_hessian) are all 0 while tree "
+            f"{zeroed.index(False)}'s are not: an edited file (treeleaks strip zeroes every "
+            "tree's); copy it again from where it was saved")
+    return all(zeroed)
 
 
 def _subsample(source: Any) -> str:
