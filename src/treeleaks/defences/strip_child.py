@@ -2,19 +2,23 @@
 fault, LightGBM's fatal error, a C++ ``terminate``) ends the child, not the command: the
 file's reader checks it first, but a framework can still fail on what no reader checks.
 
-The child's stderr goes to a file, not the terminal: a crash is one line naming the
-framework, the signal and the framework's own last words, and nothing is written. A
-framework's exception (XGBoost's carries a C++ stack trace) comes back as its first line.
+The child is a fresh interpreter (``python -m treeleaks.defences.strip_child``, on the
+caller's ``sys.path``): it inherits no threads or locks and never re-runs the caller's
+script. Its arguments go in on stdin and its answer comes back on a private copy of stdout,
+both pickled; whatever the frameworks print goes to a file, not the terminal. A crash is
+one line naming the framework, the signal and the framework's own last words, and nothing
+is written; a framework's exception (XGBoost's carries a C++ stack trace) comes back as its
+first line.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import pickle
 import signal
+import subprocess
+import sys
 import tempfile
-from pathlib import Path
 from typing import Any
 
 from treeleaks.defences.strip import StripError, Stripped, strip
@@ -22,32 +26,38 @@ from treeleaks.defences.strip_check import StripCheckError, first_line
 from treeleaks.runtime.errors import TreeleaksError
 
 ISOLATED = True  # False runs strip in this process (tests that patch strip's internals)
+# what the child may take: loading, stripping and predicting on 10,000 inputs take seconds,
+# a minute for the largest forests; a damaged tree can send scikit-learn round in circles
+CHILD_SECONDS = 300.0
 _FRAMEWORKS = {"lightgbm": "LightGBM", "xgboost": "XGBoost", "sklearn": "scikit-learn"}
 
 
 def strip_in_child(model: Any, file_format: str, *args: Any, **kwargs: Any) -> Stripped:
     """`treeleaks.defences.strip.strip` (same arguments) run in a new process: its result,
-    its `TreeleaksError`, or, when the child dies, `StripCheckError` naming the framework,
-    the signal and its last words."""
+    its `TreeleaksError`, or, when the child dies or passes `CHILD_SECONDS`,
+    `StripCheckError` naming the framework and the signal and its last words, or the
+    time."""
     if not ISOLATED:
         return strip(model, file_format, *args, **kwargs)
-    context = multiprocessing.get_context("spawn")  # no threads or locks inherited
-    receiver, sender = context.Pipe(duplex=False)
-    with tempfile.TemporaryDirectory(prefix="treeleaks-strip-") as folder:
-        stderr = Path(folder) / "stderr.txt"
-        child = context.Process(target=_child, daemon=True,
-                                args=(sender, str(stderr), model, file_format, args, kwargs))
-        child.start()
-        sender.close()
+    payload = pickle.dumps((model, file_format, args, kwargs))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    with tempfile.TemporaryFile() as said:
         try:
-            outcome = receiver.recv()
-        except EOFError:  # the child died before it answered
-            outcome = None
-        finally:
-            child.join()
-        said = stderr.read_text(encoding="utf-8", errors="replace") if stderr.exists() else ""
-    if outcome is None:
-        raise StripCheckError(_crashed(framework_of(model, file_format), child.exitcode, said))
+            done = subprocess.run([sys.executable, "-m", __name__], input=payload, env=env,
+                                  stdout=subprocess.PIPE, stderr=said, check=False,
+                                  timeout=CHILD_SECONDS)
+        except subprocess.TimeoutExpired:  # the child is killed
+            raise StripCheckError(
+                f"{framework_of(model, file_format)} did not finish loading or predicting "
+                f"with the model in {CHILD_SECONDS:g} s (a damaged tree can send it round in "
+                "circles): copy the file again from where it was saved; nothing was "
+                "written") from None
+        said.seek(0)
+        words = said.read().decode("utf-8", errors="replace")
+    if done.returncode or not done.stdout:
+        raise StripCheckError(_crashed(framework_of(model, file_format), done.returncode,
+                                       words))
+    outcome = pickle.loads(done.stdout)  # our own child's answer
     if isinstance(outcome, BaseException):
         raise outcome
     return outcome
@@ -63,11 +73,12 @@ def framework_of(model: Any, file_format: str) -> str:
     return _FRAMEWORKS.get(package, package)
 
 
-def _child(sender: Any, stderr: str, model: Any, file_format: str, args: tuple[Any, ...],
-           kwargs: dict[str, Any]) -> None:
-    """Run `strip` with stderr in the file ``stderr`` and send back its result or error."""
-    descriptor = os.open(stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(descriptor, 2)
+def _serve() -> None:
+    """The child: read the arguments on stdin, run `strip` with stdout sent to stderr (a
+    framework's prints must not mix with the answer), write the answer on the real stdout."""
+    answer = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    model, file_format, args, kwargs = pickle.load(sys.stdin.buffer)  # from strip_in_child
     try:
         outcome: Any = strip(model, file_format, *args, **kwargs)
     except TreeleaksError as exc:
@@ -79,23 +90,29 @@ def _child(sender: Any, stderr: str, model: Any, file_format: str, args: tuple[A
             f"({type(exc).__name__}: {first_line(exc)}); nothing was written"
         ) if package in _FRAMEWORKS else exc
     try:
-        sender.send(outcome)
+        data = pickle.dumps(outcome)
     except (pickle.PicklingError, TypeError, AttributeError):  # an error that does not travel
-        sender.send(RuntimeError(f"{type(outcome).__name__}: {first_line(outcome)}"))
+        data = pickle.dumps(RuntimeError(f"{type(outcome).__name__}: {first_line(outcome)}"))
+    answer.write(data)
+    answer.flush()
 
 
-def _crashed(framework: str, exitcode: int | None, said: str) -> str:
+def _crashed(framework: str, returncode: int, said: str) -> str:
     """The line saying the child died: how, and the framework's last words."""
-    how = f"exit code {exitcode}"
-    if exitcode is not None and exitcode < 0:
+    how = f"exit code {returncode}"
+    if returncode < 0:
         try:
-            how = signal.Signals(-exitcode).name
+            how = signal.Signals(-returncode).name
         except ValueError:
-            how = f"signal {-exitcode}"
-    words = [line.strip() for line in said.splitlines() if line.strip()]
-    fatal = [w for w in words if "fatal" in w.lower() or "error" in w.lower()]
-    last = (fatal or words or [""])[-1][:200]
+            how = f"signal {-returncode}"
+    lines = [line.strip() for line in said.splitlines() if line.strip()]
+    fatal = [line for line in lines if "fatal" in line.lower() or "error" in line.lower()]
+    last = (fatal or lines or [""])[-1][:200]
     return (f"{framework} crashed ({how}) loading or predicting with the model"
             + (f": {last}" if last else "")
             + "; the file is damaged in a way its reader does not check: copy it again "
               "from where it was saved; nothing was written")
+
+
+if __name__ == "__main__":
+    _serve()
