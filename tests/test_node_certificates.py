@@ -289,3 +289,70 @@ def test_a_leaf_value_beyond_float64_sums_is_refused_naming_the_leaf(tmp_path: P
                                       str(tmp_path / "rows.csv")])
     line = one_line_error(result, 2)
     assert "tree 0" in line and "leaf 3's value is 1e+300" in line and "float64" in line
+
+
+# --- boosters: each node's rows (or hessian sum) are its children's ------------------------
+
+def _booster_data() -> tuple[pd.DataFrame, np.ndarray]:
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.integers(0, 4, size=(60, 3)).astype(float), columns=["a", "b", "c"])
+    return X, ((X.a + rng.integers(0, 2, 60)) > 2).astype(int).to_numpy()
+
+
+@pytest.mark.parametrize("field", ["n_node_samples", "weighted_n_node_samples"])
+def test_a_gradient_boosting_node_count_edit_is_refused(field: str) -> None:
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    estimator = GradientBoostingClassifier(n_estimators=3, max_depth=2).fit(*_booster_data())
+    getattr(estimator.estimators_[1, 0].tree_, field)[0] += 1
+    with pytest.raises(TreeleaksError, match=f"tree 1 of this GradientBoostingClassifier "
+                                             f"node 0 holds 61 rows \\({field}\\)"):
+        from_sklearn(estimator)
+
+
+def test_a_histogram_booster_node_count_edit_is_refused() -> None:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    estimator = HistGradientBoostingClassifier(max_iter=3, max_depth=2).fit(*_booster_data())
+    estimator._predictors[2][0].nodes["count"][0] += 1
+    with pytest.raises(TreeleaksError, match="tree 2 node 0 holds 61 rows"):
+        from_sklearn(estimator)
+
+
+def test_an_edited_lightgbm_internal_count_is_refused_naming_the_node(tmp_path: Path) -> None:
+    lgb = pytest.importorskip("lightgbm")
+    text = lgb.LGBMClassifier(n_estimators=3, num_leaves=4, min_child_samples=1,
+                              verbose=-1).fit(*_booster_data()).booster_.model_to_string()
+    lines = text.splitlines()
+    at = next(i for i in range(lines.index("Tree=1"), len(lines))
+              if lines[i].startswith("internal_count="))
+    counts = lines[at].split("=")[1].split()
+    counts[1] = str(int(counts[1]) + 1)
+    lines[at] = "internal_count=" + " ".join(counts)
+    path = tmp_path / "edited.txt"
+    path.write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(app, ["reconstruct", str(path)])
+    line = one_line_error(result, 2)
+    assert "LightGBM tree 1 node" in line and "internal_count" in line, line
+
+
+def test_an_edited_xgboost_cover_is_refused_naming_the_node(tmp_path: Path) -> None:
+    xgb = pytest.importorskip("xgboost")
+    import json
+
+    booster = xgb.XGBClassifier(n_estimators=3, max_depth=2).fit(*_booster_data())
+    doc = json.loads(bytes(booster.get_booster().save_raw(raw_format="json")))
+    doc["learner"]["gradient_booster"]["model"]["trees"][0]["sum_hessian"][0] += 1.0
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(doc))
+    line = one_line_error(CliRunner().invoke(app, ["reconstruct", str(path)]), 2)
+    assert "XGBoost tree 0 node 0" in line and "sum_hessian" in line, line
+
+
+def test_a_contradicted_model_is_not_written_as_json_that_would_hide_it() -> None:
+    X, y = small_data(30, 7, regression=True)
+    estimator = DecisionTreeRegressor(random_state=0).fit(X, y)
+    estimator.tree_.value[0, 0, 0] += 1
+    model = from_sklearn(estimator, allow_regression=True)
+    with pytest.raises(TreeleaksError, match="tree 0 node 0's value"):
+        model.to_json()

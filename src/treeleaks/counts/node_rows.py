@@ -9,7 +9,6 @@ largest value involved, so their squares never overflow.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,25 +47,32 @@ def node_misses(tree: Tree, index: int, leaves: np.ndarray, weight: np.ndarray,
     if not _read_with(stats, tree, node_of_leaf):
         return NodeMisses()
     end = node_of_leaf[leaves]
-
-    def up(values: np.ndarray) -> np.ndarray:
-        return sum_up(tree.left, tree.right, values)[inner]
-
-    weighted = np.zeros(stats.weighted.shape)
-    np.add.at(weighted, (end, column), weight)
-    weighted = up(weighted)
+    n_columns = stats.weighted.shape[1]
+    parts = [np.bincount(end * n_columns + column, weights=weight,
+                         minlength=n_nodes * n_columns).reshape(n_nodes, n_columns),
+             np.bincount(end, weights=weight > 0, minlength=n_nodes)[:, None]]
+    means = complete and targets is not None and stats.values is not None
+    if means:  # in units of the largest target or value: no square overflows
+        scale = max(float(np.abs(targets).max(initial=0.0)),
+                    float(np.abs(stats.values[inner]).max()), np.finfo(float).tiny)
+        y = targets / scale
+        parts += [np.bincount(end, weights=weight * y, minlength=n_nodes)[:, None],
+                  np.bincount(end, weights=weight * y * y, minlength=n_nodes)[:, None]]
+    # one pass up the tree for every sum: internal nodes only from here on
+    summed = sum_up(tree.left, tree.right, np.hstack(parts))[inner]
+    weighted, distinct = summed[:, :n_columns], summed[:, n_columns]
     stored = stats.weighted[inner]
     slack = COUNT_RTOL * np.maximum(np.abs(stored), 1.0)
     checks = {"weighted rows": ((np.abs(weighted - stored) if complete
                                  else weighted - stored) > slack).any(axis=1)}
     sums = {"weighted rows": (stored.sum(axis=1), weighted.sum(axis=1))}
     if stats.distinct is not None:
-        distinct = up(np.bincount(end, weights=weight > 0, minlength=n_nodes))
         released = stats.distinct[inner]
         checks["distinct rows"] = (distinct != released) if complete else distinct > released
         sums["distinct rows"] = (released, distinct)
-    if complete and targets is not None and stats.values is not None:
-        _add_targets(checks, sums, stats, inner, end, weight, targets, up, n_nodes)
+    if means:
+        _add_targets(checks, sums, stats, inner, weighted.sum(axis=1),
+                     summed[:, n_columns + 1], summed[:, n_columns + 2], scale)
     first, wrong = "", 0
     for what, off in checks.items():
         wrong += int(off.sum())
@@ -92,23 +98,17 @@ def _read_with(stats: NodeStats, tree: Tree, node_of_leaf: np.ndarray) -> bool:
 
 
 def _add_targets(checks: dict[str, np.ndarray], sums: dict[str, tuple[np.ndarray, np.ndarray]],
-                 stats: NodeStats, inner: np.ndarray, end: np.ndarray, weight: np.ndarray,
-                 targets: np.ndarray, up: Callable[[np.ndarray], np.ndarray],
-                 n_nodes: int) -> None:
-    """The internal nodes' means and (where stored) variances against their rows'."""
-    s = max(float(np.abs(targets).max(initial=0.0)),
-            float(np.abs(stats.values[inner]).max()), np.finfo(float).tiny)
-    y = targets / s
-    total = up(np.bincount(end, weights=weight * y, minlength=n_nodes))
-    rows = up(np.bincount(end, weights=weight, minlength=n_nodes))
+                 stats: NodeStats, inner: np.ndarray, rows: np.ndarray, total: np.ndarray,
+                 squares: np.ndarray, scale: float) -> None:
+    """The internal nodes' means and (where stored) variances against their rows' sums
+    of targets and squared targets, taken in units of ``scale``."""
     mean = np.divide(total, rows, out=np.full(inner.size, np.nan), where=rows > 0)
-    checks["value"] = ~(np.abs(mean - stats.values[inner] / s) <= VALUE_RTOL)
-    sums["value"] = (stats.values[inner], mean * s)
+    checks["value"] = ~(np.abs(mean - stats.values[inner] / scale) <= VALUE_RTOL)
+    sums["value"] = (stats.values[inner], mean * scale)
     if stats.impurity is None:
         return
-    squares = up(np.bincount(end, weights=weight * y * y, minlength=n_nodes))
     variance = np.divide(squares, rows, out=np.full(inner.size, np.nan),
                          where=rows > 0) - mean ** 2
-    checks["impurity"] = ~(np.abs(variance - stats.impurity[inner] / s / s)
+    checks["impurity"] = ~(np.abs(variance - stats.impurity[inner] / scale / scale)
                            <= IMPURITY_RTOL * 10)
-    sums["impurity"] = (stats.impurity[inner], variance * s * s)
+    sums["impurity"] = (stats.impurity[inner], variance * scale * scale)

@@ -718,12 +718,17 @@ class ReleasedModel:
         ------
         UnsupportedModelError
             The model is a booster whose JSON would lose its pooled trees, trees without
-            counts, or leaf values.
+            counts, or leaf values, or it contradicts itself (`contradictions`), which the
+            JSON would hide.
         """
         if self.gradients is not None or any(t.pooled or not t.counted for t in self.trees):
             raise UnsupportedModelError(
                 "this booster's treeleaks JSON would lose which trees pool their classes or "
                 "have no counts, and its leaf values; keep the framework's own model file")
+        if self.contradictions:  # the JSON keeps leaves only: it would read as consistent
+            raise UnsupportedModelError(
+                f"the model contradicts itself ({self.contradictions[0]}); its treeleaks "
+                "JSON would drop what shows it, so keep the original file")
         return {
             "format": "treeleaks.ReleasedModel",
             "version": FORMAT_VERSION,

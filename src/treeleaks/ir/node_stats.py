@@ -43,6 +43,7 @@ class NodeStats:
     values: np.ndarray | None = None
     impurity: np.ndarray | None = None
     criterion: str = ""
+    count_rtol: float = COUNT_RTOL  # a booster's hessian sums are float32: looser
 
     def shape_error(self, n_nodes: int, n_columns: int) -> str:
         """Why the arrays do not fit a tree of ``n_nodes`` nodes, or ""."""
@@ -74,7 +75,7 @@ class NodeStats:
     def _counts(self, p: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                 columns: list[str]) -> str:
         w = self.weighted
-        off = np.abs(w[p] - w[lo] - w[hi]) > COUNT_RTOL * np.maximum(np.abs(w[p]), 1.0)
+        off = np.abs(w[p] - w[lo] - w[hi]) > self.count_rtol * np.maximum(np.abs(w[p]), 1.0)
         if not off.any():
             return ""
         i, c = np.argwhere(off)[0]
