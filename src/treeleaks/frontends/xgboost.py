@@ -353,7 +353,7 @@ def _tree(tree: dict[str, Any], index: int, n_features: int,
                                "truncated or edited file?)")
     leaf = left < 0
     check_node_sums(left, np.where(leaf, -1, right), hessian, f"XGBoost tree {index}",
-                    "hessian sum (sum_hessian)", rtol=COVER_RTOL)
+                    "of hessian (sum_hessian)", rtol=COVER_RTOL)
     if (feature[~leaf] >= n_features).any():
         node = int(np.flatnonzero(~leaf & (feature >= n_features))[0])
         raise ModelFormatError(f"{at}: field 'split_indices' holds {feature[node]} at entry "

@@ -254,8 +254,9 @@ class Tree:
         """
         if self.nodes is None:
             return ""
-        columns = ([f"weighted rows of {self.column_name(c, classes)}"
-                    for c in range(self.counts.shape[1])] if classes else ["weighted rows"])
+        k = self.nodes.weighted.shape[1]  # an attack's view may count other columns
+        columns = ([f"weighted rows of {self.column_name(c, classes)}" for c in range(k)]
+                   if classes and k == self.counts.shape[1] else ["weighted rows"] * k)
         return self.nodes.contradiction(self.left, self.right, columns)
 
     def to_dict(self) -> dict[str, Any]:
@@ -316,7 +317,7 @@ class Tree:
         n_leaves = int(np.unique(self.leaf_of_node[is_leaf]).size)
         self._check_leaf_arrays(n_leaves, n_classes)
         self._check_nodes(is_leaf, n_features)
-        if self.nodes is not None and (why := self.nodes.shape_error(n_nodes, n_classes)):
+        if self.nodes is not None and (why := self.nodes.shape_error(n_nodes)):
             raise ModelFormatError(why)
 
     def _check_leaf_arrays(self, n_leaves: int, n_classes: int) -> None:

@@ -45,11 +45,15 @@ class NodeStats:
     criterion: str = ""
     count_rtol: float = COUNT_RTOL  # a booster's hessian sums are float32: looser
 
-    def shape_error(self, n_nodes: int, n_columns: int) -> str:
-        """Why the arrays do not fit a tree of ``n_nodes`` nodes, or ""."""
-        if self.weighted.shape != (n_nodes, n_columns):
+    def shape_error(self, n_nodes: int) -> str:
+        """Why the arrays do not fit a tree of ``n_nodes`` nodes, or "".
+
+        The count columns may differ from the tree's: an attack's view of a file (a
+        regressor's targets read as classes) keeps the file's nodes.
+        """
+        if self.weighted.ndim != 2 or len(self.weighted) != n_nodes:
             return (f"node counts of shape {self.weighted.shape}, the tree has {n_nodes} "
-                    f"nodes of {n_columns} count columns")
+                    "nodes")
         for name in ("distinct", "values", "impurity"):
             array = getattr(self, name)
             if array is not None and array.shape != (n_nodes,):
@@ -67,6 +71,9 @@ class NodeStats:
         """
         parent = np.flatnonzero(left >= 0)
         kids = left[parent], right[parent]
+        if min(map(len, (left, right, self.weighted))) != len(left) or any(
+                ((k < 0) | (k >= len(left))).any() for k in kids):
+            return ""  # not one tree: the structure's own check refuses it, in its words
         for check in (self._counts, self._distinct, self._means, self._variances):
             if (found := check(parent, *kids, columns)):
                 return found
@@ -103,8 +110,8 @@ class NodeStats:
             return ""
         i = int(np.argmax(off))
         return (f"node {p[i]}'s value {v[p[i]]:.10g} is not the mean of its children's: "
-                f"node {lo[i]} {v[lo[i]]:.10g} over {w[lo[i]]:g} rows, node {hi[i]} "
-                f"{v[hi[i]]:.10g} over {w[hi[i]]:g}")
+                f"node {lo[i]} {v[lo[i]]:.10g} over {_rows(w[lo[i]])}, node {hi[i]} "
+                f"{v[hi[i]]:.10g} over {_rows(w[hi[i]])}")
 
     def _variances(self, p: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                    columns: list[str]) -> str:
@@ -141,6 +148,11 @@ class NodeStats:
         node = int(np.argmax(off))
         return (f"node {node}'s impurity {u[node]:.10g} is not the {self.criterion} of its "
                 f"class counts ({expected[node]:.10g})")
+
+
+def _rows(weight: float) -> str:
+    """``weight`` rows in words."""
+    return f"{weight:g} row" + ("" if weight == 1 else "s")
 
 
 def _scale(*arrays: np.ndarray) -> np.ndarray:
