@@ -356,3 +356,15 @@ def test_a_contradicted_model_is_not_written_as_json_that_would_hide_it() -> Non
     model = from_sklearn(estimator, allow_regression=True)
     with pytest.raises(TreeleaksError, match="tree 0 node 0's value"):
         model.to_json()
+
+
+def test_inspect_names_what_an_edited_file_contradicts(tmp_path: Path) -> None:
+    X, y = small_data(30, 8, regression=True)
+    estimator = DecisionTreeRegressor(random_state=0).fit(X, y)
+    estimator.tree_.n_node_samples[0] += 1
+    path = tmp_path / "edited.skops"
+    sio.dump(estimator, path)
+    result = CliRunner().invoke(app, ["inspect", str(path)])
+    assert result.exit_code == 0, result.output
+    words = " ".join(result.output.split())
+    assert "Contradicts itself" in words and "tree 0 node 0 holds 31 distinct" in words
