@@ -368,3 +368,16 @@ def test_inspect_names_what_an_edited_file_contradicts(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     words = " ".join(result.output.split())
     assert "Contradicts itself" in words and "tree 0 node 0 holds 31 distinct" in words
+
+
+def test_an_edited_file_proves_no_singling_out_predicate() -> None:
+    """The same file unedited proves single-row leaves' predicates; edited, none."""
+    from treeleaks.attacks.singling_out import single_out
+
+    X, y = small_data(30, 9, regression=True)
+    estimator = DecisionTreeRegressor(random_state=0).fit(X, y)
+    assert single_out(from_sklearn(estimator, allow_regression=True)).n_proven > 0
+    estimator.tree_.value[0, 0, 0] += 1
+    result = single_out(from_sklearn(estimator, allow_regression=True))
+    assert result.n_proven == 0
+    assert any("contradicts itself" in note for note in result.notes), result.notes
