@@ -33,7 +33,8 @@ def check_thresholds(values: np.ndarray, where: str, field: str) -> None:
         node = int(np.argmax(bad))
         value = float(values[node])
         why = ("a threshold past ±2^53, where float64 stops holding every whole number: "
-               "an edited file, or rescale a feature that large before training"
+               "an edited file, or a feature whose values are that large, which no row can be "
+               "routed by exactly"
                if np.isfinite(value) else "not a finite threshold: an edited file?")
         raise ModelFormatError(f"{where}: field {field!r} holds {value:g} at node {node}, "
                                f"{why}")

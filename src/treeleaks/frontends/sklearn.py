@@ -150,7 +150,8 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
         bootstrap = bool(estimator.bootstrap)
         samples = _bootstrap_draws(estimator) if bootstrap else None
     if not estimators:
-        raise UnsupportedModelError(f"this {kind} holds no trees; refit it before auditing it")
+        raise UnsupportedModelError(f"this {kind} holds no trees (it was never fitted): audit the "
+                                    "fitted model's file")
     strangers = [type(m).__name__ for m in estimators if not hasattr(m, "tree_")]
     if strangers:
         raise UnsupportedModelError(
@@ -295,7 +296,8 @@ def _tree(
             raise UnsupportedModelError(
                 f"tree {index} of this {kind} stores class counts that are not integers, so "
                 "it was trained with sample_weight or class_weight; treeleaks needs "
-                "unweighted training (refit without weights to audit it)"
+                "unweighted training (ask whoever trained it for the model fitted without "
+                "weights)"
             )
     return Tree(
         *tree_nodes(sk_tree),

@@ -378,7 +378,8 @@ class Tree:
         if (np.abs(self.threshold[~is_leaf]) > 2.0**53).any():
             raise ModelFormatError(
                 "a tree has a split threshold past ±2^53, where float64 stops holding every "
-                "whole number: an edited file, or rescale a feature that large before training")
+                "whole number: an edited file, or a feature whose values are that large, which "
+                "no row can be routed by exactly")
 
 
 def _description(record: DescriptionRecord | None, model: ReleasedModel) -> ModelDescription:
