@@ -373,9 +373,9 @@ def _checked(model: ReleasedModel, name: str, feature_names: list[str] | None,
     about = model.described()
     if model.is_regression and not allow_regression:
         raise UnsupportedModelError(
-            f"{name} holds a {about.framework} regressor ({about.estimator}); the "
-            "reconstruction attacks audit classifiers (treeleaks single-out reads regressors; "
-            "in Python: allow_regression=True)")
+            f"{name} holds a {about.framework} regressor ({about.estimator}), and this "
+            "measure is a classifier's: treeleaks reconstruct, single-out and audit read "
+            "regressors (in Python: load_model(..., allow_regression=True))")
     if about.stripped and not counts_removed_ok:  # as its reader recognised it
         gone = [f.name for f in about.fields if f.removed]
         raise counts_removed(

@@ -157,6 +157,9 @@ def node_depths(tree: Tree) -> np.ndarray:
 
 def grounds(model: ReleasedModel) -> tuple[bool, str]:
     """Whether the model's per-tree counts prove their predicates, and why (not)."""
+    if model.contradictions:  # an edited file: no dataset gives its counts
+        return False, ("the file contradicts itself, so its counts prove nothing: "
+                       f"{model.contradictions[0]}")
     if model.noise is not None:
         return False, NOT_PROVEN_NOISE
     if model.bootstrap:

@@ -30,6 +30,7 @@ import numpy as np
 
 from treeleaks.frontends.boosting import (
     booster_trees,
+    check_node_sums,
     check_thresholds,
     float32_positives,
     no_sums,
@@ -469,6 +470,13 @@ def _tree(block: dict[str, str], index: int, names: list[str],
     n_nodes = n_internal + n_leaves
     if not (min(left.min(), right.min()) > 0 and max(left.max(), right.max()) < n_nodes):
         raise ModelFormatError(f"LightGBM tree {index}: a child index is out of range")
+    inner = (_numbers(block, "internal_count", index, n_internal, whole=True, low=0)
+             if "internal_count" in block else np.zeros(0))
+    if inner.any() and count.any():  # both kept (not stripped): nodes, then the leaves
+        no_child = np.full(n_leaves, -1)
+        check_node_sums(np.concatenate([left, no_child]), np.concatenate([right, no_child]),
+                        np.concatenate([inner, count]), f"LightGBM tree {index}",
+                        "rows (internal_count, leaf_count)")
     if routing is not None:  # gaps and categories spelled out (`lightgbm_routing`)
         nodes, kept = routing.tree(block, index, feature, threshold, decision, left, right,
                                    count)

@@ -26,7 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.frontends.boosting import check_thresholds, no_sums, sum_rows, whole_positives
+from treeleaks.frontends.boosting import (
+    check_node_sums,
+    check_thresholds,
+    no_sums,
+    sum_rows,
+    whole_positives,
+)
 from treeleaks.frontends.gaps import with_routing
 from treeleaks.frontends.multiclass import (
     check_round,
@@ -53,6 +59,7 @@ MULTICLASS = ("multi:softprob", "multi:softmax")
 RATE_DIGITS = 4  # a learning rate recovered from float32 values, matched across classes
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 COUNT_TOLERANCE = 1e-3  # of a row, for n = cover / (b(1-b))
+COVER_RTOL = 1e-5  # a node's cover against its children's, each kept in float32
 REGRESSION = "reg:squarederror"
 FLOAT32 = 1e-5  # precision of a later tree's sums: per row, and relative to the stored value
 
@@ -377,6 +384,8 @@ def _tree(tree: dict[str, Any], index: int, n_features: int,
         raise ModelFormatError(f"{at}: a child index is past the tree's {n} nodes (a "
                                "truncated or edited file?)")
     leaf = left < 0
+    check_node_sums(left, np.where(leaf, -1, right), hessian, f"XGBoost tree {index}",
+                    "of hessian (sum_hessian)", rtol=COVER_RTOL)
     if (feature[~leaf] >= n_features).any():
         node = int(np.flatnonzero(~leaf & (feature >= n_features))[0])
         raise ModelFormatError(f"{at}: field 'split_indices' holds {feature[node]} at entry "

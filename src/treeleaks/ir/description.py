@@ -208,6 +208,9 @@ def _n_rows(model: Any, draws: bool) -> tuple[int | None, bool, str, tuple[int, 
     """N, whether estimated, from what, and an estimate's bounds."""
     stated = model.facts.get("n_rows")
     if model.n_rows is not None and model.counts_released:
+        if getattr(model, "contradictions", ()):  # an edited file: its nodes disagree
+            return model.n_rows, True, ("from the first tree's leaf counts; the file "
+                                        "contradicts itself"), None
         return model.n_rows, False, "the leaf counts add up to it", None
     if draws:
         return len(model.trees[0].draws), False, "the length of the per-tree draws", None
