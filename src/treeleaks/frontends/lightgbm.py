@@ -173,6 +173,8 @@ def _regression(converted: list[_Converted], params: dict[str, str], names: list
     and has hessian 1, so a leaf's value is v = s + η·Σ(y - s)/(n + λ): its mean target is
     s + (v - s)(n + λ)/(η·n). Without s in the file, the means adding up to N·s give it."""
     _, count, hessian, value = converted[0]
+    # a first tree with no split keeps no hessian sum: squared error gives each row h = 1
+    hessian = np.where(np.isnan(hessian), count, hessian)
     if np.abs(hessian - count).max() > 1e-6 * count.max():  # squared error: h = 1 a row
         raise UnsupportedModelError(
             "the first LightGBM tree's hessian sums are not its row counts: it was trained "
