@@ -1,8 +1,8 @@
 """The scikit-learn frontend.
 
-DecisionTreeClassifier, RandomForestClassifier, ExtraTreesClassifier, and on request their
-regressor counterparts; the gradient-boosted classifiers are read by
-`treeleaks.frontends.sklearn_boosting`.
+DecisionTreeClassifier, ExtraTreeClassifier (one random-split tree), RandomForestClassifier,
+ExtraTreesClassifier, and on request their regressor counterparts; the gradient-boosted
+classifiers are read by `treeleaks.frontends.sklearn_boosting`.
 
 Reads each fitted tree's nodes and turns its stored class frequencies into integer counts (a
 regression tree: its leaves' row counts and predicted values). The reading that differs
@@ -38,8 +38,13 @@ from treeleaks.ir.node_stats import ENTROPY, GINI, VARIANCE, NodeStats
 from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.sklearn_compat import node_class_counts
 
-SUPPORTED = ("DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier")
-REGRESSORS = ("DecisionTreeRegressor", "RandomForestRegressor", "ExtraTreesRegressor")
+SUPPORTED = ("DecisionTreeClassifier", "ExtraTreeClassifier", "RandomForestClassifier",
+             "ExtraTreesClassifier")
+REGRESSORS = ("DecisionTreeRegressor", "ExtraTreeRegressor", "RandomForestRegressor",
+              "ExtraTreesRegressor")
+# one tree, not a forest: a random-split tree is stored as a decision tree is
+SINGLE_TREES = ("DecisionTreeClassifier", "ExtraTreeClassifier", "DecisionTreeRegressor",
+                "ExtraTreeRegressor")
 _COUNT_TOLERANCE = 1e-6
 
 
@@ -53,8 +58,9 @@ def from_sklearn(
 ) -> ReleasedModel:
     """Translate a fitted scikit-learn tree model into a `ReleasedModel`.
 
-    Reads DecisionTreeClassifier, RandomForestClassifier, ExtraTreesClassifier and the
-    gradient-boosted classifiers; with ``allow_regression``, their regressor counterparts.
+    Reads DecisionTreeClassifier, ExtraTreeClassifier, RandomForestClassifier,
+    ExtraTreesClassifier and the gradient-boosted classifiers; with ``allow_regression``,
+    their regressor counterparts.
 
     Parameters
     ----------
@@ -143,7 +149,7 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
 
     Each tree's counts, with the forest's draws when it bootstraps.
     """
-    if kind.startswith("DecisionTree"):
+    if kind in SINGLE_TREES:
         estimators, bootstrap, samples = [estimator], False, None
     else:
         estimators = list(estimator.estimators_)
@@ -178,7 +184,7 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
                  for index, (tree, m) in enumerate(zip(trees, estimators))]
         names = list(layout.names)
     facts: dict[str, Any] = {}
-    if not kind.startswith("DecisionTree") and bootstrap:
+    if kind not in SINGLE_TREES and bootstrap:
         facts["max_samples"] = estimator.max_samples
     if regression:
         facts.update(_growth(estimator))
