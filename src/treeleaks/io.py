@@ -31,6 +31,7 @@ from treeleaks.frontends.registry import (
     reader_named,
 )
 from treeleaks.frontends.stripped import counts_removed
+from treeleaks.ir.description import FORMATS_WITHOUT_COUNTS
 from treeleaks.ir.model import ModelFormatError, ReleasedModel
 from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError, UntrustedPickleError
 from treeleaks.runtime.paths import unreadable
@@ -381,7 +382,7 @@ def _checked(model: ReleasedModel, name: str, feature_names: list[str] | None,
         raise counts_removed(
             f"{about.framework} {about.estimator}".strip(),
             f"{', '.join(gone)}: zeroed or missing" if gone else "every count is 0",
-            random_states=about.bootstrap)
+            random_states=about.bootstrap, never_kept=about.framework in FORMATS_WITHOUT_COUNTS)
     return model if feature_names is None else _renamed(model, feature_names)
 
 

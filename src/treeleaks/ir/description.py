@@ -23,6 +23,11 @@ import numpy as np
 INTERVAL_SDS = 3.0  # half-width of the bounds on a DP forest's N, in standard deviations
 
 
+# Formats that never keep counts, draws or N (read as a stripped file is): their files say
+# nothing of how the trees drew their rows.
+FORMATS_WITHOUT_COUNTS = frozenset({"ONNX"})
+
+
 class ModelKind(StrEnum):
     """What kind of model a file holds: the one type test downstream code makes."""
 
@@ -120,7 +125,9 @@ class ModelDescription:
     def rows(self) -> list[tuple[str, str]]:
         """The description as (name, words) rows: what every command prints about it."""
         maker = " ".join(word for word in (self.framework, self.estimator) if word)
-        out = [("Model", f"{self.kind}, {self.task} ({maker})"),
+        kind = ("tree ensemble" if self.framework in FORMATS_WITHOUT_COUNTS
+                and self.kind != ModelKind.SINGLE_TREE else self.kind)
+        out = [("Model", f"{kind}, {self.task} ({maker})"),
                ("Bootstrap", self.bootstrap_text()),
                ("Training rows N", self.n_rows_text()),
                ("Class balance", self.class_balance_text())]
@@ -136,6 +143,8 @@ class ModelDescription:
         the draws."""
         if self.kind == ModelKind.RULE_LIST:
             return "no: the rules counted each training row once"
+        if self.framework in FORMATS_WITHOUT_COUNTS:
+            return f"not recorded: an {self.framework} file keeps no draws or counts"
         if not self.bootstrap:
             return "no: every tree saw every row once"
         limit = "" if self.max_samples is None else f", max_samples={self.max_samples:g}"
