@@ -169,3 +169,56 @@ def test_rpart_split_direction_matches_r(cut: float, direction: float, xs: list)
     first_step = np.where(X[:, var] <= tree.threshold[0], tree.left[0], tree.right[0])
     goes_to_2 = np.array(xs) < cut if direction < 0 else np.array(xs) >= cut
     assert np.array_equal(first_step == node2, goes_to_2)
+
+
+def test_rpart_reconstruction_fits_every_count_and_holds_the_training_rows() -> None:
+    """The engine's exact route on rpart's one tree: 120 rows, every leaf's class counts
+    reproduced and certified, leaf by leaf as R's own training rows fill them."""
+    from treeleaks import reconstruct
+
+    model, r = load_model(FIXTURES / "rpart_class.rds"), _r("rpart_class")
+    result = reconstruct(model, time_limit=30)
+    certificate = result.summary()["certificate"]
+    assert result.verified and certificate["counts_wrong"] == 0
+    rows = result.rows
+    assert len(rows) == len(r["y"]) == 120
+    X = rows[model.feature_names].to_numpy(dtype=float)
+    assert model.leaf_counts_of(X, rows[model.label_name])[0].tolist() == \
+        model.trees[0].counts.tolist()
+    true_leaves = model.apply(np.array(r["X"]))[:, 0]
+    rebuilt = np.zeros_like(model.trees[0].counts)
+    np.add.at(rebuilt, (model.apply(X)[:, 0], model.class_index(rows[model.label_name])), 1)
+    truth = np.zeros_like(rebuilt)
+    np.add.at(truth, (true_leaves, model.class_index(r["y"])), 1)
+    assert np.array_equal(rebuilt, truth)
+
+
+def test_random_forest_guesses_single_out_training_rows() -> None:
+    """Without counts, the guesses (deepest leaves first) are what an adversary has; checked
+    against R's training rows, some single a row out."""
+    import pandas as pd
+
+    from treeleaks.attacks import singling_out as so
+
+    model, r = load_model(FIXTURES / "rf_class.rds"), _r("rf_class")
+    guesses = so.no_counts_guesses(model)
+    assert guesses.predicates
+    frame = pd.DataFrame(r["X"], columns=r["columns"]).assign(**{model.label_name: r["y"]})
+    checked = so.check_against_data(guesses, model, frame, model.label_name)
+    assert checked.singled_out and checked.n_rows == 120
+    X, y = np.array(r["X"]), np.array(r["y"])
+    for p in guesses.predicates:  # a row singled out: the only one of its label in a leaf
+        if p.matches is not None and len(p.matches) == 1:
+            in_leaf = model.trees[p.tree].apply_nodes(X) == p.node
+            assert np.flatnonzero(in_leaf & (y == p.label)).tolist() == p.matches
+
+
+def test_an_edited_rpart_frame_contradicts_itself() -> None:
+    obj = read_rds(FIXTURES / "rpart_reg.rds")
+    frame = obj.get("frame")
+    yval = frame.get("yval").value.copy()
+    yval[0] += 1.0  # the root's mean no longer its children's
+    edited = _replaced(obj, "frame", _replaced(frame, "yval", dataclasses.replace(
+        frame.get("yval"), value=yval)))
+    assert read_rpart(edited).contradictions
+    assert not read_rpart(obj).contradictions

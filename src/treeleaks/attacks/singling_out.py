@@ -40,7 +40,8 @@ NOT_PROVEN_BOOTSTRAP = (
     "out-of-bag rows")
 NOT_PROVEN_NOISE = "noisy (DP) counts: a count of 1 may be noise"
 COUNTS_STRIPPED = (
-    "this model releases no counts (they were stripped), so no predicate can be proven from "
+    "this model releases no counts (stripped, or never stored, as randomForest's), so no "
+    "predicate can be proven from "
     "it; only the no-counts ranking is available (single-out --no-counts), or check it "
     "against the training data (--data)")
 

@@ -52,9 +52,22 @@ def read_r_model(path: Path) -> RModel:
         what = "/".join(classes) if classes else f"an R value of type {obj.kind}"
         raise UnsupportedModelError(f"{path.name} holds {what}, not a tree model treeleaks "
                                     f"reads from R ({', '.join(READ)})")
-    if "rpart" in classes:
-        return _rpart(obj)
-    return _forest(obj)
+    read = _rpart(obj) if "rpart" in classes else _forest(obj)
+    read.model.label_name = _response(obj, read.model.feature_names) or read.model.label_name
+    return read
+
+
+def _response(obj: RValue, features: list[str]) -> str | None:
+    """The label's name, from a formula's terms (``dataClasses`` names the response
+    first); None when the model was fitted without a formula."""
+    terms = obj.get("terms")
+    classes = None if terms is None else terms.attr("dataClasses")
+    response = None if terms is None else terms.attr("response")
+    if classes is None or response is None or not classes.names or \
+            np.asarray(response.value).tolist() != [1]:
+        return None
+    name = classes.names[0]
+    return name if name and name not in features else None
 
 
 def _rpart(obj: RValue) -> RModel:

@@ -10,7 +10,9 @@ sends rows with ``x < index`` left when ``ncat`` is -1 and right when it is +1; 
 goes left when ``x <= threshold``, so the threshold is the float just below ``index`` and
 a +1 split's children swap. A categorical split (``ncat`` > 1) is refused. IR node i is
 frame row i, and the leaves are numbered in frame order, so ``where`` (each training row's
-frame row) reads as leaves directly (`rpart_leaves`). Rows with a gap go down surrogates,
+frame row) reads as leaves directly (`rpart_leaves`). Every node's counts (a regressor's
+mean and variance too) are kept as `NodeStats`, so an edited frame shows as a
+contradiction. Rows with a gap go down surrogates,
 which the IR does not follow.
 """
 
@@ -20,6 +22,7 @@ import numpy as np
 
 from treeleaks.frontends.r_files import RValue, element, numbers, strings
 from treeleaks.ir.model import ModelFormatError, ReleasedModel, Tree
+from treeleaks.ir.node_stats import VARIANCE, NodeStats
 from treeleaks.runtime.errors import UnsupportedModelError
 
 LEAF = "<leaf>"
@@ -49,7 +52,7 @@ def read_rpart(obj: RValue) -> ReleasedModel:
                                    "for every node")
         counts = _whole(yval2[:, 1:1 + len(classes)], "frame$yval2")
         tree = Tree(feature, threshold, left, right, leaf_of_node, counts[is_leaf],
-                    n_samples=n[is_leaf])
+                    n_samples=n[is_leaf], nodes=NodeStats(counts.astype(np.float64), n))
         _check_sums(counts, n)
         model = ReleasedModel([tree], list(classes), names, source="R rpart",
                               facts={"method": "class"})
@@ -58,7 +61,8 @@ def read_rpart(obj: RValue) -> ReleasedModel:
         dev = numbers(element(frame, "dev"), "frame$dev", nodes, whole=False)
         tree = Tree(feature, threshold, left, right, leaf_of_node, n[is_leaf, None],
                     n_samples=n[is_leaf], values=yval[is_leaf],
-                    impurity=dev[is_leaf] / n[is_leaf])
+                    impurity=dev[is_leaf] / n[is_leaf],
+                    nodes=NodeStats(n[:, None].astype(np.float64), n, yval, dev / n, VARIANCE))
         model = ReleasedModel([tree], [], names, source="R rpart", task="regression",
                               facts={"method": "anova"})
     model.validate()
