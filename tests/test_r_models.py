@@ -142,7 +142,7 @@ def _replaced(obj: RValue, name: str, value: RValue) -> RValue:
 
 def test_missing_and_short_fields_are_refused_naming_them(tmp_path: Path) -> None:
     obj = read_rds(FIXTURES / "rpart_class.rds")
-    with pytest.raises(ModelFormatError, match="field 'frame' is missing"):
+    with pytest.raises(ModelFormatError, match="rpart field 'frame' is missing"):
         read_rpart(_without(obj, "frame"))
     frame = obj.get("frame")
     short = _replaced(frame, "n", dataclasses.replace(frame.get("n"),
@@ -222,3 +222,37 @@ def test_an_edited_rpart_frame_contradicts_itself() -> None:
         frame.get("yval"), value=yval)))
     assert read_rpart(edited).contradictions
     assert not read_rpart(obj).contradictions
+
+
+def test_random_forest_fields_missing_or_misshapen_are_refused_naming_them() -> None:
+    from treeleaks.frontends.r_forest import read_random_forest
+
+    obj = read_rds(FIXTURES / "rf_class_inbag.rds")
+    forest = obj.get("forest")
+    with pytest.raises(ModelFormatError, match="randomForest field 'forest\\$treemap' is missing"):
+        read_random_forest(_replaced(obj, "forest", _without(forest, "treemap")))
+    inbag = obj.get("inbag")
+    short = _replaced(obj, "inbag", dataclasses.replace(inbag, value=inbag.value[:10]))
+    with pytest.raises(ModelFormatError, match="'inbag' must have shape \\(120, 5\\)"):
+        from treeleaks.frontends import r_models
+
+        r_models._forest(short)
+
+
+def test_per_row_marks_survive_the_treeleaks_json(tmp_path: Path) -> None:
+    model = load_model(FIXTURES / "rpart_class.rds")
+    path = tmp_path / "model.json"
+    model.to_json(path)
+    back = load_model(path)
+    assert [f.name for f in back.described().fields if f.per_row] == ["where", "y"]
+
+
+def test_the_cli_refuses_an_r_object_it_does_not_read_in_one_line() -> None:
+    from typer.testing import CliRunner
+
+    from treeleaks.cli import app
+
+    result = CliRunner().invoke(app, ["inspect", str(FIXTURES / "lm.rds")])
+    assert result.exit_code == 2
+    assert "lm.rds holds lm, not a tree model" in " ".join(result.output.split())
+    assert "Traceback" not in result.output

@@ -121,13 +121,17 @@ def _pairlist(obj: Any) -> dict[str, RValue]:
     return out
 
 
-def element(obj: RValue, name: str, kind: str | None = None) -> RValue:
-    """A model's list element ``name`` (of R type ``kind``), refused naming it if missing."""
+def element(obj: RValue, name: str, kind: str | None = None, within: str = "",
+            owner: str = "") -> RValue:
+    """A model's list element ``name`` (of R type ``kind``), refused naming it if missing
+    (``within``: the list it sits in, such as ``"forest$"``, and ``owner`` the model's
+    class, for the message; by default the object's own class)."""
     value = obj.get(name)
     if value is None or (kind is not None and value.kind != kind
                          and not (kind == "REAL" and value.kind == "INT")):
         what = "missing" if value is None else f"of type {value.kind}, not {kind}"
-        raise ModelFormatError(f"R {'/'.join(obj.classes) or 'object'} field {name!r} is {what}")
+        owner = owner or "/".join(obj.classes) or "R object"
+        raise ModelFormatError(f"{owner} field {within + name!r} is {what}")
     return value
 
 

@@ -42,15 +42,15 @@ def read_random_forest(obj: RValue) -> Forest:
         raise UnsupportedModelError(f"randomForest of type {kind!r}: treeleaks reads "
                                     "classification and regression forests")
     forest = element(obj, "forest", "VEC")
-    ncat_field = element(forest, "ncat")
+    ncat_field = _part(forest, "ncat")
     names = ncat_field.names
     ncat = numbers(ncat_field, "forest$ncat", len(names))
-    sizes = numbers(element(forest, "ndbigtree"), "forest$ndbigtree")
+    sizes = numbers(_part(forest, "ndbigtree"), "forest$ndbigtree")
     ntree = len(sizes)
     status = _matrix(forest, "nodestatus", ntree)
     nodes = status.shape[0]
     if kind == "classification":
-        treemap = np.asarray(element(forest, "treemap").value)
+        treemap = np.asarray(_part(forest, "treemap").value)
         if treemap.shape != (nodes, 2, ntree):
             raise ModelFormatError(f"randomForest field 'forest$treemap' must have shape "
                                    f"({nodes}, 2, {ntree})")
@@ -115,9 +115,14 @@ def _tree(t: int, status: np.ndarray, left: np.ndarray, right: np.ndarray,
 
 def _matrix(forest: RValue, name: str, ntree: int, whole: bool = True) -> np.ndarray:
     """A ``(nrnodes, ntree)`` matrix of the forest list."""
-    value = element(forest, name)
+    value = _part(forest, name)
     array = np.asarray(value.value)
     if array.ndim != 2 or array.shape[1] != ntree:
         raise ModelFormatError(f"randomForest field 'forest${name}' must have one column per "
                                f"tree ({ntree})")
     return numbers(value, f"forest${name}", whole=whole).reshape(array.shape)
+
+
+def _part(forest: RValue, name: str) -> RValue:
+    """An element of the ``forest`` list, refused naming it if missing."""
+    return element(forest, name, within="forest$", owner="randomForest")

@@ -35,9 +35,9 @@ def read_rpart(obj: RValue) -> ReleasedModel:
     if method not in ("class", "anova"):
         raise UnsupportedModelError(f"rpart method {method!r}: treeleaks reads "
                                     "classification ('class') and regression ('anova') trees")
-    var = strings(element(frame, "var", "STR"), "frame$var")
+    var = strings(_column(frame, "var", "STR"), "frame$var")
     nodes = len(var)
-    n = numbers(element(frame, "n"), "frame$n", nodes)
+    n = numbers(_column(frame, "n"), "frame$n", nodes)
     ids = _row_names(frame, nodes)
     names = element(obj, "ordered", "LGL").names
     feature, threshold, left, right = _structure(obj, frame, var, ids, names)
@@ -46,7 +46,7 @@ def read_rpart(obj: RValue) -> ReleasedModel:
     leaf_of_node[is_leaf] = np.arange(int(is_leaf.sum()))
     if method == "class":
         classes = strings(_attr(obj, "ylevels"), "ylevels")
-        yval2 = element(frame, "yval2").value
+        yval2 = _column(frame, "yval2").value
         if yval2.ndim != 2 or yval2.shape[0] != nodes or yval2.shape[1] < 1 + len(classes):
             raise ModelFormatError("rpart field 'frame$yval2' must hold a column per class "
                                    "for every node")
@@ -57,8 +57,8 @@ def read_rpart(obj: RValue) -> ReleasedModel:
         model = ReleasedModel([tree], list(classes), names, source="R rpart",
                               facts={"method": "class"})
     else:
-        yval = numbers(element(frame, "yval"), "frame$yval", nodes, whole=False)
-        dev = numbers(element(frame, "dev"), "frame$dev", nodes, whole=False)
+        yval = numbers(_column(frame, "yval"), "frame$yval", nodes, whole=False)
+        dev = numbers(_column(frame, "dev"), "frame$dev", nodes, whole=False)
         tree = Tree(feature, threshold, left, right, leaf_of_node, n[is_leaf, None],
                     n_samples=n[is_leaf], values=yval[is_leaf],
                     impurity=dev[is_leaf] / n[is_leaf],
@@ -89,8 +89,8 @@ def _structure(obj: RValue, frame: RValue, var: list[str], ids: np.ndarray,
     right = np.full(nodes, -1, dtype=np.int64)
     position = {int(node): row for row, node in enumerate(ids)}
     splits = element(obj, "splits", "REAL") if any(v != LEAF for v in var) else None
-    extra = (numbers(element(frame, "ncompete"), "frame$ncompete", nodes)
-             + numbers(element(frame, "nsurrogate"), "frame$nsurrogate", nodes))
+    extra = (numbers(_column(frame, "ncompete"), "frame$ncompete", nodes)
+             + numbers(_column(frame, "nsurrogate"), "frame$nsurrogate", nodes))
     row = 0
     for node, name in enumerate(var):
         if name == LEAF:
@@ -145,3 +145,8 @@ def _attr(obj: RValue, name: str) -> RValue:
     if value is None:
         raise ModelFormatError(f"the R object has no attribute {name!r}")
     return value
+
+
+def _column(frame: RValue, name: str, kind: str | None = None) -> RValue:
+    """A column of rpart's ``frame``, refused naming it if missing."""
+    return element(frame, name, kind, within="frame$", owner="rpart")
