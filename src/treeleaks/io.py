@@ -4,8 +4,9 @@ A file is read by its format's reader (`treeleaks.frontends.registry`), then wha
 checked once, for every format.
 
 Readable files: the treeleaks JSON IR, rule lists and XGBoost models (``.json``), skops
-archives (``.skops``), LightGBM model text files (``.txt``), XGBoost binary JSON (``.ubj``)
-and, only on explicit opt-in, pickles (``.pkl``, ``.pickle``, ``.joblib``). Auditing a model
+archives (``.skops``), LightGBM model text files (``.txt``), XGBoost binary JSON (``.ubj``),
+R's rpart and randomForest models saved with ``saveRDS`` (``.rds``, read without R) and,
+only on explicit opt-in, pickles (``.pkl``, ``.pickle``, ``.joblib``). Auditing a model
 someone hands you must not let that model execute code on the auditor's machine, so skops
 files are loaded with only the types treeleaks reads trusted, and pickles are refused by
 default.
@@ -51,8 +52,8 @@ def load_model(
     Parameters
     ----------
     path : str or pathlib.Path
-        The model file: treeleaks JSON, skops, LightGBM text, XGBoost JSON or UBJ, or a
-        pickle.
+        The model file: treeleaks JSON, skops, LightGBM text, XGBoost JSON or UBJ, an R
+        model (``.rds``), or a pickle.
     trust_pickle : bool, default False
         Load a pickle (``.pkl``, ``.pickle``, ``.joblib``), which runs code from the file.
     feature_names : list of str or None, default None

@@ -40,9 +40,9 @@ NOT_PROVEN_BOOTSTRAP = (
     "out-of-bag rows")
 NOT_PROVEN_NOISE = "noisy (DP) counts: a count of 1 may be noise"
 COUNTS_STRIPPED = (
-    "this model releases no counts (stripped, or a format that keeps none), so no predicate "
-    "can be proven from it; only the no-counts ranking is available (single-out "
-    "--no-counts), or check it against the training data (--data)")
+    "this model releases no counts (stripped, or a format that keeps none: ONNX, R's "
+    "randomForest), so no predicate can be proven from it; only the no-counts ranking is "
+    "available (single-out --no-counts), or check it against the training data (--data)")
 
 
 class CountsUnavailableError(TreeleaksError):

@@ -110,11 +110,9 @@ def _inspect_table(path: Path, model: ReleasedModel) -> Table:
     if model.noise is None and model.counts_released:
         table.add_row("Smallest leaf", _smallest_leaf(model))
     noise = model.noise
-    if noise is not None:
-        table.add_row("Noise", f"{noise.kind}, epsilon={noise.epsilon:g}, "
-                      f"scale={noise.scale:g}")
-    elif model.counts_released:
-        table.add_row("Noise", "none (exact counts)")
+    table.add_row("Noise", ("none (exact counts)" if model.counts_released else
+                            "none (no counts in the file)") if noise is None else
+                  f"{noise.kind}, epsilon={noise.epsilon:g}, scale={noise.scale:g}")
     for key, value in model.facts.items():
         if key == "schema":  # the recorded domains, used unless --schema is given
             value = "recorded in the file (public domains the splits were drawn from)"

@@ -41,11 +41,14 @@ class ModelKind(StrEnum):
 
 @dataclass(frozen=True)
 class StoredField:
-    """One field the file stores, with what it gives away (``removed``: stripped out)."""
+    """One field the file stores, with what it gives away (``removed``: stripped out;
+    ``per_row``: it gives a training row's label, leaf or values outright, row by row, as
+    R models keep ``y`` and ``where``: a leak without any attack)."""
 
     name: str
     exposes: str
     removed: bool = False
+    per_row: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,8 @@ class ModelDescription:
             "class_balance_estimated": self.class_balance_estimated,
             "target_range": None if self.target_range is None else list(self.target_range),
             "stripped": self.stripped,
-            "fields": [{"name": f.name, "exposes": f.exposes, "removed": f.removed}
-                       for f in self.fields],
+            "fields": [{"name": f.name, "exposes": f.exposes, "removed": f.removed,
+                        **({"per_row": True} if f.per_row else {})} for f in self.fields],
         }
 
     @classmethod
@@ -116,7 +119,8 @@ class ModelDescription:
             class_balance_estimated=bool(data.get("class_balance_estimated", False)),
             target_range=None if targets is None else (float(targets[0]), float(targets[1])),
             stripped=bool(data.get("stripped", False)),
-            fields=tuple(StoredField(str(f["name"]), str(f["exposes"]), bool(f["removed"]))
+            fields=tuple(StoredField(str(f["name"]), str(f["exposes"]), bool(f["removed"]),
+                                     bool(f.get("per_row", False)))
                          for f in data.get("fields", [])),
         )
 
@@ -148,7 +152,7 @@ class ModelDescription:
         if not self.bootstrap:
             return "no: every tree saw every row once"
         limit = "" if self.max_samples is None else f", max_samples={self.max_samples:g}"
-        draws = ("per-tree draws exposed (the random states repeat them)"
+        draws = ("per-tree draws exposed (stored, or repeated by the random states)"
                  if self.draws_exposed else "per-tree draws not exposed")
         return f"yes{limit}: {draws}"
 

@@ -394,7 +394,7 @@ def _description(record: DescriptionRecord | None, model: ReleasedModel) -> Mode
         return describe(model, "treeleaks JSON", model.source)
     kind = ModelKind(record.kind)
     return describe(model, record.framework, record.estimator,
-                    [StoredField(f.name, f.exposes, f.removed) for f in record.fields],
+                    [StoredField(f.name, f.exposes, f.removed, f.per_row) for f in record.fields],
                     kind=kind if kind == ModelKind.DP_FOREST and model.noise is None else None)
 
 
