@@ -99,3 +99,26 @@ def test_a_truncated_file_is_refused_in_one_line(tmp_path: Path) -> None:
         load_model(path, counts_removed_ok=True)
     assert "truncated or damaged" in one_line_error(runner.invoke(app, ["inspect", str(path)]),
                                                    2)
+
+
+def test_leaf_fractions_say_how_many_rows_a_leaf_held_at_least(tmp_path: Path) -> None:
+    """Binary (one class's weight kept) and multiclass: the largest reduced denominator of
+    any leaf's class fractions, as the fitted trees' own leaves give it."""
+    from fractions import Fraction
+
+    from sklearn.ensemble import ExtraTreesClassifier
+
+    X, y = load_wine(return_X_y=True)
+    for labels in (y, (y == 1).astype(int)):
+        forest = ExtraTreesClassifier(n_estimators=6, min_samples_leaf=4,
+                                      random_state=0).fit(X, labels)
+        truth = max(
+            Fraction(round(share * rows), int(rows)).denominator
+            for tree in forest.estimators_
+            for shares, rows in zip(tree.tree_.value[tree.tree_.children_left < 0][:, 0],
+                                    tree.tree_.n_node_samples[tree.tree_.children_left < 0],
+                                    strict=True)
+            for share in shares)
+        model = load_model(_export(forest, X, tmp_path / "et.onnx"), counts_removed_ok=True)
+        assert truth > 1
+        assert model.facts["rows a leaf held at least, by its class fractions"] == truth

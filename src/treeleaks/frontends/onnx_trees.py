@@ -16,7 +16,6 @@ values sent down the true branch are refused, naming them.
 
 from __future__ import annotations
 
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,8 @@ from treeleaks.runtime.errors import UnsupportedModelError
 
 OPS = ("TreeEnsembleClassifier", "TreeEnsembleRegressor")
 LABEL = "label"
-MAX_DENOMINATOR = 10_000  # a leaf's fraction read back as the ratio of its rows
+MAX_DENOMINATOR = 2_000  # a leaf's fractions read back as ratios of at most this many rows
+FRACTION_TOLERANCE = 2e-6  # float32 rounding of a fraction (and of its division by trees)
 FIELDS = [
     StoredField("nodes_values", "every split's threshold, rounded to float32", False),
     StoredField("class_weights / target_weights", "each leaf's output: a classifier's class "
@@ -68,11 +68,10 @@ def read_onnx(path: Path) -> ReleasedModel:
     shapes, weights = _trees(attrs, classifier)
     about = Stripped("ONNX", node.op_type, list(FIELDS),
                      ModelKind.SINGLE_TREE if len(shapes) == 1 else None)
-    # a regressor's leaf values are its targets' means when they are averaged or the tree
-    # is alone; summed over several trees (a forest's divided by its trees, or a booster's
-    # steps) the file does not say which
-    averaged = _text(attrs.get("aggregate_function", b"SUM")) == "AVERAGE"
-    first = None if classifier or not (averaged or len(shapes) == 1) else weights[0]
+    # a regressor's first tree: its leaf outputs as stored (a single tree's are its targets'
+    # means; summed over several trees, a forest's divided by its trees or a booster's steps,
+    # which the file does not tell apart)
+    first = None if classifier else weights[0]
     model = structure_only(shapes, classes, names, LABEL, f"onnx.{node.op_type}", about, first)
     if classifier and _fractions(weights, len(shapes), attrs):
         model.facts["rows a leaf held at least, by its class fractions"] = _rows_at_least(
@@ -85,6 +84,8 @@ def _fractions(weights: list[np.ndarray], n_trees: int, attrs: dict[str, Any]) -
     to 1 over the trees), not a booster's scores."""
     if _text(attrs.get("post_transform", b"NONE")) != "NONE":
         return False
+    if all(w.shape[1] == 1 for w in weights):  # two classes, one kept: the other is 1 - p
+        return all(((w * n_trees >= -1e-6) & (w * n_trees <= 1 + 1e-4)).all() for w in weights)
     return all(np.allclose(w.sum(axis=1) * n_trees, 1.0, atol=1e-4) for w in weights)
 
 
@@ -207,13 +208,19 @@ def _one_tree(attrs: dict[str, Any], modes: np.ndarray, node_ids: np.ndarray,
 
 
 def _rows_at_least(weights: list[np.ndarray], n_trees: int) -> int:
-    """The most rows any leaf's class fractions say it held (their common denominator):
-    a pure leaf says 1, a leaf of 2/3 and 1/3 says 3."""
+    """The most rows any leaf's class fractions say it held: the smallest denominator that
+    gives every fraction of the leaf within float32's rounding (a pure leaf says 1, a leaf of
+    2/3 and 1/3 says 3)."""
+    denominators = np.arange(1, MAX_DENOMINATOR + 1)
     most = 1
     for outputs in weights:
-        fractions = outputs * n_trees
-        for row in fractions:
-            denominators = [Fraction(float(f)).limit_denominator(MAX_DENOMINATOR).denominator
-                            for f in row if f > 0]
-            most = max([most, *denominators])
+        for row in outputs * n_trees:
+            shares = row[row > FRACTION_TOLERANCE]
+            if not shares.size:
+                continue
+            scaled = shares[:, None] * denominators[None, :]
+            whole = (np.abs(scaled - np.round(scaled)) <= FRACTION_TOLERANCE * denominators)
+            fits = np.flatnonzero(whole.all(axis=0))
+            if fits.size:
+                most = max(most, int(denominators[fits[0]]))
     return most
