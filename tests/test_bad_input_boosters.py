@@ -154,7 +154,7 @@ def load_model_from_doc(doc: dict[str, Any]) -> Any:
 @pytest.mark.parametrize(("field", "tree", "entry", "value", "expected"), [
     ("leaf_count", 0, 0, "27.5", "field 'leaf_count' holds 27.5 at entry 0, not a whole"),
     ("leaf_count", 0, 0, "-3", "field 'leaf_count' holds -3 at entry 0, it must be at least 0"),
-    ("leaf_count", 1, 0, "1000000000", "contradict each other at LightGBM tree 1"),
+    ("leaf_count", 1, 0, "1000000000", "LightGBM tree 1 node"),  # not its children's
     ("leaf_count", 0, 0, "nan", "field 'leaf_count' holds nan at entry 0, not a finite"),
     ("leaf_weight", 0, 0, "nan", "field 'leaf_weight' holds nan"),
     ("leaf_weight", 1, 1, "-inf", "field 'leaf_weight' holds -inf"),
@@ -181,8 +181,9 @@ def test_a_count_edit_is_not_blamed_on_bagging_the_file_does_not_record(lgb_text
         values[0] = str(int(values[0]) + 1)
 
     line = refused(tmp_path, "m.txt", edited_lgb(lgb_text, "leaf_count", 1, plus_one))
-    assert "the file's values contradict each other at LightGBM tree 1" in line
-    assert "edited or truncated?" in line and "GOSS)" not in line
+    # the leaf's parent holds fewer rows than its children (issue 51): named first
+    assert "LightGBM tree 1 node" in line and "internal_count" in line, line
+    assert "edited after training" in line and "GOSS)" not in line
 
 
 @pytest.mark.parametrize(("where", "value", "expected"), [
@@ -196,7 +197,7 @@ def test_a_count_edit_is_not_blamed_on_bagging_the_file_does_not_record(lgb_text
     (("base_score",), "NaN", "base_score' holds nan, not a finite"),
     (("base_score",), "[1.5E0]", "base_score' holds 1.5, not a probability"),
     (("num_feature",), "nan", "num_feature' holds nan, not a finite"),
-    (("trees", 0, "sum_hessian", 1), 100.0, "contradict each other at tree 0 leaf"),
+    (("trees", 0, "sum_hessian", 1), 100.0, "XGBoost tree 0 node 0 holds"),  # issue 51
 ])
 def test_an_edited_xgboost_number_is_named(xgb_doc, tmp_path, where, value,
                                            expected) -> None:

@@ -88,3 +88,19 @@ def test_xgboost_with_a_base_score_of_its_own_is_refused() -> None:
     booster = xgboost.XGBRegressor(n_estimators=20, base_score=10.0).fit(X, Y).get_booster()
     with pytest.raises(UnsupportedModelError, match="base score of its own"):
         read_xgboost(booster)
+
+
+def test_a_lightgbm_regressor_whose_trees_never_split_is_read_with_its_mean() -> None:
+    """40 noisy rows: LightGBM grows no split and keeps no hessian sum (``leaf_weight=``);
+    squared error gives every row h = 1, so the file still says N and the mean target."""
+    lightgbm = pytest.importorskip("lightgbm")
+    from treeleaks.frontends.lightgbm import read_lightgbm
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = X[:, 0] + rng.normal(size=40)
+    booster = lightgbm.LGBMRegressor(n_estimators=3, verbose=-1).fit(X, y).booster_
+    assert booster.dump_model()["tree_info"][0]["num_leaves"] == 1
+    model = read_lightgbm(booster.model_to_string())
+    assert model.is_regression and int(model.trees[0].counts.sum()) == 40
+    assert model.trees[0].values[0] == pytest.approx(y.mean(), rel=1e-6)

@@ -551,3 +551,16 @@ def test_the_certificate_line_says_when_the_draws_were_inferred() -> None:
         "for them")
     summary["formulation"] = "bootstrap-known"
     assert str(certificate_text(summary)).endswith("all 12 released leaf counts")
+
+
+def test_a_reader_that_leaves_early_gets_no_bug_report() -> None:
+    """`treeleaks reconstruct --help | head -1`: the pipe closes under the help text."""
+    child = subprocess.Popen([sys.executable, "-m", "treeleaks", "reconstruct", "--help"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, "COLUMNS": "80"})
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.read(40)
+    child.stdout.close()
+    error = child.stderr.read().decode()
+    assert child.wait(timeout=60) in (0, 1)
+    assert "bug" not in error and "Traceback" not in error

@@ -134,6 +134,8 @@ def test_a_limit_too_short_for_any_row_says_which_limit_would_help() -> None:
     rec = reconstruct(model, time_limit=0.2)
     assert rec.status == "UNKNOWN" and rec.n_rows == 0
     assert "Raise the time limit" in rec.message
+    assert "this run's --time-limit: 0.2 s" in rec.message
+    assert not rec.verified and rec.summary()["verified"] is False  # no rows check nothing
 
 
 def test_class_weights_per_bootstrap_sample_are_refused_with_the_reason() -> None:

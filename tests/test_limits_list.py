@@ -153,6 +153,18 @@ def _anonymeter(tmp: Path) -> list[str]:
             str(tmp / "no-python")]
 
 
+def _strip_damaged(tmp: Path) -> list[str]:
+    X, y = _data()
+    tree = RandomForestClassifier(n_estimators=2, random_state=0).fit(X, y).estimators_[0]
+    state = tree.tree_.__getstate__()
+    cls, args = tree.tree_.__reduce__()[:2]
+    empty = cls(*args)  # a tree without nodes: scikit-learn crashed on it
+    empty.__setstate__({**state, "node_count": 0, "nodes": state["nodes"][:0],
+                        "values": state["values"][:0]})
+    tree.tree_ = empty
+    return ["strip", str(_skops(tmp, tree, "empty.skops")), "--out", str(tmp / "safe.skops")]
+
+
 # phrase of a bullet -> (the command line that hits that refusal, words its message holds)
 CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     "A pickle (`.pkl`, `.pickle`, `.joblib`) without `--trust-pickle`":
@@ -171,6 +183,7 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     "`single-out` on a model whose counts are all zero, without `--data`":
         (_single_out_without_counts, "--data"),
     "`prune` without the scikit-learn object": (_prune_without_object, "scikit-learn"),
+    "`strip` on a damaged file": (_strip_damaged, "a tree has no nodes"),
     "DP models in `leak`": (_dp_in_leak, "DP"),
     "An unknown sweep axis": (_sweep_axis, "unknown axis 'leaves'"),
     "A `--anonymeter-python` that cannot import anonymeter": (_anonymeter, "anonymeter"),

@@ -79,6 +79,23 @@ def test_single_decision_tree_is_the_one_tree_case():
     assert result.verified and result.n_rows == 50
 
 
+def test_a_single_extra_tree_is_read_as_a_tree_and_rebuilt() -> None:
+    """scikit-learn's ExtraTreeClassifier / ExtraTreeRegressor: one random-split tree,
+    stored as a decision tree; rebuilt, the rows sit in the true rows' leaves."""
+    from sklearn.tree import ExtraTreeClassifier, ExtraTreeRegressor
+
+    X, y = binary_frame(60, 6, seed=4)
+    for estimator, target in ((ExtraTreeClassifier(random_state=0), y),
+                              (ExtraTreeRegressor(random_state=0), X.sum(axis=1) * 1.5)):
+        fitted = estimator.fit(X, target)
+        model = from_sklearn(fitted, label_name="y", allow_regression=True)
+        assert len(model.trees) == 1 and not model.bootstrap
+        result = reconstruct(model, FeatureSchema.from_frame(X))
+        assert result.verified and result.n_rows == 60
+        rebuilt = result.rows[list(X.columns)].to_numpy(dtype=float)
+        assert sorted(fitted.apply(rebuilt)) == sorted(fitted.apply(X.to_numpy(dtype=float)))
+
+
 def test_numerical_and_ordinal_features_come_back_as_intervals():
     rng = np.random.default_rng(5)
     X = pd.DataFrame({"age": rng.integers(18, 80, 40), "income": rng.normal(50, 10, 40),

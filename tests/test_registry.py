@@ -74,6 +74,7 @@ def test_the_classifier_commands_refuse_every_regressor(kind: str, command: str,
     extra = ["--truth", str(truth)] if command == "worst-case" else []
     line = one_line_error(runner.invoke(app, [command, str(path), *extra]))
     assert f"{path.name} holds a" in line and "regressor" in line
+    assert "reconstruct, single-out and audit read regressors" in line  # where to go instead
 
 
 @pytest.mark.parametrize("kind", REGRESSORS)

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from treeleaks import from_sklearn
 from treeleaks.cli import app
 from treeleaks.defences import strip as strip_module
+from treeleaks.defences import strip_child
 from treeleaks.io import save_model
 
 from conftest import one_line_error
@@ -122,6 +123,7 @@ def test_a_stripped_file_that_predicts_differently_is_not_written(
 
     strip_sklearn = strip_module.strip_estimator
     monkeypatch.setattr(strip_module, "strip_estimator", moved_threshold)
+    monkeypatch.setattr(strip_child, "ISOLATED", False)  # the patch lives in this process
     out = tmp_path / "safe.skops"
     line = one_line_error(runner.invoke(app, ["strip", str(files["forest"]), "--out",
                                               str(out), "--data", str(files["train"]),
@@ -140,6 +142,7 @@ def test_a_stripped_file_that_does_not_load_back_is_not_written(
 
     strip_xgboost = strip_module.strip_xgboost
     monkeypatch.setattr(strip_module, "strip_xgboost", broken)
+    monkeypatch.setattr(strip_child, "ISOLATED", False)  # the patch lives in this process
     out = tmp_path / "safe.json"
     line = one_line_error(runner.invoke(app, ["strip", str(files["xgb"]), "--out", str(out)]))
     assert "does not load back in XGBoost" in line and not out.exists()

@@ -4,15 +4,18 @@ never below the level they measure (fail-safe)."""
 
 from __future__ import annotations
 
+import json
 from functools import cache
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 from sklearn.tree import DecisionTreeClassifier
 
-from treeleaks import from_sklearn
+from treeleaks import from_sklearn, load_model
 from treeleaks.report.collect import run_audit
 from treeleaks.report.evidence import AuditInput
 from treeleaks.report.findings import Audit
@@ -34,6 +37,15 @@ def _diabetes() -> tuple[pd.DataFrame, object]:
     return X.iloc[:60, :5], y.iloc[:60].to_numpy()
 
 
+R_FIXTURES = Path(__file__).parent / "fixtures" / "r"
+
+
+def _pima() -> tuple[pd.DataFrame, object]:
+    """The rows R's rpart fixture was fitted on (tests/fixtures/r/make.R)."""
+    r = json.loads((R_FIXTURES / "rpart_class.json").read_text())
+    return pd.DataFrame(r["X"], columns=r["columns"]), np.array(r["y"])
+
+
 MODELS = {  # name: (data, estimator); small enough for an audit in a few seconds
     "binary forest": (lambda: binary_frame(60, 8, 0),
                       lambda: RandomForestClassifier(5, bootstrap=False, random_state=0)),
@@ -44,6 +56,7 @@ MODELS = {  # name: (data, estimator); small enough for an audit in a few second
     "regression forest": (_diabetes, lambda: RandomForestRegressor(20, random_state=0)),
     "regression forest of leaves of 5": (_diabetes, lambda: RandomForestRegressor(
         5, min_samples_leaf=5, random_state=0)),
+    "R rpart": (_pima, None),  # read from its .rds: it stores y and where row by row
 }
 DATA, POPULATION = "data", "data and population"
 
@@ -53,8 +66,12 @@ def audit_of(name: str, given: str | None) -> Audit:
     """The audit of model ``name`` with nothing, the data, or the data and a population."""
     make_data, make_estimator = MODELS[name]
     X, y = make_data()
-    estimator = make_estimator().fit(X, y)
-    model = from_sklearn(estimator, label_name="y", allow_regression=True)
+    if make_estimator is None:  # an R model, read from its fixture
+        estimator, model = None, load_model(R_FIXTURES / "rpart_class.rds")
+        model.label_name = "y"
+    else:
+        estimator = make_estimator().fit(X, y)
+        model = from_sklearn(estimator, label_name="y", allow_regression=True)
     data = None if given is None else X.assign(y=y)
     population = None
     if given == POPULATION:
@@ -67,6 +84,8 @@ def audit_of(name: str, given: str | None) -> Audit:
 # rule: [(model, what is given, whether the rule holds)], a case where it holds and one where
 # it does not, with and without the data
 CASES = {
+    "stored row by row": [("R rpart", None, True), ("R rpart", DATA, True),
+                          ("tree", None, False), ("tree", DATA, False)],
     "proven rows": [("binary forest", None, True), ("binary forest", DATA, True),
                     ("bootstrap forest", None, False), ("bootstrap forest", DATA, False),
                     ("regression forest of leaves of 5", None, False)],

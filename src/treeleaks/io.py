@@ -4,8 +4,9 @@ A file is read by its format's reader (`treeleaks.frontends.registry`), then wha
 checked once, for every format.
 
 Readable files: the treeleaks JSON IR, rule lists and XGBoost models (``.json``), skops
-archives (``.skops``), LightGBM model text files (``.txt``), XGBoost binary JSON (``.ubj``)
-and, only on explicit opt-in, pickles (``.pkl``, ``.pickle``, ``.joblib``). Auditing a model
+archives (``.skops``), LightGBM model text files (``.txt``), XGBoost binary JSON (``.ubj``),
+R's rpart and randomForest models saved with ``saveRDS`` (``.rds``, read without R) and,
+only on explicit opt-in, pickles (``.pkl``, ``.pickle``, ``.joblib``). Auditing a model
 someone hands you must not let that model execute code on the auditor's machine, so skops
 files are loaded with only the types treeleaks reads trusted, and pickles are refused by
 default.
@@ -19,6 +20,7 @@ treelite's: ``load_*`` reads a file, ``from_*`` (`treeleaks.frontends`) a fitted
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from treeleaks.frontends.registry import (
     reader_named,
 )
 from treeleaks.frontends.stripped import counts_removed
+from treeleaks.ir.description import FORMATS_WITHOUT_COUNTS
 from treeleaks.ir.model import ModelFormatError, ReleasedModel
 from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError, UntrustedPickleError
 from treeleaks.runtime.paths import unreadable
@@ -49,8 +52,8 @@ def load_model(
     Parameters
     ----------
     path : str or pathlib.Path
-        The model file: treeleaks JSON, skops, LightGBM text, XGBoost JSON or UBJ, or a
-        pickle.
+        The model file: treeleaks JSON, skops, LightGBM text, XGBoost JSON or UBJ, an R
+        model (``.rds``), or a pickle.
     trust_pickle : bool, default False
         Load a pickle (``.pkl``, ``.pickle``, ``.joblib``), which runs code from the file.
     feature_names : list of str or None, default None
@@ -223,6 +226,85 @@ def load_estimator(path: str | Path, trust_pickle: bool = False) -> Any:
     return chosen.estimator(file.path)
 
 
+@dataclass(frozen=True)
+class FrameworkFile:
+    """A framework's model file, read by its reader and checked before any framework loads it.
+
+    ``format`` is the one `treeleaks strip` writes it in (skops, pickle, joblib, lightgbm,
+    xgboost, xgboost-ubj); ``held`` what the framework reads (a scikit-learn object, a
+    LightGBM model text, a parsed XGBoost model); ``model`` the IR, None where the reader
+    declines the model's counts (``unread`` says why: an objective or training option the
+    attacks do not read; its structure was checked as far as the reader got).
+    """
+
+    format: str
+    held: Any
+    model: ReleasedModel | None
+    unread: str = ""
+
+
+def load_framework_file(path: str | Path, trust_pickle: bool = False) -> FrameworkFile:
+    """Read a framework's model file for a tool that hands it to its framework (strip).
+
+    The file goes through the same reader and checks as `load_model` first, so a malformed
+    file (a tree without nodes, a value that is not a number, a file cut short, a LightGBM
+    file whose tree sizes were edited) is refused in one line before scikit-learn, LightGBM
+    or XGBoost, which would crash on it, see it.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The model file: skops, LightGBM text, XGBoost JSON or UBJ, or a pickle.
+    trust_pickle : bool, default False
+        Load a pickle, which runs code from the file.
+
+    Returns
+    -------
+    FrameworkFile
+        What the framework reads, with the file's IR when its reader reads the counts.
+
+    Raises
+    ------
+    ModelFormatError
+        The file is malformed.
+    UnsupportedModelError
+        It is treeleaks' own JSON (a model or a rule list), not a framework's file.
+    UntrustedPickleError
+        The file is a pickle without ``trust_pickle``.
+    """
+    file = ModelFile(_checked_path(path, trust_pickle))
+    try:
+        reader = _chosen(file, trust_pickle)
+        if reader.estimator is None and reader.name not in ("LightGBM", "XGBoost"):
+            kind = "a treeleaks rule list" if reader.gives == "rule list" else reader.what
+            raise UnsupportedModelError(
+                f"it holds {kind}, not a framework's model file; strip reads "
+                "scikit-learn (.skops or a pickle), LightGBM (.txt) and XGBoost (.json, "
+                ".ubj) models")
+        try:
+            model, unread = load_model(file.path, trust_pickle, allow_regression=True,
+                                       counts_removed_ok=True), ""
+        except UnsupportedModelError as exc:  # well formed, counts not read: still held
+            model, unread = None, str(exc)
+        if reader.name == "LightGBM":
+            from treeleaks.frontends.lightgbm import check_tree_sizes
+
+            text = file.path.read_text(encoding="utf-8", errors="replace")
+            check_tree_sizes(text)
+            return FrameworkFile("lightgbm", text, model, unread)
+        if reader.name == "XGBoost":
+            if file.is_ubjson:
+                from treeleaks.frontends.ubjson import read_ubjson
+
+                return FrameworkFile("xgboost-ubj", read_ubjson(file.path), model, unread)
+            return FrameworkFile("xgboost", file.json, model, unread)
+        held = reader.estimator(file.path) if reader.estimator is not None else None
+        return FrameworkFile("joblib" if file.suffix == ".joblib" else reader.name, held,
+                             model, unread)
+    except TreeleaksError as exc:
+        raise _named(exc, file.path) from None
+
+
 def save_model(estimator: Any, path: str | Path) -> Path:
     """Write a fitted scikit-learn estimator as a skops archive, safe to load with `load_model`.
 
@@ -293,15 +375,15 @@ def _checked(model: ReleasedModel, name: str, feature_names: list[str] | None,
     about = model.described()
     if model.is_regression and not allow_regression:
         raise UnsupportedModelError(
-            f"{name} holds a {about.framework} regressor ({about.estimator}); the "
-            "reconstruction attacks audit classifiers (treeleaks single-out reads regressors; "
-            "in Python: allow_regression=True)")
+            f"{name} holds a {about.framework} regressor ({about.estimator}), and this "
+            "measure is a classifier's: treeleaks reconstruct, single-out and audit read "
+            "regressors (in Python: load_model(..., allow_regression=True))")
     if about.stripped and not counts_removed_ok:  # as its reader recognised it
         gone = [f.name for f in about.fields if f.removed]
         raise counts_removed(
             f"{about.framework} {about.estimator}".strip(),
             f"{', '.join(gone)}: zeroed or missing" if gone else "every count is 0",
-            random_states=about.bootstrap)
+            random_states=about.bootstrap, never_kept=about.framework in FORMATS_WITHOUT_COUNTS)
     return model if feature_names is None else _renamed(model, feature_names)
 
 

@@ -247,8 +247,11 @@ class Reconstruction:
 
     @property
     def verified(self) -> bool:
-        """Whether the certificate holds: the rows reproduce every released count."""
-        return self.certificate is not None and self.certificate.verified
+        """Whether the certificate holds: the rows reproduce every released count.
+
+        Never for no rows, which check nothing.
+        """
+        return self.certificate is not None and self.certificate.verified and self.n_rows > 0
 
     @property
     def n_rows(self) -> int:

@@ -54,13 +54,15 @@ def reconstruct_drawn_partial(model: ReleasedModel, schema: FeatureSchema, run: 
     kept = len(positions)
     if kept == n:  # every row, in training order (the search lists them by position)
         certificate = verify(model, frames["rows"])
-    else:
+    elif kept:
         certificate = verify_within_draws(model, frames["rows"], positions)
+    else:  # no row: nothing is checked, and nothing may be called verified
+        certificate = None
     clock.lap("verify")
     before = f"{why}; " if why else ""
     dropped = (f"; {len(found) - kept} rows whose values the schema keeps out of their "
                "leaves were dropped" if kept < len(found) else "")
-    if not certificate.verified:
+    if certificate is not None and not certificate.verified:
         message = f"the rows exceed a count: {certificate.first_mismatch}"
     elif kept == n:
         message = (f"{before}a complete dataset found by the draw search (rows as points "

@@ -82,11 +82,11 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
         return _nothing(model, Status.UNKNOWN, clock, _too_many(left_open, classes))
     thresholds = [np.unique(cuts) for cuts in model.thresholds()]
     chosen, row_class, status = solve_placements(
-        search, thresholds, clock.search_deadline, run.threads, run.seed, hint=classes)
+        search, thresholds, clock.search_deadline, run.seed, hint=classes)
     if chosen is None and assumed and status == SolverStatus.INFEASIBLE:
         search = leaves
         chosen, row_class, status = solve_placements(
-            search, thresholds, clock.search_deadline, run.threads, run.seed, hint=classes)
+            search, thresholds, clock.search_deadline, run.seed, hint=classes)
     clock.lap("solve")
     if chosen is None:
         if status == SolverStatus.INFEASIBLE:
@@ -94,7 +94,7 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
                             "draws were altered)")
         return _nothing(model, Status.UNKNOWN, clock, (
             f"no dataset placing every row found within the time limit of "
-            f"{run.time_limit:g} s; propagation decided {int(decided.sum())} of "
+            f"{run.time_limit:.3g} s; propagation decided {int(decided.sum())} of "
             f"{leaves.n_rows} rows. Raise the time limit"))
     frames = _rows(model, schema, search, chosen, row_class, decided)
     certificate = verify(model, frames["rows"])

@@ -456,11 +456,15 @@ def _rows_then_search(model: ReleasedModel, bound: FeatureSchema,
     first = reconstruct_per_row(model, bound, replace(
         run, time_limit=(1 - SEARCH_RESERVE) * run.time_limit))
     left = run.time_limit - first.time_s
-    if first.n_rows or first.status == Status.INFEASIBLE or left < MIN_SEARCH_TIME:
+    if first.n_rows or first.status == Status.INFEASIBLE:
         return first
+    if left < MIN_SEARCH_TIME:
+        return replace(first, message=f"{first.message} (this run's --time-limit: "
+                       f"{run.time_limit:g} s)")
     rec = reconstruct_drawn_partial(model, bound, replace(run, time_limit=left),
                                     why=f"row by row: {first.message}")
-    return replace(rec, time_s=first.time_s + rec.time_s,
+    spent = f" (this run's --time-limit: {run.time_limit:g} s)" if not rec.n_rows else ""
+    return replace(rec, time_s=first.time_s + rec.time_s, message=rec.message + spent,
                    timings={**{f"per_row_{k}": v for k, v in first.timings.items()},
                             **rec.timings})
 

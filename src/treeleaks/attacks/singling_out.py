@@ -40,9 +40,9 @@ NOT_PROVEN_BOOTSTRAP = (
     "out-of-bag rows")
 NOT_PROVEN_NOISE = "noisy (DP) counts: a count of 1 may be noise"
 COUNTS_STRIPPED = (
-    "this model releases no counts (they were stripped), so no predicate can be proven from "
-    "it; only the no-counts ranking is available (single-out --no-counts), or check it "
-    "against the training data (--data)")
+    "this model releases no counts (stripped, or a format that keeps none: ONNX, R's "
+    "randomForest), so no predicate can be proven from it; only the no-counts ranking is "
+    "available (single-out --no-counts), or check it against the training data (--data)")
 
 
 class CountsUnavailableError(TreeleaksError):
@@ -157,6 +157,9 @@ def node_depths(tree: Tree) -> np.ndarray:
 
 def grounds(model: ReleasedModel) -> tuple[bool, str]:
     """Whether the model's per-tree counts prove their predicates, and why (not)."""
+    if model.contradictions:  # an edited file: no dataset gives its counts
+        return False, ("the file contradicts itself, so its counts prove nothing: "
+                       f"{model.contradictions[0]}")
     if model.noise is not None:
         return False, NOT_PROVEN_NOISE
     if model.bootstrap:

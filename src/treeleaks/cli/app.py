@@ -71,6 +71,9 @@ class _OneLineErrors(TyperGroup):
                 code = print_error(one_line(exc.format_message()) + hint, exc.exit_code)
         except typer.Abort:  # end of input at a prompt
             code = print_error("interrupted", EXIT_INTERRUPTED)
+        except BrokenPipeError:  # the reader left (`treeleaks ... | head`): nothing to say
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            code = 0
         code = code if isinstance(code, int) else 0
         if standalone_mode:
             sys.exit(code)
@@ -79,7 +82,7 @@ class _OneLineErrors(TyperGroup):
     def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (typer.TyperException, typer.Exit, typer.Abort):
+        except (typer.TyperException, typer.Exit, typer.Abort, BrokenPipeError):
             raise
         except KeyboardInterrupt:
             fail("interrupted; no output file was written", EXIT_INTERRUPTED)

@@ -329,8 +329,10 @@ def _verdict_table(path: Path, audit: Audit) -> Table:
         table.add_row("N given away", "no" if v["n_rows_given_away"] is None
                       else f"{v['n_rows_given_away']:,}")
     if not audit.exposed["counts_released"]:
-        table.add_row("Counts", "removed (a stripped file): the structure, thresholds and "
-                      "leaf values remain, and the attacks that read counts do not apply")
+        how = ("removed (a stripped file)" if about is None or about.get("stripped")
+               else "not stored (the framework keeps none)")
+        table.add_row("Counts", f"{how}: the structure, thresholds and leaf values remain, "
+                      "and the attacks that read counts do not apply")
     for run in audit.attacks:  # each attack that did not simply complete, and why
         if run.status != COMPLETE:
             style = "dim" if run.status == NOT_APPLICABLE else "yellow"

@@ -104,10 +104,14 @@ def _inspect_table(path: Path, model: ReleasedModel) -> Table:
     table.add_row("Features never split on", str(unsplit))
     for name, words in model.described().rows():  # the words every command prints
         table.add_row(escape(name), escape(words))
+    if model.contradictions:  # an edited file: reconstruct answers INFEASIBLE
+        table.add_row("Contradicts itself", escape("; ".join(model.contradictions)
+                                                   + " (no dataset gives this file)"))
     if model.noise is None and model.counts_released:
         table.add_row("Smallest leaf", _smallest_leaf(model))
     noise = model.noise
-    table.add_row("Noise", "none (exact counts)" if noise is None else
+    table.add_row("Noise", ("none (exact counts)" if model.counts_released else
+                            "none (no counts in the file)") if noise is None else
                   f"{noise.kind}, epsilon={noise.epsilon:g}, scale={noise.scale:g}")
     for key, value in model.facts.items():
         if key == "schema":  # the recorded domains, used unless --schema is given

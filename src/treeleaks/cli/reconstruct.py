@@ -96,7 +96,9 @@ def reconstruct_command(
                      "bootstrap forest with its draws, place each row leaf by leaf without "
                      "cells (per-row: raw numerical columns)."),
     ] = "auto",
-    threads: Annotated[int, typer.Option(min=1, help="CP-SAT worker threads.")] = 2,
+    threads: Annotated[int, typer.Option(min=1, help=(
+        "CP-SAT worker threads for the cells' solvers (row by row, CP-SAT runs one "
+        "worker: the same answer on every run, and faster there)."))] = 2,
     seed: Annotated[
         int, typer.Option(min=0, max=SEED_MAX, help="CP-SAT random seed (0 to 2^31-1).")
     ] = 0,

@@ -4,7 +4,7 @@ only once the framework has loaded it back and it predicts as the original."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -26,7 +26,6 @@ from treeleaks.cli.app import (
     write_all,
 )
 from treeleaks.runtime.errors import TreeleaksError
-from treeleaks.runtime.paths import unreadable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,8 +68,9 @@ def strip_command(
     """Write a copy of the model without what prediction does not need (row counts,
     weighted counts, impurities, hessian sums, random states), checked to predict as the
     original, and show what each attack gets from both."""
-    from treeleaks.defences.strip import StripOptions, strip
-    from treeleaks.io import load_model
+    from treeleaks.defences.strip import StripOptions
+    from treeleaks.defences.strip_child import strip_in_child
+    from treeleaks.io import load_framework_file, load_model
 
     suffix = model_path.suffix.lower()
     if out.suffix.lower() != suffix:
@@ -84,16 +84,20 @@ def strip_command(
             fail(f"--label {label!r} is not a column of {data.name}", EXIT_BAD_INPUT)
         rows = frame.drop(columns=[label])
     try:
-        file_format, held = _read(model_path, trust_pickle)
+        file = load_framework_file(model_path, trust_pickle)  # checked before any framework
         released = None  # a pipeline's IR, to draw random rows in its columns
-        if _holds_pipeline(held):
-            released = load_model(model_path, trust_pickle=trust_pickle,
-                                  allow_regression=True, counts_removed_ok=True)
-        result = strip(held, file_format, rows,
-                       labels=None if frame is None else frame[label],
-                       options=StripOptions(thresholds, round_values), released=released)
+        if _holds_pipeline(file.held):
+            if file.model is None:
+                raise TreeleaksError(file.unread)
+            released = file.model
+        result = strip_in_child(file.held, file.format, rows,
+                                labels=None if frame is None else frame[label],
+                                options=StripOptions(thresholds, round_values),
+                                released=released)
     except (TreeleaksError, ValueError, OSError) as exc:
-        fail(describe(exc), EXIT_BAD_INPUT)
+        said = describe(exc)
+        fail(said if model_path.name in said else f"{model_path.name}: {said}",
+             EXIT_BAD_INPUT)
     write_all({out: result.content})
     console = Console()
     console.print(_summary(model_path, out, data, result))
@@ -127,6 +131,7 @@ def _summary(model_path: Path, out: Path, data: Path | None, result: Stripped) -
     for compared in result.compared:
         table.add_row("Predictions", escape(compared.replace("--data", data.name)
                                             if data is not None else compared))
+    table.add_row("Compared", escape(", ".join(result.outputs)))
     table.add_row("Checked", "the file written was loaded back without treeleaks")
     if result.score is not None:
         s = result.score
@@ -179,58 +184,3 @@ def _holds_pipeline(held: Any) -> bool:
     while is_search(held) and hasattr(held, "best_estimator_"):
         held = held.best_estimator_
     return type(held).__name__ == "Pipeline"
-
-
-def _read(path: Path, trust_pickle: bool) -> tuple[str, Any]:
-    """The file's format as strip writes it, and what the file holds: a scikit-learn
-    object, a LightGBM model text or a parsed XGBoost model; told by the registry (by the
-    extension, else by the content). A treeleaks JSON model is refused naming its kind."""
-    from treeleaks.frontends.registry import ModelFile, reader_for
-    from treeleaks.frontends.ubjson import read_ubjson
-    from treeleaks.frontends.xgboost import is_xgboost_json
-    from treeleaks.io import load_estimator
-    from treeleaks.ir.json_files import read_json
-    from treeleaks.ir.model import ModelFormatError
-
-    problem = unreadable(path, "model file")
-    if problem:
-        raise TreeleaksError(problem)
-    file = ModelFile(path)
-    reader = reader_for(file)
-    if reader.name == "LightGBM":
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if text.split("\n", 1)[0].strip() != "tree":
-            raise ModelFormatError(f"{path.name} is not a LightGBM model file: it does not "
-                                   "start with the line 'tree' (save it with "
-                                   "booster.save_model)")
-        return "lightgbm", text
-    if reader.name == "XGBoost":
-        if file.is_ubjson:
-            data = read_ubjson(path)
-            if not is_xgboost_json(data):
-                raise ModelFormatError(f"{path.name} is binary JSON but not an XGBoost model "
-                                       "file (it holds no 'learner')")
-            return "xgboost-ubj", data
-        return "xgboost", read_json(path, "model", ModelFormatError)
-    if reader.estimator is None:
-        _refuse_treeleaks_json(path)
-    return "joblib" if file.suffix == ".joblib" else reader.name, load_estimator(
-        path, trust_pickle)
-
-
-def _refuse_treeleaks_json(path: Path) -> NoReturn:
-    """A treeleaks JSON file has no framework's file to strip: refused naming its kind."""
-    from treeleaks.ir.json_files import read_json
-    from treeleaks.ir.model import ModelFormatError
-    from treeleaks.runtime.errors import UnsupportedModelError
-
-    data = read_json(path, "model", ModelFormatError)
-    kind = {"treeleaks.RuleList": "a treeleaks rule list",
-            "treeleaks.ReleasedModel": "a treeleaks JSON model"}.get(
-        data.get("format") if isinstance(data, dict) else None, "a JSON file of unknown kind")
-    if isinstance(data, dict) and data.get("noise"):
-        kind = "a treeleaks JSON model of a DP forest"
-    raise UnsupportedModelError(
-        f"cannot strip {path.name}: it holds {kind}, not a framework's model file; strip "
-        "reads scikit-learn (.skops or a pickle), LightGBM (.txt) and XGBoost (.json, .ubj) "
-        "models")

@@ -38,11 +38,16 @@ class _OutOfTime(Exception):
 
 
 def solve_placements(leaves: RowLeaves, thresholds: list[np.ndarray], deadline: float,
-                     threads: int, seed: int, hint: np.ndarray | None = None,
+                     seed: int, hint: np.ndarray | None = None,
                      ) -> tuple[np.ndarray | None, np.ndarray | None, SolverStatus]:
     """A placement per pair and a class per row reproducing every count, or None, by
     ``deadline`` (building the model included); with the solver's status. ``hint``: a
-    class per row to try first (-1: none)."""
+    class per row to try first (-1: none).
+
+    One CP-SAT worker: its search is then the same on every run for a given ``seed`` (a
+    portfolio of workers races, and under load finds a different dataset, or none, from
+    run to run), and on these models it is also the faster: wine's default forest in 17 s
+    against 28 s with two workers on a loaded 2-core machine (docs/engine.md)."""
     from ortools.sat.python import cp_model
 
     cp = cp_model.CpModel()
@@ -66,7 +71,7 @@ def solve_placements(leaves: RowLeaves, thresholds: list[np.ndarray], deadline: 
         return None, None, SolverStatus.UNKNOWN
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(deadline - time.perf_counter(), 0.01)
-    solver.parameters.num_workers = max(int(threads), 1)
+    solver.parameters.num_workers = 1
     solver.parameters.random_seed = int(seed)
     solver.parameters.catch_sigint_signal = False  # Ctrl-C must reach the CLI
     # Presolve costs more than it gives on these models: wine (178 rows, 100 trees) is

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from treeleaks.counts.gradient_rows import largest_gradient_miss
+from treeleaks.counts.node_rows import NodeMisses, node_misses
 from treeleaks.ir.model import ReleasedModel
 
 
@@ -30,7 +31,11 @@ def verify(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
     """Route ``rows`` (features + label) through every tree and compare all leaf counts.
 
     For a bootstrap forest, row k counts ``draws[k]`` times in each tree (the rows
-    are in training order), and each leaf's number of distinct rows is checked too."""
+    are in training order), and each leaf's number of distinct rows is checked too; so are
+    the internal nodes' counts where the file keeps them (`node_misses`). A file that
+    contradicts itself (`ReleasedModel.contradictions`) is never verified."""
+    if model.contradictions:
+        return _contradicted(model)
     X = rows[list(model.feature_names)].to_numpy(dtype=np.float64)
     if (unrouted := _unroutable(model, X)):
         return Certificate(False, 0, 1, unrouted)
@@ -64,6 +69,8 @@ def verify(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
             if off.size and not first:
                 first = (f"tree {t} leaf {off[0]}: released {tree.n_samples[off[0]]} distinct "
                          f"rows, reconstructed rows give {int(distinct[off[0]])}")
+        misses = node_misses(tree, t, leaves[:, t], weight, tree.count_column(cls))
+        checked, wrong, first = _add(misses, checked, wrong, first)
     certificate = Certificate(wrong == 0, checked, wrong, first)
     if model.gradients is not None:
         miss, where = largest_gradient_miss(model, leaves, cls)
@@ -72,6 +79,17 @@ def verify(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
             f"every leaf value reproduced (the largest miss is {miss:.2g} of its tolerance)"
             if miss <= 1.0 else f"leaf values not reproduced: {where}")
     return certificate
+
+
+def _contradicted(model: ReleasedModel) -> Certificate:
+    """The certificate of any rows of a file that contradicts itself: none verifies."""
+    return Certificate(False, 0, len(model.contradictions),
+                       f"the file contradicts itself: {model.contradictions[0]}")
+
+
+def _add(misses: NodeMisses, checked: int, wrong: int, first: str) -> tuple[int, int, str]:
+    """The running totals with one tree's internal nodes added."""
+    return checked + misses.checked, wrong + misses.wrong, first or misses.first
 
 
 def _unroutable(model: ReleasedModel, X: np.ndarray) -> str:
@@ -90,7 +108,10 @@ def _unroutable(model: ReleasedModel, X: np.ndarray) -> str:
 def verify_within(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
     """The certificate of a partial dataset of a forest whose trees each saw every row
     once: routed through every tree, the rows fill no leaf beyond its released count of
-    their class (``verified``; ``n_counts_wrong`` counts the leaves they overfill)."""
+    their class, nor an internal node beyond its stored rows (``verified``;
+    ``n_counts_wrong`` counts the leaves and nodes they overfill)."""
+    if model.contradictions:
+        return _contradicted(model)
     X = rows[list(model.feature_names)].to_numpy(dtype=np.float64)
     if (unrouted := _unroutable(model, X)):
         return Certificate(False, 0, 1, unrouted)
@@ -108,6 +129,9 @@ def verify_within(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
             leaf, c = over[0]
             first = (f"tree {t} leaf {leaf} {tree.column_name(c, model.classes)}: released "
                      f"{tree.counts[leaf, c]}, the partial rows put {counts[leaf, c]} there")
+        misses = node_misses(tree, t, leaves[:, t], np.ones(len(rows)),
+                             tree.count_column(cls), complete=False)
+        checked, wrong, first = _add(misses, checked, wrong, first)
     return Certificate(wrong == 0, checked, wrong, first)
 
 
@@ -117,6 +141,8 @@ def verify_within_draws(model: ReleasedModel, rows: pd.DataFrame,
     is training row ``positions[i]`` and counts its draws in every tree. ``verified`` when,
     routed through every tree, the rows put no more draws of a class in a leaf than it
     released, nor more distinct rows; ``n_counts_wrong`` counts the counts they exceed."""
+    if model.contradictions:
+        return _contradicted(model)
     if len(np.unique(positions)) != len(positions):
         return Certificate(False, 0, 1, "two rows claim the same training position")
     X = rows[list(model.feature_names)].to_numpy(dtype=np.float64)
@@ -139,6 +165,8 @@ def verify_within_draws(model: ReleasedModel, rows: pd.DataFrame,
         if crowded.size and not first:
             first = (f"tree {t} leaf {crowded[0]}: released {tree.n_samples[crowded[0]]} "
                      f"distinct rows, the partial rows put {int(distinct[crowded[0]])} there")
+        misses = node_misses(tree, t, leaves[:, t], draws, cls, complete=False)
+        checked, wrong, first = _add(misses, checked, wrong, first)
     return Certificate(wrong == 0, checked, wrong, first)
 
 
@@ -150,7 +178,11 @@ def verify_regression(model: ReleasedModel, rows: pd.DataFrame,
     mean of their targets, within ``rtol`` of the largest leaf value: the file's float64
     precision with room for rounding) and, where the file keeps it, impurity (their
     weighted variance, within a thousand times that relative to the value squared: the
-    file computes it as a difference of squares)."""
+    file computes it as a difference of squares); so are the internal nodes' stored rows,
+    means and variances where the file keeps them (`node_misses`). A file that contradicts
+    itself is never verified."""
+    if model.contradictions:
+        return _contradicted(model)
     leaves, y, scale = _routed_targets(model, rows)
     wrong, checked, first = 0, 0, ""
     for t, tree in enumerate(model.trees):
@@ -182,6 +214,8 @@ def verify_regression(model: ReleasedModel, rows: pd.DataFrame,
                 v = int(np.argmax(off))
                 first = (f"tree {t} leaf {v} {what}: released {released[v]:g}, reconstructed "
                          f"rows give {rebuilt[v]:g}")
+        misses = node_misses(tree, t, at, draws, np.zeros(len(rows), dtype=np.int64), y)
+        checked, wrong, first = _add(misses, checked, wrong, first)
     return Certificate(wrong == 0, checked, wrong, first)
 
 
@@ -194,7 +228,9 @@ def verify_regression_within(model: ReleasedModel, rows: pd.DataFrame,
     draws or distinct rows than it released, and each row's target is one its leaf can
     hold: the leaf's value where its impurity (if kept) is 0, otherwise within
     ``sqrt(v (W - 1))`` of it (v the impurity, W the draws: no row of a leaf lies further
-    from its mean)."""
+    from its mean); no internal node holds more rows than it stored."""
+    if model.contradictions:
+        return _contradicted(model)
     if positions is not None and len(np.unique(positions)) != len(positions):
         return Certificate(False, 0, 1, "two rows claim the same training position")
     leaves, y, scale = _routed_targets(model, rows)
@@ -223,6 +259,9 @@ def verify_regression_within(model: ReleasedModel, rows: pd.DataFrame,
             row = strays[0]
             first = (f"tree {t}: row {row}'s target {y[row]:g} lands in leaf {at[row]} of "
                      f"value {tree.values[at[row]]:g}")
+        misses = node_misses(tree, t, at, draws, np.zeros(len(rows), dtype=np.int64),
+                             complete=False)
+        checked, wrong, first = _add(misses, checked, wrong, first)
     return Certificate(wrong == 0, checked, wrong, first)
 
 

@@ -103,7 +103,7 @@ def prune_tree(sk_tree: Any, min_count: int, regression: bool) -> Any:
         raise PruningError(
             f"the root itself shows a count below {min_count} (the training set holds fewer "
             f"than {min_count} rows of a class), so no pruning hides it; lower --min-count "
-            "or drop the rare class before training")
+            "to the rare class's count or below")
     left, right = sk_tree.children_left, sk_tree.children_right
     kept, is_leaf, depth = [], [], []
     stack = [(0, 0)]

@@ -92,8 +92,9 @@ class Score:
 @dataclass(frozen=True)
 class Stripped:
     """The stripped file's bytes, what was removed or neutralised, what the options
-    changed, the inputs its predictions were compared on and how, and what it keeps of the
-    training rows because prediction needs it."""
+    changed, the inputs its predictions were compared on and how, what it keeps of the
+    training rows because prediction needs it, and the outputs compared (the framework's
+    raw booster and the scikit-learn wrapper people load it in, or the estimator's own)."""
 
     content: bytes
     kind: str
@@ -104,6 +105,7 @@ class Stripped:
     compared: list[str] = field(default_factory=list)
     score: Score | None = None
     kept: list[str] = field(default_factory=list)  # the fields prediction reads, each a line
+    outputs: list[str] = field(default_factory=list)  # what was compared: the faces' outputs
 
 
 @dataclass(frozen=True)
@@ -169,13 +171,14 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # feature names, NaN importances: not our concern
         for X, where in inputs:
-            compare(plan.original(X), stripped(X), where, plan.tolerance)
+            expected = plan.original(X)
+            compare(expected, stripped(X), where, plan.tolerance)
         score = None if matrix is None or labels is None or plan.metric is None else Score(
             plan.metric, _score(plan.original(matrix), labels, plan.metric),
             _score(stripped(matrix), labels, plan.metric))
     return Stripped(plan.content, plan.kind, plan.removed,
                     0 if matrix is None else len(matrix), n_random, plan.changes, compared,
-                    score, plan.kept)
+                    score, plan.kept, list(expected))
 
 
 def _drawn_words(plan: _Plan) -> str:
@@ -264,7 +267,8 @@ def _refuse_options(options: StripOptions, framework: str) -> None:
 
 
 def _score(predictions: Predictions, labels: Any, metric: str) -> float:
-    predicted, truth = predictions["predict"], np.asarray(labels)
+    predicted = next(v for k, v in predictions.items() if k.endswith(".predict"))
+    truth = np.asarray(labels)
     if metric == "accuracy":
         return float(np.mean(predicted == truth))
     truth = truth.astype(np.float64)
@@ -409,10 +413,13 @@ def _predicts_unseen(original: _Predictor, columns: list[InputColumn]) -> bool:
 
 
 def _sklearn_outputs(estimator: Any) -> _Predictor:
+    """The estimator's own predict (and predict_proba), as people call it."""
+    kind = type(estimator).__name__
+
     def predict(X: np.ndarray) -> Predictions:
-        out = {"predict": np.asarray(estimator.predict(X))}
+        out = {f"{kind}.predict": np.asarray(estimator.predict(X))}
         if hasattr(estimator, "predict_proba"):
-            out["predict_proba"] = np.asarray(estimator.predict_proba(X))
+            out[f"{kind}.predict_proba"] = np.asarray(estimator.predict_proba(X))
         return out
     return predict
 
@@ -513,8 +520,8 @@ def _lightgbm(text: Any, file_format: str) -> _Plan:
 
 
 def _lightgbm_outputs(booster: Any) -> _Predictor:
-    return lambda X: {"raw score": np.asarray(booster.predict(X, raw_score=True)),
-                      "predict": np.asarray(booster.predict(X))}
+    return lambda X: {"Booster raw score": np.asarray(booster.predict(X, raw_score=True)),
+                      "Booster.predict": np.asarray(booster.predict(X))}
 
 
 def _xgboost(data: Any, file_format: str) -> _Plan:
@@ -533,9 +540,10 @@ def _xgboost(data: Any, file_format: str) -> _Plan:
     content = json.dumps(stripped).encode("utf-8")
     if file_format == "xgboost-ubj":  # written back as it came, binary JSON
         content = bytes(_xgboost_booster(content).save_raw(raw_format="ubj"))
-    return _Plan("XGBoost model", content, removed,
-                 _xgboost_outputs(_xgboost_booster(json.dumps(data).encode("utf-8"))),
-                 lambda content: _xgboost_outputs(_xgboost_booster(content)), "XGBoost",
+    source = json.dumps(data).encode("utf-8")
+    face = _xgboost_face(data, source)
+    return _Plan("XGBoost model", content, removed, _xgboost_outputs(source, face),
+                 lambda content: _xgboost_outputs(content, face), "XGBoost",
                  _booster_columns(_per_feature(pairs, n_features), _xgboost_categories(trees)),
                  data["learner"].get("feature_names") or None,
                  kept=[XGBOOST_KEPT, *xgboost_rounds_kept(data)])
@@ -570,12 +578,46 @@ def _xgboost_booster(content: bytes) -> Any:
     return xgboost.Booster(model_file=bytearray(content))
 
 
-def _xgboost_outputs(booster: Any) -> _Predictor:
+def _xgboost_face(data: dict[str, Any], source: bytes) -> str | None:
+    """The scikit-learn wrapper people load the file in (``XGBClassifier.load_model``, or
+    ``XGBRegressor``'s), which predicts with the trees up to the round early stopping chose:
+    its name, or None when the objective has none or the original does not load in it."""
+    objective = str(data["learner"].get("objective", {}).get("name", ""))
+    if objective.startswith("rank:"):
+        return None
+    face = ("XGBClassifier" if objective.startswith(("binary:", "multi:"))
+            else "XGBRegressor")
+    try:
+        _xgboost_wrapper(face, source)
+    except Exception:  # the original itself does not load there: no face to compare
+        return None
+    return face
+
+
+def _xgboost_wrapper(face: str, content: bytes) -> Any:
     import xgboost
+
+    wrapper = getattr(xgboost, face)()
+    wrapper.load_model(bytearray(content))
+    return wrapper
+
+
+def _xgboost_outputs(content: bytes, face: str | None) -> _Predictor:
+    """The raw booster's outputs for ``content`` (a model's bytes) and, with ``face``, its
+    scikit-learn wrapper's (prediction up to the round early stopping chose)."""
+    import xgboost
+
+    booster = _xgboost_booster(content)
+    wrapper = None if face is None else _xgboost_wrapper(face, content)
 
     def predict(X: np.ndarray) -> Predictions:
         matrix = xgboost.DMatrix(X, feature_names=booster.feature_names,
                                  enable_categorical=True)
-        return {"raw score": np.asarray(booster.predict(matrix, output_margin=True)),
-                "predict": np.asarray(booster.predict(matrix))}
+        out = {"Booster margin": np.asarray(booster.predict(matrix, output_margin=True)),
+               "Booster.predict": np.asarray(booster.predict(matrix))}
+        if wrapper is not None:
+            out[f"{face}.predict"] = np.asarray(wrapper.predict(X))
+            if hasattr(wrapper, "predict_proba"):
+                out[f"{face}.predict_proba"] = np.asarray(wrapper.predict_proba(X))
+        return out
     return predict

@@ -24,6 +24,9 @@ LIGHTGBM_SEEDS = ("seed", "bagging_seed", "feature_fraction_seed", "extra_seed",
                   "drop_seed", "data_random_seed", "objective_seed")
 XGBOOST_NODE_FIELDS = ("sum_hessian", "loss_changes", "base_weights")
 XGBOOST_ROUNDS = ("best_iteration", "best_ntree_limit")  # attributes prediction reads
+# the learner's attributes kept: the rounds the wrappers predict with, and the wrapper's kind
+# (``scikit_learn``: the estimator type ``XGBClassifier.load_model`` checks, nothing learnt)
+XGBOOST_ATTRIBUTES = (*XGBOOST_ROUNDS, "scikit_learn")
 # what the files keep of the training rows because every prediction starts from it
 LIGHTGBM_KEPT = ("the first tree's leaf values, which hold the start every row shares (with "
                  "boost_from_average, fitted to the training labels: the class balance or "
@@ -65,8 +68,8 @@ def strip_xgboost(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                       for tree in model["trees"]]
     booster["model"], learner["gradient_booster"] = model, booster
     attributes = learner.get("attributes") or {}
-    learner["attributes"] = {k: v for k, v in attributes.items() if k in XGBOOST_ROUNDS}
-    dropped = sorted(set(attributes) - set(XGBOOST_ROUNDS))
+    learner["attributes"] = {k: v for k, v in attributes.items() if k in XGBOOST_ATTRIBUTES}
+    dropped = sorted(set(attributes) - set(XGBOOST_ATTRIBUTES))
     return {**data, "learner": learner}, [
         f"{', '.join(XGBOOST_NODE_FIELDS)} of every node (set to 0)",
         *([f"the learner's attributes {', '.join(dropped)} (early stopping's scores on its "

@@ -9,6 +9,7 @@ outputs may differ by the rounding's bound (``tolerance``) and no more."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -17,6 +18,8 @@ from treeleaks.runtime.errors import TreeleaksError
 
 N_RANDOM = 10_000
 Predictions = dict[str, np.ndarray]  # output name (predict, predict_proba, ...) → values
+# XGBoost's messages open with "[hh:mm:ss] /path/file.cc:123: "
+_LOCATION = re.compile(r"^\[\d\d:\d\d:\d\d\] \S+:\d+: ")
 
 
 class StripCheckError(TreeleaksError):
@@ -79,6 +82,13 @@ def reloaded(load: Callable[[bytes], Callable[[np.ndarray], Predictions]], conte
     try:
         return load(content)
     except Exception as exc:
-        message = " ".join(str(exc).split())
         raise StripCheckError(f"the stripped file does not load back in {framework} "
-                              f"({type(exc).__name__}: {message}); nothing was written") from exc
+                              f"({type(exc).__name__}: {first_line(exc)}); nothing was "
+                              "written") from exc
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message as one line: its first non-empty line, without XGBoost's
+    time and source location (the stack trace it adds is for XGBoost's developers)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return _LOCATION.sub("", lines[0]) if lines else type(exc).__name__

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from treeleaks.ir.model import SQUARED_ERROR, LeafGradients, ModelFormatError, Tree
+from treeleaks.ir.node_stats import COUNT_RTOL, NodeStats
 
 SOLVER_SLACK = 1e-4  # the least half-width of a gradient sum's interval
 # the largest split threshold read: past 2^53, float64 no longer holds every whole number,
@@ -32,10 +33,24 @@ def check_thresholds(values: np.ndarray, where: str, field: str) -> None:
         node = int(np.argmax(bad))
         value = float(values[node])
         why = ("a threshold past ±2^53, where float64 stops holding every whole number: "
-               "an edited file, or rescale a feature that large before training"
+               "an edited file, or a feature whose values are that large, which no row can be "
+               "routed by exactly"
                if np.isfinite(value) else "not a finite threshold: an edited file?")
         raise ModelFormatError(f"{where}: field {field!r} holds {value:g} at node {node}, "
                                f"{why}")
+
+
+def check_node_sums(left: np.ndarray, right: np.ndarray, per_node: np.ndarray, where: str,
+                    field: str, rtol: float = COUNT_RTOL) -> None:
+    """Refuse a tree whose stored per-node sum (rows, hessians) at an internal node is not
+    its children's, naming the tree and the node: an edited file.
+
+    ``left``/``right`` are -1 at a leaf; ``field`` says what ``per_node`` holds.
+    """
+    stats = NodeStats(np.asarray(per_node, dtype=np.float64)[:, None], count_rtol=rtol)
+    if (why := stats.contradiction(np.asarray(left), np.asarray(right), [field])):
+        raise ModelFormatError(f"{where} {why}: the file was edited after training, and no "
+                               "training gives it")
 
 
 def whole_positives(derived: np.ndarray, rows: np.ndarray, tolerance: float

@@ -288,7 +288,7 @@ def kept_leaves(tree: Tree, nodes: Nodes, kept: np.ndarray) -> Tree:
     return dataclasses.replace(
         tree, feature=nodes[0], threshold=nodes[1], left=nodes[2], right=nodes[3],
         leaf_of_node=nodes[4], counts=tree.counts[kept], n_samples=of(tree.n_samples),
-        values=of(tree.values), impurity=of(tree.impurity))
+        values=of(tree.values), impurity=of(tree.impurity), nodes=None)  # other nodes now
 
 
 def check_kept(kept: np.ndarray, rows: np.ndarray, where: str, field: str, routing: str

@@ -22,6 +22,7 @@ Reading the file runs no code.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ import numpy as np
 
 from treeleaks.frontends.boosting import (
     booster_trees,
+    check_node_sums,
     check_thresholds,
     float32_positives,
     no_sums,
@@ -55,6 +57,7 @@ from treeleaks.runtime.errors import UnsupportedModelError
 WHOLE_TOLERANCE = 1e-4  # derived counts this close to whole numbers are whole (file: 17 digits)
 ROW_PRECISION = 1e-6  # of a gradient or hessian sum, per row (float32 per row, 17 digits kept)
 # a tree's IR nodes, and its leaves' row counts, hessian sums and values
+_TREE_START = re.compile(r"(?m)^(?=Tree=\d+\s*$)|^(?=end of trees\s*$)")
 _Converted = tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray, np.ndarray]
 
 
@@ -170,6 +173,8 @@ def _regression(converted: list[_Converted], params: dict[str, str], names: list
     and has hessian 1, so a leaf's value is v = s + η·Σ(y - s)/(n + λ): its mean target is
     s + (v - s)(n + λ)/(η·n). Without s in the file, the means adding up to N·s give it."""
     _, count, hessian, value = converted[0]
+    # a first tree with no split keeps no hessian sum: squared error gives each row h = 1
+    hessian = np.where(np.isnan(hessian), count, hessian)
     if np.abs(hessian - count).max() > 1e-6 * count.max():  # squared error: h = 1 a row
         raise UnsupportedModelError(
             "the first LightGBM tree's hessian sums are not its row counts: it was trained "
@@ -374,13 +379,17 @@ def _sections(text: str) -> tuple[dict[str, str], list[dict[str, str]], dict[str
     trees: list[dict[str, str]] = []
     params: dict[str, str] = {}
     current: dict[str, str] | None = head
+    ended = False
+    parameters = 0  # 1 inside the parameters' section, 2 past its end
     for raw in lines[1:]:
         line = raw.strip()
         if line.startswith("Tree="):
             current = {}
             trees.append(current)
         elif line == "end of trees":
-            current = None
+            current, ended = None, True
+        elif line in ("parameters:", "end of parameters") and current is None:
+            parameters = 1 if line == "parameters:" else 2
         elif line.startswith("pandas_categorical:") and current is None:
             head["pandas_categorical"] = line.split(":", 1)[1]
         elif line.startswith("[") and line.endswith("]") and ": " in line:
@@ -389,7 +398,47 @@ def _sections(text: str) -> tuple[dict[str, str], list[dict[str, str]], dict[str
         elif "=" in line and current is not None:
             key, value = line.split("=", 1)
             current[key] = value
+    _check_complete(head, len(trees), "end of trees" if not ended else (
+        "end of parameters" if parameters == 1 else None))
     return head, trees, params
+
+
+def check_tree_sizes(text: str) -> None:
+    """Refuse a model text whose trees' byte sizes differ from its ``tree_sizes`` line:
+    LightGBM seeks by those sizes and aborts the process on an edited tree (the treeleaks
+    reader parses line by line and reads such a file), so `treeleaks strip` asks this
+    before LightGBM sees the file."""
+    listed = re.search(r"(?m)^tree_sizes=(.*)$", text)
+    if listed is None:
+        return
+    blocks = _TREE_START.split(text)[1:-1]
+    sizes = [len(block.encode("utf-8")) for block in blocks]
+    for index, (size, said) in enumerate(zip(sizes, listed.group(1).split(), strict=False)):
+        if str(size) != said:
+            raise ModelFormatError(
+                f"LightGBM model file: tree {index} is {size} bytes but tree_sizes says "
+                f"{said}: an edited file, which LightGBM itself cannot load (it seeks by "
+                "tree_sizes); delete the tree_sizes line and LightGBM reads the trees in "
+                "order")
+
+
+def _check_complete(head: dict[str, str], n_trees: int, cut: str | None) -> None:
+    """Refuse a file cut short (``cut``: the closing line it lacks, 'end of trees' or 'end
+    of parameters') or missing trees: LightGBM lists each tree's size in ``tree_sizes`` and
+    seeks by them, and reads past a cut end into memory it does not own."""
+    listed = len(head.get("tree_sizes", "").split())
+    of = f" of the {listed} its tree_sizes lists" if listed else ""
+    if cut == "end of trees":
+        what = f"it stops after {n_trees} tree(s){of}, before the line 'end of trees'"
+    elif cut is not None:
+        what = f"it stops inside its parameters, before the line '{cut}'"
+    elif listed and listed != n_trees:
+        what = f"its tree_sizes lists {listed} trees but it holds {n_trees}"
+    else:
+        return
+    kind = "an edited file" if cut is None else "a truncated file"
+    raise ModelFormatError(f"LightGBM model file: {what}: {kind}; copy it again from where "
+                           "it was saved (booster.save_model writes it whole)")
 
 
 def _tree(block: dict[str, str], index: int, names: list[str],
@@ -423,6 +472,13 @@ def _tree(block: dict[str, str], index: int, names: list[str],
     n_nodes = n_internal + n_leaves
     if not (min(left.min(), right.min()) > 0 and max(left.max(), right.max()) < n_nodes):
         raise ModelFormatError(f"LightGBM tree {index}: a child index is out of range")
+    inner = (_numbers(block, "internal_count", index, n_internal, whole=True, low=0)
+             if "internal_count" in block else np.zeros(0))
+    if inner.any() and count.any():  # both kept (not stripped): nodes, then the leaves
+        no_child = np.full(n_leaves, -1)
+        check_node_sums(np.concatenate([left, no_child]), np.concatenate([right, no_child]),
+                        np.concatenate([inner, count]), f"LightGBM tree {index}",
+                        "rows (internal_count, leaf_count)")
     if routing is not None:  # gaps and categories spelled out (`lightgbm_routing`)
         nodes, kept = routing.tree(block, index, feature, threshold, decision, left, right,
                                    count)

@@ -164,6 +164,18 @@ def _read_pickle(file: ModelFile) -> Any:
     return _from_estimator(_pickle_estimator(file.path))
 
 
+def _read_onnx(file: ModelFile) -> Any:
+    from treeleaks.frontends.onnx_trees import read_onnx
+
+    return read_onnx(file.path)
+
+
+def _read_r(file: ModelFile) -> Any:
+    from treeleaks.frontends.r_models import read_r_model
+
+    return read_r_model(file.path).model
+
+
 def _from_estimator(estimator: Any) -> Any:
     """A fitted object (an estimator, a pipeline, a booster's wrapper, a search around one,
     or a tree's plain records) in the IR, as it is."""
@@ -182,8 +194,10 @@ READERS: tuple[Reader, ...] = (
            magic=lambda head: head.startswith((b"tree\n", b"tree\r\n"))),
     Reader("skops", "a skops archive of a scikit-learn model", (".skops",), _read_skops,
            magic=lambda head: head.startswith(b"PK\x03\x04"), estimator=_skops_estimator),
+    Reader("ONNX", "an ONNX tree ensemble", (".onnx",), _read_onnx),
     Reader("pickle", "a pickle of a scikit-learn model", (".pkl", ".pickle", ".joblib"),
            _read_pickle, magic=_is_pickle, estimator=_pickle_estimator, runs_code=True),
+    Reader("R", "an R model saved with saveRDS (rpart, randomForest)", (".rds",), _read_r),
 )
 SUFFIXES: tuple[str, ...] = tuple(dict.fromkeys(s for r in READERS for s in r.suffixes))
 CODE_SUFFIXES = frozenset(s for r in READERS if r.runs_code for s in r.suffixes)

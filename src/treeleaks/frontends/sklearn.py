@@ -1,8 +1,8 @@
 """The scikit-learn frontend.
 
-DecisionTreeClassifier, RandomForestClassifier, ExtraTreesClassifier, and on request their
-regressor counterparts; the gradient-boosted classifiers are read by
-`treeleaks.frontends.sklearn_boosting`.
+DecisionTreeClassifier, ExtraTreeClassifier (one random-split tree), RandomForestClassifier,
+ExtraTreesClassifier, and on request their regressor counterparts; the gradient-boosted
+classifiers are read by `treeleaks.frontends.sklearn_boosting`.
 
 Reads each fitted tree's nodes and turns its stored class frequencies into integer counts (a
 regression tree: its leaves' row counts and predicted values). The reading that differs
@@ -33,12 +33,18 @@ from treeleaks.frontends.stripped import Stripped, counts_removed, structure_onl
 from treeleaks.frontends.tree_routing import gap_layout, spelled, spelled_nodes
 from treeleaks.ir.description import ModelKind, describe
 from treeleaks.ir.inputs import InputMap
-from treeleaks.ir.model import ReleasedModel, Tree
+from treeleaks.ir.model import ModelFormatError, ReleasedModel, Tree
+from treeleaks.ir.node_stats import ENTROPY, GINI, VARIANCE, NodeStats
 from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.sklearn_compat import node_class_counts
 
-SUPPORTED = ("DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier")
-REGRESSORS = ("DecisionTreeRegressor", "RandomForestRegressor", "ExtraTreesRegressor")
+SUPPORTED = ("DecisionTreeClassifier", "ExtraTreeClassifier", "RandomForestClassifier",
+             "ExtraTreesClassifier")
+REGRESSORS = ("DecisionTreeRegressor", "ExtraTreeRegressor", "RandomForestRegressor",
+              "ExtraTreesRegressor")
+# one tree, not a forest: a random-split tree is stored as a decision tree is
+SINGLE_TREES = ("DecisionTreeClassifier", "ExtraTreeClassifier", "DecisionTreeRegressor",
+                "ExtraTreeRegressor")
 _COUNT_TOLERANCE = 1e-6
 
 
@@ -52,8 +58,9 @@ def from_sklearn(
 ) -> ReleasedModel:
     """Translate a fitted scikit-learn tree model into a `ReleasedModel`.
 
-    Reads DecisionTreeClassifier, RandomForestClassifier, ExtraTreesClassifier and the
-    gradient-boosted classifiers; with ``allow_regression``, their regressor counterparts.
+    Reads DecisionTreeClassifier, ExtraTreeClassifier, RandomForestClassifier,
+    ExtraTreesClassifier and the gradient-boosted classifiers; with ``allow_regression``,
+    their regressor counterparts.
 
     Parameters
     ----------
@@ -142,14 +149,15 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
 
     Each tree's counts, with the forest's draws when it bootstraps.
     """
-    if kind.startswith("DecisionTree"):
+    if kind in SINGLE_TREES:
         estimators, bootstrap, samples = [estimator], False, None
     else:
         estimators = list(estimator.estimators_)
         bootstrap = bool(estimator.bootstrap)
         samples = _bootstrap_draws(estimator) if bootstrap else None
     if not estimators:
-        raise UnsupportedModelError(f"this {kind} holds no trees; refit it before auditing it")
+        raise UnsupportedModelError(f"this {kind} holds no trees (it was never fitted): audit the "
+                                    "fitted model's file")
     strangers = [type(m).__name__ for m in estimators if not hasattr(m, "tree_")]
     if strangers:
         raise UnsupportedModelError(
@@ -157,33 +165,40 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
             "after fitting, so its counts cannot be trusted"
         )
     trees = []
+    criterion = str(getattr(estimator, "criterion", "squared_error" if regression else ""))
+    clipped = getattr(estimator, "monotonic_cst", None) is not None
     for index, member in enumerate(estimators):
         draws = None if samples is None else samples[index]
-        tree = (_regression_tree(member.tree_, index, kind, draws,
-                                 getattr(estimator, "criterion", "squared_error"))
-                if regression else _tree(member.tree_, index, kind, draws))
+        stats = _node_stats(member.tree_, regression, criterion, clipped)
+        tree = (_regression_tree(member.tree_, index, kind, draws, criterion, stats)
+                if regression else _tree(member.tree_, index, kind, draws, stats=stats))
         trees.append(tree)
+    classes = [] if regression else [c.item() if isinstance(c, np.generic) else c
+                                     for c in estimator.classes_]
+    # the file's own nodes checked before spelling gaps out renumbers them
+    edited = tuple(f"tree {index} {why}" for index, tree in enumerate(trees)
+                   if (why := tree.node_contradiction(classes)))
     layout = gap_layout([m.tree_ for m in estimators], names, gaps)
     if layout is not None:  # fitted on gaps: each gap split spelled out
         trees = [spelled(tree, m.tree_, layout, index)
                  for index, (tree, m) in enumerate(zip(trees, estimators))]
         names = list(layout.names)
     facts: dict[str, Any] = {}
-    if not kind.startswith("DecisionTree") and bootstrap:
+    if kind not in SINGLE_TREES and bootstrap:
         facts["max_samples"] = estimator.max_samples
     if regression:
         facts.update(_growth(estimator))
-    classes = [] if regression else estimator.classes_
     model = ReleasedModel(
         trees=trees,
         task="regression" if regression else "classification",
-        classes=[c.item() if isinstance(c, np.generic) else c for c in classes],
+        classes=classes,
         feature_names=names,
         label_name=label_name,
         bootstrap=bootstrap,
         source=f"sklearn.{kind}",
         facts=facts,
         inputs=None if layout is None else layout.inputs(),
+        contradictions=edited,
     )
     model.validate()
     model.description = describe(model, "scikit-learn", kind,
@@ -192,16 +207,29 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
 
 
 def _counts_zeroed(estimator: Any) -> bool:
-    """Whether a tree of the model has every node's row count at 0.
+    """Whether every tree of the model has every node's row count at 0.
 
-    A fitted tree holds rows at its root, so its counts were removed.
+    A fitted tree holds rows at its root, so its counts were removed (`treeleaks strip`
+    zeroes every tree's). A tree without nodes, or some trees zeroed and others not, is a
+    damaged or edited file, refused naming the tree.
     """
     if hasattr(estimator, "_predictors"):
-        return any(not np.asarray(p.nodes["count"]).any()
-                   for per_round in estimator._predictors for p in per_round)
-    members = np.asarray(getattr(estimator, "estimators_", [estimator])).ravel()
-    return any(hasattr(m, "tree_") and not np.asarray(m.tree_.n_node_samples).any()
-               for m in members)
+        counts = [np.asarray(p.nodes["count"])
+                  for per_round in estimator._predictors for p in per_round]
+    else:
+        members = np.asarray(getattr(estimator, "estimators_", [estimator])).ravel()
+        counts = [np.asarray(m.tree_.n_node_samples) for m in members if hasattr(m, "tree_")]
+    for index, held in enumerate(counts):
+        if not held.size:
+            raise ModelFormatError(f"malformed tree {index}: a tree has no nodes (an emptied "
+                                   "or truncated file); copy it again from where it was saved")
+    zeroed = [not held.any() for held in counts]
+    if any(zeroed) and not all(zeroed):
+        raise ModelFormatError(
+            f"tree {zeroed.index(True)}'s row counts are all 0 while tree "
+            f"{zeroed.index(False)}'s are not: an edited file (treeleaks strip zeroes every "
+            "tree's); copy it again from where it was saved")
+    return bool(zeroed) and all(zeroed)
 
 
 def _structure(estimator: Any, kind: str, names: list[str], label_name: str,
@@ -272,29 +300,72 @@ def _feature_names(estimator: Any, given: list[str] | None) -> list[str]:
 
 def _tree(
     sk_tree: Any, index: int, kind: str, draws: np.ndarray | None,
-    counts: np.ndarray | None = None,
+    counts: np.ndarray | None = None, stats: NodeStats | None = None,
 ) -> Tree:
-    """A tree's nodes with its leaves' class counts (or the ``counts`` given)."""
+    """A tree's nodes with its leaves' class counts (or the ``counts`` given).
+
+    Every node's stored numbers come along as ``stats``.
+    """
     is_leaf = np.asarray(sk_tree.children_left) < 0
     if counts is None:
         leaf_raw = node_class_counts(sk_tree)[is_leaf]
         counts = np.round(leaf_raw)
         if np.abs(leaf_raw - counts).max(initial=0.0) > _COUNT_TOLERANCE:
+            _refuse_edited(sk_tree, stats, index, kind)
             raise UnsupportedModelError(
                 f"tree {index} of this {kind} stores class counts that are not integers, so "
                 "it was trained with sample_weight or class_weight; treeleaks needs "
-                "unweighted training (refit without weights to audit it)"
+                "unweighted training (ask whoever trained it for the model fitted without "
+                "weights)"
             )
     return Tree(
         *tree_nodes(sk_tree),
         counts=counts.astype(np.int64),
         n_samples=np.asarray(sk_tree.n_node_samples, dtype=np.int64)[is_leaf],
         draws=draws,
+        nodes=stats,
     )
 
 
+def _node_stats(sk_tree: Any, regression: bool, criterion: str, clipped: bool) -> NodeStats:
+    """What a scikit-learn tree stores at every node.
+
+    Its weighted rows (per class for a classifier), distinct rows, a regressor's mean
+    (unless the criterion's value is another, or monotonic constraints clipped it) and the
+    impurity its criterion names.
+    """
+    distinct = np.asarray(sk_tree.n_node_samples, dtype=np.int64)
+    impurity = np.asarray(sk_tree.impurity, dtype=np.float64)
+    if not regression:
+        named = {"gini": GINI, "entropy": ENTROPY, "log_loss": ENTROPY}.get(criterion, "")
+        return NodeStats(node_class_counts(sk_tree), distinct,
+                         impurity=impurity if named else None, criterion=named)
+    weighted = np.asarray(sk_tree.weighted_n_node_samples, dtype=np.float64)[:, None]
+    means = criterion in MEAN_CRITERIA and not clipped
+    variance = criterion in VARIANCE_CRITERIA and means
+    return NodeStats(weighted, distinct,
+                     np.asarray(sk_tree.value, dtype=np.float64)[:, 0, 0] if means else None,
+                     impurity if variance else None, VARIANCE if variance else "")
+
+
+def _refuse_edited(sk_tree: Any, stats: NodeStats | None, index: int, kind: str) -> None:
+    """Refuse a tree whose nodes contradict each other: the file was edited.
+
+    Checked before its leaves' counts are blamed on weighted training.
+    """
+    if stats is None or not np.isfinite(stats.weighted).all():
+        return
+    columns = [f"weighted rows of class column {c}" for c in range(stats.weighted.shape[1])]
+    left = np.asarray(sk_tree.children_left, dtype=np.int64)
+    right = np.asarray(sk_tree.children_right, dtype=np.int64)
+    if (why := stats.contradiction(left, right, columns)):
+        raise ModelFormatError(f"tree {index} of this {kind}: {why}, so the file was edited "
+                               "after training; no dataset gives it")
+
+
 def _regression_tree(
-    sk_tree: Any, index: int, kind: str, draws: np.ndarray | None, criterion: str
+    sk_tree: Any, index: int, kind: str, draws: np.ndarray | None, criterion: str,
+    stats: NodeStats | None = None,
 ) -> Tree:
     """A regressor's tree.
 
@@ -305,11 +376,12 @@ def _regression_tree(
     weighted = np.asarray(sk_tree.weighted_n_node_samples, dtype=np.float64)[is_leaf]
     rows = np.round(weighted)
     if np.abs(weighted - rows).max(initial=0.0) > _COUNT_TOLERANCE:
+        _refuse_edited(sk_tree, stats, index, kind)
         raise UnsupportedModelError(
             f"tree {index} of this {kind} stores row counts that are not integers, so it was "
             "trained with sample_weight; treeleaks needs unweighted training"
         )
-    shape = _tree(sk_tree, index, kind, draws, counts=rows[:, None])
+    shape = _tree(sk_tree, index, kind, draws, counts=rows[:, None], stats=stats)
     shape.values = np.asarray(sk_tree.value, dtype=np.float64)[is_leaf, 0, 0]
     if criterion in VARIANCE_CRITERIA:
         shape.impurity = np.asarray(sk_tree.impurity, dtype=np.float64)[is_leaf]
@@ -318,6 +390,8 @@ def _regression_tree(
 
 # The criteria whose stored impurity is the weighted variance of the node's targets.
 VARIANCE_CRITERIA = ("squared_error", "friedman_mse")
+# The criteria whose stored value is the mean of the node's targets.
+MEAN_CRITERIA = (*VARIANCE_CRITERIA, "poisson")
 # What a regressor's leaf values mean and how far its trees grew: the mean of the leaf's
 # targets under these criteria, and one target a leaf unless a rule stopped the growth.
 GROWTH = ("criterion", "max_depth", "min_samples_split", "min_samples_leaf",

@@ -28,6 +28,7 @@ import numpy as np
 from treeleaks.frontends.boosting import (
     Nodes,
     booster_trees,
+    check_node_sums,
     float32_positives,
     no_sums,
     squared_error_gradients,
@@ -194,6 +195,10 @@ def _gradient_boosting_trees(estimator: Any, kind: str
             raise UnsupportedModelError(
                 f"this {kind} was trained with sample_weight, which its leaf values mix "
                 "into what they say of the rows; treeleaks needs unweighted training")
+        for field in ("n_node_samples", "weighted_n_node_samples"):
+            check_node_sums(sk_tree.children_left, sk_tree.children_right,
+                            getattr(sk_tree, field), f"tree {len(nodes)} of this {kind}",
+                            f"rows ({field})")
         nodes.append(tree_nodes(sk_tree))
         rows.append(count)
         steps.append(np.asarray(sk_tree.value, dtype=np.float64)[is_leaf, 0, 0])
@@ -257,6 +262,9 @@ def predictor_tree(predictor: Any, index: int, names: list[str],
     """
     table = predictor.nodes
     is_leaf = table["is_leaf"].astype(bool)
+    check_node_sums(np.where(is_leaf, -1, table["left"].astype(np.int64)),
+                    np.where(is_leaf, -1, table["right"].astype(np.int64)), table["count"],
+                    f"tree {index}", "rows (count)")
     if routing is not None:
         nodes, kept = routing.tree(predictor, table, index)
         return nodes, table["count"][is_leaf][kept].astype(np.int64), table["value"][is_leaf][kept]

@@ -22,14 +22,17 @@ STILL_POSSIBLE = (
     "them against the training rows")
 
 
-def counts_removed(what: str, fields: str, random_states: bool = False) -> CountsRemovedError:
+def counts_removed(what: str, fields: str, random_states: bool = False,
+                   never_kept: bool = False) -> CountsRemovedError:
     """The one-line refusal of a stripped file: ``what`` it is, the ``fields`` found zeroed
-    or missing, whether its random states were neutralised too (a bootstrap forest)."""
+    or missing, whether its random states were neutralised too (a bootstrap forest); or,
+    ``never_kept``, of a format that has no counts to remove."""
     states = (" and its trees' random states neutralised (the bootstrap draws cannot be "
               "recomputed)" if random_states else "")
-    return CountsRemovedError(
-        f"this {what}'s counts were removed ({fields}){states}, so no attack that reads "
-        f"counts applies to it; {STILL_POSSIBLE}")
+    gone = (" keeps no counts (its format has none)" if never_kept else
+            f"'s counts were removed ({fields}){states}")
+    return CountsRemovedError(f"this {what}{gone}, so no attack that reads counts applies to "
+                              f"it; {STILL_POSSIBLE}")
 
 
 def structure_only(nodes: list[Nodes], classes: list[Any], names: list[str],

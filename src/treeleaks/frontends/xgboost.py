@@ -26,7 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.frontends.boosting import check_thresholds, no_sums, sum_rows, whole_positives
+from treeleaks.frontends.boosting import (
+    check_node_sums,
+    check_thresholds,
+    no_sums,
+    sum_rows,
+    whole_positives,
+)
 from treeleaks.frontends.gaps import with_routing
 from treeleaks.frontends.multiclass import (
     check_round,
@@ -53,6 +59,7 @@ MULTICLASS = ("multi:softprob", "multi:softmax")
 RATE_DIGITS = 4  # a learning rate recovered from float32 values, matched across classes
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 COUNT_TOLERANCE = 1e-3  # of a row, for n = cover / (b(1-b))
+COVER_RTOL = 1e-5  # a node's cover against its children's, each kept in float32
 REGRESSION = "reg:squarederror"
 FLOAT32 = 1e-5  # precision of a later tree's sums: per row, and relative to the stored value
 
@@ -73,6 +80,7 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
     if hasattr(source, "get_booster"):  # XGBClassifier: its labels, then its booster
         classes = np.asarray(getattr(source, "classes_", [0, 1])).tolist()
         source = source.get_booster()
+    sampled = _subsample(source)
     learner = _field(_model_json(source), "learner", "")
     objective = _field(_field(learner, "objective", "learner"), "name", "learner.objective")
     multiclass = objective in MULTICLASS
@@ -108,7 +116,7 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
     routing = xgboost_routing(learner, trees, list(names))
     features = list(routing.layout.names) if routing else list(names)
     parsed = [_tree(tree, t, n_features, routing) for t, tree in enumerate(trees)]
-    if any(not cover.any() for _, cover, _ in parsed):
+    if _covers_removed([cover for _, cover, _ in parsed]):
         if not counts_removed_ok:
             raise counts_removed("XGBoost model", "its covers, sum_hessian, are 0")
         regressor = objective == REGRESSION
@@ -125,8 +133,9 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
                                    classes, features, label_name, objective), routing)
     nodes, cover, value = parsed[0]
     rows = _first_rows(cover, base * (1.0 - base), f"b(1-b) for its base score b = {base:g}")
+    used = ", ".join(option for option in (_scale_pos_weight(learner), sampled) if option)
     positives, eta, l2 = first_tree_positives(
-        rows, cover, value, base, _scale_pos_weight(learner),
+        rows, cover, value, base, used,
         parsed[1][1:] if len(parsed) > 1 else None)
     counts = np.column_stack([rows - positives, positives]).astype(np.int64)
     n_rows = int(rows.sum())
@@ -318,6 +327,36 @@ def _scale_pos_weight(learner: dict[str, Any]) -> str:
         return f"scale_pos_weight={raw!r}"
 
 
+def _covers_removed(covers: list[np.ndarray]) -> bool:
+    """Whether every tree's covers are 0 (``treeleaks strip`` zeroes them all); a tree
+    without nodes, or some trees zeroed and others not, is a damaged or edited file,
+    refused naming the tree."""
+    for index, cover in enumerate(covers):
+        if not cover.size:
+            raise ModelFormatError(f"malformed tree {index}: a tree has no nodes (an emptied "
+                                   "or truncated file); copy it again from where it was saved")
+    zeroed = [not cover.any() for cover in covers]
+    if any(zeroed) and not all(zeroed):
+        raise ModelFormatError(
+            f"{FILE}: tree {zeroed.index(True)}'s covers (sum_hessian) are all 0 while tree "
+            f"{zeroed.index(False)}'s are not: an edited file (treeleaks strip zeroes every "
+            "tree's); copy it again from where it was saved")
+    return all(zeroed)
+
+
+def _subsample(source: Any) -> str:
+    """``subsample=r`` when a fitted ``Booster``'s configuration (which its model file does
+    not keep) records a row sample below 1, else ""."""
+    if not hasattr(source, "save_config"):
+        return ""
+    try:
+        config = json.loads(source.save_config())
+        raw = config["learner"]["gradient_booster"]["tree_train_param"]["subsample"]
+        return "" if float(raw) >= 1.0 else f"subsample={float(raw):.6g}"
+    except (KeyError, TypeError, ValueError):
+        return ""
+
+
 def _tree(tree: dict[str, Any], index: int, n_features: int,
           routing: XGBoostRouting | None = None
           ) -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
@@ -345,6 +384,8 @@ def _tree(tree: dict[str, Any], index: int, n_features: int,
         raise ModelFormatError(f"{at}: a child index is past the tree's {n} nodes (a "
                                "truncated or edited file?)")
     leaf = left < 0
+    check_node_sums(left, np.where(leaf, -1, right), hessian, f"XGBoost tree {index}",
+                    "of hessian (sum_hessian)", rtol=COVER_RTOL)
     if (feature[~leaf] >= n_features).any():
         node = int(np.flatnonzero(~leaf & (feature >= n_features))[0])
         raise ModelFormatError(f"{at}: field 'split_indices' holds {feature[node]} at entry "

@@ -41,6 +41,9 @@ MOST_SPLITS = 1_000_000  # splits of one second-tree leaf's cover tried
 COVER_PRECISION = 4e-6  # relative: a cover against a split's hessians (float32 values and
 # XGBoost's float32 probabilities against ours)
 SHOWN = 5  # learning rates named in a refusal
+# the training options an XGBoost file does not record that break the count derivation
+UNRECORDED = ("trained with subsample below 1 (each tree fitted on a sample of the rows) or "
+              "sample weights")
 
 
 @dataclass(frozen=True)
@@ -194,12 +197,13 @@ def _checked(leaves: Leaves, counts: np.ndarray) -> tuple[float, np.ndarray, flo
 
 
 def second_tree(rows: np.ndarray, value: np.ndarray, margin: float, cover: np.ndarray,
-                later: np.ndarray) -> tuple[Leaves, bool] | None:
+                later: np.ndarray, used: str = "") -> tuple[Leaves, bool] | None:
     """The second tree's leaves whose covers split one way over the first tree's leaves
     (see the module doc), as `Leaves` of tree 1, and whether that is every leaf (so their
     positives add up to the class total); None when the splits to try are more than
     `MOST_SPLITS` or no leaf splits one way. A cover no split gives is refused: the first
-    tree's values are not the ones the second tree's rows started from."""
+    tree's values are not the ones the second tree's rows started from (blamed on ``used``,
+    the training options known to leave the derivation out, else on an edit)."""
     order = np.argsort(rows, kind="stable")  # the largest leaf last: it is not enumerated
     rows, value = np.asarray(rows)[order].astype(np.int64), np.asarray(value)[order]
     if np.prod(rows[:-1] + 1.0) > MOST_SPLITS:
@@ -216,11 +220,14 @@ def second_tree(rows: np.ndarray, value: np.ndarray, margin: float, cover: np.nd
               & (whole >= 0) & (whole <= rows[-1]))
         splits = np.column_stack([head[ok], whole[ok]])
         if not splits.size:
+            head = (f"the second XGBoost tree's leaf {leaf} has a cover ({leaf_cover:g}) that "
+                    "no rows of the first tree's leaves give")
             raise UnsupportedModelError(
-                f"the second XGBoost tree's leaf {leaf} has a cover ({leaf_cover:g}) that no "
-                "rows of the first tree's leaves give: the file's values contradict each "
-                "other at tree 0: edited or truncated? (or trained with sample weights, "
-                "which the file does not record; treeleaks refuses to guess its classes)")
+                f"{head}: the model was trained with {used}, which the derivation leaves "
+                "out; treeleaks refuses to guess its classes" if used else
+                f"{head}: the file's values contradict each other at tree 0: edited or "
+                f"truncated? (or {UNRECORDED}, which the file does not record; treeleaks "
+                "refuses to guess its classes)")
         starts, sizes = splits @ p, splits.sum(axis=1)
         if np.ptp(starts) <= 1e-9 and np.ptp(sizes) == 0:
             kept.append((float(starts[0]), float(leaf_value), float(leaf_cover),
@@ -254,7 +261,7 @@ def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
     first = Leaves.first(rows, cover, value, base)
     totals = {0: int(np.rint(rows.sum() * base))}
     split = None if second is None else second_tree(
-        rows, value, float(np.log(base / (1.0 - base))), *second)
+        rows, value, float(np.log(base / (1.0 - base))), *second, used=used)
     leaves = first
     if split is not None:
         later, complete = split
@@ -284,5 +291,5 @@ def first_tree_positives(rows: np.ndarray, cover: np.ndarray, value: np.ndarray,
                                     "classes")
     raise UnsupportedModelError(
         f"{head}: the file's values contradict each other at tree 0: edited or truncated? "
-        "(or trained with sample weights, a base score of its own, alpha or max_delta_step, "
-        "which the file does not record; treeleaks refuses to guess its classes)")
+        f"(or {UNRECORDED}, a base score of its own, alpha or max_delta_step, which the "
+        "file does not record; treeleaks refuses to guess its classes)")

@@ -107,8 +107,8 @@ def _rate_and_penalty(values: list[np.ndarray], rows: list[np.ndarray]
             "this XGBoost regressor's leaf values fit no one learning rate and L2 penalty "
             f"(best η = {eta:.3g}, λ = {l2:.3g}): it was trained with a base score of its own, "
             "sample weights or alpha, which the file does not record, or the file was "
-            "edited; treeleaks refuses to guess its targets (retrain with the default "
-            "base score, unweighted)")
+            "edited; treeleaks refuses to guess its targets (ask whoever trained it which; "
+            "a file trained unweighted with the default base score is read)")
     return eta, max(l2, 0.0)
 
 

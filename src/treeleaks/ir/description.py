@@ -23,6 +23,11 @@ import numpy as np
 INTERVAL_SDS = 3.0  # half-width of the bounds on a DP forest's N, in standard deviations
 
 
+# Formats that never keep counts, draws or N (read as a stripped file is): their files say
+# nothing of how the trees drew their rows.
+FORMATS_WITHOUT_COUNTS = frozenset({"ONNX"})
+
+
 class ModelKind(StrEnum):
     """What kind of model a file holds: the one type test downstream code makes."""
 
@@ -36,11 +41,14 @@ class ModelKind(StrEnum):
 
 @dataclass(frozen=True)
 class StoredField:
-    """One field the file stores, with what it gives away (``removed``: stripped out)."""
+    """One field the file stores, with what it gives away (``removed``: stripped out;
+    ``per_row``: it gives a training row's label, leaf or values outright, row by row, as
+    R models keep ``y`` and ``where``: a leak without any attack)."""
 
     name: str
     exposes: str
     removed: bool = False
+    per_row: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,8 +96,8 @@ class ModelDescription:
             "class_balance_estimated": self.class_balance_estimated,
             "target_range": None if self.target_range is None else list(self.target_range),
             "stripped": self.stripped,
-            "fields": [{"name": f.name, "exposes": f.exposes, "removed": f.removed}
-                       for f in self.fields],
+            "fields": [{"name": f.name, "exposes": f.exposes, "removed": f.removed,
+                        **({"per_row": True} if f.per_row else {})} for f in self.fields],
         }
 
     @classmethod
@@ -111,7 +119,8 @@ class ModelDescription:
             class_balance_estimated=bool(data.get("class_balance_estimated", False)),
             target_range=None if targets is None else (float(targets[0]), float(targets[1])),
             stripped=bool(data.get("stripped", False)),
-            fields=tuple(StoredField(str(f["name"]), str(f["exposes"]), bool(f["removed"]))
+            fields=tuple(StoredField(str(f["name"]), str(f["exposes"]), bool(f["removed"]),
+                                     bool(f.get("per_row", False)))
                          for f in data.get("fields", [])),
         )
 
@@ -120,7 +129,9 @@ class ModelDescription:
     def rows(self) -> list[tuple[str, str]]:
         """The description as (name, words) rows: what every command prints about it."""
         maker = " ".join(word for word in (self.framework, self.estimator) if word)
-        out = [("Model", f"{self.kind}, {self.task} ({maker})"),
+        kind = ("tree ensemble" if self.framework in FORMATS_WITHOUT_COUNTS
+                and self.kind != ModelKind.SINGLE_TREE else self.kind)
+        out = [("Model", f"{kind}, {self.task} ({maker})"),
                ("Bootstrap", self.bootstrap_text()),
                ("Training rows N", self.n_rows_text()),
                ("Class balance", self.class_balance_text())]
@@ -136,10 +147,12 @@ class ModelDescription:
         the draws."""
         if self.kind == ModelKind.RULE_LIST:
             return "no: the rules counted each training row once"
+        if self.framework in FORMATS_WITHOUT_COUNTS:
+            return f"not recorded: an {self.framework} file keeps no draws or counts"
         if not self.bootstrap:
             return "no: every tree saw every row once"
         limit = "" if self.max_samples is None else f", max_samples={self.max_samples:g}"
-        draws = ("per-tree draws exposed (the random states repeat them)"
+        draws = ("per-tree draws exposed (stored, or repeated by the random states)"
                  if self.draws_exposed else "per-tree draws not exposed")
         return f"yes{limit}: {draws}"
 
@@ -158,7 +171,7 @@ class ModelDescription:
     def class_balance_text(self) -> str:
         """The class balance as the file gives it away, an estimate, or not at all."""
         if self.task == "regression":
-            return "does not apply (a regressor)"
+            return "none: a regressor has no classes"
         if self.class_balance is None:
             return "not given away"
         shown = ", ".join(f"{c}: {k:,}" for c, k in self.class_balance)
@@ -208,6 +221,9 @@ def _n_rows(model: Any, draws: bool) -> tuple[int | None, bool, str, tuple[int, 
     """N, whether estimated, from what, and an estimate's bounds."""
     stated = model.facts.get("n_rows")
     if model.n_rows is not None and model.counts_released:
+        if getattr(model, "contradictions", ()):  # an edited file: its nodes disagree
+            return model.n_rows, True, ("from the first tree's leaf counts; the file "
+                                        "contradicts itself"), None
         return model.n_rows, False, "the leaf counts add up to it", None
     if draws:
         return len(model.trees[0].draws), False, "the length of the per-tree draws", None

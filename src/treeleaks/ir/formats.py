@@ -136,6 +136,7 @@ class StoredFieldRecord(_Strict):
     name: StrictStr
     exposes: StrictStr
     removed: StrictBool = False
+    per_row: StrictBool = False
 
 
 class DescriptionRecord(BaseModel):

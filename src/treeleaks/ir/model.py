@@ -21,6 +21,7 @@ import numpy as np
 from treeleaks.ir.description import ModelDescription, ModelKind, StoredField, describe
 from treeleaks.ir.inputs import InputMap
 from treeleaks.ir.json_files import FORMAT_VERSION, MAX_COUNT, read_json
+from treeleaks.ir.node_stats import NodeStats
 from treeleaks.ir.revealed import RevealedValues
 from treeleaks.ir.routing import route
 from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
@@ -63,7 +64,10 @@ class Tree:
     leaf's weighted variance of its targets (scikit-learn's ``squared_error`` and
     ``friedman_mse``), 0 exactly when the leaf's rows share one target. A tree that is not
     ``counted`` has no counts at all (they are 0): an XGBoost tree after the first, known by
-    its splits and its gradient sums (`LeafGradients`) alone.
+    its splits and its gradient sums (`LeafGradients`) alone. ``nodes``: what the file stores
+    at every node, internal ones included, when the reader keeps it (`NodeStats`; not kept
+    in the treeleaks JSON): checked against the children on reading and against the rows by
+    the certificates.
     """
 
     feature: np.ndarray
@@ -79,6 +83,7 @@ class Tree:
     counted: bool = True
     impurity: np.ndarray | None = None
     apart: int | None = None
+    nodes: NodeStats | None = None
 
     @property
     def n_leaves(self) -> int:
@@ -242,6 +247,18 @@ class Tree:
             active[idx] = self.feature[node[idx]] >= 0
         return node
 
+    def node_contradiction(self, classes: list[Any]) -> str:
+        """The first node whose stored numbers (`nodes`) its children contradict.
+
+        In words; "" when none does or the reader kept no node numbers.
+        """
+        if self.nodes is None:
+            return ""
+        k = self.nodes.weighted.shape[1]  # an attack's view may count other columns
+        columns = ([f"weighted rows of {self.column_name(c, classes)}" for c in range(k)]
+                   if classes and k == self.counts.shape[1] else ["weighted rows"] * k)
+        return self.nodes.contradiction(self.left, self.right, columns)
+
     def to_dict(self) -> dict[str, Any]:
         """The tree in the treeleaks JSON form (the draws under ``multiplicities``)."""
         out: dict[str, Any] = {
@@ -300,6 +317,8 @@ class Tree:
         n_leaves = int(np.unique(self.leaf_of_node[is_leaf]).size)
         self._check_leaf_arrays(n_leaves, n_classes)
         self._check_nodes(is_leaf, n_features)
+        if self.nodes is not None and (why := self.nodes.shape_error(n_nodes)):
+            raise ModelFormatError(why)
 
     def _check_leaf_arrays(self, n_leaves: int, n_classes: int) -> None:
         """The per-leaf arrays (counts, n_samples, values, impurity): one entry per leaf."""
@@ -320,6 +339,15 @@ class Tree:
                 leaf = int(np.argmin(np.isfinite(field)))
                 raise ModelFormatError(f"leaf {leaf}'s {what} is {field[leaf]}: an "
                                        "edited or damaged file")
+        for name, what, bound in (("values", "value", MAX_TARGET),
+                                  ("impurity", "impurity", MAX_TARGET ** 2)):
+            field = getattr(self, name)
+            if field is not None and (np.abs(field) > bound).any():
+                leaf = int(np.argmax(np.abs(field)))
+                raise ModelFormatError(
+                    f"leaf {leaf}'s {what} is {field[leaf]:g}, beyond ±{bound:g}, where "
+                    "float64 stops holding the sums of its rows' squared targets: an "
+                    "edited or damaged file")
         if self.impurity is not None and (self.values is None
                                           or self.impurity.shape != (n_leaves,)):
             raise ModelFormatError(f"tree 'impurity' belongs to a regression tree's leaves: "
@@ -350,7 +378,8 @@ class Tree:
         if (np.abs(self.threshold[~is_leaf]) > 2.0**53).any():
             raise ModelFormatError(
                 "a tree has a split threshold past ±2^53, where float64 stops holding every "
-                "whole number: an edited file, or rescale a feature that large before training")
+                "whole number: an edited file, or a feature whose values are that large, which "
+                "no row can be routed by exactly")
 
 
 def _description(record: DescriptionRecord | None, model: ReleasedModel) -> ModelDescription:
@@ -365,7 +394,7 @@ def _description(record: DescriptionRecord | None, model: ReleasedModel) -> Mode
         return describe(model, "treeleaks JSON", model.source)
     kind = ModelKind(record.kind)
     return describe(model, record.framework, record.estimator,
-                    [StoredField(f.name, f.exposes, f.removed) for f in record.fields],
+                    [StoredField(f.name, f.exposes, f.removed, f.per_row) for f in record.fields],
                     kind=kind if kind == ModelKind.DP_FOREST and model.noise is None else None)
 
 
@@ -374,6 +403,9 @@ def _optional_int_array(values: Any) -> np.ndarray | None:
 
 
 LOG_LOSS, SQUARED_ERROR = "log_loss", "squared_error"  # the losses `LeafGradients` reads
+# the largest regression leaf value read: its square times 2^53 rows stays below float64's
+# largest number (1.8e308), so no sum of squared targets overflows
+MAX_TARGET = 1e146
 
 
 @dataclass(eq=False)
@@ -688,12 +720,17 @@ class ReleasedModel:
         ------
         UnsupportedModelError
             The model is a booster whose JSON would lose its pooled trees, trees without
-            counts, or leaf values.
+            counts, or leaf values, or it contradicts itself (`contradictions`), which the
+            JSON would hide.
         """
         if self.gradients is not None or any(t.pooled or not t.counted for t in self.trees):
             raise UnsupportedModelError(
                 "this booster's treeleaks JSON would lose which trees pool their classes or "
                 "have no counts, and its leaf values; keep the framework's own model file")
+        if self.contradictions:  # the JSON keeps leaves only: it would read as consistent
+            raise UnsupportedModelError(
+                f"the model contradicts itself ({self.contradictions[0]}); its treeleaks "
+                "JSON would drop what shows it, so keep the original file")
         return {
             "format": "treeleaks.ReleasedModel",
             "version": FORMAT_VERSION,
@@ -824,8 +861,15 @@ class ReleasedModel:
                 tree.validate(1 if self.is_regression else self.n_classes, self.n_features)
             except ModelFormatError as exc:
                 raise ModelFormatError(f"malformed tree {index}: {exc}") from None
+        self._check_node_stats()
         if self.noise is None:
-            self._check_unweighted()
+            try:
+                self._check_unweighted()
+            except UnsupportedModelError:
+                if self.contradictions:  # an edited file, not weighted training
+                    raise ModelFormatError("the file contradicts itself: "
+                                           f"{self.contradictions[0]}") from None
+                raise
         else:
             self._check_noise()
         if not self.trees[0].counted:
@@ -840,6 +884,15 @@ class ReleasedModel:
                 revealed.check()
             except ValueError as exc:
                 raise ModelFormatError(str(exc)) from None
+
+    def _check_node_stats(self) -> None:
+        """Add every tree whose node numbers contradict each other to `contradictions`.
+
+        Each named with its tree and node (`NodeStats.contradiction`).
+        """
+        found = [f"tree {index} {why}" for index, tree in enumerate(self.trees)
+                 if (why := tree.node_contradiction(self.classes))]
+        self.contradictions += tuple(f for f in found if f not in self.contradictions)
 
     def require_classifier(self, attack: str) -> None:
         """Refuse a regression model for an attack that reads class counts.

@@ -133,7 +133,9 @@ def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
         return step
 
     removed = None if model.counts_released else (
-        "the counts were removed (a stripped file), and this attack reads them")
+        "the counts were removed (a stripped file), and this attack reads them"
+        if model.described().stripped else
+        "the file stores no counts (its framework keeps none), and this attack reads them")
     worst_case_why = ("the model exposes no per-tree draws, as a bootstrap forest's may"
                       if not draws else "needs your training rows, --data")
     leak_test_why = ("needs a forest's reconstruction" if not forest else "needs --data and "
@@ -273,6 +275,8 @@ def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
         class_balance_given_away=audit.exposed["class_balance"],
         class_balance_estimated=audit.exposed.get("class_balance_estimated", False),
         rows_in_data=None if inp.data is None else len(inp.data),
+        fields_per_row=[f.name for f in model.described().fields
+                        if f.per_row and not f.removed] or None,
     ).as_dict()
 
 

@@ -133,6 +133,8 @@ class Verdict:
     class_balance_given_away: dict[str, int] | None = None
     class_balance_estimated: bool = False
     rows_in_data: int | None = None
+    # fields that give every training row's label, leaf or values outright (R's y, where)
+    fields_per_row: list[str] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The figures by name, as the report's JSON holds them."""

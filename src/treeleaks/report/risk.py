@@ -1,16 +1,16 @@
 """The risk level of an audit and the rule that set it: one table of rules, each a level, a
 basis and a test on the verdict's figures.
 
-A rule's basis says what stands behind it. *Proven*: the file alone shows it (proven rows,
-predicates the counts prove isolate a row, targets every leaf reproduces, a tree that
-narrows its rows down). *Measured*: the custodian's rows (``--data``) measured it (rows
-singled out, rows rebuilt exactly, a reconstruction close to the rows, the leak test).
-*Presumed*: the file holds evidence that only the data can confirm (singling-out candidates
-no proof settles, rows rebuilt from the file whose closeness nobody has measured); a
-presumed rule holds only while its measurement is missing, and says which check settles it.
-So an audit without the data fails safe: it is never LOW while such evidence exists, and
-the data replaces each presumption with a measurement but never lowers what the file alone
-proves.
+A rule's basis says what stands behind it. *Proven*: the file alone shows it (labels or
+leaves stored row by row, proven rows, predicates the counts prove isolate a row, targets
+every leaf reproduces, a tree that narrows its rows down). *Measured*: the custodian's
+rows (``--data``) measured it (rows singled out, rows rebuilt exactly, a reconstruction
+close to the rows, the leak test). *Presumed*: the file holds evidence that only the data
+can confirm (singling-out candidates no proof settles, rows rebuilt from the file whose
+closeness nobody has measured); a presumed rule holds only while its measurement is
+missing, and says which check settles it. So an audit without the data fails safe: it is
+never LOW while such evidence exists, and the data replaces each presumption with a
+measurement but never lowers what the file alone proves.
 
 Rules are checked from the most to the least severe; the first that holds sets the level
 and the report quotes it with its basis. LOW when none holds; an attack cut short means the
@@ -129,6 +129,12 @@ RULES = (
          f"{_boxes_too(v)}",
          "HIGH if the model proves a training row with its values (a row proven only as a "
          "wide box is not one)"),
+    Rule("HIGH", "stored row by row", lambda v: bool(v.get("fields_per_row")),
+         lambda v: f"the model file stores {', '.join(v['fields_per_row'])} row by row, in "
+         "training order: each training row's label (or leaf, or values) is read off it "
+         "without any attack",
+         "HIGH if the file stores each training row's label, leaf or values outright (R's "
+         "y and where)"),
     Rule("HIGH", "singled out (proven)", lambda v: _singled_proven(v) > 0,
          lambda v: f"the model file alone proves that {_singled_proven(v)} training row(s) "
          "are each singled out by a predicate it gives away",

@@ -44,7 +44,7 @@ FIGURES = {
 def certificate_text(summary: dict[str, Any]) -> Text:
     """The certificate line of a result summary: verified, or how many counts differ."""
     certificate = summary["certificate"]
-    if certificate is None:
+    if certificate is None or summary.get("n_rows") == 0:
         return Text("none: no rows to check", "red")
     checked = certificate["counts_checked"]
     if summary.get("partial"):

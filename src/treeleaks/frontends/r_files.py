@@ -1,0 +1,161 @@
+"""R's ``saveRDS`` files read without R: the serialized object as plain Python values.
+
+The ``rdata`` package parses the serialization (gzip, bzip2, xz or uncompressed); its own
+conversion builds pandas frames, which rpart's ``frame`` (a matrix column, ``yval2``)
+breaks, so this module walks the parsed objects itself into `RValue`: a vector as a NumPy
+array (a matrix in its ``dim``), a character vector as a list of strings (None for NA), a
+list as a list of `RValue`, each with its attributes. Code (calls, formulas, environments)
+is kept as its type name and never evaluated: reading a file runs nothing from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from treeleaks.ir.model import ModelFormatError
+from treeleaks.runtime.errors import UnsupportedModelError
+
+# the first bytes of the compressions rdata reads, and of an uncompressed serialization
+_HEADS = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"X\n": "none",
+          b"A\n": "none", b"B\n": "none"}
+_OTHER_HEADS = {b"\x28\xb5\x2f\xfd": "zstd", b"\x04\x22\x4d\x18": "lz4"}
+_VECTORS = {"LGL", "INT", "REAL", "CPLX", "RAW"}
+
+
+@dataclass(frozen=True)
+class RValue:
+    """One R object: its ``value`` (an array, a list of strings, a list of `RValue`, or
+    None) and its ``attributes``; ``kind`` is R's type (``"VEC"`` a list, ``"STR"``
+    strings, ``"REAL"``, ``"INT"``, ``"LGL"``, or a code object's type)."""
+
+    kind: str
+    value: Any
+    attributes: dict[str, RValue] = field(default_factory=dict)
+
+    def attr(self, name: str) -> RValue | None:
+        """The attribute ``name``, or None."""
+        return self.attributes.get(name)
+
+    @property
+    def classes(self) -> list[str]:
+        """The object's ``class`` attribute (empty when it has none)."""
+        cls = self.attr("class")
+        return [] if cls is None or cls.kind != "STR" else [c or "" for c in cls.value]
+
+    @property
+    def names(self) -> list[str]:
+        """The ``names`` attribute (empty when it has none)."""
+        names = self.attr("names")
+        return [] if names is None or names.kind != "STR" else [n or "" for n in names.value]
+
+    def get(self, name: str) -> RValue | None:
+        """A named list's element ``name``, or None."""
+        if self.kind != "VEC" or name not in self.names:
+            return None
+        return self.value[self.names.index(name)]
+
+
+def read_rds(path: Path) -> RValue:
+    """The object ``saveRDS`` wrote to ``path``; a compression rdata does not read, or a
+    file that is no R serialization, is refused naming it."""
+    import rdata
+
+    with path.open("rb") as stream:
+        head = stream.read(8)
+    if not any(head.startswith(magic) for magic in _HEADS):
+        other = next((name for magic, name in _OTHER_HEADS.items() if head.startswith(magic)),
+                     None)
+        if other:
+            raise UnsupportedModelError(
+                f"{path.name} is compressed with {other}, which the rdata package does not "
+                "read; save it again in R with saveRDS(model, file, compress = \"xz\") "
+                "(or gzip, the default)")
+        raise ModelFormatError(f"{path.name} is not an R serialization (saveRDS): its first "
+                               "bytes are none of gzip, bzip2, xz or R's own")
+    try:
+        parsed = rdata.parser.parse_file(path)
+    except Exception as exc:  # rdata raises plain errors on damaged data
+        raise ModelFormatError(f"{path.name} is not a readable R serialization "
+                               f"({type(exc).__name__}: {exc})") from None
+    return _converted(parsed.object)
+
+
+def _converted(obj: Any) -> RValue:
+    """A parsed rdata object as an `RValue` (references followed)."""
+    while obj.info.type.name == "REF":
+        obj = obj.referenced_object
+    kind = obj.info.type.name
+    attributes = _pairlist(obj.attributes) if obj.attributes is not None else {}
+    if kind in _VECTORS:
+        value: Any = np.asarray(obj.value)
+        dim = attributes.get("dim")
+        if dim is not None and dim.kind in ("INT", "REAL") and int(np.prod(dim.value)) == \
+                value.size:
+            value = value.reshape(tuple(int(d) for d in dim.value), order="F")
+    elif kind == "STR":
+        value = [None if c.value is None else c.value.decode("utf-8", "replace")
+                 for c in obj.value]
+    elif kind in ("VEC", "EXPR"):
+        value = [_converted(item) for item in obj.value]
+    elif kind == "NILVALUE":
+        value = None
+    else:  # code: a call, a formula, an environment, a function; kept by name only
+        value = None
+    return RValue(kind, value, attributes)
+
+
+def _pairlist(obj: Any) -> dict[str, RValue]:
+    """A pairlist (R's attributes) as a dict by tag."""
+    out: dict[str, RValue] = {}
+    while obj is not None and obj.info.type.name == "LIST":
+        tag = obj.tag
+        while tag is not None and tag.info.type.name == "REF":
+            tag = tag.referenced_object
+        name = tag.value.value.decode("utf-8", "replace") if tag is not None else ""
+        out[name] = _converted(obj.value[0])
+        obj = obj.value[1]
+    return out
+
+
+def element(obj: RValue, name: str, kind: str | None = None, within: str = "",
+            owner: str = "") -> RValue:
+    """A model's list element ``name`` (of R type ``kind``), refused naming it if missing
+    (``within``: the list it sits in, such as ``"forest$"``, and ``owner`` the model's
+    class, for the message; by default the object's own class)."""
+    value = obj.get(name)
+    if value is None or (kind is not None and value.kind != kind
+                         and not (kind == "REAL" and value.kind == "INT")):
+        what = "missing" if value is None else f"of type {value.kind}, not {kind}"
+        owner = owner or "/".join(obj.classes) or "R object"
+        raise ModelFormatError(f"{owner} field {within + name!r} is {what}")
+    return value
+
+
+def strings(value: RValue, name: str) -> list[str]:
+    """A character vector's strings (NA refused)."""
+    if value.kind != "STR" or not value.value or any(v is None for v in value.value):
+        raise ModelFormatError(f"R field {name!r} must be text without NA")
+    return list(value.value)
+
+
+def numbers(value: RValue, name: str, length: int | None = None, whole: bool = True) -> Any:
+    """A numeric vector, of ``length`` when given, whole numbers when ``whole``."""
+    array = np.asarray(value.value).reshape(-1) if value.kind in ("INT", "REAL", "LGL") \
+        else None
+    if array is None or (length is not None and array.size != length):
+        size = "" if length is None else f" of {length} values"
+        raise ModelFormatError(f"R field {name!r} must be a numeric vector{size}")
+    if value.kind == "INT" and (array == np.iinfo(np.int32).min).any():
+        raise ModelFormatError(f"R field {name!r} holds NA")
+    array = array.astype(np.float64)
+    if not np.isfinite(array).all():
+        raise ModelFormatError(f"R field {name!r} holds NA or infinite values")
+    if whole:
+        if (array != np.round(array)).any():
+            raise ModelFormatError(f"R field {name!r} must hold whole numbers")
+        return array.astype(np.int64)
+    return array

@@ -1,0 +1,258 @@
+"""R models read without R: the committed fixtures (tests/fixtures/r/make.R) read with rdata
+and checked against what R itself printed about them (the JSON beside each)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from treeleaks.frontends.r_files import RValue, read_rds
+from treeleaks.frontends.r_models import read_r_model
+from treeleaks.frontends.rpart import read_rpart
+from treeleaks.io import load_model
+from treeleaks.ir.model import ModelFormatError
+from treeleaks.runtime.errors import UnsupportedModelError
+
+FIXTURES = Path(__file__).parent / "fixtures" / "r"
+
+
+def _r(name: str) -> dict:
+    return json.loads((FIXTURES / f"{name}.json").read_text())
+
+
+@pytest.mark.parametrize("name", ["rpart_class", "rpart_reg"])
+def test_rpart_routes_every_training_row_to_its_leaf(name: str) -> None:
+    read, r = read_r_model(FIXTURES / f"{name}.rds"), _r(name)
+    model, tree = read.model, read.model.trees[0]
+    leaves = model.apply(np.array(r["X"]))[:, 0]
+    where = np.array(r["where"]) - 1  # R's frame rows, 1-based
+    assert model.feature_names == r["columns"]
+    assert np.array_equal(leaves, tree.leaf_of_node[where])
+    assert np.array_equal(read.rows["where"], leaves)
+    leaf_rows = [i for i, v in enumerate(r["var"]) if v == "<leaf>"]
+    assert tree.n_samples.tolist() == [r["n"][i] for i in leaf_rows]
+    if model.is_regression:
+        assert np.allclose(tree.values[leaves], r["predict"])
+        assert np.allclose(read.rows["y"], r["y"])
+        assert np.allclose(tree.values, [r["yval"][i] for i in leaf_rows])
+    else:
+        assert tree.counts.tolist() == [r["counts"][i] for i in leaf_rows]
+        predicted = np.array(model.classes)[tree.counts.argmax(axis=1)[leaves]]
+        assert predicted.tolist() == r["predict"]
+        assert np.array(model.classes)[read.rows["y"]].tolist() == r["y"]
+        # the leaves and labels stored in training order give every leaf's counts back
+        recount = np.zeros_like(tree.counts)
+        np.add.at(recount, (read.rows["where"], read.rows["y"]), 1)
+        assert np.array_equal(recount, tree.counts)
+
+
+@pytest.mark.parametrize("name", ["rf_class", "rf_class_inbag", "rf_reg"])
+def test_random_forest_trees_predict_as_in_r(name: str) -> None:
+    read, r = read_r_model(FIXTURES / f"{name}.rds"), _r(name)
+    model = read.model
+    leaves = model.apply(np.array(r["X"]))
+    per_tree = np.array([read.outputs[t][leaves[:, t]] for t in range(model.n_trees)]).T
+    assert model.n_trees == r["ntree"][0] and model.bootstrap
+    assert [2 * t.n_leaves - 1 for t in model.trees] == r["ndbigtree"]
+    assert not model.counts_released  # randomForest keeps no counts
+    assert np.array_equal(read.rows["oob.times"], r["oob_times"])
+    if model.is_regression:
+        assert np.allclose(per_tree, r["individual"])
+        assert np.allclose(per_tree.mean(axis=1), r["predict"])
+        assert np.allclose(read.rows["y"], r["y"])
+        return
+    classes = np.array(model.classes)
+    assert model.classes == r["classes"]
+    assert classes[per_tree].tolist() == r["individual"]
+    assert classes[read.rows["y"]].tolist() == r["y"]
+    votes = np.array([[np.nan if v is None else v for v in row] for row in r["votes"]])
+    assert np.allclose(read.rows["votes"], votes, equal_nan=True)
+    predicted = read.rows["predicted"]
+    assert [None if np.isnan(p) else str(classes[int(p)]) for p in predicted] == r["predicted"]
+    about = model.described()
+    assert about.n_rows == len(r["y"]) and not about.n_rows_estimated
+    assert dict(about.class_balance) == {c: r["y"].count(c) for c in r["classes"]}
+    assert ("inbag" in read.rows) == ("inbag" in r) == about.draws_exposed
+    if "inbag" in r:
+        assert np.array_equal(read.rows["inbag"], r["inbag"])
+
+
+def test_the_door_reads_rds_and_lists_the_per_row_fields() -> None:
+    model = load_model(FIXTURES / "rpart_class.rds")
+    fields = {f.name: f for f in model.described().fields}
+    assert fields["where"].per_row and fields["y"].per_row
+    assert not fields["frame$n"].per_row
+    forest = load_model(FIXTURES / "rf_class_inbag.rds")
+    names = [f.name for f in forest.described().fields if f.per_row]
+    assert names == ["y"]
+    assert "inbag" in [f.name for f in forest.described().fields]
+    with pytest.raises(UnsupportedModelError, match="regressor"):
+        load_model(FIXTURES / "rf_reg.rds")
+    assert load_model(FIXTURES / "rf_reg.rds", allow_regression=True).is_regression
+
+
+def test_xz_compressed_file_reads_as_the_gzip_one() -> None:
+    plain = read_r_model(FIXTURES / "rpart_class.rds").model
+    xz = read_r_model(FIXTURES / "rpart_class_xz.rds").model
+    assert np.array_equal(plain.trees[0].counts, xz.trees[0].counts)
+
+
+@pytest.mark.parametrize(("name", "words"), [("data_frame", "holds data.frame, not a tree"),
+                                             ("lm", "holds lm, not a tree")])
+def test_other_r_objects_are_refused_naming_their_class(name: str, words: str) -> None:
+    with pytest.raises(UnsupportedModelError, match=words):
+        load_model(FIXTURES / f"{name}.rds")
+
+
+def test_categorical_split_is_refused_in_one_line() -> None:
+    with pytest.raises(UnsupportedModelError,
+                       match="categorical variable 'age_band' into groups of categories"):
+        load_model(FIXTURES / "rpart_factor.rds")
+
+
+def test_unsupported_compression_is_refused_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "model.rds"
+    path.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(60))
+    with pytest.raises(UnsupportedModelError, match="compressed with zstd"):
+        load_model(path)
+    path.write_bytes(b"not an R file at all")
+    with pytest.raises(ModelFormatError, match="not an R serialization"):
+        load_model(path)
+
+
+def _without(obj: RValue, name: str) -> RValue:
+    keep = [i for i, n in enumerate(obj.names) if n != name]
+    names = dataclasses.replace(obj.attributes["names"],
+                                value=[obj.names[i] for i in keep])
+    return dataclasses.replace(obj, value=[obj.value[i] for i in keep],
+                               attributes={**obj.attributes, "names": names})
+
+
+def _replaced(obj: RValue, name: str, value: RValue) -> RValue:
+    items = list(obj.value)
+    items[obj.names.index(name)] = value
+    return dataclasses.replace(obj, value=items)
+
+
+def test_missing_and_short_fields_are_refused_naming_them(tmp_path: Path) -> None:
+    obj = read_rds(FIXTURES / "rpart_class.rds")
+    with pytest.raises(ModelFormatError, match="rpart field 'frame' is missing"):
+        read_rpart(_without(obj, "frame"))
+    frame = obj.get("frame")
+    short = _replaced(frame, "n", dataclasses.replace(frame.get("n"),
+                                                      value=frame.get("n").value[:3]))
+    with pytest.raises(ModelFormatError, match="'frame\\$n' must be a numeric vector of 7"):
+        read_rpart(_replaced(obj, "frame", short))
+
+
+@given(cut=st.floats(-1e6, 1e6, allow_nan=False), direction=st.sampled_from([-1.0, 1.0]),
+       xs=st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=20))
+def test_rpart_split_direction_matches_r(cut: float, direction: float, xs: list) -> None:
+    """ncat -1 sends x < cut to node 2, +1 sends x >= cut there; the IR agrees exactly."""
+    obj = read_rds(FIXTURES / "rpart_reg.rds")
+    frame, splits = obj.get("frame"), obj.get("splits")
+    first = splits.value.copy()
+    first[0, 1], first[0, 3] = direction, cut
+    model = read_rpart(_replaced(obj, "splits", dataclasses.replace(splits, value=first)))
+    tree, var = model.trees[0], model.feature_names.index(frame.get("var").value[0])
+    X = np.zeros((len(xs), model.n_features))
+    X[:, var] = xs
+    # the root's first step: which of R's children (frame row 1 is node 2) each row takes
+    ids = list(frame.attributes["row.names"].value)
+    node2 = ids.index(2)
+    first_step = np.where(X[:, var] <= tree.threshold[0], tree.left[0], tree.right[0])
+    goes_to_2 = np.array(xs) < cut if direction < 0 else np.array(xs) >= cut
+    assert np.array_equal(first_step == node2, goes_to_2)
+
+
+def test_rpart_reconstruction_fits_every_count_and_holds_the_training_rows() -> None:
+    """The engine's exact route on rpart's one tree: 120 rows, every leaf's class counts
+    reproduced and certified, leaf by leaf as R's own training rows fill them."""
+    from treeleaks import reconstruct
+
+    model, r = load_model(FIXTURES / "rpart_class.rds"), _r("rpart_class")
+    result = reconstruct(model, time_limit=30)
+    certificate = result.summary()["certificate"]
+    assert result.verified and certificate["counts_wrong"] == 0
+    rows = result.rows
+    assert len(rows) == len(r["y"]) == 120
+    X = rows[model.feature_names].to_numpy(dtype=float)
+    assert model.leaf_counts_of(X, rows[model.label_name])[0].tolist() == \
+        model.trees[0].counts.tolist()
+    true_leaves = model.apply(np.array(r["X"]))[:, 0]
+    rebuilt = np.zeros_like(model.trees[0].counts)
+    np.add.at(rebuilt, (model.apply(X)[:, 0], model.class_index(rows[model.label_name])), 1)
+    truth = np.zeros_like(rebuilt)
+    np.add.at(truth, (true_leaves, model.class_index(r["y"])), 1)
+    assert np.array_equal(rebuilt, truth)
+
+
+def test_random_forest_guesses_single_out_training_rows() -> None:
+    """Without counts, the guesses (deepest leaves first) are what an adversary has; checked
+    against R's training rows, some single a row out."""
+    import pandas as pd
+
+    from treeleaks.attacks import singling_out as so
+
+    model, r = load_model(FIXTURES / "rf_class.rds"), _r("rf_class")
+    guesses = so.no_counts_guesses(model)
+    assert guesses.predicates
+    frame = pd.DataFrame(r["X"], columns=r["columns"]).assign(**{model.label_name: r["y"]})
+    checked = so.check_against_data(guesses, model, frame, model.label_name)
+    assert checked.singled_out and checked.n_rows == 120
+    X, y = np.array(r["X"]), np.array(r["y"])
+    for p in guesses.predicates:  # a row singled out: the only one of its label in a leaf
+        if p.matches is not None and len(p.matches) == 1:
+            in_leaf = model.trees[p.tree].apply_nodes(X) == p.node
+            assert np.flatnonzero(in_leaf & (y == p.label)).tolist() == p.matches
+
+
+def test_an_edited_rpart_frame_contradicts_itself() -> None:
+    obj = read_rds(FIXTURES / "rpart_reg.rds")
+    frame = obj.get("frame")
+    yval = frame.get("yval").value.copy()
+    yval[0] += 1.0  # the root's mean no longer its children's
+    edited = _replaced(obj, "frame", _replaced(frame, "yval", dataclasses.replace(
+        frame.get("yval"), value=yval)))
+    assert read_rpart(edited).contradictions
+    assert not read_rpart(obj).contradictions
+
+
+def test_random_forest_fields_missing_or_misshapen_are_refused_naming_them() -> None:
+    from treeleaks.frontends.r_forest import read_random_forest
+
+    obj = read_rds(FIXTURES / "rf_class_inbag.rds")
+    forest = obj.get("forest")
+    with pytest.raises(ModelFormatError, match="randomForest field 'forest\\$treemap' is missing"):
+        read_random_forest(_replaced(obj, "forest", _without(forest, "treemap")))
+    inbag = obj.get("inbag")
+    short = _replaced(obj, "inbag", dataclasses.replace(inbag, value=inbag.value[:10]))
+    with pytest.raises(ModelFormatError, match="'inbag' must have shape \\(120, 5\\)"):
+        from treeleaks.frontends import r_models
+
+        r_models._forest(short)
+
+
+def test_per_row_marks_survive_the_treeleaks_json(tmp_path: Path) -> None:
+    model = load_model(FIXTURES / "rpart_class.rds")
+    path = tmp_path / "model.json"
+    model.to_json(path)
+    back = load_model(path)
+    assert [f.name for f in back.described().fields if f.per_row] == ["where", "y"]
+
+
+def test_the_cli_refuses_an_r_object_it_does_not_read_in_one_line() -> None:
+    from typer.testing import CliRunner
+
+    from treeleaks.cli import app
+
+    result = CliRunner().invoke(app, ["inspect", str(FIXTURES / "lm.rds")])
+    assert result.exit_code == 2
+    assert "lm.rds holds lm, not a tree model" in " ".join(result.output.split())
+    assert "Traceback" not in result.output
