@@ -256,3 +256,19 @@ def test_the_cli_refuses_an_r_object_it_does_not_read_in_one_line() -> None:
     assert result.exit_code == 2
     assert "lm.rds holds lm, not a tree model" in " ".join(result.output.split())
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("name", ["rf_class", "rf_class_inbag", "rf_reg"])
+def test_a_random_forest_without_counts_is_refused_by_reconstruct_in_one_line(name) -> None:
+    """randomForest keeps no row counts: the reconstruction says so (it once divided by
+    zero looking for draws to infer)."""
+    from typer.testing import CliRunner
+
+    from treeleaks.cli import app
+
+    from conftest import one_line_error
+
+    result = CliRunner().invoke(app, ["reconstruct", str(FIXTURES / f"{name}.rds"),
+                                      "--time-limit", "5"])
+    line = one_line_error(result, 2)
+    assert "hold no counts" in line and "single-out --no-counts" in line

@@ -58,7 +58,7 @@ from treeleaks.ir.knowledge import Knowledge, KnowledgeError
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction
-from treeleaks.runtime.errors import BudgetError, TreeleaksError
+from treeleaks.runtime.errors import BudgetError, CountsRemovedError, TreeleaksError
 from treeleaks.runtime.limits import DEFAULT_MAX_ROWS
 from treeleaks.runtime.progress import ProgressCallback
 from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
@@ -106,6 +106,13 @@ class NoisyCountOptions:
                 "n_rows, n_unknown and shrinkage are for DP forests, whose counts are noisy; "
                 "this model's counts are exact"
                 + ("" if model.n_rows is None else f" and state N = {model.n_rows}"))
+
+
+NO_COUNTS = (
+    "this model's trees hold no counts (stripped, or a format that keeps none: ONNX, R's "
+    "randomForest), so no reconstruction applies; its structure, thresholds and leaf values "
+    "remain: 'treeleaks single-out --no-counts' ranks the leaves to guess rows from, and "
+    "--data checks them against the training rows")
 
 
 def reconstruct(
@@ -194,6 +201,8 @@ def reconstruct(
     ValueError
         ``strategy`` is unknown.
     """
+    if model.noise is None and not model.counts_released:
+        raise CountsRemovedError(NO_COUNTS)
     run = RunOptions(time_limit, certainty_time_limit, threads, seed, cell_budget, progress)
     request = Request(strategy, solver, knowledge, ignore_draws,
                       NoisyCountOptions(n_rows, n_unknown, shrinkage), max_rows)
