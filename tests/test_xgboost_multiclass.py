@@ -71,6 +71,8 @@ def test_the_first_round_of_an_unbalanced_table_is_the_training_rows(seed, n, n_
 @example(seed=761, n=40, n_classes=2, rate=0.05, penalty=0.0, gaps=False)
 @example(seed=6966, n=67, n_classes=2, rate=0.01, penalty=10.0, gaps=False)
 @example(seed=2921, n=41, n_classes=3, rate=0.01, penalty=10.0, gaps=True)
+# refused before: a pivot leaf paired with its repeat in the second tree (covers 1e-4 apart)
+@example(seed=120, n=40, n_classes=2, rate=0.05, penalty=4.0, gaps=True)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), n=st.integers(40, 1500), n_classes=st.integers(2, 5),
        rate=st.sampled_from([0.05, 0.3, 0.7]), penalty=st.sampled_from([0.0, 1.0, 4.0]),

@@ -31,6 +31,9 @@ from treeleaks.runtime.errors import UnsupportedModelError
 ROUGH = 0.1  # of a row: counts from (a, c) fitted to a few leaves, before the fit to all
 WHOLE_TOLERANCE = 1e-3  # float32 values: counts derived this close to whole are whole
 DISTINCT = 1e-6  # relative: covers closer than this give no second equation
+APART = 0.05  # relative: a second pivot's cover this far from the first's, where one is (the
+# second tree often repeats a first-tree leaf with a cover 1e-4 off: near-parallel equations
+# whose float32 noise moves (a, c) by more than a count)
 MOST_GUESSES = 4_000_000  # guesses of the two pivot leaves' positives tried at once
 CANCEL = 1e-5  # relative: leaf values whose sum is this near 0 leave the total no equation
 SIGNAL = 1e-3  # a pivot leaf's |w|·H per row (at most its gradient sum per row), against the
@@ -140,8 +143,8 @@ def _guesses(leaves: Leaves, totals: dict[int, int]
 
 def _pivots(leaves: Leaves) -> list[int]:
     """The leaf of fewest rows whose gradient sum per row is well above float32's noise
-    (`SIGNAL`), and the next such whose cover differs (two independent equations
-    in a and c), as far as there are."""
+    (`SIGNAL`), and the next such whose cover is `APART` from its (two independent
+    equations in a and c; else the one whose cover is farthest), as far as there are."""
     signal = np.abs(leaves.value) * leaves.cover / np.maximum(leaves.bound, 1)
     usable = signal > SIGNAL * float(signal.max())
     order = [int(k) for k in np.argsort(leaves.bound, kind="stable") if usable[k]]
@@ -149,10 +152,12 @@ def _pivots(leaves: Leaves) -> list[int]:
         return []
     first = order[0]
     scale = float(np.abs(leaves.cover).max())
-    for second in order[1:]:
-        if abs(leaves.cover[second] - leaves.cover[first]) > DISTINCT * scale:
-            return [first, second]
-    return [first]
+    gap = {k: abs(leaves.cover[k] - leaves.cover[first]) for k in order[1:]}
+    apart = [k for k in order[1:] if gap[k] > DISTINCT * scale]
+    if not apart:
+        return [first]
+    wide = [k for k in apart if gap[k] > APART * max(leaves.cover[k], leaves.cover[first])]
+    return [first, wide[0] if wide else max(apart, key=gap.__getitem__)]
 
 
 class _Normal:
