@@ -29,7 +29,12 @@ from treeleaks.frontends.sklearn_boosting import (
 from treeleaks.frontends.sklearn_extras import sklearn_extras, with_extras
 from treeleaks.frontends.sklearn_multiclass import multiclass_booster_model
 from treeleaks.frontends.stored import sklearn_booster_fields, sklearn_tree_fields
-from treeleaks.frontends.stripped import Stripped, counts_removed, structure_only
+from treeleaks.frontends.stripped import (
+    Stripped,
+    counts_removed,
+    structure_only,
+    zeroed_trees,
+)
 from treeleaks.frontends.tree_routing import gap_layout, spelled, spelled_nodes
 from treeleaks.ir.description import ModelKind, describe
 from treeleaks.ir.inputs import InputMap
@@ -219,16 +224,7 @@ def _counts_zeroed(estimator: Any) -> bool:
     else:
         members = np.asarray(getattr(estimator, "estimators_", [estimator])).ravel()
         counts = [np.asarray(m.tree_.n_node_samples) for m in members if hasattr(m, "tree_")]
-    for index, held in enumerate(counts):
-        if not held.size:
-            raise ModelFormatError(f"malformed tree {index}: a tree has no nodes (an emptied "
-                                   "or truncated file); copy it again from where it was saved")
-    zeroed = [not held.any() for held in counts]
-    if any(zeroed) and not all(zeroed):
-        raise ModelFormatError(
-            f"tree {zeroed.index(True)}'s row counts are all 0 while tree "
-            f"{zeroed.index(False)}'s are not: an edited file (treeleaks strip zeroes every "
-            "tree's); copy it again from where it was saved")
+    zeroed = zeroed_trees(counts, "row counts")
     return bool(zeroed) and all(zeroed)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from treeleaks.frontends.boosting import Nodes
 from treeleaks.frontends.stored import removed
 from treeleaks.ir.description import ModelKind, StoredField, describe
-from treeleaks.ir.model import ReleasedModel, Tree
+from treeleaks.ir.model import ModelFormatError, ReleasedModel, Tree
 from treeleaks.runtime.errors import CountsRemovedError
 
 STILL_POSSIBLE = (
@@ -33,6 +33,23 @@ def counts_removed(what: str, fields: str, random_states: bool = False,
             f"'s counts were removed ({fields}){states}")
     return CountsRemovedError(f"this {what}{gone}, so no attack that reads counts applies to "
                               f"it; {STILL_POSSIBLE}")
+
+
+def zeroed_trees(held: list[np.ndarray], what: str, where: str = "") -> list[bool]:
+    """Which trees hold ``what`` (their per-node counts) all at 0; a tree without nodes, or
+    some trees zeroed and others not, is a damaged or edited file (`treeleaks strip` zeroes
+    every tree's), refused naming the tree (``where``: the file, as a message's prefix)."""
+    for index, counts in enumerate(held):
+        if not counts.size:
+            raise ModelFormatError(f"malformed tree {index}: a tree has no nodes (an emptied "
+                                   "or truncated file); copy it again from where it was saved")
+    zeroed = [not counts.any() for counts in held]
+    if any(zeroed) and not all(zeroed):
+        raise ModelFormatError(
+            f"{where}tree {zeroed.index(True)}'s {what} are all 0 while tree "
+            f"{zeroed.index(False)}'s are not: an edited file (treeleaks strip zeroes every "
+            "tree's); copy it again from where it was saved")
+    return zeroed
 
 
 def structure_only(nodes: list[Nodes], classes: list[Any], names: list[str],

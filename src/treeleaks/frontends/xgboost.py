@@ -42,7 +42,12 @@ from treeleaks.frontends.multiclass import (
 )
 from treeleaks.frontends.numbers import checked, checked_one
 from treeleaks.frontends.stored import xgboost_fields
-from treeleaks.frontends.stripped import Stripped, counts_removed, structure_only
+from treeleaks.frontends.stripped import (
+    Stripped,
+    counts_removed,
+    structure_only,
+    zeroed_trees,
+)
 from treeleaks.frontends.xgboost_rates import (
     WHOLE_TOLERANCE,
     first_tree_positives,
@@ -331,17 +336,7 @@ def _covers_removed(covers: list[np.ndarray]) -> bool:
     """Whether every tree's covers are 0 (``treeleaks strip`` zeroes them all); a tree
     without nodes, or some trees zeroed and others not, is a damaged or edited file,
     refused naming the tree."""
-    for index, cover in enumerate(covers):
-        if not cover.size:
-            raise ModelFormatError(f"malformed tree {index}: a tree has no nodes (an emptied "
-                                   "or truncated file); copy it again from where it was saved")
-    zeroed = [not cover.any() for cover in covers]
-    if any(zeroed) and not all(zeroed):
-        raise ModelFormatError(
-            f"{FILE}: tree {zeroed.index(True)}'s covers (sum_hessian) are all 0 while tree "
-            f"{zeroed.index(False)}'s are not: an edited file (treeleaks strip zeroes every "
-            "tree's); copy it again from where it was saved")
-    return all(zeroed)
+    return all(zeroed_trees(covers, "covers (sum_hessian)", f"{FILE}: "))
 
 
 def _subsample(source: Any) -> str:
