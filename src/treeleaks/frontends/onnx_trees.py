@@ -42,12 +42,9 @@ FIELDS = [
 
 def read_onnx(path: Path) -> ReleasedModel:
     """The tree ensemble of the ONNX file at ``path``, read as a file without counts."""
-    try:
-        import onnx
-        from onnx import helper
-    except ImportError as exc:  # pragma: no cover - onnx is a dependency
-        raise UnsupportedModelError("reading ONNX files needs the 'onnx' package "
-                                    "(pip install onnx)") from exc
+    import onnx  # a dependency; imported here so that other formats never load it
+    from onnx import helper
+
     try:
         graph = onnx.load(str(path), load_external_data=False).graph
     except Exception as exc:  # onnx raises DecodeError and friends on damaged files
