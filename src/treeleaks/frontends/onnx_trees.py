@@ -71,7 +71,7 @@ def read_onnx(path: Path) -> ReleasedModel:
     first = None if classifier else weights[0]
     model = structure_only(shapes, classes, names, LABEL, f"onnx.{node.op_type}", about, first)
     if classifier and _fractions(weights, len(shapes), attrs):
-        model.facts["rows a leaf held at least, by its class fractions"] = _rows_at_least(
+        model.facts["rows a leaf held at least, by its class fractions"] = rows_at_least(
             weights, len(shapes))
     return model
 
@@ -204,7 +204,7 @@ def _one_tree(attrs: dict[str, Any], modes: np.ndarray, node_ids: np.ndarray,
     return shape, np.flatnonzero(leaf).tolist()
 
 
-def _rows_at_least(weights: list[np.ndarray], n_trees: int) -> int:
+def rows_at_least(weights: list[np.ndarray], n_trees: int) -> int:
     """The most rows any leaf's class fractions say it held: the smallest denominator that
     gives every fraction of the leaf within float32's rounding (a pure leaf says 1, a leaf of
     2/3 and 1/3 says 3)."""
