@@ -134,7 +134,7 @@ def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
 
     removed = None if model.counts_released else (
         "the counts were removed (a stripped file), and this attack reads them"
-        if model.described().stripped else
+        if model.described().counts_removed_by_publisher else
         "the file stores no counts (its framework keeps none), and this attack reads them")
     worst_case_why = ("the model exposes no per-tree draws, as a bootstrap forest's may"
                       if not draws else "needs your training rows, --data")
