@@ -289,64 +289,82 @@ def _partial_line(model: ReleasedModel, recon: Reconstruction) -> str:
 
 def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction,
                    open_rows: OpenRows | None = None) -> Table:
+    """The result as the command prints it: how it ran, then what it found."""
     s = recon.summary()
     table = Table(title="Reconstruction", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("File", escape(f"{path} ({model.n_trees} trees, {model.n_features} "
-                                 "features)"))
-    for name, words in model.described().rows()[:4]:  # the words every command prints
-        table.add_row(escape(name), escape(words))
+    for name, value in (*_run_rows(path, model, s), *_found_rows(model, recon, s, open_rows)):
+        table.add_row(name, value)
+    return table
+
+
+Row = tuple[str, str | Text]
+
+
+def _run_rows(path: Path, model: ReleasedModel, s: dict[str, Any]) -> list[Row]:
+    """The file, its description, and how the run went: status, formulation, cells,
+    certificate, side knowledge."""
+    rows: list[Row] = [("File", escape(f"{path} ({model.n_trees} trees, {model.n_features} "
+                                       "features)"))]
+    rows += [(escape(name), escape(words))  # the words every command prints
+             for name, words in model.described().rows()[:4]]
     status_style = "green" if s["status"] == Status.OPTIMAL else "yellow"
     solver = f" ({s['solver']})" if s["solver"] else ""
-    table.add_row("Status", Text(f"{s['status']} in {s['time_s']:.2f} s{solver}", status_style))
-    table.add_row("Formulation", FORMULATIONS.get(s["formulation"], s["formulation"]))
+    rows.append(("Status", Text(f"{s['status']} in {s['time_s']:.2f} s{solver}",
+                                status_style)))
+    rows.append(("Formulation", FORMULATIONS.get(s["formulation"], s["formulation"])))
     how = STRATEGIES.get(s["strategy"], s["strategy"])
     pinned = int(s["timings"].get("peeled_rows", 0))
     if pinned:  # the cells are those of the other rows, beside the pinned rows' own
         how = f"{pinned} rows pinned by single-row leaves first; for the rest, {how}"
-    table.add_row("Cells", escape(f"{s['n_cells']:,}: {how}"))
+    rows.append(("Cells", escape(f"{s['n_cells']:,}: {how}")))
     if s["certificate"] is not None:
-        table.add_row("Certificate", certificate_text(s))
+        rows.append(("Certificate", certificate_text(s)))
     if s["knowledge"]:
-        table.add_row("Side knowledge", escape(s["knowledge"]))
-    if s.get("partial"):
-        about = model.described()  # N as the file gives it away (the draws', too)
-        n = about.n_rows if about.n_rows_given_away else None
-        table.add_row("Rows reconstructed", Text(
-            (f"{s['n_rows']} of {n} ({s['n_rows'] / n:.0%})" if n else f"{s['n_rows']}")
-            + (": a partial dataset within every count (rows that fit the counts, training "
-               "rows only where proven)" if s["verified"] else
-               ": each row in the box the model gives it, their filled values not within "
-               "every count"), "yellow"))
-    else:
-        table.add_row("Rows reconstructed", str(s["n_rows"]))
-    for name, value in _noisy_rows(s) if s["formulation"] == Formulation.DP else []:
-        table.add_row(name, value)
+        rows.append(("Side knowledge", escape(s["knowledge"])))
+    return rows
+
+
+def _found_rows(model: ReleasedModel, recon: Reconstruction, s: dict[str, Any],
+                open_rows: OpenRows | None) -> list[Row]:
+    """What the run found: rows, a DP run's likelihood, targets, proofs, open values."""
+    rows = [_reconstructed_row(model, s)]
+    rows += _noisy_rows(s) if s["formulation"] == Formulation.DP else []
     if "targets_exact" in s:
-        table.add_row("Targets given away exactly",
-                      f"{s['targets_exact']} of {s['n_rows']} (in the label column)")
-    table.add_row("Rows proven to be training rows", f"{s['proven_rows']} of {s['n_rows']}")
+        rows.append(("Targets given away exactly",
+                     f"{s['targets_exact']} of {s['n_rows']} (in the label column)"))
+    rows.append(("Rows proven to be training rows", f"{s['proven_rows']} of {s['n_rows']}"))
     if open_rows is not None:
-        table.add_row("Rows one of many", escape(open_rows.words()))
-    table.add_row(
-        "Rows whose pinned values are proven",
-        f"{s['proven_pattern_rows']} of {s['n_rows']}",
-    )
-    table.add_row("Values the model leaves open", f"{s['free_values']} (filled in)")
+        rows.append(("Rows one of many", escape(open_rows.words())))
+    rows.append(("Rows whose pinned values are proven",
+                 f"{s['proven_pattern_rows']} of {s['n_rows']}"))
+    rows.append(("Values the model leaves open", f"{s['free_values']} (filled in)"))
     if s["numerical_width_mean"] is not None:
         within = s["numerical_pinned_within"] or {}
-        table.add_row("Numerical values pinned to",
-                      f"{s['numerical_width_mean']:.1%} of their range on average"
-                      + "".join(f"; {share:.0%} within {limit}" for limit, share
-                                in within.items()))
+        rows.append(("Numerical values pinned to",
+                     f"{s['numerical_width_mean']:.1%} of their range on average"
+                     + "".join(f"; {share:.0%} within {limit}" for limit, share
+                               in within.items())))
     if model.inputs is not None:
-        table.add_row("Columns", escape(_columns_note(model, recon)))
-    if s["proof"]:
-        table.add_row("Proofs", escape(s["proof"]))
-    if s["message"]:
-        table.add_row("Note", escape(s["message"]))
-    return table
+        rows.append(("Columns", escape(_columns_note(model, recon))))
+    rows += [(name, escape(s[key])) for name, key in (("Proofs", "proof"), ("Note", "message"))
+             if s[key]]
+    return rows
+
+
+def _reconstructed_row(model: ReleasedModel, s: dict[str, Any]) -> Row:
+    """How many rows came back, and for a partial dataset of how many and how they fit."""
+    if not s.get("partial"):
+        return "Rows reconstructed", str(s["n_rows"])
+    about = model.described()  # N as the file gives it away (the draws', too)
+    n = about.n_rows if about.n_rows_given_away else None
+    return "Rows reconstructed", Text(
+        (f"{s['n_rows']} of {n} ({s['n_rows'] / n:.0%})" if n else f"{s['n_rows']}")
+        + (": a partial dataset within every count (rows that fit the counts, training "
+           "rows only where proven)" if s["verified"] else
+           ": each row in the box the model gives it, their filled values not within "
+           "every count"), "yellow")
 
 
 def _columns_note(model: ReleasedModel, recon: Reconstruction) -> str:
