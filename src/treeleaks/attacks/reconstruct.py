@@ -98,10 +98,7 @@ def reconstruct(model: ReleasedModel, schema: FeatureSchema | None = None,
 
     The first formulation that applies runs (see the module doc). A run out of time returns
     its best result with status FEASIBLE, or UNKNOWN with what it proved; counts no
-    dataset produces give INFEASIBLE. The options are keywords, each a field of
-    `treeleaks.attacks.options.RunOptions` or `~treeleaks.attacks.options.Request` (the
-    table `treeleaks.attacks.options.OPTIONS`); which formulation takes which is
-    `treeleaks.attacks.route_options.ACCEPTS`.
+    dataset produces give INFEASIBLE.
 
     Parameters
     ----------
@@ -110,6 +107,14 @@ def reconstruct(model: ReleasedModel, schema: FeatureSchema | None = None,
     schema : FeatureSchema or None, default None
         The columns' domains. None: what the splits imply; for a DP forest, the public
         domains its file records.
+    **options
+        The options below, by name: each a field of `treeleaks.attacks.options.RunOptions`
+        or `treeleaks.attacks.options.Request` (their table:
+        `treeleaks.attacks.options.OPTIONS`). Which formulation takes which is
+        `treeleaks.attacks.route_options.ACCEPTS`.
+
+    Other Parameters
+    ----------------
     time_limit : float, default 60.0
         Seconds for the whole run.
     threads : int, default 2
