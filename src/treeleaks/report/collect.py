@@ -172,12 +172,11 @@ def _regression_refusal(model: ReleasedModel) -> str:
     from treeleaks.attacks.regression import refuse_regression
     from treeleaks.attacks.regression_boosted import is_boosted_regressor
     from treeleaks.runtime.errors import UnsupportedModelError
-    from treeleaks.runtime.vocabulary import Strategy
 
     if is_boosted_regressor(model):  # its own route, which takes every such booster
         return ""
     try:
-        refuse_regression(model, Strategy.AUTO, None, False)
+        refuse_regression(model)
     except UnsupportedModelError as exc:
         return str(exc)
     return ""
