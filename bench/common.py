@@ -294,3 +294,17 @@ def isolated_record(script: Path, config: dict[str, Any], timeout_s: float) -> d
     failed = "exception" in (child.result or {}) or child.timed_out or not child.result
     return {**config, **(child.result or {}), "status": status, "wall_s": child.wall_s,
             "peak_mem_mb": child.peak_mem_mb, **({"log_tail": child.log_tail} if failed else {})}
+
+
+def saved_in_r(folder: Path, setup: Sequence[str], calls: dict[str, str]) -> dict[str, Path]:
+    """Run ``setup`` (R lines) in ``folder`` with Rscript, then fit each model of ``calls``
+    (name → an R expression) after ``set.seed(1)`` and save it with ``saveRDS``; the files by
+    name. Raises `subprocess.CalledProcessError` when R fails."""
+    lines = list(setup)
+    files = {}
+    for index, (name, call) in enumerate(calls.items()):
+        files[name] = folder / f"model{index}.rds"
+        lines += ["set.seed(1)", f"saveRDS({call}, '{files[name].name}')"]
+    (folder / "make.R").write_text("\n".join(lines) + "\n")
+    subprocess.run(["Rscript", "make.R"], cwd=folder, check=True, capture_output=True)
+    return files

@@ -15,7 +15,6 @@ the table as ``--data`` (rows singled out by the guesses).
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from common import BENCH_DIR, environment, write_json
+from common import BENCH_DIR, environment, saved_in_r, write_json
 
 OUT = BENCH_DIR / "results" / "r_models.json"
 MODELS = {
@@ -38,18 +37,12 @@ MODELS = {
 
 def make(folder: Path) -> dict[str, Path]:
     """Fit and save every model with R in ``folder``; the table as ``pima.csv``."""
-    lines = ["suppressPackageStartupMessages({library(MASS); library(randomForest); "
+    setup = ["suppressPackageStartupMessages({library(MASS); library(randomForest); "
              "library(rpart)})", "pima <- rbind(MASS::Pima.tr, MASS::Pima.te)",
              "write.csv(pima, 'pima.csv', row.names = FALSE)",
              "writeLines(c(R.version.string, paste('randomForest', packageVersion("
              "'randomForest')), paste('rpart', packageVersion('rpart'))), 'versions.txt')"]
-    files = {}
-    for index, (name, call) in enumerate(MODELS.items()):
-        files[name] = folder / f"model{index}.rds"
-        lines += ["set.seed(1)", f"saveRDS({call}, '{files[name].name}')"]
-    (folder / "make.R").write_text("\n".join(lines) + "\n")
-    subprocess.run(["Rscript", "make.R"], cwd=folder, check=True)
-    return files
+    return saved_in_r(folder, setup, MODELS)
 
 
 def measure(name: str, path: Path, data: pd.DataFrame) -> dict[str, Any]:

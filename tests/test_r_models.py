@@ -323,3 +323,15 @@ def test_ranger_fields_missing_or_misshapen_are_refused_naming_them() -> None:
                                   "STR", [*forest.names, "dependent.varID"])})
     with pytest.raises(UnsupportedModelError, match=r"ranger 0\.10 or older"):
         read_r_object(_replaced(obj, "forest", old))
+
+
+def test_text_classes_that_read_as_numbers_match_a_csvs_numeric_labels() -> None:
+    """R's factor levels "0", "1", "2" come back from a CSV as numbers; they are the same
+    labels. Other text classes never match a number."""
+    model = read_r_model(FIXTURES / "rf_class.rds").model
+    model.classes = ["0", "1", "2"]
+    assert model.class_index([2, 0, 1.0]).tolist() == [2, 0, 1]
+    assert model.class_index(["1", "2"]).tolist() == [1, 2]
+    model.classes = ["No", "Yes"]
+    with pytest.raises(ValueError, match="label 0 is not one of the model's classes"):
+        model.class_index([0])

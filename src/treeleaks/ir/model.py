@@ -660,12 +660,18 @@ class ReleasedModel:
             A label is not one of the model's classes.
         """
         lookup = {c: i for i, c in enumerate(self.classes)}
-        try:
-            return np.array([lookup[v] for v in np.asarray(y).tolist()], dtype=np.int64)
-        except KeyError as exc:
-            raise ValueError(
-                f"label {exc.args[0]!r} is not one of the model's classes {self.classes}"
-            ) from exc
+        if self.classes and all(isinstance(c, str) for c in self.classes):
+            # a CSV reads R's factor levels "0", "1" (or ONNX's text labels) back as numbers
+            lookup.update({_number_key(v): i for v, i in _numeric_texts(self.classes).items()})
+        out = np.empty(len(np.asarray(y)), dtype=np.int64)
+        for row, label in enumerate(np.asarray(y).tolist()):
+            key = _number_key(label) if isinstance(label, float | int) and \
+                label not in lookup else label
+            if key not in lookup:
+                raise ValueError(
+                    f"label {label!r} is not one of the model's classes {self.classes}")
+            out[row] = lookup[key]
+        return out
 
     def leaf_counts_of(self, X: np.ndarray, y: Any) -> list[np.ndarray]:
         """Count rows into every tree's leaves, as training would.
@@ -1028,3 +1034,19 @@ class ReleasedModel:
 def _plain(value: Any) -> Any:
     """NumPy scalars to plain Python, so class labels survive JSON."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+def _numeric_texts(classes: list[str]) -> dict[float, int]:
+    """Text classes that read as numbers ("0", "1.5"), by their value."""
+    out: dict[float, int] = {}
+    for index, text in enumerate(classes):
+        try:
+            out[float(text)] = index
+        except ValueError:
+            continue
+    return out
+
+
+def _number_key(value: float | int) -> Any:
+    """The key `class_index` looks a number up by among text classes (1.0 and 1 alike)."""
+    return ("number", float(value))
