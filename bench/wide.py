@@ -76,7 +76,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
 }
 PRESET_GRIDS = {"default_credit": CREDIT_GRID}
 
-SMOKE = {"runs": [("wine", 60, 3), ("onehot50", 60, None)], "seed": 0, "time_limit": 30.0,
+SMOKE = {"runs": [("wine", 60, 3), ("onehot50", 60, None)], "seed": 0, "time_limit": 60.0,
          "certainty_time_limit": 10.0}
 
 GIB = 1024.0  # peak memory is in MiB
@@ -503,7 +503,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "None,5,3; Default Credit: its preset grid)")
     p.add_argument("--seeds", type=int, default=3, help="number of seeds (0..n-1)")
     p.add_argument("--time-limit", type=float, default=None,
-                   help="reconstruct's time limit per run in s (default 60; smoke 30)")
+                   help="reconstruct's time limit per run in s (default 60, the smoke's too)")
     p.add_argument("--certainty-time-limit", type=float, default=None,
                    help="time for tightening the proofs (default 30; smoke 10)")
     p.add_argument("--threads", type=int, default=2)
