@@ -89,20 +89,9 @@ def evaluate(
     recon_X = frame_matrix(reconstruction, columns.names, "reconstruction")
     matching = _match(columns, recon_X, labels)
     n_matched = matching.n_matched
-    scored = np.arange(len(columns.names))
-    if error_columns is not None:
-        unknown = [n for n in error_columns if n not in columns.names]
-        if unknown or not error_columns:
-            raise ValueError(f"error_columns must name features of the schema, got {unknown}"
-                             if unknown else "error_columns is empty; give at least one")
-        scored = np.unique([columns.names.index(n) for n in error_columns])
+    scored = _scored_columns(columns, error_columns)
     distance = matching.terms[:, scored].sum(axis=1) / scored.size
-    baseline_columns = columns if error_columns is None else FeatureColumns(
-        [columns.names[i] for i in scored], columns.kinds[scored], columns.low[scored],
-        columns.high[scored], columns.scale[scored],
-        [(np.searchsorted(scored, cols), one) for cols, one in columns.groups
-         if np.isin(cols, scored).all()],
-        columns.true_X[:, scored])
+    baseline_columns = columns if error_columns is None else _columns_among(columns, scored)
     return ReconstructionScore(
         error=float(distance @ matching.count) / n_matched if n_matched else math.nan,
         exact_share=matching.n_identical / len(truth),
@@ -113,6 +102,27 @@ def evaluate(
         n_reconstructed=len(reconstruction),
         n_matched=n_matched,
     )
+
+
+def _scored_columns(columns: FeatureColumns, error_columns: list[str] | None) -> np.ndarray:
+    """The positions of the columns the error is reported on (all, by default)."""
+    if error_columns is None:
+        return np.arange(len(columns.names))
+    unknown = [n for n in error_columns if n not in columns.names]
+    if unknown or not error_columns:
+        raise ValueError(f"error_columns must name features of the schema, got {unknown}"
+                         if unknown else "error_columns is empty; give at least one")
+    return np.unique([columns.names.index(n) for n in error_columns])
+
+
+def _columns_among(columns: FeatureColumns, scored: np.ndarray) -> FeatureColumns:
+    """``columns`` cut to the positions ``scored`` (a one-hot group kept whole or not)."""
+    return FeatureColumns(
+        [columns.names[i] for i in scored], columns.kinds[scored], columns.low[scored],
+        columns.high[scored], columns.scale[scored],
+        [(np.searchsorted(scored, cols), one) for cols, one in columns.groups
+         if np.isin(cols, scored).all()],
+        columns.true_X[:, scored])
 
 
 def row_errors(
@@ -406,6 +416,30 @@ def _product_graph(
     """
     m, n = len(true_codes), len(recon_codes)
     codes = np.vstack([true_codes, recon_codes])
+    found = _block_distances(codes, m, values, columns)
+    if found is None:
+        return None
+    digits, distances = found
+    sizes = [len(distance) for distance in distances]
+    n_nodes = math.prod(sizes)
+    if n_nodes * sum(size - 1 for size in sizes) + m + n > _FLOW_MAX_ARCS:
+        return None
+    strides = np.cumprod([1, *sizes])[:-1]
+    node = m + n + (np.column_stack(digits) @ strides if digits else np.zeros(m + n, np.int64))
+    tails, heads = [np.arange(m), node[m:]], [node[:m], m + np.arange(n)]
+    costs = [np.zeros(m + n)]
+    for arcs in _block_arcs(distances, sizes, strides, m + n, n_nodes):
+        tails.append(arcs[0])
+        heads.append(arcs[1])
+        costs.append(arcs[2])
+    return np.concatenate(tails), np.concatenate(heads), np.concatenate(costs), n_nodes
+
+
+def _block_distances(codes: np.ndarray, m: int, values: list[np.ndarray],
+                     columns: FeatureColumns
+                     ) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
+    """Per block that sets rows apart (the schema's groups, then each other column): every
+    row's value id in it and the distances between its values; None past the arc cap."""
     grouped = {int(j) for members, _ in columns.groups for j in members}
     blocks = [members for members, _ in columns.groups] + [
         np.array([j]) for j in range(codes.shape[1]) if j not in grouped
@@ -424,23 +458,22 @@ def _product_graph(
             return None
         digits.append(digit)
         distances.append(_term_sums(points, points, scale))
-    sizes = [len(distance) for distance in distances]
-    n_nodes = math.prod(sizes)
-    if n_nodes * sum(size - 1 for size in sizes) + m + n > _FLOW_MAX_ARCS:
-        return None
-    strides = np.cumprod([1, *sizes])[:-1]
-    node = m + n + (np.column_stack(digits) @ strides if digits else np.zeros(m + n, np.int64))
-    tails, heads = [np.arange(m), node[m:]], [node[:m], m + np.arange(n)]
-    costs = [np.zeros(m + n)]
+    return digits, distances
+
+
+def _block_arcs(distances: list[np.ndarray], sizes: list[int], strides: np.ndarray,
+                offset: int, n_nodes: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The product graph's arcs (tails, heads, costs): from every node, one per other value
+    of each block, at that block's distance."""
     nodes = np.arange(n_nodes)
+    arcs = []
     for distance, size, stride in zip(distances, sizes, strides, strict=True):
         digit = nodes // stride % size
         for shift in range(1, size):
             other = (digit + shift) % size
-            tails.append(m + n + nodes)
-            heads.append(m + n + nodes + (other - digit) * stride)
-            costs.append(distance[digit, other])
-    return np.concatenate(tails), np.concatenate(heads), np.concatenate(costs), n_nodes
+            arcs.append((offset + nodes, offset + nodes + (other - digit) * stride,
+                         distance[digit, other]))
+    return arcs
 
 
 def _flow(

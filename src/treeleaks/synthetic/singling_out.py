@@ -125,6 +125,55 @@ def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
     check_tables(private, population)
     check_seed(seed)
     deadline = float("inf") if deadline is None else deadline
+    read = _read_tables(private, population, n_private)
+    _check_sizes(read, n_targets, n_shadows, n_attacks)
+    unique, sizes, private_codes = read.unique, read.encoding.sizes, read.private_codes
+    setup = Setup(unique, sizes, read.n_private, epsilon, white_box)
+    baseline = read.singles / len(unique)
+    train_seed, attack_seed, worst_seed = np.random.SeedSequence(seed).spawn(3)
+    study = most_vulnerable(unique, sizes, n_targets)
+    worst = (None if private_codes is None else
+             worst_case(unique, sizes, private_codes, n_targets, baseline))
+    if private_codes is not None and worst is None:
+        read.notes.append("no row of your table occurs once in it: none can be singled out, "
+                          "so there is no worst case to attack")
+    training = train_targets(setup, _interleave(study, worst), n_shadows, train_seed,
+                             start + TRAINING_SHARE * (deadline - start), progress)
+    lap = time.monotonic()
+    series = _attacked_series(setup, training.models, study, worst, private_codes,
+                              (attack_seed, worst_seed))
+    made = attack_rounds(setup, series, n_attacks, deadline, progress)
+    notes = read.notes + _closing_notes(training.note(n_shadows),
+                                        _attacks_note(made, n_attacks, worst), worst)
+    end = time.monotonic()
+    head = series[0]
+    return SyntheticSinglingOut(
+        head.successes, made, baseline, epsilon, read.n_private, len(unique),
+        Status.DONE if training.complete and made == n_attacks else Status.PARTIAL,
+        _described(head, read.encoding, private_codes), {"training": lap - start,
+                                                         "attacks": end - lap},
+        white_box, notes, read.singles,
+        None if worst is None else Rate(series[1].successes, made, worst.baseline),
+        [] if worst is None else _described(series[1], read.encoding, private_codes))
+
+
+@dataclass
+class _Read:
+    """The tables as the attack reads them: the encoding, the population's distinct rows,
+    the private table's codes (None: sampled from the population), its size, how many of
+    its rows occur once, and the notes so far."""
+
+    encoding: Encoding
+    unique: np.ndarray
+    private_codes: np.ndarray | None
+    n_private: int | None
+    singles: int | None
+    notes: list[str]
+
+
+def _read_tables(private: pd.DataFrame | None, population: pd.DataFrame,
+                 n_private: int | None) -> _Read:
+    """Encode the population (its duplicate rows dropped, said) and the private table."""
     encoding = Encoding.fit(population)
     codes = encoding.codes(population, "population")
     unique = np.unique(codes, axis=0)
@@ -138,56 +187,51 @@ def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
         _check_inside(private_codes, unique)
         n_private = len(private_codes)
     singles = n_private if private_codes is None else _singles(private_codes, notes)
-    if n_private is None or not 1 <= n_private < len(unique):
-        raise TreeleaksError(f"the private table must have between 1 and {len(unique) - 1} "
-                             f"rows (fewer than the population's {len(unique)}), not "
-                             f"{n_private}")
+    return _Read(encoding, unique, private_codes, n_private, singles, notes)
+
+
+def _check_sizes(read: _Read, n_targets: int, n_shadows: int, n_attacks: int) -> None:
+    """Refuse a private table not smaller than the population, or a count below 1."""
+    distinct = len(read.unique)
+    if read.n_private is None or not 1 <= read.n_private < distinct:
+        raise TreeleaksError(f"the private table must have between 1 and {distinct - 1} "
+                             f"rows (fewer than the population's {distinct}), not "
+                             f"{read.n_private}")
     for name, value in (("targets", n_targets), ("shadows", n_shadows), ("attacks", n_attacks)):
         if value < 1:
             raise TreeleaksError(f"the number of {name} must be at least 1, not {value}")
-    if n_targets > len(unique):
-        notes.append(f"{n_targets} targets asked; the population has {len(unique)} distinct "
-                     "rows, so every one is a target")
-    setup = Setup(unique, encoding.sizes, n_private, epsilon, white_box)
-    baseline = singles / len(unique)
-    train_seed, attack_seed, worst_seed = np.random.SeedSequence(seed).spawn(3)
-    study = most_vulnerable(unique, encoding.sizes, n_targets)
-    worst = (None if private_codes is None else
-             worst_case(unique, encoding.sizes, private_codes, n_targets, baseline))
-    if private_codes is not None and worst is None:
-        notes.append("no row of your table occurs once in it: none can be singled out, so "
-                     "there is no worst case to attack")
-    training = train_targets(setup, _interleave(study, worst), n_shadows, train_seed,
-                             start + TRAINING_SHARE * (deadline - start), progress)
-    lap = time.monotonic()
-    series = [Series(_among(training.models, study), _tables(setup, private_codes),
-                     np.random.default_rng(attack_seed))]
+    if n_targets > distinct:
+        read.notes.append(f"{n_targets} targets asked; the population has {distinct} distinct "
+                          "rows, so every one is a target")
+
+
+def _attacked_series(setup: Setup, models: list[TargetModel], study: np.ndarray,
+                     worst: WorstCase | None, private: np.ndarray | None,
+                     seeds: tuple[np.random.SeedSequence, np.random.SeedSequence]
+                     ) -> list[Series]:
+    """The study's series of attacks and, with a worst case, its own; `BudgetError` when a
+    set of targets has no trained classifier."""
+    series = [Series(_among(models, study), _tables(setup, private),
+                     np.random.default_rng(seeds[0]))]
     if worst is not None:
-        series.append(Series(_among(training.models, worst.targets),
-                             _tables(setup, private_codes),
-                             np.random.default_rng(worst_seed)))
+        series.append(Series(_among(models, worst.targets), _tables(setup, private),
+                             np.random.default_rng(seeds[1])))
     if not all(s.models for s in series):
         raise BudgetError("the time budget ran out before a classifier was trained for "
                           "every set of targets; give a larger --budget, fewer --targets or "
                           "smaller tables")
-    made = attack_rounds(setup, series, n_attacks, deadline, progress)
-    notes += [n for n in (training.note(n_shadows), _attacks_note(made, n_attacks, worst))
-              if n]
+    return series
+
+
+def _closing_notes(training: str, attacks: str, worst: WorstCase | None) -> list[str]:
+    """What the run says of its training and attacks, and of the worst case's baseline."""
+    notes = [n for n in (training, attacks) if n]
     if worst is not None:
         notes.append(f"the worst case aims at {worst.own} of your rows among "
                      f"{len(worst.targets) - worst.own} decoys outside your table (the "
                      "population's most isolated), so a random pick succeeds with "
                      f"probability {worst.baseline:.2f}, its baseline")
-    end = time.monotonic()
-    head = series[0]
-    return SyntheticSinglingOut(
-        head.successes, made, baseline, epsilon, n_private, len(unique),
-        Status.DONE if training.complete and made == n_attacks else Status.PARTIAL,
-        _described(head, encoding, private_codes), {"training": lap - start,
-                                                    "attacks": end - lap},
-        white_box, notes, singles,
-        None if worst is None else Rate(series[1].successes, made, worst.baseline),
-        [] if worst is None else _described(series[1], encoding, private_codes))
+    return notes
 
 
 def _interleave(study: np.ndarray, worst: WorstCase | None) -> np.ndarray:
