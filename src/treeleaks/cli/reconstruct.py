@@ -31,6 +31,7 @@ from treeleaks.cli.app import (
     seconds,
     write_all,
 )
+from treeleaks.runtime.clock import RunClock
 from treeleaks.runtime.display import certificate_text, live_progress
 from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.runtime.limits import DEFAULT_MAX_ROWS, SEED_MAX
@@ -191,6 +192,7 @@ def reconstruct_command(
                                        linked=known_columns_as == "rows")
         probe = (probe_seconds(time_limit, 0.0)
                  if probe_applies(model) and knowledge.empty else 0.0)
+        clock = RunClock(time_limit)  # the run's: the reconstruction, then the probe
         with live_progress(Console(stderr=True)) as progress:
             recon = reconstruct(
                 model, bound, time_limit=time_limit - probe, threads=threads, seed=seed,
@@ -203,7 +205,7 @@ def reconstruct_command(
             )
     except TreeleaksError as exc:
         fail(str(exc), EXIT_BAD_INPUT)
-    open_rows = rows_one_of_many(model, recon, time_limit - recon.time_s, bound, seed)
+    open_rows = rows_one_of_many(model, recon, clock.deadline, bound, seed)
     out_console = Console()
     out_console.print(_summary_table(model_path, model, recon, open_rows))
     partial = recon.status in INCOMPLETE or recon.partial
