@@ -78,7 +78,7 @@ def search_positions(model: Any, f: Forest, seconds: float, seed: int) -> dict[s
     """The draw search's rows against the training rows (see the doc)."""
     from treeleaks.counts.draw_search import search_drawn_rows
 
-    found = search_drawn_rows(model, time.monotonic() + seconds, seed=seed)
+    found = search_drawn_rows(model, time.perf_counter() + seconds, seed=seed)
     offset = np.cumsum([0] + [t.n_leaves for t in model.trees])[:-1]
     drawn = f.draws[found.positions] > 0
     agree = np.zeros((len(found), len(f.y)), dtype=np.int32)

@@ -75,12 +75,14 @@ def test_the_training_rows_are_never_excluded_and_what_is_fixed_is_theirs(
 def test_a_subset_is_unique_only_when_no_other_meets_the_counts():
     # columns are candidate rows, equations their weighted counts
     unique = sp.csr_matrix(np.array([[1, 2, 0], [1, 0, 1]]))
-    np.testing.assert_array_equal(_unique_subset(unique, np.array([3.0, 1.0]), 5.0),
+    soon = time.perf_counter() + 5.0
+    np.testing.assert_array_equal(_unique_subset(unique, np.array([3.0, 1.0]), soon),
                                   [True, True, False])
     several = sp.csr_matrix(np.array([[1, 1, 1]]))  # any one of three rows
-    assert _unique_subset(several, np.array([1.0]), 5.0) is None
-    assert _unique_subset(several, np.array([4.0]), 5.0) == "infeasible"
-    assert _unique_subset(unique, np.array([3.0, 1.0]), 0.0) is None  # no time, no claim
+    assert _unique_subset(several, np.array([1.0]), soon) is None
+    assert _unique_subset(several, np.array([4.0]), soon) == "infeasible"
+    no_time = time.perf_counter()
+    assert _unique_subset(unique, np.array([3.0, 1.0]), no_time) is None  # no time, no claim
 
 
 def test_a_count_no_subset_meets_is_named():

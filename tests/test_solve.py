@@ -41,11 +41,12 @@ def test_restricted_solutions_meet_every_count_and_claim_optimality_only_when_it
     monkeypatch, seed, depth, n_rows, solver
 ):
     *_, system = shallow_system(seed, n_rows=n_rows, depth=depth)
-    everything = solve_module.solve(system, time_limit=30, solver=solver)
+    everything = solve_module.solve(system, deadline=time.perf_counter() + 30, solver=solver)
     assert everything.status == "OPTIMAL"
     with monkeypatch.context() as patch:
         force_restriction(patch)
-        restricted = solve_module.solve(system, time_limit=30, seed=seed, solver=solver)
+        restricted = solve_module.solve(system, deadline=time.perf_counter() + 30, seed=seed,
+                                        solver=solver)
     assert restricted.counts is not None
     np.testing.assert_array_equal(system.A @ restricted.counts, system.b)
     assert np.all(restricted.counts >= system.lb) and np.all(restricted.counts <= system.ub)
@@ -74,7 +75,7 @@ def test_rounds_that_find_no_cell_fall_back_to_every_cell(monkeypatch):
 
     monkeypatch.setattr(vertex_support, "vertex_supports",
                         lambda A, *args, **kwargs: np.zeros(A.shape[1], dtype=bool))
-    solution = solve_module.solve(system, time_limit=30)
+    solution = solve_module.solve(system, deadline=time.perf_counter() + 30)
     assert solution.status == "OPTIMAL"
     np.testing.assert_array_equal(system.A @ solution.counts, system.b)
 
@@ -119,12 +120,12 @@ def test_the_counts_alone_are_solved_before_the_gradient_sums() -> None:
 
     held = dataclasses.replace(system, side=SideRows(every, np.array([n_rows - 0.5]),
                                                      np.array([n_rows + 0.5])))
-    solution = solve_module.solve(held, time_limit=20, threads=1)
+    solution = solve_module.solve(held, deadline=time.perf_counter() + 20, threads=1)
     assert solution.counts is not None and meets_counts(solution.counts)
     assert solution.bounded is not None and not solution.note
     contradicted = dataclasses.replace(system, side=SideRows(every, np.array([n_rows + 5.0]),
                                                              np.array([n_rows + 6.0])))
-    solution = solve_module.solve(contradicted, time_limit=20, threads=1)
+    solution = solve_module.solve(contradicted, deadline=time.perf_counter() + 20, threads=1)
     assert solution.counts is not None and meets_counts(solution.counts)
     assert solution.sums_infeasible and "counts alone" in solution.note
 
@@ -141,6 +142,6 @@ def test_the_sums_take_at_most_their_share(monkeypatch: pytest.MonkeyPatch) -> N
     every = sp.csr_matrix(np.ones((1, system.n_vars)))
     held = dataclasses.replace(system, side=SideRows(every, np.array([model.n_rows - 0.5]),
                                                      np.array([model.n_rows + 0.5])))
-    solution = solve_module.solve(held, time_limit=20, threads=1)
+    solution = solve_module.solve(held, deadline=time.perf_counter() + 20, threads=1)
     assert solution.counts is not None and (system.A @ solution.counts == system.b).all()
     assert not solution.sums_infeasible and "0 s it gave them" in solution.note

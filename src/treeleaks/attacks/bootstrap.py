@@ -40,7 +40,7 @@ from treeleaks.counts.verify import verify
 from treeleaks.ir.model import ReleasedModel, Tree
 from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction
-from treeleaks.runtime.clock import RunClock
+from treeleaks.runtime.clock import RunClock, seconds_until
 from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.runtime.progress import ProgressCallback, report
 from treeleaks.runtime.vocabulary import Formulation, SolverStatus, Status
@@ -404,12 +404,12 @@ def _solve(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
     live = np.diff(A.indptr) > 0
     A, lo, hi = A[live], (lo - taken)[live], (hi - taken)[live]
     fixed = np.flatnonzero(first)
-    left = deadline - time.perf_counter()
+    now = time.perf_counter()
     if not open_.size:
         return fixed, SolverStatus.OPTIMAL, ""
-    if left <= 0:
+    if deadline <= now:
         return None, SolverStatus.UNKNOWN, ""
-    chosen, status = _solve_highs(A, lo, hi, HIGHS_SHARE * left)
+    chosen, status = _solve_highs(A, lo, hi, now + HIGHS_SHARE * (deadline - now))
     solver = "highs"
     if status == SolverStatus.UNKNOWN:
         if deadline <= time.perf_counter():
@@ -490,15 +490,15 @@ def relaxation(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, cost: np.ndarra
     upper`` (HiGHS), or None once ``deadline`` has passed."""
     from scipy.optimize import linprog
 
-    left = deadline - time.perf_counter()
-    if left <= 0:
+    seconds = seconds_until(deadline)
+    if seconds <= 0:
         return None
     equal = lo == hi
     A_ub = -A[np.flatnonzero(~equal)]
     ub = {"A_ub": A_ub, "b_ub": -lo[~equal]} if A_ub.shape[0] else {}
     return linprog(cost, A_eq=A[np.flatnonzero(equal)], b_eq=lo[equal], **ub,
                    bounds=np.column_stack([lower, upper]), method="highs",
-                   options={"time_limit": left})
+                   options={"time_limit": seconds})
 
 
 def _placement_system(
@@ -526,15 +526,16 @@ def _placement_system(
             np.concatenate(targets).astype(np.int64))
 
 
-def _solve_highs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, time_limit: float,
+def _solve_highs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, deadline: float,
                  ) -> tuple[np.ndarray | None, SolverStatus]:
+    """HiGHS on the placements until ``deadline``."""
     from scipy.optimize import Bounds, LinearConstraint
 
     from treeleaks.counts.bounded_milp import bounded_milp
 
     result = bounded_milp(np.zeros(A.shape[1]), constraints=LinearConstraint(A, lo, hi),
                           integrality=np.ones(A.shape[1]), bounds=Bounds(0, 1),
-                          options={"time_limit": max(time_limit, 0.01)})
+                          options={"time_limit": seconds_until(deadline, 0.01)})
     if result.x is not None:
         return np.flatnonzero(result.x > 0.5), SolverStatus.OPTIMAL
     return None, SolverStatus.INFEASIBLE if result.status == 2 else SolverStatus.UNKNOWN
@@ -554,7 +555,7 @@ def _solve_cp_sat(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, deadline: fl
             cp_model.LinearExpr.weighted_sum(list(placed[A.indices[first:last]]),
                                              A.data[first:last].tolist()), int(lo[i]), int(hi[i]))
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(deadline - time.perf_counter(), 0.01)
+    solver.parameters.max_time_in_seconds = seconds_until(deadline, 0.01)
     solver.parameters.num_workers = max(1, int(threads))
     solver.parameters.random_seed = int(seed)
     solver.parameters.catch_sigint_signal = False  # Ctrl-C must reach the CLI

@@ -27,7 +27,6 @@ row is all but impossible.
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 import numpy as np
@@ -41,7 +40,7 @@ from treeleaks.counts.verify import verify
 from treeleaks.ir.model import ReleasedModel, Tree
 from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import BootstrapDetails, Reconstruction
-from treeleaks.runtime.clock import RunClock
+from treeleaks.runtime.clock import RunClock, seconds_until
 from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.runtime.progress import report
 from treeleaks.runtime.vocabulary import Formulation, SolverStatus, Status
@@ -247,12 +246,12 @@ def _solve(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, cost: np.ndarray,
 
     from treeleaks.counts.bounded_milp import bounded_milp
 
-    left = deadline - time.perf_counter()
-    if left <= 0:
+    seconds = seconds_until(deadline)
+    if seconds <= 0:
         return None, SolverStatus.UNKNOWN
     result = bounded_milp(cost, constraints=LinearConstraint(A, lo, hi),
                           integrality=np.ones(cost.size), bounds=Bounds(lower, upper),
-                          options={"time_limit": left})
+                          options={"time_limit": seconds})
     if result.x is None:
         return None, SolverStatus.INFEASIBLE if result.status == 2 else SolverStatus.UNKNOWN
     status = SolverStatus.OPTIMAL if result.status == 0 else SolverStatus.FEASIBLE

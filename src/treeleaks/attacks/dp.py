@@ -240,8 +240,7 @@ def _most_likely_rows(problem: NoisyCounts, n_rows: int, deadline: float, start:
     """The most probable dataset (`most_likely`), with cells generated on demand when the
     pool is given, as rows."""
     extend = None if pool is None else pool.price
-    solution = most_likely(problem, n_rows, max(deadline - time.perf_counter(), 0.0), start,
-                           extend)
+    solution = most_likely(problem, n_rows, deadline, start, extend)
     if pool is not None:
         cells = pool.cells()
     var_cell, var_cls = np.divmod(np.arange(solution.counts.size), model.n_classes)

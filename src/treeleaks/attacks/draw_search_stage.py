@@ -14,8 +14,6 @@ by leaf (`verify_within_draws`), or, all N of them, as a complete dataset (`veri
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from treeleaks.attacks.options import RunOptions
@@ -45,7 +43,7 @@ def reconstruct_drawn_partial(model: ReleasedModel, schema: FeatureSchema, run: 
     def better(found: DrawnRows) -> None:
         report(run.progress, "draw-search", len(found), n, whole_rows=len(found))
 
-    found = search_drawn_rows(model, time.monotonic() + clock.left(), seed=run.seed,
+    found = search_drawn_rows(model, clock.deadline, seed=run.seed,
                               on_better=better)
     clock.lap("draw_search")
     frames, positions = landed_rows(model, schema, found)

@@ -254,9 +254,9 @@ class _ExactPipeline:
         from treeleaks.counts.generate import pack_whole_rows
 
         # the proofs' share, as there is nothing to prove; none after Ctrl-C
-        seconds = 0.0 if interrupted else min(self.clock.left(), PACKING_MAX_S)
+        until = time.perf_counter() if interrupted else self.clock.within(PACKING_MAX_S)
         try:
-            packed = pack_whole_rows(self.model, generated, seconds)
+            packed = pack_whole_rows(self.model, generated, until)
         except KeyboardInterrupt:  # the rows in hand stand
             packed, interrupted = generated.partial, True
         self.clock.lap("packing")
@@ -281,8 +281,8 @@ class _ExactPipeline:
         from treeleaks.attacks.row_search_stage import generated_rows, searched_rows
 
         leaves, cls, pinned = generated_rows(generated)
-        until = time.perf_counter() + self.clock.left()  # nothing to prove: all the time
-        recon, found = searched_rows(self.model, self.schema, until,
+        # nothing to prove: all the time
+        recon, found = searched_rows(self.model, self.schema, self.clock.deadline,
                                      self.run.seed, (leaves, cls), pinned, self.run.progress)
         self.clock.lap("row_search")
         n, rows = self.model.n_rows, len(recon["rows"])
@@ -336,7 +336,7 @@ class _ExactPipeline:
                            len(cells), used) from None
         clock.lap("propagation")
         report(self.run.progress, "solve", 0, None, variables=system.n_vars)
-        solution = solve(system, time_limit=clock.left(clock.search_deadline),
+        solution = solve(system, clock.search_deadline,
                          threads=self.run.threads, seed=self.run.seed, solver=self.solver)
         clock.lap("solve")
         if (solution.counts is None and solution.status == SolverStatus.INFEASIBLE
@@ -359,12 +359,12 @@ class _ExactPipeline:
                 f"{run.time_limit:g} s; returning the {int(system.lb.sum())} rows propagation "
                 "proved. Raise the time limit to get the rest."), found.proof)
         report(run.progress, "certainty", 0, None)
-        seconds = min(run.certainty_time_limit, self.clock.left())
+        until = self.clock.proof_deadline()
         proof = found.proof
         if solution.bounded is not None:  # only listed cells carry the sums
             system, proof = solution.bounded, f"{proof}; {PROOF_SUMS}"
         if found.strategy == Strategy.ENUMERATE:
-            certainty = lower_bounds(system, solution.counts, seconds)
+            certainty = lower_bounds(system, solution.counts, until)
             if found.pinned is not None:
                 certainty.lower = np.maximum(certainty.lower,
                                              _pinned_lower(found.pinned, found.cells, system))
@@ -372,7 +372,7 @@ class _ExactPipeline:
             from treeleaks.counts.generate import generated_lower_bounds
 
             certainty = generated_lower_bounds(
-                self.model, self.schema, found.cells, system, solution.counts, seconds,
+                self.model, self.schema, found.cells, system, solution.counts, until,
                 seed=run.seed, progress=run.progress, workers=run.threads,
                 known=_pinned_lower(found.pinned, found.cells, system))
         self.clock.lap("certainty")

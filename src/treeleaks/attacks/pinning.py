@@ -74,15 +74,16 @@ def probe_applies(model: ReleasedModel) -> bool:
             and (not model.bootstrap or all(tree.draws is not None for tree in model.trees)))
 
 
-def rows_one_of_many(model: ReleasedModel, recon: Reconstruction, seconds: float,
+def rows_one_of_many(model: ReleasedModel, recon: Reconstruction, deadline: float,
                      schema: FeatureSchema | None = None, seed: int = 0) -> OpenRows | None:
-    """Probe ``recon``'s rows for ``seconds`` at most (see the module doc), trading each of
+    """Probe ``recon``'s rows until ``deadline`` (``time.perf_counter()``) at most (see the
+    module doc), trading each of
     ``schema``'s groups (by default the model's own schema's) whole; None where the
     probe does not apply: no rows, rows not within every count, rows bound by side
     knowledge (trading values would break it), a booster, a model read through an input
     map, or a bootstrap forest whose draws are unknown."""
-    if (not recon.n_rows or not recon.verified or recon.knowledge or seconds <= 0
-            or not probe_applies(model)):
+    if (not recon.n_rows or not recon.verified or recon.knowledge
+            or time.perf_counter() >= deadline or not probe_applies(model)):
         return None
     try:
         draws = position_draws(model, recon.training_positions())
@@ -97,7 +98,7 @@ def rows_one_of_many(model: ReleasedModel, recon: Reconstruction, seconds: float
     units = column_units(len(names), [[names.index(c) for c in g] for g in groups])
     start = time.perf_counter()
     X = recon.rows[names].to_numpy(dtype=np.float64)
-    walk = crossover_walk(model, X, classes, draws, units=units, deadline=start + seconds,
+    walk = crossover_walk(model, X, classes, draws, units=units, deadline=deadline,
                           max_tries=TRIES_PER_ROW * len(X), seed=seed)
     shares = kept_shares(model.apply(X), draws > 0, walk.leaves, model)
     alternative = pd.DataFrame(walk.X, columns=names).assign(**{model.label_name: label})

@@ -22,6 +22,8 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from treeleaks.runtime.clock import seconds_until
+
 # Per-subsystem time limits: each round with nothing new fixed retries with the next.
 # Measured on COMPAS N=1,000 (168 cells, 731 rows left open by propagation): most subsets
 # take 0.01-0.3 s with HiGHS's presolve off (0.4 s with it); those of 25 rows or more out of
@@ -89,7 +91,7 @@ def probe_subsystems(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, bounds: B
             if not cols.size:
                 continue
             need = (lo[equations] - A[equations] @ first).astype(np.float64)
-            subset = _unique_subset(M, need, min(limits[0], deadline - time.perf_counter()))
+            subset = _unique_subset(M, need, min(time.perf_counter() + limits[0], deadline))
             if isinstance(subset, str):
                 return int(equations[0])
             if subset is None:
@@ -133,16 +135,18 @@ def _single_group_equations(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
     return [(int(low[equations[0]]), equations) for equations in by_group]
 
 
-def _unique_subset(M: sp.csr_matrix, need: np.ndarray, time_limit: float,
+def _unique_subset(M: sp.csr_matrix, need: np.ndarray, deadline: float,
                    ) -> np.ndarray | str | None:
     """The 0/1 ``x`` with ``M x = need`` when it is the only one; "infeasible" when there
-    is none; None when there are several or the time ran out first."""
+    is none; None when there are several or ``deadline`` came first (each of the two MIPs
+    is given the seconds left when the first starts)."""
     from scipy.optimize import Bounds, LinearConstraint, milp
 
-    if time_limit <= 0:
+    seconds = seconds_until(deadline)
+    if seconds <= 0:
         return None
     n = M.shape[1]
-    options = {"time_limit": time_limit, "presolve": False}
+    options = {"time_limit": seconds, "presolve": False}
     found = milp(np.zeros(n), constraints=LinearConstraint(M, need, need),
                  integrality=np.ones(n), bounds=Bounds(0, 1), options=options)
     if found.x is None:

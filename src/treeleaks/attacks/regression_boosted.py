@@ -38,12 +38,13 @@ from treeleaks.counts.verify_boosted import verify_boosted_regression, verify_ro
 from treeleaks.ir.model import SQUARED_ERROR, LeafGradients, ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction, RegressionDetails
-from treeleaks.runtime.clock import RunClock
+from treeleaks.runtime.clock import RunClock, seconds_until
 from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 
 CELL_SHARE = 0.3  # of the limit, at most, for listing the cells
 SOLVE_SHARE = 0.8  # of what is left, for the MILP: the single-row rows take the rest
+MIN_SOLVE_S = 0.1  # the MILP runs at least this long
 # cells beyond which the MILP is not tried: over 1,388 cells (diabetes cut in thirds, 20
 # trees) HiGHS found no dataset in 60 s (docs/lab/2026-11-26-boosted-regression.md)
 MAX_CELLS = 500
@@ -107,7 +108,7 @@ def _from_cells(model: ReleasedModel, view: ReleasedModel, bound: FeatureSchema,
               "formulation": Formulation.REGRESSION_BOOSTED,
               "proof": "none: the rows reproduce the model, other datasets may too"}
     low, high = _target_range(model)
-    solved = _solve(model, view, cells, low, high, clock.left() * SOLVE_SHARE)
+    solved = _solve(model, view, cells, low, high, clock.share(SOLVE_SHARE))
     clock.lap("search")
     if solved is None:
         return _from_single_rows(model, bound, clock, (
@@ -148,12 +149,14 @@ def _target_range(model: ReleasedModel) -> tuple[float, float]:
 
 
 def _solve(model: ReleasedModel, view: ReleasedModel, cells: Cells, low: float, high: float,
-           time_limit: float) -> tuple[np.ndarray, np.ndarray] | None:
-    """Cells' row counts ``x`` and target sums ``s`` meeting every count and sum, or None.
+           deadline: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """Cells' row counts ``x`` and target sums ``s`` meeting every count and sum, or None
+    (the solver given until ``deadline``, at least `MIN_SOLVE_S`).
 
     A sum row says ``lower <= Σ x·(a·F + b) - a·s <= upper`` over its leaf's cells (F the
     cell's score before the tree): `gradient_rows` at target 0 gives the x coefficients,
     and at target 1 minus at 0 the s ones."""
+    seconds = seconds_until(deadline, MIN_SOLVE_S)
     k = len(cells)
     zero = np.zeros(k, dtype=np.int64)
     counts = count_incidence(view, cells.leaf, zero)
@@ -176,7 +179,7 @@ def _solve(model: ReleasedModel, view: ReleasedModel, cells: Cells, low: float, 
                   integrality=np.concatenate([np.ones(k), np.zeros(k)]),
                   bounds=Bounds(np.concatenate([np.zeros(k), np.full(k, -np.inf)]),
                                 np.concatenate([most, np.full(k, np.inf)])),
-                  options={"time_limit": max(time_limit, 0.1), "disp": False})
+                  options={"time_limit": seconds, "disp": False})
     if result.x is None:
         return None
     x = np.rint(result.x[:k]).astype(np.int64)

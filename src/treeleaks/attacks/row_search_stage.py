@@ -12,7 +12,6 @@ complete dataset, checked as one.
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -50,8 +49,7 @@ def searched_rows(model: ReleasedModel, schema: FeatureSchema, deadline: float, 
     def better(leaves: np.ndarray, cls: np.ndarray) -> None:
         report(progress, "row-search", len(cls), model.n_rows, whole_rows=len(cls))
 
-    monotonic = time.monotonic() + deadline - time.perf_counter()
-    paths, cls = search_rows(model, monotonic, seed=seed, start=start, pinned=pinned,
+    paths, cls = search_rows(model, deadline, seed=seed, start=start, pinned=pinned,
                              on_better=better)
     found = len(cls)
     while True:  # fill, route again, drop the rows that left their leaves

@@ -28,6 +28,7 @@ import pandas as pd
 
 from treeleaks.attacks.predicates import CELLS_CUT, Predicate, box_conditions
 from treeleaks.ir.model import ReleasedModel, Tree
+from treeleaks.runtime.clock import RunClock
 from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.runtime.vocabulary import Status
 
@@ -230,13 +231,14 @@ def single_out(model: ReleasedModel, schema: FeatureSchema | None = None, *,
         The model's counts were stripped.
     """
     require_counts(model)
+    clock = RunClock(time_limit)
     predicates = [p for t in range(model.n_trees) for p in tree_predicates(model, t)]
     proven, how = grounds(model)
     notes = [] if proven else [f"not proven: {how}"]
     if cells and model.n_trees > 1 and proven and not model.is_regression:
         from treeleaks.attacks.singling_out_cells import cell_predicates
 
-        found, note = cell_predicates(model, schema, time_limit)
+        found, note = cell_predicates(model, schema, clock.deadline)
         predicates += found
         notes += [note] if note else []
     predicates.sort(key=lambda p: (len(p.conditions), p.tree is None, p.tree or 0, p.node))

@@ -30,18 +30,19 @@ from treeleaks.counts.system import (
 )
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
-from treeleaks.runtime.clock import RunClock
+from treeleaks.runtime.clock import seconds_until
 
 PROVEN_CELL = "forest certainty: exactly one row of this class in every dataset the counts admit"
 _EPS = 1e-7
+MIN_SOLVE_S = 0.1  # the solve and the proofs run at least this long, even past the deadline
 
 
-def cell_predicates(model: ReleasedModel, schema: FeatureSchema | None, time_limit: float
+def cell_predicates(model: ReleasedModel, schema: FeatureSchema | None, deadline: float
                     ) -> tuple[list[Predicate], str]:
     """Predicates of the cells proven to hold exactly one row of a class that no tree's
-    leaf already singles out, and a note when the analysis stopped short."""
-    clock = RunClock(time_limit)
-    deadline = clock.deadline
+    leaf already singles out, found by ``deadline`` (``time.perf_counter()``; the solve and
+    the proofs get at least `MIN_SOLVE_S` each), and a note when the analysis stopped
+    short."""
     bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
     try:
         cells = enumerate_cells(model, bound, CellBudget(deadline=deadline))
@@ -50,13 +51,14 @@ def cell_predicates(model: ReleasedModel, schema: FeatureSchema | None, time_lim
         return [], f"{CELLS_CUT}: {stop.reason} ({stop.n_cells:,} cells)"
     except InconsistentCountsError as exc:
         return [], f"{CELLS_CUT}: {exc}"
-    solution = solve(system, time_limit=max(clock.left(), 0.1))
+    solution = solve(system, max(deadline, time.perf_counter() + MIN_SOLVE_S))
     if solution.counts is None:
         return [], f"{CELLS_CUT}: no dataset found within the time limit"
     candidates = np.flatnonzero((solution.counts == 1) & ~_tree_singles(model, cells, system))
     if candidates.size == 0:
         return [], ""
-    lower = lower_bounds(system, solution.counts, max(clock.left(), 0.1))
+    lower = lower_bounds(system, solution.counts,
+                         max(deadline, time.perf_counter() + MIN_SOLVE_S))
     candidates = candidates[lower.lower[candidates] >= 1]
     part = system.open_part()
     proven = [v for v in candidates if _at_most_one(system, part, v, deadline)]
@@ -65,7 +67,7 @@ def cell_predicates(model: ReleasedModel, schema: FeatureSchema | None, time_lim
         k, c = int(system.cell[v]), int(system.cls[v])
         out.append(Predicate(None, k, _cell_conditions(model, bound, cells, k),
                              model.classes[c], True, PROVEN_CELL))
-    note = "" if lower.complete and clock.left() > 0 else (
+    note = "" if lower.complete and time.perf_counter() < deadline else (
         "forest cells: the time limit cut the analysis short; more cells may single rows out")
     return out, note
 
@@ -96,7 +98,7 @@ def _at_most_one(system: CountSystem, part: OpenPart, v: int, deadline: float) -
     res = milp(cost, constraints=LinearConstraint(part.A, part.rest, part.rest),
                bounds=Bounds(system.lb[part.vars], system.ub[part.vars]),
                integrality=np.ones(part.vars.size),
-               options={"time_limit": max(deadline - time.perf_counter(), 0.01)})
+               options={"time_limit": seconds_until(deadline, 0.01)})
     bound = getattr(res, "mip_dual_bound", None)
     return bound is not None and np.isfinite(bound) and np.floor(-bound + _EPS) <= 1
 

@@ -18,7 +18,6 @@ dataset reaches it.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +36,7 @@ from treeleaks.counts.verify import verify
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
 from treeleaks.ir.schema_columns import feature_scales
-from treeleaks.runtime.clock import RunClock
+from treeleaks.runtime.clock import RunClock, seconds_until
 from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
 from treeleaks.runtime.vocabulary import Status
 
@@ -233,13 +232,13 @@ def _farthest(problem: Placements, charge: np.ndarray, deadline: float,
 
     from treeleaks.counts.bounded_milp import bounded_milp
 
-    left = deadline - time.perf_counter()
-    if left <= 0:
+    seconds = seconds_until(deadline)
+    if seconds <= 0:
         return None, False
     result = bounded_milp(-charge,
                           constraints=LinearConstraint(problem.A, problem.lo, problem.hi),
                           integrality=np.ones(charge.size), bounds=Bounds(0, 1),
-                          options={"time_limit": left})
+                          options={"time_limit": seconds})
     if result.x is None:
         return None, False
     return np.flatnonzero(result.x > 0.5), result.status == 0

@@ -4,7 +4,6 @@ failing with one line on stderr."""
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import warnings
@@ -19,6 +18,7 @@ from typer.core import TyperGroup
 
 from treeleaks.io import load_any, load_model
 from treeleaks.runtime.errors import TreeleaksError
+from treeleaks.runtime.limits import proof_limit_problem, time_limit_problem
 from treeleaks.runtime.outputs import OutputError, check_outputs, write_outputs
 from treeleaks.runtime.paths import unreadable
 from treeleaks.runtime.vocabulary import Status
@@ -138,9 +138,9 @@ Force = Annotated[
 
 
 def positive_seconds(value: float) -> float:
-    """``--time-limit``: a time the run can actually use (NaN, infinite, 0 are refused)."""
-    if not (math.isfinite(value) and value > 0):
-        raise typer.BadParameter(f"must be a positive number of seconds, not {value:g}")
+    """``--time-limit``: a time the run can actually use (`time_limit_problem`)."""
+    if (problem := time_limit_problem(value)) is not None:
+        raise typer.BadParameter(problem)
     return value
 
 
@@ -150,9 +150,9 @@ def optional_positive_seconds(value: float | None) -> float | None:
 
 
 def seconds(value: float) -> float:
-    """``--certainty-time-limit``: 0 or more seconds (NaN and infinite are refused)."""
-    if not (math.isfinite(value) and value >= 0):
-        raise typer.BadParameter(f"must be 0 or a positive number of seconds, not {value:g}")
+    """``--certainty-time-limit``: 0 or more seconds (`proof_limit_problem`)."""
+    if (problem := proof_limit_problem(value)) is not None:
+        raise typer.BadParameter(problem)
     return value
 
 

@@ -31,6 +31,7 @@ from treeleaks.cli.app import (
     seconds,
     write_all,
 )
+from treeleaks.runtime.clock import RunClock
 from treeleaks.runtime.display import certificate_text, live_progress
 from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.runtime.limits import DEFAULT_MAX_ROWS, SEED_MAX
@@ -178,13 +179,14 @@ def reconstruct_command(
 
     paths = _Outputs(out, details, draws, json_path)
     model, bound = _read(model_path, schema, paths, trust_pickle, force)
+    clock = RunClock(time_limit)  # the run's: the reconstruction, then the probe
     recon = _reconstruct(model, bound, (known_columns, known_rows, known_columns_as), {
         "time_limit": time_limit, "threads": threads, "seed": seed, "solver": solver,
         "certainty_time_limit": certainty_time_limit, "strategy": strategy,
         "cell_budget": None if max_memory is None else CellBudget(memory_mb=max_memory),
         "max_rows": max_rows, "ignore_draws": ignore_draws, "n_rows": n_rows,
         "n_unknown": n_unknown, "shrinkage": shrinkage})
-    open_rows = rows_one_of_many(model, recon, time_limit - recon.time_s, bound, seed)
+    open_rows = rows_one_of_many(model, recon, clock.deadline, bound, seed)
     out_console = Console()
     out_console.print(_summary_table(model_path, model, recon, open_rows))
     partial = recon.status in INCOMPLETE or recon.partial

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from treeleaks.counts.system import CountSystem
+from treeleaks.runtime.clock import seconds_until
 
 _EPS = 1e-7
 
@@ -28,11 +29,11 @@ class Certainty:
     n_lps: int
 
 
-def lower_bounds(system: CountSystem, solution: np.ndarray, time_limit: float = 30.0) -> Certainty:
-    """Tighten ``system.lb`` (already propagated) towards the least each count can be."""
+def lower_bounds(system: CountSystem, solution: np.ndarray, deadline: float) -> Certainty:
+    """Tighten ``system.lb`` (already propagated) towards the least each count can be, until
+    ``deadline`` (``time.perf_counter()``)."""
     from scipy.optimize import linprog  # ~0.3 s to import; only runs need it
 
-    start = time.perf_counter()
     lower = system.lb.copy()
     part = system.open_part()
     open_vars, A, rest = part.vars, part.A, part.rest
@@ -48,13 +49,12 @@ def lower_bounds(system: CountSystem, solution: np.ndarray, time_limit: float = 
         n_lps += 1
         cost = np.zeros(open_vars.size)
         cost[[position[v] for v in targets]] = 1.0
-        left = max(time_limit - (time.perf_counter() - start), 0.01)
         res = linprog(cost, A_eq=A, b_eq=rest, bounds=bounds, method="highs",
-                      options={"time_limit": left})
+                      options={"time_limit": seconds_until(deadline, 0.01)})
         return res.x if res.status == 0 else None
 
     # Joint LPs: every candidate that the LP can push down to its bound is settled.
-    while candidates.size and time.perf_counter() - start < time_limit:
+    while candidates.size and time.perf_counter() < deadline:
         x = minimise(candidates)
         if x is None:
             break
@@ -65,7 +65,7 @@ def lower_bounds(system: CountSystem, solution: np.ndarray, time_limit: float = 
     # One LP per remaining candidate: its minimum, rounded up, is a sound bound. The optimum
     # also settles every other candidate it leaves at its bound.
     unsettled = 0
-    while candidates.size and time.perf_counter() - start < time_limit:
+    while candidates.size and time.perf_counter() < deadline:
         v, candidates = candidates[0], candidates[1:]
         x = minimise(np.array([v]))
         if x is None:  # out of time or numerical trouble: no bound for v, which is sound

@@ -70,7 +70,7 @@ def search_drawn_rows(
     seed: int = 0,
     on_better: Callable[[DrawnRows], None] | None = None,
 ) -> DrawnRows:
-    """The largest partial dataset found by ``deadline`` (a ``time.monotonic()`` value):
+    """The largest partial dataset found by ``deadline`` (a ``time.perf_counter()`` value):
     rows at their training positions whose leaves, in every tree that drew them, together
     hold no class beyond its released weight and no more distinct rows than released, with
     what is left still reachable. ``on_better`` is called with larger partial datasets as
@@ -267,16 +267,16 @@ class _Search:
         """Steps until ``deadline`` or every row is inside; the largest inside set seen."""
         best = self._snapshot()
         told = 0
-        report = time.monotonic() + REPORT_EVERY_S
+        report = time.perf_counter() + REPORT_EVERY_S
         try:
-            while len(best) < self.n and time.monotonic() < deadline:
+            while len(best) < self.n and time.perf_counter() < deadline:
                 outside = np.flatnonzero(~self.inside)
                 self.move(int(outside[self.rng.integers(len(outside))]))
                 if self.inside.sum() > len(best):
                     best = self._snapshot()
-                if on_better is not None and len(best) > told and time.monotonic() >= report:
+                if on_better is not None and len(best) > told and time.perf_counter() >= report:
                     on_better(best)
-                    told, report = len(best), time.monotonic() + REPORT_EVERY_S
+                    told, report = len(best), time.perf_counter() + REPORT_EVERY_S
         except KeyboardInterrupt:  # anytime: the rows in hand are the answer
             if not len(best):
                 raise

@@ -36,6 +36,7 @@ from treeleaks.counts.peel import Peeled
 from treeleaks.counts.system import CountSystem
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
+from treeleaks.runtime.clock import seconds_until
 from treeleaks.runtime.progress import ProgressCallback, report
 
 if TYPE_CHECKING:
@@ -333,8 +334,9 @@ def _integer_packing(
     live = np.flatnonzero(capacity > 0)
     dead = np.asarray(A[np.flatnonzero(capacity <= 0)].sum(axis=0)).ravel() > 0
     dead[list(pool.banned)] = True
-    left = min(INTEGER_PACKING_S, deadline - time.perf_counter())
-    if left <= 0:
+    now = time.perf_counter()
+    stop = min(deadline, now + INTEGER_PACKING_S)
+    if stop <= now:
         return None
     result = bounded_milp(
         -np.ones(A.shape[1]),
@@ -342,19 +344,22 @@ def _integer_packing(
                      LinearConstraint(np.ones((1, A.shape[1])), n_rows, n_rows)],
         bounds=Bounds(0, np.where(dead, 0, np.inf)),
         integrality=np.ones(A.shape[1]),
-        options={"time_limit": left},
+        options={"time_limit": seconds_until(stop, now=now)},
     )
     return None if result.x is None else np.rint(result.x).astype(np.int64)
 
 
-def pack_whole_rows(model: ReleasedModel, generated: Generated, seconds: float) -> np.ndarray:
+def pack_whole_rows(model: ReleasedModel, generated: Generated, deadline: float
+                    ) -> np.ndarray:
     """The most whole rows the generated cells hold within every count, if a MIP beats
-    ``generated.partial`` within ``seconds`` (rows per column; the pinned rows kept): the
-    LP's whole part and the dive keep rows where they first fit, the MIP moves them."""
+    ``generated.partial`` by ``deadline`` (``time.perf_counter()``; rows per column, the
+    pinned rows kept): the LP's whole part and the dive keep rows where they first fit, the
+    MIP moves them."""
     from scipy.optimize import Bounds, LinearConstraint
 
     from treeleaks.counts.bounded_milp import bounded_milp
 
+    seconds = seconds_until(deadline)
     if seconds <= 0 or not generated.partial.size:
         return generated.partial
     pool = ColumnPool.of_columns(model, generated)
@@ -443,7 +448,8 @@ def _pack(
             dead[list(pool.banned)] = True
             res = linprog(-np.ones(A.shape[1]), A_ub=A[live], b_ub=capacity[live],
                           bounds=[(0, 0) if d else (0, None) for d in dead], method="highs",
-                          options={"time_limit": max(deadline - time.perf_counter(), 0.01)})
+                          options={"time_limit": seconds_until(deadline, 0.01,
+                                                                time.perf_counter())})
             if res.status != 0:
                 return Generation.TIMEOUT, x
             x, placed = res.x, -float(res.fun)
@@ -488,14 +494,15 @@ def generated_lower_bounds(
     cells: Cells,
     system: CountSystem,
     solution: np.ndarray,
-    time_limit: float,
+    deadline: float,
     seed: int = 0,
     progress: ProgressCallback | None = None,
     workers: int = 1,
     known: np.ndarray | None = None,
 ) -> Certainty:
     """Sound lower bounds on the variables of a system over *generated* cells, at least
-    ``known`` (bounds proven otherwise, such as by `peel_rows`, which are not proven again).
+    ``known`` (bounds proven otherwise, such as by `peel_rows`, which are not proven again),
+    until ``deadline`` (``time.perf_counter()``).
 
     For a candidate j, any prices y give the bound ``y.b + N * min_k(c_k - y.a_k)`` on
     ``min n_j`` over every dataset (weak LP duality; c is 1 on j, 0 elsewhere, and every
@@ -509,7 +516,6 @@ def generated_lower_bounds(
 
     from treeleaks.counts.pricing import PricingTeam
 
-    start = time.perf_counter()
     pool = ColumnPool(model)
     for cell, cls in zip(system.cell, system.cls):
         pool.add(int(cls), cells.leaf[cell])
@@ -520,9 +526,10 @@ def generated_lower_bounds(
 
     def lp_min(cost: np.ndarray) -> tuple[float, np.ndarray, np.ndarray] | None:
         A = pool.matrix()[live]
-        left = max(time_limit - (time.perf_counter() - start), 0.01)
         res = linprog(np.pad(cost, (0, A.shape[1] - cost.size)), A_eq=A, b_eq=b,
-                      bounds=(0, None), method="highs", options={"time_limit": left})
+                      bounds=(0, None), method="highs",
+                      options={"time_limit": seconds_until(deadline, 0.01,
+                                                            time.perf_counter())})
         return None if res.status != 0 else (float(res.fun), res.eqlin.marginals, res.x)
 
     candidates = np.flatnonzero(solution > lower)
@@ -539,13 +546,13 @@ def generated_lower_bounds(
     n_lps, unsettled, done = 1, 0, 0
     with PricingTeam(model, schema, workers) as pricers:
         for j in candidates:
-            if time.perf_counter() - start >= time_limit:
+            if time.perf_counter() >= deadline:
                 unsettled += 1
                 continue
             cost = np.zeros(system.n_vars)
             cost[j] = 1.0
             bound, n_lps = _lagrangian_bound(
-                pool, live, b, n_rows, j, cost, lp_min, pricers, start + time_limit, seed,
+                pool, live, b, n_rows, j, cost, lp_min, pricers, deadline, seed,
             ), n_lps + 1
             if bound is None:
                 unsettled += 1

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from treeleaks.counts.noise import Lines, likelihood_lines, log_mass
+from treeleaks.runtime.clock import seconds_until
 from treeleaks.runtime.vocabulary import SolverStatus
 
 MIP_MIN_S = 1.0  # below this much time left, the MIP is not started
@@ -72,9 +73,9 @@ class NoisySolution:
     timings: dict[str, float]
 
 
-def most_likely(problem: NoisyCounts, n_rows: int, time_limit: float,
+def most_likely(problem: NoisyCounts, n_rows: int, deadline: float,
                 start: float | None = None, extend: Extend | None = None) -> NoisySolution:
-    """The most likely histogram of ``n_rows`` rows within ``time_limit`` seconds, over
+    """The most likely histogram of ``n_rows`` rows by ``deadline`` (``time.perf_counter()``), over
     the variables of ``problem`` and those ``extend`` generates (appended in its order;
     the solution's counts cover them all).
 
@@ -87,7 +88,6 @@ def most_likely(problem: NoisyCounts, n_rows: int, time_limit: float,
     polished over all variables and the most likely is kept.
     """
     start = time.perf_counter() if start is None else start
-    deadline = time.perf_counter() + time_limit
     timings: dict[str, float] = {}
     counts = _climb(problem, _greedy(problem, n_rows, deadline), deadline)
     first = time.perf_counter() - start
@@ -99,10 +99,9 @@ def most_likely(problem: NoisyCounts, n_rows: int, time_limit: float,
     timings["lp"] = time.perf_counter() - start - first
     candidates = [] if lp.x is None else [_round(lp.x, n_rows)]
     status = SolverStatus.FEASIBLE
-    left = deadline - time.perf_counter()
     proven = False
-    if lp.columns is not None and left > MIP_MIN_S:
-        mip_counts, proven = _mip(problem, lines, n_rows, lp.columns, left)
+    if lp.columns is not None and time.perf_counter() + MIP_MIN_S < deadline:
+        mip_counts, proven = _mip(problem, lines, n_rows, lp.columns, deadline)
         timings["mip"] = time.perf_counter() - start - first - timings["lp"]
         if mip_counts is not None:
             candidates.append(mip_counts)
@@ -142,7 +141,7 @@ def _generate_columns(problem: NoisyCounts, lines: Lines, n_rows: int, start: np
     columns = np.union1d(columns, np.argsort(-seed_gain, kind="stable")[:COLUMN_BATCH])
     x = bound = None
     while time.perf_counter() < deadline:
-        res = _relaxation(problem, lines, n_rows, columns, deadline - time.perf_counter())
+        res = _relaxation(problem, lines, n_rows, columns, deadline)
         if res is None:
             break
         values, bound, weights, total_price = res
@@ -203,15 +202,17 @@ def _epigraph(problem: NoisyCounts, lines: Lines, n_rows: int,
 
 
 def _relaxation(problem: NoisyCounts, lines: Lines, n_rows: int,
-                columns: np.ndarray, time_limit: float):
-    """The LP over ``columns``: their values, its optimum, and the prices pricing needs
-    (per count, the value of one more row; the price of one more row in total)."""
+                columns: np.ndarray, deadline: float):
+    """The LP over ``columns`` until ``deadline``: their values, its optimum, and the prices
+    pricing needs (per count, the value of one more row; the price of one more row in
+    total)."""
     from scipy.optimize import linprog  # ~0.3 s to import; only runs need it
 
+    seconds = seconds_until(deadline, 0.01)
     rows, rhs, total, cost, low, high = _epigraph(problem, lines, n_rows, columns)
     res = linprog(cost, A_ub=rows, b_ub=rhs, A_eq=total, b_eq=[n_rows],
                   bounds=np.column_stack([low, high]), method="highs",
-                  options={"time_limit": max(time_limit, 0.01)})
+                  options={"time_limit": seconds})
     if res.status != 0 or res.x is None:
         return None
     line_duals = -res.ineqlin.marginals  # >= 0: objective gained per unit of slack
@@ -221,19 +222,20 @@ def _relaxation(problem: NoisyCounts, lines: Lines, n_rows: int,
 
 
 def _mip(problem: NoisyCounts, lines: Lines, n_rows: int, columns: np.ndarray,
-         time_limit: float) -> tuple[np.ndarray | None, bool]:
-    """The integer problem over ``columns``: its best histogram (over all variables) and
-    whether HiGHS proved it optimal among those columns."""
+         deadline: float) -> tuple[np.ndarray | None, bool]:
+    """The integer problem over ``columns`` until ``deadline``: its best histogram (over all
+    variables) and whether HiGHS proved it optimal among those columns."""
     from scipy.optimize import Bounds, LinearConstraint
 
     from treeleaks.counts.bounded_milp import bounded_milp
 
+    seconds = seconds_until(deadline)
     rows, rhs, total, cost, low, high = _epigraph(problem, lines, n_rows, columns)
     integrality = np.concatenate([np.ones(columns.size), np.zeros(problem.A.shape[0])])
     result = bounded_milp(cost, integrality=integrality, bounds=Bounds(low, high),
                           constraints=[LinearConstraint(rows, -np.inf, rhs),
                                        LinearConstraint(total, n_rows, n_rows)],
-                          options={"time_limit": time_limit, "disp": False})
+                          options={"time_limit": seconds, "disp": False})
     if result.x is None:
         return None, False
     counts = np.zeros(problem.A.shape[1], dtype=np.int64)

@@ -25,6 +25,7 @@ from ortools.sat.python import cp_model
 
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
+from treeleaks.runtime.clock import seconds_until
 
 _SCALE = 1_000_000_000  # weights become integers: floor(w * _SCALE)
 
@@ -77,7 +78,7 @@ class Pricer:
             self.leaf_ids.append(allowed)
 
     def best(
-        self, weights: list[np.ndarray], time_limit: float, seed: int = 0,
+        self, weights: list[np.ndarray], deadline: float, seed: int = 0,
         keep: int = 20, cutoff: float | None = None, exclude: list[np.ndarray] = (),
     ) -> tuple[list[PricedCell], float, bool]:
         """Points with the least total weight (``weights[t][leaf]``): up to ``keep`` of those
@@ -85,9 +86,11 @@ class Pricer:
         the search finished (the bound is then the optimum). With ``cutoff``, only points
         lighter than it are sought and the search stops once ``keep`` are found, which is
         far quicker than proving the optimum. Each of ``exclude`` (a leaf per tree) rules
-        out the one cell lying in exactly those leaves."""
+        out the one cell lying in exactly those leaves. The search stops at ``deadline``
+        (``time.perf_counter()``)."""
         if not self.feasible:
             return [], np.inf, True
+        seconds = seconds_until(deadline, 0.01)
         terms, coefs = [], []
         for t in range(self.n_trees):
             w = weights[t][self.leaf_ids[t]]
@@ -104,7 +107,7 @@ class Pricer:
         for leaves in exclude:
             problem.add_bool_or([~self._var(t, int(leaf)) for t, leaf in enumerate(leaves)])
         solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
+        solver.parameters.max_time_in_seconds = seconds
         # One worker: pricing is short, and a single CP-SAT worker is deterministic.
         solver.parameters.num_workers = 1
         solver.parameters.catch_sigint_signal = False  # Ctrl-C must reach the CLI
@@ -177,10 +180,9 @@ class PricingTeam:
         ``deadline``."""
 
         def price(c: int, pricer: Pricer) -> tuple[list[PricedCell], float, bool] | None:
-            left = deadline - time.perf_counter()
-            if c in skip or left <= 0:
+            if c in skip or time.perf_counter() >= deadline:
                 return None
-            return pricer.best(weights(c), left, exclude=exclude(c), **options)
+            return pricer.best(weights(c), deadline, exclude=exclude(c), **options)
 
         if self.workers == 1:
             return [price(c, pricer) for c, pricer in enumerate(self.pricers)]

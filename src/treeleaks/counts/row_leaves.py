@@ -35,6 +35,7 @@ import scipy.sparse as sp
 
 from treeleaks.counts.paths import tree_paths
 from treeleaks.ir.model import ReleasedModel
+from treeleaks.runtime.clock import seconds_until
 
 
 class RowLeavesInfeasible(Exception):
@@ -217,7 +218,7 @@ class RowLeaves:
         A = sp.vstack([*blocks, one]).tocsr()
         b = np.concatenate([*rhs, np.ones(self.n_rows)])
         start = time.perf_counter()
-        options = {"time_limit": max(deadline - start, 0.01)}
+        options = {"time_limit": seconds_until(deadline, 0.01)}
         found = milp(np.zeros(n_vars), constraints=LinearConstraint(A, b, b),
                      integrality=np.ones(n_vars), bounds=Bounds(0, 1), options=options)
         if found.x is None:
@@ -231,9 +232,9 @@ class RowLeaves:
         # The proof that it is the only one gets twice what finding it took (at least
         # 1 s, at most half of what is left): wine's comes in 0.2 s; digits' classes are
         # found in 4 s and not proven in 20, time the search then lacks.
-        took = time.perf_counter() - start
-        options = {"time_limit": max(min(max(2 * took, 1.0),
-                                         (deadline - time.perf_counter()) / 2), 0.01)}
+        now = time.perf_counter()
+        proof_end = now + min(max(2 * (now - start), 1.0), (deadline - now) / 2)
+        options = {"time_limit": seconds_until(proof_end, 0.01)}
         other = milp(np.zeros(n_vars), constraints=[
             LinearConstraint(A, b, b),
             LinearConstraint(chosen.astype(np.float64)[None], -np.inf, self.n_rows - 1)],

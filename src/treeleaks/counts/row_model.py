@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from treeleaks.counts.row_leaves import RowLeaves
+from treeleaks.runtime.clock import seconds_until
 from treeleaks.runtime.vocabulary import SolverStatus
 
 
@@ -70,7 +71,7 @@ def solve_placements(leaves: RowLeaves, thresholds: list[np.ndarray], deadline: 
     except _OutOfTime:
         return None, None, SolverStatus.UNKNOWN
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(deadline - time.perf_counter(), 0.01)
+    solver.parameters.max_time_in_seconds = seconds_until(deadline, 0.01)
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = int(seed)
     solver.parameters.catch_sigint_signal = False  # Ctrl-C must reach the CLI

@@ -50,7 +50,7 @@ def search_rows(
     pinned: int = 0,
     on_better: Callable[[np.ndarray, np.ndarray], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The largest partial dataset found by ``deadline`` (a ``time.monotonic()`` value).
+    """The largest partial dataset found by ``deadline`` (a ``time.perf_counter()`` value).
 
     Returns ``(paths, cls)``: ``paths`` ``(R, n_trees)`` each row's path in every tree
     (numbered as `treeleaks.counts.paths.tree_paths`: its leaf, where no leaf has several
@@ -366,15 +366,15 @@ class _Search:
         """Steps until ``deadline`` or every row is inside; the largest inside set seen."""
         best = self._snapshot()
         told = 0
-        report = time.monotonic() + REPORT_EVERY_S
-        while len(best[1]) < self.n and time.monotonic() < deadline:
+        report = time.perf_counter() + REPORT_EVERY_S
+        while len(best[1]) < self.n and time.perf_counter() < deadline:
             outside = np.flatnonzero(~self.inside)
             self.move(int(outside[self.rng.integers(len(outside))]))
             if self.inside.sum() > len(best[1]):
                 best = self._snapshot()
-            if on_better is not None and len(best[1]) > told and time.monotonic() >= report:
+            if on_better is not None and len(best[1]) > told and time.perf_counter() >= report:
                 on_better(*best)
-                told, report = len(best[1]), time.monotonic() + REPORT_EVERY_S
+                told, report = len(best[1]), time.perf_counter() + REPORT_EVERY_S
         if on_better is not None and len(best[1]) > told:
             on_better(*best)
         return best

@@ -38,6 +38,7 @@ from scipy.special import gammaln
 from treeleaks.counts.gradient_rows import SideRows
 from treeleaks.counts.side_bounds import with_side_bounds
 from treeleaks.counts.system import CountSystem, InconsistentCountsError
+from treeleaks.runtime.clock import seconds_until
 from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.runtime.vocabulary import SolverStatus
 
@@ -114,31 +115,33 @@ class _Mip:
 
 def solve(
     system: CountSystem,
-    time_limit: float = 60.0,
+    deadline: float,
     threads: int = 2,
     seed: int = 0,
     solver: str = "highs",
 ) -> Solution:
-    """Complete the propagated bounds to the most likely integer solution (see module doc)."""
+    """Complete the propagated bounds to the most likely integer solution (see module doc),
+    until ``deadline`` (``time.perf_counter()``)."""
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
     if system.side is not None and solver != "highs":
         raise TreeleaksError("this booster's gradient sums have real coefficients, which "
                              "CP-SAT does not take; use the solver 'highs'")
     if system.side is None:
-        return _solve(system, time_limit, threads, seed, solver)
+        return _solve(system, deadline, threads, seed, solver)
     start = time.perf_counter()
+    most = SIDE_SHARE * (deadline - start)  # of the sums' solve: a share of the whole
     # the counts alone first: a complete dataset in hand (on iris's default LightGBM in 3 s
     # where the sums took 33 s), then the sums refine it in the time left
-    plain = _solve(dataclasses.replace(system, side=None), time_limit, threads, seed, solver)
+    plain = _solve(dataclasses.replace(system, side=None), deadline, threads, seed, solver)
     if plain.counts is None:
         return plain
-    end = start + float(time_limit)
-    share = end - time.perf_counter()
+    share = deadline - time.perf_counter()
     try:
-        bounded = with_side_bounds(system, end - share / 2)
-        left = min(end - time.perf_counter(), SIDE_SHARE * float(time_limit))
-        solution = (_solve(bounded, left, threads, seed, solver) if left > 0
+        bounded = with_side_bounds(system, deadline - share / 2)
+        sums_deadline = min(deadline, time.perf_counter() + most)
+        solution = (_solve(bounded, sums_deadline, threads, seed, solver)
+                    if sums_deadline > time.perf_counter()
                     else Solution(None, SolverStatus.UNKNOWN, None, 0.0))
         solution.bounded = bounded
     except InconsistentCountsError:
@@ -152,14 +155,14 @@ def solve(
     why = ("found the booster's gradient sums infeasible at its tolerance, yet the rows of "
            "the counts alone meet them" if infeasible else
            "found no dataset that meets the booster's gradient sums in the "
-           f"{max(min(share, SIDE_SHARE * float(time_limit)), 0.0):.0f} s it gave them")
+           f"{max(min(share, most), 0.0):.0f} s it gave them")
     plain.time_s = time.perf_counter() - start
     plain.note = f"the solver {why}; solved over the counts alone"
     plain.sums_infeasible = infeasible
     return plain
 
 
-def _solve(system: CountSystem, time_limit: float, threads: int, seed: int,
+def _solve(system: CountSystem, deadline: float, threads: int, seed: int,
            solver: str) -> Solution:
     start = time.perf_counter()
     counts = system.lb.copy()
@@ -167,8 +170,7 @@ def _solve(system: CountSystem, time_limit: float, threads: int, seed: int,
     run = _solve_highs if solver == "highs" else _solve_cpsat
     statuses = []
     for block in _blocks(residual):
-        left = max(float(time_limit) - (time.perf_counter() - start), 0.0)
-        status, values = _solve_block(block, left, threads, seed, run)
+        status, values = _solve_block(block, deadline, threads, seed, run)
         statuses.append(status)
         if values is None:
             return Solution(None, status, None, time.perf_counter() - start)
@@ -225,7 +227,7 @@ def _blocks(residual: _Residual) -> list[_Residual]:
     return sorted(blocks, key=lambda block: block.free.size)
 
 
-def _solve_block(block: _Residual, time_limit: float, threads: int, seed: int,
+def _solve_block(block: _Residual, deadline: float, threads: int, seed: int,
                  run: _Backend) -> tuple[SolverStatus, np.ndarray | None]:
     """One block; a wide one first over the cells of a few random LP vertices (see
     ``vertex_support``), each round's vertices and then its MIP getting at most a third of
@@ -233,10 +235,9 @@ def _solve_block(block: _Residual, time_limit: float, threads: int, seed: int,
     n = block.free.size
     if (n < RESTRICT_MIN_CELLS or n < RESTRICT_CELLS_PER_EQUATION * block.A.shape[0]
             or block.side is not None):  # the vertices would ignore the gradient sums
-        return run(block, time_limit, threads, seed)
+        return run(block, deadline, threads, seed)
     from treeleaks.counts.vertex_support import vertex_supports
 
-    deadline = time.perf_counter() + time_limit
     rng = np.random.default_rng(seed)
     by_cell, upper = block.A.tocsc(), block.span.astype(np.float64)
     base_cost = np.log(block.lb + 1.0)
@@ -245,18 +246,18 @@ def _solve_block(block: _Residual, time_limit: float, threads: int, seed: int,
         round_end = time.perf_counter() + (deadline - time.perf_counter()) / 3
         used = vertex_supports(by_cell, block.rest, upper, base_cost, VERTICES_PER_ROUND, rng,
                                round_end, used)
-        left = deadline - time.perf_counter()
-        if left <= 0:
+        now = time.perf_counter()
+        if now >= deadline:
             return SolverStatus.UNKNOWN, None
         if not used.any():
             break
-        _, values = run(_restrict(block, used), left / 3, threads, seed)
+        _, values = run(_restrict(block, used), now + (deadline - now) / 3, threads, seed)
         if values is not None:
             counts = np.zeros(n)
             counts[used] = values[: int(used.sum())]
             proven = _added_log_factorials(block.lb, counts) <= _ZERO_COST
             return (SolverStatus.OPTIMAL if proven else SolverStatus.FEASIBLE), counts
-    return run(block, max(deadline - time.perf_counter(), 0.0), threads, seed)
+    return run(block, deadline, threads, seed)
 
 
 def _restrict(block: _Residual, used: np.ndarray) -> _Residual:
@@ -308,12 +309,13 @@ def _mip(residual: _Residual) -> _Mip:
 
 
 def _solve_highs(
-    residual: _Residual, time_limit: float, threads: int, seed: int
+    residual: _Residual, deadline: float, threads: int, seed: int
 ) -> tuple[SolverStatus, np.ndarray | None]:
     from scipy.optimize import Bounds, LinearConstraint  # ~0.3 s to import
 
     from treeleaks.counts.bounded_milp import bounded_milp
 
+    seconds = seconds_until(deadline)
     mip = _mip(residual)
     constraints = [LinearConstraint(mip.matrix, mip.rhs, mip.rhs)]
     if mip.side is not None:
@@ -323,7 +325,7 @@ def _solve_highs(
         constraints=constraints,
         bounds=Bounds(0, mip.upper),
         integrality=np.ones(mip.cost.size),
-        options={"time_limit": time_limit},
+        options={"time_limit": seconds},
     )
     if result.x is None:
         return (SolverStatus.INFEASIBLE if result.status == 2 else SolverStatus.UNKNOWN), None
@@ -332,10 +334,11 @@ def _solve_highs(
 
 
 def _solve_cpsat(
-    residual: _Residual, time_limit: float, threads: int, seed: int
+    residual: _Residual, deadline: float, threads: int, seed: int
 ) -> tuple[SolverStatus, np.ndarray | None]:
     from ortools.sat.python import cp_model  # imported here: it costs ~0.3 s at start-up
 
+    seconds = seconds_until(deadline)
     mip = _mip(residual)
     costs = np.rint(mip.cost * _CPSAT_SCALE).astype(np.int64)
     model = cp_model.CpModel()
@@ -348,7 +351,7 @@ def _solve_cpsat(
         model.add(cp_model.LinearExpr.weighted_sum(terms, coefs.tolist()) == int(mip.rhs[i]))
     model.minimize(cp_model.LinearExpr.weighted_sum(v, costs.tolist()))
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.max_time_in_seconds = seconds
     solver.parameters.num_workers = max(int(threads), 1)
     solver.parameters.random_seed = int(seed)
     solver.parameters.catch_sigint_signal = False  # Ctrl-C must reach the CLI

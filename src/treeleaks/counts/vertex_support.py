@@ -18,6 +18,8 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from treeleaks.runtime.clock import seconds_until
+
 ENTERING_PER_PASS = 2000  # cells added to the restricted LP per pricing pass
 START_COLUMNS = 1000  # random cells the first restricted LP starts from, beside the support
 _REDUCED_COST_TOLERANCE = 1e-9
@@ -59,8 +61,7 @@ def _vertex(A: sp.csc_matrix, rhs: np.ndarray, upper: np.ndarray, cost: np.ndarr
     penalty = 1e3 * (float(np.abs(cost).max()) + 1.0)  # slack costs more than any cell set
     slack = sp.hstack([sp.identity(m), -sp.identity(m)])
     while True:
-        left = deadline - time.perf_counter()
-        if left <= 0:
+        if time.perf_counter() >= deadline:
             return None
         res = linprog(
             np.concatenate([cost[columns], np.full(2 * m, penalty)]),
@@ -71,7 +72,7 @@ def _vertex(A: sp.csc_matrix, rhs: np.ndarray, upper: np.ndarray, cost: np.ndarr
                 np.concatenate([upper[columns], np.full(2 * m, np.inf)]),
             ]),
             method="highs-ds",
-            options={"time_limit": left},
+            options={"time_limit": seconds_until(deadline)},
         )
         if res.status != 0:
             return None

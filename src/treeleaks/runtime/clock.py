@@ -1,6 +1,11 @@
 """One run's clock: when it started, when it must end, the share kept for the proofs, and
 how long each stage took. Every attack reads its deadlines here instead of adding up
-``time.perf_counter()`` by hand, so a stage never overruns the run it belongs to."""
+``time.perf_counter()`` by hand, so a stage never overruns the run it belongs to.
+
+Below the public attacks time travels as deadlines (``time.perf_counter()`` instants);
+`seconds_until` turns one into the seconds a solver's time limit takes (CP-SAT's
+``max_time_in_seconds``, HiGHS's ``time_limit``), at the call into the solver and nowhere
+else."""
 
 from __future__ import annotations
 
@@ -8,6 +13,13 @@ import time
 from dataclasses import dataclass, field
 
 PROOF_SHARE = 0.15  # of the time limit, kept for the proofs (at most certainty_time_limit)
+
+
+def seconds_until(deadline: float, floor: float = 0.0, now: float | None = None) -> float:
+    """The seconds from ``now`` (default: this instant) to ``deadline`` (a
+    ``time.perf_counter()`` instant), at least ``floor``: what a solver's time limit is
+    given when it is called. A caller that has just read the clock passes its reading."""
+    return max(deadline - (time.perf_counter() if now is None else now), floor)
 
 
 @dataclass
@@ -39,16 +51,20 @@ class RunClock:
 
     def left(self, until: float | None = None) -> float:
         """Seconds from now to ``until`` (default: the run's end), never negative."""
-        return max((self.deadline if until is None else until) - time.perf_counter(), 0.0)
+        return seconds_until(self.deadline if until is None else until)
 
     def share(self, fraction: float, until: float | None = None) -> float:
         """The deadline ``fraction`` of the way from now to ``until`` (default: the run's
         end)."""
         return time.perf_counter() + fraction * self.left(until)
 
+    def within(self, seconds: float) -> float:
+        """The deadline at most ``seconds`` from now, within the run."""
+        return min(self.deadline, time.perf_counter() + seconds)
+
     def proof_deadline(self) -> float:
         """When the proofs must stop: at most ``proof_limit`` from now, within the run."""
-        return time.perf_counter() + min(self.proof_limit, self.left())
+        return self.within(self.proof_limit)
 
     def lap(self, name: str) -> float:
         """Record the seconds since the previous lap (or the start) as stage ``name``;

@@ -1,5 +1,7 @@
-"""Default limits on a run, kept light so the command line can show them without loading
-the engine."""
+"""Default limits on a run and the one check of a run's time limits, kept light so the
+command line can show and check them without loading the engine: the library
+(`check_run_options`) and the command line's options (``--time-limit``,
+``--certainty-time-limit``) refuse the same values with the same words."""
 
 from __future__ import annotations
 
@@ -12,17 +14,44 @@ DEFAULT_MAX_ROWS = 1_000_000  # training rows the counts may imply before a run 
 SEED_MAX = 2**31 - 1  # CP-SAT takes a 32-bit seed
 
 
+def time_limit_problem(value: object) -> str | None:
+    """What is wrong with ``value`` as the time a run may take (NaN, infinite, 0 or less, not
+    a number), or None: a time the run can actually use."""
+    if (seconds := _seconds(value)) is not None and seconds > 0:
+        return None
+    return f"must be a positive number of seconds, not {_shown(value)}"
+
+
+def proof_limit_problem(value: object) -> str | None:
+    """What is wrong with ``value`` as the time the proofs may take (NaN, infinite, below 0,
+    not a number), or None: 0 or more seconds."""
+    if (seconds := _seconds(value)) is not None and seconds >= 0:
+        return None
+    return f"must be 0 or a positive number of seconds, not {_shown(value)}"
+
+
+def _seconds(value: object) -> float | None:
+    """``value`` as finite seconds, or None for anything else (booleans included)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _shown(value: object) -> str:
+    """``value`` as the refusal shows it: a number as the command line prints it."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return repr(value)
+    return f"{value:g}"
+
+
 def check_run_options(
     time_limit: float, certainty_time_limit: float, threads: int, seed: int, max_rows: int
 ) -> None:
     """Refuse option values a run cannot honour, naming the option and its valid range."""
-    for name, seconds in (("time_limit", time_limit),
-                          ("certainty_time_limit", certainty_time_limit)):
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not (
-            math.isfinite(seconds) and seconds >= 0
-        ):
-            raise TreeleaksError(f"{name} must be a finite number of seconds, 0 or more, "
-                                 f"got {seconds!r}")
+    for name, problem in (("time_limit", time_limit_problem(time_limit)),
+                          ("certainty_time_limit", proof_limit_problem(certainty_time_limit))):
+        if problem is not None:
+            raise TreeleaksError(f"{name} {problem}")
     for name, value, low, high in (("threads", threads, 1, 1024), ("seed", seed, 0, SEED_MAX),
                                    ("max_rows", max_rows, 1, 2**62)):
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
