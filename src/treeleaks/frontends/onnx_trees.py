@@ -42,22 +42,9 @@ FIELDS = [
 
 def read_onnx(path: Path) -> ReleasedModel:
     """The tree ensemble of the ONNX file at ``path``, read as a file without counts."""
-    import onnx  # a dependency; imported here so that other formats never load it
-    from onnx import helper
+    from onnx import helper  # a dependency; imported here so that other formats never load it
 
-    try:
-        graph = onnx.load(str(path), load_external_data=False).graph
-    except Exception as exc:  # onnx raises DecodeError and friends on damaged files
-        raise ModelFormatError(f"not a readable ONNX file ({type(exc).__name__}): a "
-                               "truncated or damaged file?") from None
-    ensembles = [n for n in graph.node if n.op_type in OPS and n.domain == "ai.onnx.ml"]
-    if len(ensembles) != 1:
-        found = sorted({n.op_type for n in graph.node})
-        raise UnsupportedModelError(
-            f"the ONNX graph holds {len(ensembles)} tree ensembles (operators: "
-            f"{', '.join(found) or 'none'}); treeleaks reads a graph with one "
-            f"{' or '.join(OPS)} (ai.onnx.ml)")
-    node = ensembles[0]
+    graph, node = _ensemble(path)
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     names = _input_names(graph, _n_features(attrs))
     classifier = node.op_type == "TreeEnsembleClassifier"
@@ -84,6 +71,25 @@ def _fractions(weights: list[np.ndarray], n_trees: int, attrs: dict[str, Any]) -
     if all(w.shape[1] == 1 for w in weights):  # two classes, one kept: the other is 1 - p
         return all(((w * n_trees >= -1e-6) & (w * n_trees <= 1 + 1e-4)).all() for w in weights)
     return all(np.allclose(w.sum(axis=1) * n_trees, 1.0, atol=1e-4) for w in weights)
+
+
+def _ensemble(path: Path) -> tuple[Any, Any]:
+    """The file's graph and its one tree ensemble node, refused otherwise."""
+    import onnx
+
+    try:
+        graph = onnx.load(str(path), load_external_data=False).graph
+    except Exception as exc:  # onnx raises DecodeError and friends on damaged files
+        raise ModelFormatError(f"not a readable ONNX file ({type(exc).__name__}): a "
+                               "truncated or damaged file?") from None
+    ensembles = [n for n in graph.node if n.op_type in OPS and n.domain == "ai.onnx.ml"]
+    if len(ensembles) != 1:
+        found = sorted({n.op_type for n in graph.node})
+        raise UnsupportedModelError(
+            f"the ONNX graph holds {len(ensembles)} tree ensembles (operators: "
+            f"{', '.join(found) or 'none'}); treeleaks reads a graph with one "
+            f"{' or '.join(OPS)} (ai.onnx.ml)")
+    return graph, ensembles[0]
 
 
 def _text(value: Any) -> str:
