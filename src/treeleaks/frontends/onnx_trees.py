@@ -144,17 +144,7 @@ def _trees(attrs: dict[str, Any], classifier: bool) -> tuple[list[Nodes], list[n
     weights, leaves by classes; a regressor: one value a leaf)."""
     modes = np.array([_text(m) for m in attrs.get("nodes_modes", [])])
     tree_ids, node_ids = _ints(attrs, "nodes_treeids"), _ints(attrs, "nodes_nodeids")
-    if not modes.size or not (modes.size == tree_ids.size == node_ids.size):
-        raise ModelFormatError("the ONNX tree ensemble's node lists are empty or of "
-                               "different lengths: an edited or damaged file")
-    if (bad := sorted(set(modes.tolist()) - {"LEAF", "BRANCH_LEQ", "BRANCH_LT",
-                                             "BRANCH_GT", "BRANCH_GTE"})):
-        raise UnsupportedModelError(f"the ONNX tree ensemble splits by {', '.join(bad)} "
-                                    "(categories); treeleaks reads threshold splits only")
-    if _ints(attrs, "nodes_missing_value_tracks_true").any():
-        raise UnsupportedModelError("the ONNX tree ensemble sends missing values down the "
-                                    "true branch of some splits (a model fitted with gaps); "
-                                    "treeleaks does not read ONNX gap routing yet")
+    _check_node_lists(attrs, modes, tree_ids, node_ids)
     prefix = "class" if classifier else "target"
     out_tree, out_node = _ints(attrs, f"{prefix}_treeids"), _ints(attrs, f"{prefix}_nodeids")
     out_id, out_weight = _ints(attrs, f"{prefix}_ids"), _floats(attrs, f"{prefix}_weights")
@@ -173,6 +163,23 @@ def _trees(attrs: dict[str, Any], classifier: bool) -> tuple[list[Nodes], list[n
         shapes.append(shape)
         weights.append(outputs if classifier else outputs[:, 0])
     return shapes, weights
+
+
+def _check_node_lists(attrs: dict[str, Any], modes: np.ndarray, tree_ids: np.ndarray,
+                      node_ids: np.ndarray) -> None:
+    """Refuse node lists that are empty or of different lengths, splits other than on a
+    threshold, and gaps routed down the true branch."""
+    if not modes.size or not (modes.size == tree_ids.size == node_ids.size):
+        raise ModelFormatError("the ONNX tree ensemble's node lists are empty or of "
+                               "different lengths: an edited or damaged file")
+    if (bad := sorted(set(modes.tolist()) - {"LEAF", "BRANCH_LEQ", "BRANCH_LT",
+                                             "BRANCH_GT", "BRANCH_GTE"})):
+        raise UnsupportedModelError(f"the ONNX tree ensemble splits by {', '.join(bad)} "
+                                    "(categories); treeleaks reads threshold splits only")
+    if _ints(attrs, "nodes_missing_value_tracks_true").any():
+        raise UnsupportedModelError("the ONNX tree ensemble sends missing values down the "
+                                    "true branch of some splits (a model fitted with gaps); "
+                                    "treeleaks does not read ONNX gap routing yet")
 
 
 def _one_tree(attrs: dict[str, Any], modes: np.ndarray, node_ids: np.ndarray,

@@ -453,9 +453,7 @@ class LeafGradients:
         for index, (tree, value, rows) in enumerate(zip(trees, self.values, self.sums)):
             if value.shape != (tree.n_leaves,) or not np.isfinite(value).all():
                 raise ModelFormatError(f"tree {index}: one finite leaf value per leaf needed")
-            if rows.size and (rows.ndim != 2 or rows.shape[1] != 5
-                              or not np.isin(rows[:, 0], np.arange(tree.n_leaves)).all()
-                              or (rows[:, 3] > rows[:, 4]).any()):
+            if rows.size and _malformed_sums(rows, tree.n_leaves):
                 raise ModelFormatError(f"tree {index}: malformed gradient sums")
 
 
@@ -1036,6 +1034,16 @@ class ReleasedModel:
                 if n_draws is None:
                     n_draws = len(tree.draws)
                 _check_draws(index, tree, rows, n_draws, weighted)
+
+
+def _malformed_sums(rows: np.ndarray, n_leaves: int) -> bool:
+    """Whether a tree's gradient sums are malformed.
+
+    Well formed: rows ``(leaf, a, b, low, high)``, each of a leaf of the tree, low <= high.
+    """
+    return bool(rows.ndim != 2 or rows.shape[1] != 5
+                or not np.isin(rows[:, 0], np.arange(n_leaves)).all()
+                or (rows[:, 3] > rows[:, 4]).any())
 
 
 def _check_draws(index: int, tree: Tree, rows: np.ndarray, n_draws: int, weighted: str
