@@ -30,7 +30,7 @@ from treeleaks.runtime.errors import TreeleaksError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from treeleaks.defences.strip import Stripped
+    from treeleaks.defences.strip import StripOptions, Stripped
     from treeleaks.ir.model import ReleasedModel
 
 
@@ -40,8 +40,8 @@ def strip_command(
     model_path: Annotated[Path, typer.Argument(
         metavar="MODEL", show_default=False,
         help="A framework's model file: scikit-learn .skops, LightGBM .txt, XGBoost .json, "
-             "or a pickle (with --trust-pickle); a treeleaks .json has no "
-             "framework's file to strip.")],
+             "an R model .rds (rpart, randomForest, ranger), or a pickle (with "
+             "--trust-pickle); a treeleaks .json has no framework's file to strip.")],
     out: Annotated[Path, typer.Option(help="Write the stripped model here, in the input's "
                                       "format (same extension).", show_default=False)],
     data: Annotated[Path | None, typer.Option(
@@ -84,16 +84,19 @@ def strip_command(
             fail(f"--label {label!r} is not a column of {data.name}", EXIT_BAD_INPUT)
         rows = frame.drop(columns=[label])
     try:
-        file = load_framework_file(model_path, trust_pickle)  # checked before any framework
-        released = None  # a pipeline's IR, to draw random rows in its columns
-        if _holds_pipeline(file.held):
-            if file.model is None:
-                raise TreeleaksError(file.unread)
-            released = file.model
-        result = strip_in_child(file.held, file.format, rows,
-                                labels=None if frame is None else frame[label],
-                                options=StripOptions(thresholds, round_values),
-                                released=released)
+        if suffix == ".rds":
+            result = _strip_r(model_path, rows, StripOptions(thresholds, round_values))
+        else:
+            file = load_framework_file(model_path, trust_pickle)  # checked first
+            released = None  # a pipeline's IR, to draw random rows in its columns
+            if _holds_pipeline(file.held):
+                if file.model is None:
+                    raise TreeleaksError(file.unread)
+                released = file.model
+            result = strip_in_child(file.held, file.format, rows,
+                                    labels=None if frame is None else frame[label],
+                                    options=StripOptions(thresholds, round_values),
+                                    released=released)
     except (TreeleaksError, ValueError, OSError) as exc:
         said = describe(exc)
         fail(said if model_path.name in said else f"{model_path.name}: {said}",
@@ -117,6 +120,20 @@ def strip_command(
                                   time_limit))
 
 
+def _strip_r(model_path: Path, rows: pd.DataFrame | None, options: StripOptions
+             ) -> Stripped:
+    """An R model stripped (`treeleaks.defences.strip_r`); the options that move
+    thresholds or round values are scikit-learn's only."""
+    from treeleaks.defences.strip import StripOptions
+    from treeleaks.defences.strip_r import strip_r_release
+    from treeleaks.frontends.r_models import read_r_model
+
+    if options != StripOptions():
+        raise TreeleaksError("--thresholds and --round-values change scikit-learn models "
+                             "only; strip an R model without them")
+    return strip_r_release(model_path, read_r_model, rows)
+
+
 def _summary(model_path: Path, out: Path, data: Path | None, result: Stripped) -> Table:
     table = Table(title=escape(f"Stripped {model_path.name} ({result.kind})"),
                   show_header=False, title_justify="left")
@@ -132,7 +149,7 @@ def _summary(model_path: Path, out: Path, data: Path | None, result: Stripped) -
         table.add_row("Predictions", escape(compared.replace("--data", data.name)
                                             if data is not None else compared))
     table.add_row("Compared", escape(", ".join(result.outputs)))
-    table.add_row("Checked", "the file written was loaded back without treeleaks")
+    table.add_row("Checked", escape(result.checked))
     if result.score is not None:
         s = result.score
         table.add_row(f"{s.metric} on {escape(data.name)}", f"{s.before:.4f} → {s.after:.4f}")

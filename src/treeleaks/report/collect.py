@@ -134,7 +134,7 @@ def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
 
     removed = None if model.counts_released else (
         "the counts were removed (a stripped file), and this attack reads them"
-        if model.described().stripped else
+        if model.described().counts_removed_by_publisher else
         "the file stores no counts (its framework keeps none), and this attack reads them")
     worst_case_why = ("the model exposes no per-tree draws, as a bootstrap forest's may"
                       if not draws else "needs your training rows, --data")
@@ -172,12 +172,11 @@ def _regression_refusal(model: ReleasedModel) -> str:
     from treeleaks.attacks.regression import refuse_regression
     from treeleaks.attacks.regression_boosted import is_boosted_regressor
     from treeleaks.runtime.errors import UnsupportedModelError
-    from treeleaks.runtime.vocabulary import Strategy
 
     if is_boosted_regressor(model):  # its own route, which takes every such booster
         return ""
     try:
-        refuse_regression(model, Strategy.AUTO, None, False)
+        refuse_regression(model)
     except UnsupportedModelError as exc:
         return str(exc)
     return ""
