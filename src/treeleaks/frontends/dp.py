@@ -57,22 +57,8 @@ def from_dp_forest(
         raise UnsupportedModelError(
             "the DPRandomForestClassifier is not fitted: call fit(X, y) before auditing it"
         )
-    n_features = int(forest.n_features_in_)
-    if feature_names is None:
-        feature_names = [str(c) for c in getattr(forest, "feature_names_in_", ())] or [
-            f"x{j}" for j in range(n_features)
-        ]
-    elif len(feature_names) != n_features:
-        raise UnsupportedModelError(
-            f"{len(feature_names)} feature names given but the forest was fitted on "
-            f"{n_features} features"
-        )
-    schema, rename = forest.schema_, dict(zip(forest.schema_.names, feature_names))
-    schema = FeatureSchema(
-        {rename[name]: spec for name, spec in schema.features.items()},
-        [[rename[name] for name in group] for group in schema.one_hot_groups],
-        [[rename[name] for name in group] for group in schema.at_most_one_groups],
-    )
+    feature_names = _names(forest, feature_names)
+    schema = _renamed(forest.schema_, feature_names)
     n_trees, epsilon = len(forest.trees_), forest.epsilon_
     noise = None if np.isinf(epsilon) else NoiseMechanism("laplace", epsilon, n_trees / epsilon)
     model = ReleasedModel(
@@ -94,3 +80,28 @@ def from_dp_forest(
     model.description = describe(model, "treeleaks DP", "DPRandomForestClassifier",
                                  dp_fields(), kind=ModelKind.DP_FOREST)
     return model
+
+
+def _names(forest: DPRandomForestClassifier, given: list[str] | None) -> list[str]:
+    """The columns' names: those given (one per feature), else the forest's, else ``x<j>``."""
+    n_features = int(forest.n_features_in_)
+    if given is None:
+        return [str(c) for c in getattr(forest, "feature_names_in_", ())] or [
+            f"x{j}" for j in range(n_features)
+        ]
+    if len(given) != n_features:
+        raise UnsupportedModelError(
+            f"{len(given)} feature names given but the forest was fitted on "
+            f"{n_features} features"
+        )
+    return given
+
+
+def _renamed(schema: FeatureSchema, names: list[str]) -> FeatureSchema:
+    """The forest's schema over ``names`` (in its column order)."""
+    rename = dict(zip(schema.names, names))
+    return FeatureSchema(
+        {rename[name]: spec for name, spec in schema.features.items()},
+        [[rename[name] for name in group] for group in schema.one_hot_groups],
+        [[rename[name] for name in group] for group in schema.at_most_one_groups],
+    )

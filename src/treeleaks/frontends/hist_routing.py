@@ -61,32 +61,44 @@ def hist_routing(estimator: Any, names: list[str], gaps: frozenset[str] = frozen
     (``gaps``: columns known to have held gaps, whatever the splits show)."""
     tables = [p.nodes for per_round in estimator._predictors for p in per_round]
     n = len(names)
-    is_categorical = getattr(estimator, "_is_categorical_remapped", None)
-    is_categorical = np.zeros(n, bool) if is_categorical is None else np.asarray(
-        is_categorical, bool)
+    is_categorical = _remapped_categorical(estimator, n)
     gappy = _gap_columns(tables, n) | _encoded_gaps(estimator, is_categorical)
     if not is_categorical.any() and not gappy.any() and not gaps & set(names):
         return None
-    original = getattr(estimator, "is_categorical_", None)
-    if getattr(estimator, "_preprocessor", None) is not None and original is not None:
-        original = np.asarray(original, bool)
-        column_of = np.concatenate([np.flatnonzero(original), np.flatnonzero(~original)])
-    else:
-        column_of = np.arange(n)
+    column_of = _column_order(estimator, n)
     labels = _category_labels(estimator, is_categorical)
     known = tuple(np.asarray(estimator._bin_mapper.bin_thresholds_[i]) if is_categorical[i]
                   else None for i in range(n))
     feature_of = np.argsort(column_of)  # the predictor feature of each table column
     gappy[feature_of[[j for j, name in enumerate(names) if name in gaps]]] = True
-    columns = []
-    for j, name in enumerate(names):
-        i = int(feature_of[j])
-        categories = None
-        if is_categorical[i]:
-            raw = known[i].astype(np.int64)
-            categories = tuple(labels[i][r] if i in labels else int(r) for r in raw)
-        columns.append(Column(name, categories, bool(gappy[i])))
+    columns = [Column(name, _shown(known[i], labels.get(i)), bool(gappy[i]))
+               for name, i in zip(names, feature_of.tolist(), strict=True)]
     return HistRouting(Layout.of(columns), column_of.astype(np.int64), known)
+
+
+def _shown(known: np.ndarray | None, labels: list[Any] | None) -> tuple[Any, ...] | None:
+    """What a categorical feature's known codes show: their labels, else the codes
+    themselves; None for a numeric feature."""
+    if known is None:
+        return None
+    return tuple(labels[r] if labels is not None else int(r) for r in known.astype(np.int64))
+
+
+def _remapped_categorical(estimator: Any, n: int) -> np.ndarray:
+    """Per predictor feature, whether it is categorical (all False for a model without
+    categories)."""
+    is_categorical = getattr(estimator, "_is_categorical_remapped", None)
+    return np.zeros(n, bool) if is_categorical is None else np.asarray(is_categorical, bool)
+
+
+def _column_order(estimator: Any, n: int) -> np.ndarray:
+    """Per predictor feature, its table column: the model's own encoder puts the
+    categorical columns first."""
+    original = getattr(estimator, "is_categorical_", None)
+    if getattr(estimator, "_preprocessor", None) is not None and original is not None:
+        original = np.asarray(original, bool)
+        return np.concatenate([np.flatnonzero(original), np.flatnonzero(~original)])
+    return np.arange(n)
 
 
 def _gap_columns(tables: list[np.ndarray], n: int) -> np.ndarray:

@@ -67,15 +67,11 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     text, a ``Booster`` or a fitted ``LGBMClassifier`` (see the module doc). A file without
     its counts (``treeleaks strip``) raises `CountsRemovedError`, or with
     ``counts_removed_ok`` comes back as its structure alone."""
-    classes: list[Any] = [0, 1]
-    if hasattr(source, "booster_"):  # LGBMClassifier: its labels, then its booster
-        classes = np.asarray(getattr(source, "classes_", classes)).tolist()
-        source = source.booster_
+    source, classes = _booster_and_classes(source)
     head, trees, params = _sections(_model_text(source))
     objective = head.get("objective", "").split()
     _check_objective(objective)
-    if objective[0] == "multiclass" and classes == [0, 1]:  # a file: its classes by index
-        classes = list(range(int(_option(objective, "num_class", 2))))
+    classes = _classes(objective, classes)
     _check_boosting(objective, params)
     names = feature_names or head.get("feature_names", "").split()
     if not trees:
@@ -85,14 +81,8 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     if _counts_missing(trees):
         if not counts_removed_ok:
             raise counts_removed("LightGBM model", "no tree keeps its leaf_count")
-        shapes = [_tree(_zero_counts(block), index, names, routing)
-                  for index, block in enumerate(trees)]
-        regression = objective[0] == "regression"
-        about = Stripped("LightGBM", f"objective {objective[0]}", lightgbm_fields(
-            regression, objective[0] == "multiclass"), ModelKind.GRADIENT_BOOSTED)
-        return with_routing(structure_only([c[0] for c in shapes], [] if regression else classes,
-                                      features, label_name, "LightGBM", about,
-                                      shapes[0][3] if regression else None), routing)
+        return with_routing(_structure(trees, names, routing, objective[0], classes, features,
+                                       label_name), routing)
     converted = [_tree(block, index, names, routing) for index, block in enumerate(trees)]
     _same_rows([count for _, count, _, _ in converted], params)
     eta = _float(params, "learning_rate", 0.1)
@@ -102,6 +92,44 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     if objective[0] == "multiclass":
         return with_routing(_multiclass(converted, classes, features, eta, l2, label_name),
                        routing)
+    return with_routing(_binary(converted, params, classes, features, eta, l2, label_name),
+                        routing)
+
+
+def _booster_and_classes(source: Any) -> tuple[Any, list[Any]]:
+    """A fitted ``LGBMClassifier``'s booster and labels; anything else as it is, with the
+    labels 0 and 1."""
+    if not hasattr(source, "booster_"):
+        return source, [0, 1]
+    return source.booster_, np.asarray(getattr(source, "classes_", [0, 1])).tolist()
+
+
+def _classes(objective: list[str], given: list[Any]) -> list[Any]:
+    """The classes: a multiclass file's by index, unless a fitted classifier gave its
+    labels."""
+    if objective[0] == "multiclass" and given == [0, 1]:  # a file: its classes by index
+        return list(range(int(_option(objective, "num_class", 2))))
+    return given
+
+
+def _structure(trees: list[dict[str, str]], names: list[str],
+               routing: LightGBMRouting | None, objective: str, classes: list[Any],
+               features: list[str], label_name: str) -> ReleasedModel:
+    """A stripped file's model: its trees' structure alone (``counts_removed_ok``)."""
+    shapes = [_tree(_zero_counts(block), index, names, routing)
+              for index, block in enumerate(trees)]
+    regression = objective == "regression"
+    about = Stripped("LightGBM", f"objective {objective}", lightgbm_fields(
+        regression, objective == "multiclass"), ModelKind.GRADIENT_BOOSTED)
+    return structure_only([c[0] for c in shapes], [] if regression else classes,
+                          features, label_name, "LightGBM", about,
+                          shapes[0][3] if regression else None)
+
+
+def _binary(converted: list[_Converted], params: dict[str, str], classes: list[Any],
+            features: list[str], eta: float, l2: float, label_name: str) -> ReleasedModel:
+    """A binary classifier: every tree's row counts, the first tree's class counts from its
+    values, the later trees' gradient sums."""
     _hessians_fit_counts(converted)
     _, count, hessian, value = converted[0]
     positives = first_tree_positives(count, hessian, value, eta, l2, _options_used(params))
@@ -114,7 +142,7 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     model.validate()
     model.description = describe(model, "LightGBM", "objective binary",
                                  lightgbm_fields(False))
-    return with_routing(model, routing)
+    return model
 
 
 def _column_names(head: dict[str, str]) -> list[str]:
@@ -390,17 +418,26 @@ def _sections(text: str) -> tuple[dict[str, str], list[dict[str, str]], dict[str
             current, ended = None, True
         elif line in ("parameters:", "end of parameters") and current is None:
             parameters = 1 if line == "parameters:" else 2
-        elif line.startswith("pandas_categorical:") and current is None:
-            head["pandas_categorical"] = line.split(":", 1)[1]
-        elif line.startswith("[") and line.endswith("]") and ": " in line:
-            key, value = line[1:-1].split(": ", 1)
-            params[key] = value
-        elif "=" in line and current is not None:
-            key, value = line.split("=", 1)
-            current[key] = value
+        else:
+            _store_field(line, current, head, params)
     _check_complete(head, len(trees), "end of trees" if not ended else (
         "end of parameters" if parameters == 1 else None))
     return head, trees, params
+
+
+def _store_field(line: str, current: dict[str, str] | None, head: dict[str, str],
+                 params: dict[str, str]) -> None:
+    """File one line that opens no section: the pandas categories (after the trees) into
+    the header, a ``[key: value]`` line into the parameters, a ``key=value`` line into the
+    section it sits in (the header or the current tree)."""
+    if line.startswith("pandas_categorical:") and current is None:
+        head["pandas_categorical"] = line.split(":", 1)[1]
+    elif line.startswith("[") and line.endswith("]") and ": " in line:
+        key, value = line[1:-1].split(": ", 1)
+        params[key] = value
+    elif "=" in line and current is not None:
+        key, value = line.split("=", 1)
+        current[key] = value
 
 
 def check_tree_sizes(text: str) -> None:
@@ -465,20 +502,8 @@ def _tree(block: dict[str, str], index: int, names: list[str],
                        high=len(names) - 1 if names else math.inf)
     decision = _numbers(block, "decision_type", index, n_internal, whole=True, low=0)
     threshold = _thresholds(block, index, n_internal, decision)
-    children = [_numbers(block, key, index, n_internal, whole=True,
-                         low=-n_leaves, high=n_internal - 1)
-                for key in ("left_child", "right_child")]
-    left, right = (np.where(c >= 0, c, n_internal + ~c) for c in children)
-    n_nodes = n_internal + n_leaves
-    if not (min(left.min(), right.min()) > 0 and max(left.max(), right.max()) < n_nodes):
-        raise ModelFormatError(f"LightGBM tree {index}: a child index is out of range")
-    inner = (_numbers(block, "internal_count", index, n_internal, whole=True, low=0)
-             if "internal_count" in block else np.zeros(0))
-    if inner.any() and count.any():  # both kept (not stripped): nodes, then the leaves
-        no_child = np.full(n_leaves, -1)
-        check_node_sums(np.concatenate([left, no_child]), np.concatenate([right, no_child]),
-                        np.concatenate([inner, count]), f"LightGBM tree {index}",
-                        "rows (internal_count, leaf_count)")
+    left, right = _children(block, index, n_internal, n_leaves)
+    _check_row_sums(block, index, left, right, count)
     if routing is not None:  # gaps and categories spelled out (`lightgbm_routing`)
         nodes, kept = routing.tree(block, index, feature, threshold, decision, left, right,
                                    count)
@@ -489,6 +514,34 @@ def _tree(block: dict[str, str], index: int, names: list[str],
              np.concatenate([left, np.full(n_leaves, -1)]),
              np.concatenate([right, np.full(n_leaves, -1)]), leaf_of_node)
     return nodes, count, hessian, value
+
+
+def _children(block: dict[str, str], index: int, n_internal: int, n_leaves: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Each internal node's children, numbered internal nodes first, then leaves (the file
+    writes leaf k as ~k), every one in range."""
+    children = [_numbers(block, key, index, n_internal, whole=True,
+                         low=-n_leaves, high=n_internal - 1)
+                for key in ("left_child", "right_child")]
+    left, right = (np.where(c >= 0, c, n_internal + ~c) for c in children)
+    n_nodes = n_internal + n_leaves
+    if not (min(left.min(), right.min()) > 0 and max(left.max(), right.max()) < n_nodes):
+        raise ModelFormatError(f"LightGBM tree {index}: a child index is out of range")
+    return left, right
+
+
+def _check_row_sums(block: dict[str, str], index: int, left: np.ndarray, right: np.ndarray,
+                    count: np.ndarray) -> None:
+    """Each internal node's rows (``internal_count``) the sum of its children's, when the
+    file keeps both them and the leaves' (it is not stripped)."""
+    n_internal, n_leaves = left.size, count.size
+    inner = (_numbers(block, "internal_count", index, n_internal, whole=True, low=0)
+             if "internal_count" in block else np.zeros(0))
+    if inner.any() and count.any():  # both kept (not stripped): nodes, then the leaves
+        no_child = np.full(n_leaves, -1)
+        check_node_sums(np.concatenate([left, no_child]), np.concatenate([right, no_child]),
+                        np.concatenate([inner, count]), f"LightGBM tree {index}",
+                        "rows (internal_count, leaf_count)")
 
 
 def _thresholds(block: dict[str, str], index: int, n_internal: int, decision: np.ndarray

@@ -92,18 +92,11 @@ def lightgbm_routing(head: dict[str, str], trees: list[dict[str, str]], names: l
     the parameters (``categorical_feature``), ``feature_infos`` or a split name."""
     infos = head.get("feature_infos", "").split()
     split_kinds = _split_kinds(trees, len(names), names)
-    declared = params.get("categorical_feature", "").replace(",", " ").split()
-    listed = {int(index) for index in declared if index.isdigit()}
-    categorical = [j for j in range(len(names)) if (j < len(infos) and _is_category_info(
-        infos[j])) or split_kinds[j][0] or j in listed]
+    categorical = _categorical_columns(infos, split_kinds, params)
     gaps = [split_kinds[j][1] for j in range(len(names))]
     if not categorical and not any(gaps):
         return None
-    for j in categorical:
-        if split_kinds[j][2]:
-            raise ModelFormatError(
-                f"LightGBM model file: feature {names[j]!r} is split both as a number and as "
-                "a category (decision_type, feature_infos): an edited file?")
+    _check_one_kind(categorical, split_kinds, names)
     labels, facts = _labels(head.get("pandas_categorical", ""), categorical, names)
     named = _named_codes(trees)
     columns, index_of = [], {}
@@ -111,26 +104,54 @@ def lightgbm_routing(head: dict[str, str], trees: list[dict[str, str]], names: l
         if j not in categorical:
             columns.append(Column(name, None, gaps[j]))
             continue
-        if j in labels:
-            values = list(range(len(labels[j])))
-            shown: tuple[Any, ...] = tuple(labels[j])
-            unlisted = sorted(c for c in named.get(j, ()) if c >= len(values))
-            if unlisted:
-                facts[f"categories of {name!r} a split names but pandas_categorical lacks"] = (
-                    f"codes {', '.join(map(str, unlisted))}: no row of the listed categories "
-                    "holds them")
-        else:
-            seen = ({int(float(c)) for c in infos[j].split(":")}
-                    if j < len(infos) and _is_category_info(infos[j]) else set())
-            values = sorted(c for c in seen | named.get(j, set()) if c >= 0)
-            shown = tuple(values)
-            if not values:  # declared categorical, never split, its codes unlisted
-                columns.append(Column(name, None, False))
-                continue
+        coded = _category_codes(name, labels.get(j), infos[j] if j < len(infos) else "none",
+                                named.get(j, set()), facts)
+        if coded is None:  # declared categorical, never split, its codes unlisted
+            columns.append(Column(name, None, False))
+            continue
+        values, shown = coded
         index_of[j] = {value: i for i, value in enumerate(values)}
         columns.append(Column(name, shown, gaps[j]))
     fills = {j: 0.0 for j in range(len(names)) if split_kinds[j][2] and not gaps[j]}
     return LightGBMRouting(Layout.of(columns), index_of, facts, fills)
+
+
+def _categorical_columns(infos: list[str], split_kinds: list[list[bool]],
+                         params: dict[str, str]) -> list[int]:
+    """The columns ``feature_infos`` lists categories of, a split reads as a category or
+    the parameters declare (``categorical_feature``)."""
+    declared = params.get("categorical_feature", "").replace(",", " ").split()
+    listed = {int(index) for index in declared if index.isdigit()}
+    return [j for j in range(len(split_kinds)) if (j < len(infos) and _is_category_info(
+        infos[j])) or split_kinds[j][0] or j in listed]
+
+
+def _check_one_kind(categorical: list[int], split_kinds: list[list[bool]],
+                    names: list[str]) -> None:
+    """Refuse a categorical column that a split also reads as a number."""
+    for j in categorical:
+        if split_kinds[j][2]:
+            raise ModelFormatError(
+                f"LightGBM model file: feature {names[j]!r} is split both as a number and as "
+                "a category (decision_type, feature_infos): an edited file?")
+
+
+def _category_codes(name: str, label: list[Any] | None, info: str, named: set[int],
+                    facts: dict[str, Any]) -> tuple[list[int], tuple[Any, ...]] | None:
+    """A categorical column's codes and what each shows: its ``pandas_categorical`` list
+    (``label``), else the codes ``feature_infos`` (``info``) and the splits name; None
+    when neither names one. What the reader should know goes into ``facts``."""
+    if label is not None:
+        values = list(range(len(label)))
+        unlisted = sorted(c for c in named if c >= len(values))
+        if unlisted:
+            facts[f"categories of {name!r} a split names but pandas_categorical lacks"] = (
+                f"codes {', '.join(map(str, unlisted))}: no row of the listed categories "
+                "holds them")
+        return values, tuple(label)
+    seen = {int(float(c)) for c in info.split(":")} if _is_category_info(info) else set()
+    values = sorted(c for c in seen | named if c >= 0)
+    return (values, tuple(values)) if values else None
 
 
 def _missing(decision: int) -> int:

@@ -24,7 +24,7 @@ import numpy as np
 
 from treeleaks.frontends.boosting import Nodes
 from treeleaks.frontends.gaps import with_routing
-from treeleaks.frontends.onnx_routing import onnx_routing
+from treeleaks.frontends.onnx_routing import OnnxRouting, onnx_routing
 from treeleaks.frontends.stripped import Stripped, structure_only
 from treeleaks.ir.description import ModelKind, StoredField
 from treeleaks.ir.model import ModelFormatError, ReleasedModel
@@ -86,22 +86,9 @@ def read_onnx(path: Path) -> ReleasedModel:
 
 def read_onnx_ensemble(path: Path) -> OnnxEnsemble:
     """The tree ensemble of the ONNX file at ``path`` with its leaf outputs."""
-    import onnx  # a dependency; imported here so that other formats never load it
-    from onnx import helper
+    from onnx import helper  # a dependency; imported here so that other formats never load it
 
-    try:
-        graph = onnx.load(str(path), load_external_data=False).graph
-    except Exception as exc:  # onnx raises DecodeError and friends on damaged files
-        raise ModelFormatError(f"not a readable ONNX file ({type(exc).__name__}): a "
-                               "truncated or damaged file?") from None
-    ensembles = [n for n in graph.node if n.op_type in OPS and n.domain == "ai.onnx.ml"]
-    if len(ensembles) != 1:
-        found = sorted({n.op_type for n in graph.node})
-        raise UnsupportedModelError(
-            f"the ONNX graph holds {len(ensembles)} tree ensembles (operators: "
-            f"{', '.join(found) or 'none'}); treeleaks reads a graph with one "
-            f"{' or '.join(OPS)} (ai.onnx.ml)")
-    node = ensembles[0]
+    graph, node = _ensemble(path)
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     names = _input_names(graph, _n_features(attrs))
     classifier = node.op_type == "TreeEnsembleClassifier"
@@ -109,10 +96,7 @@ def read_onnx_ensemble(path: Path) -> OnnxEnsemble:
     shapes, weights, gap_left = _trees(attrs, classifier)
     routing = onnx_routing(shapes, gap_left, names)
     if routing is not None:
-        for index, shape in enumerate(shapes):
-            shapes[index], kept = routing.spelled(index, shape)
-            weights[index] = weights[index][kept]
-        names = list(routing.layout.names)
+        names = _spelled_out(routing, shapes, weights)
     about = Stripped("ONNX", node.op_type, list(FIELDS),
                      ModelKind.SINGLE_TREE if len(shapes) == 1 else None)
     # a regressor's first tree: its leaf outputs as stored (a single tree's are its targets'
@@ -127,6 +111,35 @@ def read_onnx_ensemble(path: Path) -> OnnxEnsemble:
     return OnnxEnsemble(model, weights, _floats(attrs, "base_values"),
                         _text(attrs.get("post_transform", b"NONE")),
                         _text(attrs.get("aggregate_function", b"SUM")))
+
+
+def _ensemble(path: Path) -> tuple[Any, Any]:
+    """The file's graph and its one tree ensemble node, refused otherwise."""
+    import onnx
+
+    try:
+        graph = onnx.load(str(path), load_external_data=False).graph
+    except Exception as exc:  # onnx raises DecodeError and friends on damaged files
+        raise ModelFormatError(f"not a readable ONNX file ({type(exc).__name__}): a "
+                               "truncated or damaged file?") from None
+    ensembles = [n for n in graph.node if n.op_type in OPS and n.domain == "ai.onnx.ml"]
+    if len(ensembles) != 1:
+        found = sorted({n.op_type for n in graph.node})
+        raise UnsupportedModelError(
+            f"the ONNX graph holds {len(ensembles)} tree ensembles (operators: "
+            f"{', '.join(found) or 'none'}); treeleaks reads a graph with one "
+            f"{' or '.join(OPS)} (ai.onnx.ml)")
+    return graph, ensembles[0]
+
+
+def _spelled_out(routing: OnnxRouting, shapes: list[Nodes], weights: list[np.ndarray]
+                 ) -> list[str]:
+    """Each tree's gap splits spelled out (`onnx_routing`), in place, its leaves no row
+    reaches dropped from ``weights``; the features the trees then read."""
+    for index, shape in enumerate(shapes):
+        shapes[index], kept = routing.spelled(index, shape)
+        weights[index] = weights[index][kept]
+    return list(routing.layout.names)
 
 
 def _fractions(weights: list[np.ndarray], n_trees: int, attrs: dict[str, Any]) -> bool:
@@ -193,6 +206,27 @@ def _trees(attrs: dict[str, Any], classifier: bool
     (True: a NaN goes left in the IR)."""
     modes = np.array([_text(m) for m in attrs.get("nodes_modes", [])])
     tree_ids, node_ids = _ints(attrs, "nodes_treeids"), _ints(attrs, "nodes_nodeids")
+    _check_node_lists(modes, tree_ids, node_ids)
+    prefix = "class" if classifier else "target"
+    outs = (_ints(attrs, f"{prefix}_treeids"), _ints(attrs, f"{prefix}_nodeids"),
+            _ints(attrs, f"{prefix}_ids"), _floats(attrs, f"{prefix}_weights"))
+    shapes, weights, gap_left = [], [], []
+    tracks = _gap_tracks(attrs, modes.size)
+    for tree in np.unique(tree_ids).tolist():
+        mine = np.flatnonzero(tree_ids == tree)
+        shape, leaf_nodes = _one_tree(attrs, modes, node_ids, mine, tree)
+        true_side = (tracks[mine] == 1) if tracks.size else np.zeros(mine.size, dtype=bool)
+        swapped = np.isin(modes[mine][np.argsort(node_ids[mine])], ("BRANCH_GT", "BRANCH_GTE"))
+        gap_left.append((true_side[np.argsort(node_ids[mine])] != swapped) & (shape[0] >= 0))
+        outputs = _leaf_outputs(tree, leaf_nodes, outs)
+        shapes.append(shape)
+        weights.append(outputs if classifier else outputs[:, 0])
+    return shapes, weights, gap_left
+
+
+def _check_node_lists(modes: np.ndarray, tree_ids: np.ndarray, node_ids: np.ndarray) -> None:
+    """Refuse node lists that are empty or of different lengths, and splits other than on
+    a threshold."""
     if not modes.size or not (modes.size == tree_ids.size == node_ids.size):
         raise ModelFormatError("the ONNX tree ensemble's node lists are empty or of "
                                "different lengths: an edited or damaged file")
@@ -200,32 +234,32 @@ def _trees(attrs: dict[str, Any], classifier: bool
                                              "BRANCH_GT", "BRANCH_GTE"})):
         raise UnsupportedModelError(f"the ONNX tree ensemble splits by {', '.join(bad)} "
                                     "(categories); treeleaks reads threshold splits only")
-    prefix = "class" if classifier else "target"
-    out_tree, out_node = _ints(attrs, f"{prefix}_treeids"), _ints(attrs, f"{prefix}_nodeids")
-    out_id, out_weight = _ints(attrs, f"{prefix}_ids"), _floats(attrs, f"{prefix}_weights")
-    width = int(out_id.max(initial=0)) + 1
-    shapes, weights, gap_left = [], [], []
+
+
+def _gap_tracks(attrs: dict[str, Any], n_nodes: int) -> np.ndarray:
+    """Per node, 1 where a missing value goes down the true branch (empty: none said)."""
     tracks = _ints(attrs, "nodes_missing_value_tracks_true")
-    if tracks.size and tracks.size != modes.size:
+    if tracks.size and tracks.size != n_nodes:
         raise ModelFormatError("the ONNX tree ensemble's nodes_missing_value_tracks_true has "
-                               f"{tracks.size} entries for {modes.size} nodes: an edited or "
+                               f"{tracks.size} entries for {n_nodes} nodes: an edited or "
                                "damaged file")
-    for tree in np.unique(tree_ids).tolist():
-        mine = np.flatnonzero(tree_ids == tree)
-        shape, leaf_nodes = _one_tree(attrs, modes, node_ids, mine, tree)
-        true_side = (tracks[mine] == 1) if tracks.size else np.zeros(mine.size, dtype=bool)
-        swapped = np.isin(modes[mine][np.argsort(node_ids[mine])], ("BRANCH_GT", "BRANCH_GTE"))
-        gap_left.append((true_side[np.argsort(node_ids[mine])] != swapped) & (shape[0] >= 0))
-        outputs = np.zeros((len(leaf_nodes), width))
-        index = {node: i for i, node in enumerate(leaf_nodes)}
-        for j in np.flatnonzero(out_tree == tree).tolist():
-            if int(out_node[j]) not in index:
-                raise ModelFormatError(f"ONNX tree {tree}: an output names node "
-                                       f"{int(out_node[j])}, which is not a leaf")
-            outputs[index[int(out_node[j])], out_id[j]] += out_weight[j]
-        shapes.append(shape)
-        weights.append(outputs if classifier else outputs[:, 0])
-    return shapes, weights, gap_left
+    return tracks
+
+
+def _leaf_outputs(tree: int, leaf_nodes: list[int],
+                  outs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    """Tree ``tree``'s leaves by outputs (``outs``: the ensemble's output lists, each
+    entry's tree, node, output and weight), an entry on a node that is no leaf refused."""
+    out_tree, out_node, out_id, out_weight = outs
+    width = int(out_id.max(initial=0)) + 1
+    outputs = np.zeros((len(leaf_nodes), width))
+    index = {node: i for i, node in enumerate(leaf_nodes)}
+    for j in np.flatnonzero(out_tree == tree).tolist():
+        if int(out_node[j]) not in index:
+            raise ModelFormatError(f"ONNX tree {tree}: an output names node "
+                                   f"{int(out_node[j])}, which is not a leaf")
+        outputs[index[int(out_node[j])], out_id[j]] += out_weight[j]
+    return outputs
 
 
 def _one_tree(attrs: dict[str, Any], modes: np.ndarray, node_ids: np.ndarray,

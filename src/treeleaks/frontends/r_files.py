@@ -96,12 +96,9 @@ def _converted(obj: Any, inside: frozenset[int] = frozenset()) -> RValue:
         return RValue(kind, None if id(obj) in inside else _bindings(obj, inside | {id(obj)}))
     attributes = ({name: value for name, value in _pairlist(obj.attributes, inside).items()}
                   if obj.attributes is not None else {})
+    value: Any
     if kind in _VECTORS:
-        value: Any = np.asarray(obj.value)
-        dim = attributes.get("dim")
-        if dim is not None and dim.kind in ("INT", "REAL") and int(np.prod(dim.value)) == \
-                value.size:
-            value = value.reshape(tuple(int(d) for d in dim.value), order="F")
+        value = _shaped(np.asarray(obj.value), attributes.get("dim"))
     elif kind == "STR":
         value = [None if c.value is None else c.value.decode("utf-8", "replace")
                  for c in obj.value]
@@ -112,6 +109,15 @@ def _converted(obj: Any, inside: frozenset[int] = frozenset()) -> RValue:
     else:  # code: a call, a formula, an environment, a function; kept by name only
         value = None
     return RValue(kind, value, attributes)
+
+
+def _shaped(value: np.ndarray, dim: RValue | None) -> np.ndarray:
+    """A vector as the array its ``dim`` attribute says (R's column-major order), when
+    that fits its length."""
+    if dim is not None and dim.kind in ("INT", "REAL") and int(np.prod(dim.value)) == \
+            value.size:
+        return value.reshape(tuple(int(d) for d in dim.value), order="F")
+    return value
 
 
 def _pairlist(obj: Any, inside: frozenset[int] = frozenset()) -> dict[str, RValue]:

@@ -16,6 +16,7 @@ output kept apart (`Forest.outputs`) to check routing against R's predictions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -69,9 +70,9 @@ def read_random_forest(obj: RValue) -> Forest:
         if not 0 < size <= nodes:
             raise ModelFormatError(f"randomForest tree {t + 1}: ndbigtree {size} is not "
                                    f"between 1 and nrnodes {nodes}")
-        tree, out = _tree(t, status[:size, t], daughters[0][:size, t],
-                          daughters[1][:size, t], bestvar[:size, t], split[:size, t],
-                          pred[:size, t], names, ncat, max(1, len(classes)))
+        columns = (status, daughters[0], daughters[1], bestvar, split, pred)
+        tree, out = _tree(t, _RNodes(*(c[:size, t] for c in columns)), names, ncat,
+                          max(1, len(classes)))
         trees.append(tree)
         outputs.append(out)
     if classes and any(((o < 0) | (o >= len(classes))).any() for o in outputs):
@@ -84,10 +85,22 @@ def read_random_forest(obj: RValue) -> Forest:
     return Forest(model, outputs)
 
 
-def _tree(t: int, status: np.ndarray, left: np.ndarray, right: np.ndarray,
-          bestvar: np.ndarray, split: np.ndarray, pred: np.ndarray, names: list[str],
-          ncat: np.ndarray, columns: int) -> tuple[Tree, np.ndarray]:
+class _RNodes(NamedTuple):
+    """One tree's nodes as the forest's matrices hold them (a column each, cut to the
+    nodes it uses; R's 1-based numbers)."""
+
+    status: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    bestvar: np.ndarray
+    split: np.ndarray
+    pred: np.ndarray
+
+
+def _tree(t: int, nodes: _RNodes, names: list[str], ncat: np.ndarray, columns: int
+          ) -> tuple[Tree, np.ndarray]:
     """One tree in the IR (node i is R's node i + 1) and its leaves' outputs."""
+    status, left, right, bestvar, split, pred = nodes
     is_leaf = status == TERMINAL
     inner = ~is_leaf
     if ((bestvar[inner] < 1) | (bestvar[inner] > len(names))).any():

@@ -27,7 +27,7 @@ from treeleaks.frontends.r_files import RValue, element, numbers, read_rds
 from treeleaks.frontends.r_forest import read_random_forest
 from treeleaks.frontends.ranger import forest_kind, read_ranger
 from treeleaks.frontends.rpart import read_rpart, rpart_leaves
-from treeleaks.ir.description import StoredField, describe
+from treeleaks.ir.description import ModelDescription, StoredField, describe
 from treeleaks.ir.model import ModelFormatError, ReleasedModel
 from treeleaks.runtime.errors import UnsupportedModelError
 
@@ -137,7 +137,30 @@ def _forest(obj: RValue) -> RModel:
                           "majority) or mean target; no row counts at any node, so no "
                           "attack that reads counts applies")]
     n = _rows_stored(obj)
+    rows, per_row = _training_record(obj, n, model)
+    fields += per_row
+    errors = ("err.rate", "confusion") if not regression else ("mse", "rsq")
+    if any(_present(obj, name) for name in errors):
+        fields.append(StoredField(", ".join(errors), "the out-of-bag error after every tree" + (
+            "; the confusion matrix counts the labels: the class balance"
+            if not regression else "")))
+    if _present(obj, "inbag"):
+        rows["inbag"] = _inbag(obj, n, model.n_trees)
+        _keep_draws(model, rows["inbag"])
+        fields.append(StoredField("inbag", "how often every tree drew each training row (the "
+                                  "draws), in training order"))
+    fields += _data_fields(obj)
+    model.description = _forest_description(model, fields, rows, n)
+    return RModel(model, read.outputs, rows)
+
+
+def _training_record(obj: RValue, n: int | None, model: ReleasedModel
+                     ) -> tuple[dict[str, np.ndarray], list[StoredField]]:
+    """What a randomForest keeps per training row (its label or target, out-of-bag
+    prediction, votes and times left out), and the stored fields saying so."""
+    regression = model.is_regression
     rows: dict[str, np.ndarray] = {}
+    fields = []
     if _present(obj, "y"):
         y = _per_row(obj, "y", n, whole=not regression)
         rows["y"] = y if regression else y - 1
@@ -157,22 +180,23 @@ def _forest(obj: RValue) -> RModel:
         rows["oob.times"] = _per_row(obj, "oob.times", n)
         fields.append(StoredField("oob.times", "how many trees left each training row out, "
                                   "in training order"))
-    errors = ("err.rate", "confusion") if not regression else ("mse", "rsq")
-    if any(_present(obj, name) for name in errors):
-        fields.append(StoredField(", ".join(errors), "the out-of-bag error after every tree" + (
-            "; the confusion matrix counts the labels: the class balance"
-            if not regression else "")))
-    if _present(obj, "inbag"):
-        inbag = element(obj, "inbag")
-        draws = numbers(inbag, "inbag").reshape(np.shape(inbag.value))
-        if draws.shape != (n if n is not None else draws.shape[0], model.n_trees):
-            raise ModelFormatError(f"randomForest field 'inbag' must have shape "
-                                   f"({n}, {model.n_trees}): training rows by trees")
-        rows["inbag"] = draws
-        _keep_draws(model, draws)
-        fields.append(StoredField("inbag", "how often every tree drew each training row (the "
-                                  "draws), in training order"))
-    fields += _data_fields(obj)
+    return rows, fields
+
+
+def _inbag(obj: RValue, n: int | None, n_trees: int) -> np.ndarray:
+    """The draws (``keep.inbag``): training rows by trees."""
+    inbag = element(obj, "inbag")
+    draws = numbers(inbag, "inbag").reshape(np.shape(inbag.value))
+    if draws.shape != (n if n is not None else draws.shape[0], n_trees):
+        raise ModelFormatError(f"randomForest field 'inbag' must have shape "
+                               f"({n}, {n_trees}): training rows by trees")
+    return draws
+
+
+def _forest_description(model: ReleasedModel, fields: list[StoredField],
+                        rows: dict[str, np.ndarray], n: int | None) -> ModelDescription:
+    """A randomForest's description: N and the class balance from y when it is kept."""
+    regression = model.is_regression
     kind = "regression" if regression else "classification"
     about = describe(model, "R", f"randomForest ({kind})", fields, bootstrap=True)
     if "y" in rows:
@@ -182,8 +206,7 @@ def _forest(obj: RValue) -> RModel:
             about, n_rows=n, n_rows_how="the length of y, every training row's label" if
             not regression else "the length of y, every training row's target",
             class_balance=balance)
-    model.description = dataclasses.replace(about, draws_exposed="inbag" in rows)
-    return RModel(model, read.outputs, rows)
+    return dataclasses.replace(about, draws_exposed="inbag" in rows)
 
 
 def _present(obj: RValue, name: str) -> bool:

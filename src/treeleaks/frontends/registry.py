@@ -208,9 +208,9 @@ def reader_named(name: str) -> Reader:
     return next(r for r in READERS if r.name == name)
 
 
-def reader_for(file: ModelFile) -> Reader:
-    """The format of ``file``: by its suffix (another suffix: by its first bytes), then by
-    the sniffs of the formats sharing it."""
+def _candidates(file: ModelFile) -> list[Reader]:
+    """The formats ``file`` may be: those of its suffix, else those whose first bytes it
+    has; refused when none."""
     candidates = [r for r in READERS if file.suffix in r.suffixes]
     if not candidates:  # another extension (.sav, .model, .bin, none): the content tells
         candidates = [r for r in READERS if r.magic is not None and r.magic(file.head)]
@@ -219,6 +219,13 @@ def reader_for(file: ModelFile) -> Reader:
             f"cannot read {file.path.name!r}: unknown model file type "
             f"{file.suffix or '(no extension)'!r}, and its first bytes are none of the formats "
             f"treeleaks reads ({', '.join(SUFFIXES)})")
+    return candidates
+
+
+def reader_for(file: ModelFile) -> Reader:
+    """The format of ``file``: by its suffix (another suffix: by its first bytes), then by
+    the sniffs of the formats sharing it."""
+    candidates = _candidates(file)
     for reader in candidates:
         if reader.sniff is None or len(candidates) == 1 or reader.sniff(file):
             return reader

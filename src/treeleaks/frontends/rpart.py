@@ -99,26 +99,34 @@ def _structure(obj: RValue, frame: RValue, var: list[str], ids: np.ndarray,
     for node, name in enumerate(var):
         if name == LEAF:
             continue
-        if splits is None or splits.value.ndim != 2 or splits.value.shape[1] < 4 or \
-                row >= splits.value.shape[0]:
-            raise ModelFormatError("rpart field 'splits' has no primary split for node "
-                                   f"{int(ids[node])}")
-        if name not in names:
-            raise ModelFormatError(f"rpart node {int(ids[node])} splits on {name!r}, which "
-                                   "is not one of the tree's variables")
-        ncat, cut = splits.value[row, 1], splits.value[row, 3]
-        if abs(ncat) != 1:
-            raise UnsupportedModelError(
-                f"rpart node {int(ids[node])} splits the categorical variable {name!r} into "
-                "groups of categories; treeleaks reads rpart's numerical splits only so far")
-        kids = [position.get(2 * int(ids[node])), position.get(2 * int(ids[node]) + 1)]
-        if None in kids:
-            raise ModelFormatError(f"rpart's frame lacks a child of node {int(ids[node])}")
-        low, high = kids if ncat < 0 else kids[::-1]  # the child of x < cut goes left
-        feature[node], threshold[node] = names.index(name), np.nextafter(cut, -np.inf)
-        left[node], right[node] = low, high
+        feature[node], threshold[node], left[node], right[node] = _primary_split(
+            splits, row, int(ids[node]), name, names, position)
         row += 1 + int(extra[node])
     return feature, threshold, left, right
+
+
+def _primary_split(splits: RValue | None, row: int, node_id: int, name: str,
+                   names: list[str], position: dict[int, int]
+                   ) -> tuple[int, float, int, int]:
+    """Node ``node_id``'s split (row ``row`` of ``splits``, on variable ``name``): its
+    feature, threshold and children (``position``: each node's frame row)."""
+    if splits is None or splits.value.ndim != 2 or splits.value.shape[1] < 4 or \
+            row >= splits.value.shape[0]:
+        raise ModelFormatError("rpart field 'splits' has no primary split for node "
+                               f"{node_id}")
+    if name not in names:
+        raise ModelFormatError(f"rpart node {node_id} splits on {name!r}, which "
+                               "is not one of the tree's variables")
+    ncat, cut = splits.value[row, 1], splits.value[row, 3]
+    if abs(ncat) != 1:
+        raise UnsupportedModelError(
+            f"rpart node {node_id} splits the categorical variable {name!r} into "
+            "groups of categories; treeleaks reads rpart's numerical splits only so far")
+    kids = [position.get(2 * node_id), position.get(2 * node_id + 1)]
+    if None in kids:
+        raise ModelFormatError(f"rpart's frame lacks a child of node {node_id}")
+    low, high = kids if ncat < 0 else kids[::-1]  # the child of x < cut goes left
+    return names.index(name), np.nextafter(cut, -np.inf), low, high
 
 
 def _row_names(frame: RValue, nodes: int) -> np.ndarray:

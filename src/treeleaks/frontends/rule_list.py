@@ -255,43 +255,61 @@ class _RuleListRecord(_Strict):
     n_rows: int | None = Field(default=None, ge=0)
 
     def to_rule_list(self) -> RuleList:
+        """The `RuleList` this record holds, every rule checked against the names and
+        classes."""
         names = self.feature_names
-        if len(set(names)) != len(names):
-            raise RuleListFormatError("the rule list names a feature twice; names must differ")
-        if len(set(map(repr, self.classes))) != len(self.classes):
-            raise RuleListFormatError("the rule list lists a class twice; classes must differ")
+        self._check_header()
         known = set(names)
-        given = [r.counts is not None for r in self.rules] + [self.default.counts is not None]
-        if any(given) and not all(given):
-            raise RuleListFormatError("counts are given for some rules but not others; give "
-                                      "every rule's and the default's per-class counts, or none")
-        rules = []
-        for i, record in enumerate([*self.rules, self.default], start=1):
-            where = "the default rule" if i > len(self.rules) else f"rule {i}"
-            if record.then not in self.classes:
-                raise RuleListFormatError(f"{where} predicts {record.then!r}, which is not one "
-                                          f"of the classes {self.classes}")
-            conditions = tuple(Condition(c.feature, c.op, c.value)
-                               for c in getattr(record, "conditions", []))
-            for c in conditions:
-                if c.feature not in known:
-                    raise RuleListFormatError(f"{where} tests {c.feature!r}, which is not one of "
-                                              "the rule list's feature_names")
-                if c.op == "==" and c.value != round(c.value):
-                    raise RuleListFormatError(f"{where}: '{c}' compares with a fraction; "
-                                              "'==' tests whole values (use <= and >)")
-            if record.counts is not None and (
-                    len(record.counts) != len(self.classes) or min(record.counts) < 0):
-                raise RuleListFormatError(f"{where} has counts {record.counts}: give one count "
-                                          f"of 0 or more per class ({len(self.classes)})")
-            rules.append(Rule(conditions, record.then,
-                              None if record.counts is None else tuple(record.counts)))
+        records = [*self.rules, self.default]
+        rules = [_rule(record, "the default rule" if i > len(self.rules) else f"rule {i}",
+                       self.classes, known)
+                 for i, record in enumerate(records, start=1)]
         rule_list = RuleList(rules[:-1], rules[-1], list(names), list(self.classes),
                              self.label_name, self.n_rows, self.source)
         if self.n_rows is not None and rule_list.has_counts and rule_list.n_rows != self.n_rows:
             raise RuleListFormatError(f"the rules' supports add up to {rule_list.n_rows} rows "
                                       f"but n_rows is {self.n_rows}; fix the counts or n_rows")
         return rule_list
+
+    def _check_header(self) -> None:
+        """Refuse a feature or class named twice, and counts given for some rules only."""
+        names = self.feature_names
+        if len(set(names)) != len(names):
+            raise RuleListFormatError("the rule list names a feature twice; names must differ")
+        if len(set(map(repr, self.classes))) != len(self.classes):
+            raise RuleListFormatError("the rule list lists a class twice; classes must differ")
+        given = [r.counts is not None for r in self.rules] + [self.default.counts is not None]
+        if any(given) and not all(given):
+            raise RuleListFormatError("counts are given for some rules but not others; give "
+                                      "every rule's and the default's per-class counts, or none")
+
+
+def _rule(record: _RuleRecord | _DefaultRecord, where: str,
+          classes: list[str | int | float | bool], known: set[str]) -> Rule:
+    """One rule (``where``: its name in a refusal), its class, tests and counts checked."""
+    if record.then not in classes:
+        raise RuleListFormatError(f"{where} predicts {record.then!r}, which is not one "
+                                  f"of the classes {classes}")
+    conditions = tuple(Condition(c.feature, c.op, c.value)
+                       for c in getattr(record, "conditions", []))
+    _check_conditions(conditions, where, known)
+    if record.counts is not None and (
+            len(record.counts) != len(classes) or min(record.counts) < 0):
+        raise RuleListFormatError(f"{where} has counts {record.counts}: give one count "
+                                  f"of 0 or more per class ({len(classes)})")
+    return Rule(conditions, record.then,
+                None if record.counts is None else tuple(record.counts))
+
+
+def _check_conditions(conditions: tuple[Condition, ...], where: str, known: set[str]) -> None:
+    """Refuse a test of a feature the list does not name, or ``==`` with a fraction."""
+    for c in conditions:
+        if c.feature not in known:
+            raise RuleListFormatError(f"{where} tests {c.feature!r}, which is not one of "
+                                      "the rule list's feature_names")
+        if c.op == "==" and c.value != round(c.value):
+            raise RuleListFormatError(f"{where}: '{c}' compares with a fraction; "
+                                      "'==' tests whole values (use <= and >)")
 
 
 # --- imodels -------------------------------------------------------------------------------

@@ -154,6 +154,42 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
 
     Each tree's counts, with the forest's draws when it bootstraps.
     """
+    estimators, bootstrap, samples = _members(estimator, kind)
+    trees = _member_trees(estimator, estimators, samples, kind, regression)
+    classes = [] if regression else [c.item() if isinstance(c, np.generic) else c
+                                     for c in estimator.classes_]
+    # the file's own nodes checked before spelling gaps out renumbers them
+    edited = tuple(f"tree {index} {why}" for index, tree in enumerate(trees)
+                   if (why := tree.node_contradiction(classes)))
+    layout = gap_layout([m.tree_ for m in estimators], names, gaps)
+    if layout is not None:  # fitted on gaps: each gap split spelled out
+        trees = [spelled(tree, m.tree_, layout, index)
+                 for index, (tree, m) in enumerate(zip(trees, estimators))]
+        names = list(layout.names)
+    model = ReleasedModel(
+        trees=trees,
+        task="regression" if regression else "classification",
+        classes=classes,
+        feature_names=names,
+        label_name=label_name,
+        bootstrap=bootstrap,
+        source=f"sklearn.{kind}",
+        facts=_tree_facts(estimator, kind, bootstrap, regression),
+        inputs=None if layout is None else layout.inputs(),
+        contradictions=edited,
+    )
+    model.validate()
+    model.description = describe(model, "scikit-learn", kind,
+                                 sklearn_tree_fields(regression, bootstrap, trees))
+    return model
+
+
+def _members(estimator: Any, kind: str) -> tuple[list[Any], bool, list[Any] | None]:
+    """The model's fitted trees, whether it bootstraps, and each tree's draws when it does.
+
+    A single tree is its own member; a model holding no tree, or something else where a
+    tree belongs, is refused.
+    """
     if kind in SINGLE_TREES:
         estimators, bootstrap, samples = [estimator], False, None
     else:
@@ -169,6 +205,12 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
             f"this {kind} holds a {strangers[0]} where a fitted tree belongs; it was altered "
             "after fitting, so its counts cannot be trusted"
         )
+    return estimators, bootstrap, samples
+
+
+def _member_trees(estimator: Any, estimators: list[Any], samples: list[Any] | None,
+                  kind: str, regression: bool) -> list[Tree]:
+    """Each fitted tree in the IR, with its draws and node statistics."""
     trees = []
     criterion = str(getattr(estimator, "criterion", "squared_error" if regression else ""))
     clipped = getattr(estimator, "monotonic_cst", None) is not None
@@ -178,37 +220,21 @@ def _tree_model(estimator: Any, kind: str, names: list[str], label_name: str,
         tree = (_regression_tree(member.tree_, index, kind, draws, criterion, stats)
                 if regression else _tree(member.tree_, index, kind, draws, stats=stats))
         trees.append(tree)
-    classes = [] if regression else [c.item() if isinstance(c, np.generic) else c
-                                     for c in estimator.classes_]
-    # the file's own nodes checked before spelling gaps out renumbers them
-    edited = tuple(f"tree {index} {why}" for index, tree in enumerate(trees)
-                   if (why := tree.node_contradiction(classes)))
-    layout = gap_layout([m.tree_ for m in estimators], names, gaps)
-    if layout is not None:  # fitted on gaps: each gap split spelled out
-        trees = [spelled(tree, m.tree_, layout, index)
-                 for index, (tree, m) in enumerate(zip(trees, estimators))]
-        names = list(layout.names)
+    return trees
+
+
+def _tree_facts(estimator: Any, kind: str, bootstrap: bool, regression: bool
+                ) -> dict[str, Any]:
+    """The training options the model shows.
+
+    A bootstrapping forest's ``max_samples``, a regressor's growth limits.
+    """
     facts: dict[str, Any] = {}
     if kind not in SINGLE_TREES and bootstrap:
         facts["max_samples"] = estimator.max_samples
     if regression:
         facts.update(_growth(estimator))
-    model = ReleasedModel(
-        trees=trees,
-        task="regression" if regression else "classification",
-        classes=classes,
-        feature_names=names,
-        label_name=label_name,
-        bootstrap=bootstrap,
-        source=f"sklearn.{kind}",
-        facts=facts,
-        inputs=None if layout is None else layout.inputs(),
-        contradictions=edited,
-    )
-    model.validate()
-    model.description = describe(model, "scikit-learn", kind,
-                                 sklearn_tree_fields(regression, bootstrap, trees))
-    return model
+    return facts
 
 
 def _counts_zeroed(estimator: Any) -> bool:
@@ -246,17 +272,20 @@ def _structure(estimator: Any, kind: str, names: list[str], label_name: str,
         if layout is not None:  # fitted on gaps (or any split sends them off): spelled out
             spelled = [spelled_nodes(m.tree_, layout, t) for t, m in enumerate(members)]
             nodes, values = [s[0] for s in spelled], values[spelled[0][1]]
-            return _structure_of(estimator, kind, list(layout.names), label_name,
-                                 regression, nodes, values, layout.inputs(), names)
-    features, inputs = routed_columns(estimator, names, gaps)
-    return _structure_of(estimator, kind, features, label_name, regression, nodes, values,
-                         inputs, names)
+            return _structure_of(estimator, kind, (list(layout.names), layout.inputs()),
+                                 label_name, regression, nodes, values, names)
+    return _structure_of(estimator, kind, routed_columns(estimator, names, gaps), label_name,
+                         regression, nodes, values, names)
 
 
-def _structure_of(estimator: Any, kind: str, features: list[str], label_name: str,
-                  regression: bool, nodes: list[Nodes], values: np.ndarray,
-                  inputs: InputMap | None, names: list[str]) -> ReleasedModel:
-    """The structure-only model of ``nodes`` over ``features``, described as stripped."""
+def _structure_of(estimator: Any, kind: str, routed: tuple[list[str], InputMap | None],
+                  label_name: str, regression: bool, nodes: list[Nodes], values: np.ndarray,
+                  names: list[str]) -> ReleasedModel:
+    """The structure-only model of ``nodes`` over ``features``, described as stripped.
+
+    ``routed`` holds the model's features and how the table's columns become them.
+    """
+    features, inputs = routed
     classes = [] if regression else [c.item() if isinstance(c, np.generic) else c
                                      for c in estimator.classes_]
     boosted = kind in BOOSTERS + REGRESSION_BOOSTERS

@@ -133,7 +133,14 @@ def _histogram_fields(estimator: Any, names: list[str]
               StoredField("_baseline_prediction", (
                   "the training rows' class shares, as log-odds: the class balance"
                   if classifier else "the training targets' mean") + f"; {KEPT}")]
-    fields += [StoredField(name, words) for name, words in (
+    fields += _fit_record(estimator)
+    return fields, {names[j]: values for j, values in revealed.items()}
+
+
+def _fit_record(estimator: Any) -> list[StoredField]:
+    """What a histogram booster kept of its fit: its scores after each iteration, and the
+    seed of its early-stopping split and feature draws when it used one."""
+    fields = [StoredField(name, words) for name, words in (
         ("train_score_", "the training rows' loss (or score) after each iteration"),
         ("validation_score_", "the held-out rows' loss (or score) after each iteration"))
         if _held(getattr(estimator, name, None))]
@@ -142,7 +149,7 @@ def _histogram_fields(estimator: Any, names: list[str]
         fields.append(StoredField("_random_seed", "the seed that repeats the early-stopping "
                                   "split (with the rows: which were held out) and the "
                                   "feature draws"))
-    return fields, {names[j]: values for j, values in revealed.items()}
+    return fields
 
 
 def _contradicted(estimator: Any) -> set[int]:

@@ -26,7 +26,7 @@ from treeleaks.frontends.sklearn_steps import Encoding, Track, apply_step
 from treeleaks.frontends.stored_steps import step_fields, step_list
 from treeleaks.frontends.thresholds_back import thresholds_back
 from treeleaks.ir.inputs import CodedColumn, InputColumn, InputMap, NumberColumn, OneHotColumn
-from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel, Tree
 from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.wrapper_kinds import LIGHTGBM_WRAPPERS, XGBOOST_WRAPPERS
 
@@ -49,39 +49,11 @@ def from_pipeline(pipeline: Any, label_name: str = "label") -> ReleasedModel:
     `UnsupportedModelError` naming the step treeleaks cannot read, or the last step when it
     is no tree model.
     """
-    if type(pipeline).__name__ != "Pipeline":
-        raise UnsupportedModelError(
-            f"a {type(pipeline).__name__} alone holds no tree model; save the Pipeline whose "
-            "last step is the tree model")
-    name, final = _flattened(pipeline)[-1]
-    kind = type(final).__name__
-    if kind not in TREE_MODELS:
-        raise UnsupportedModelError(
-            f"the pipeline's last step {name!r} is a {kind}, not a tree model treeleaks reads "
-            f"({', '.join(TREE_MODELS)})")
-    tracks, sparse = [Track(c) for c in _input_names(pipeline)], False
-    for step_name, step in _flattened(pipeline)[:-1]:
-        tracks, sparse = apply_step(step_name, step, tracks, sparse)
-    if len(tracks) != int(final.n_features_in_):
-        raise UnsupportedModelError(
-            f"the pipeline's steps give {len(tracks)} features but its {kind} reads "
-            f"{int(final.n_features_in_)}: an edited file?")
+    final, kind = _final_step(pipeline)
+    tracks = _tracks(pipeline, final, kind)
     names = _feature_names(tracks)
-    # a column whose gaps an encoder passed on held gaps, whatever the model's splits show
-    gaps = frozenset(name for name, track in zip(names, tracks) if track.kind == "code"
-                     and track.encoding is not None and _nan(track.encoding.missing))
-    model = _final_model(final, names, label_name, gaps)
-    own = _own_columns(model, names, tracks, kind)
-    never = _gaps_never_given(own, tracks)
-    if never:
-        if model.counts_released:
-            name = next(c.name for c in own if isinstance(c, NumberColumn) and c.gap in never)
-            raise UnsupportedModelError(
-                f"the pipeline's {kind} routes gaps in {name!r}, which its steps never "
-                "leave missing: an edited file?")
-        # stripped: only a split's gap side showed them; its steps say there were none
-        model, renumber = without_gap_features(model, never)
-        own = [_renumbered(c, renumber) for c in own]
+    model = _final_model(final, names, label_name, _passed_gaps(names, tracks))
+    model, own = _settled_gaps(model, _own_columns(model, names, tracks, kind), tracks, kind)
     position = np.array([c.feature if isinstance(c, NumberColumn) else -1 for c in own])
     model = _carried_back(model, tracks, kind not in _FLOAT64_TREES, position)
     steps = tuple(type(s).__name__ for _, s in _flattened(pipeline)[:-1])
@@ -97,6 +69,59 @@ def from_pipeline(pipeline: Any, label_name: str = "label") -> ReleasedModel:
         about, estimator=f"{about.estimator} in a Pipeline ({', '.join(steps)})",
         fields=about.fields + tuple(step_fields(pipeline)))
     return model
+
+
+def _final_step(pipeline: Any) -> tuple[Any, str]:
+    """The pipeline's tree model and its class name; refused for a bare ColumnTransformer
+    or a last step that is no tree model."""
+    if type(pipeline).__name__ != "Pipeline":
+        raise UnsupportedModelError(
+            f"a {type(pipeline).__name__} alone holds no tree model; save the Pipeline whose "
+            "last step is the tree model")
+    name, final = _flattened(pipeline)[-1]
+    kind = type(final).__name__
+    if kind not in TREE_MODELS:
+        raise UnsupportedModelError(
+            f"the pipeline's last step {name!r} is a {kind}, not a tree model treeleaks reads "
+            f"({', '.join(TREE_MODELS)})")
+    return final, kind
+
+
+def _tracks(pipeline: Any, final: Any, kind: str) -> list[Track]:
+    """What the steps before the tree model make of the custodian's columns: one track per
+    feature the model reads, refused unless they number the model's features."""
+    tracks, sparse = [Track(c) for c in _input_names(pipeline)], False
+    for step_name, step in _flattened(pipeline)[:-1]:
+        tracks, sparse = apply_step(step_name, step, tracks, sparse)
+    if len(tracks) != int(final.n_features_in_):
+        raise UnsupportedModelError(
+            f"the pipeline's steps give {len(tracks)} features but its {kind} reads "
+            f"{int(final.n_features_in_)}: an edited file?")
+    return tracks
+
+
+def _passed_gaps(names: list[str], tracks: list[Track]) -> frozenset[str]:
+    """The coded features whose gaps an encoder passed on: they held gaps, whatever the
+    model's splits show."""
+    return frozenset(name for name, track in zip(names, tracks) if track.kind == "code"
+                     and track.encoding is not None and _nan(track.encoding.missing))
+
+
+def _settled_gaps(model: ReleasedModel, own: list[InputColumn], tracks: list[Track],
+                  kind: str) -> tuple[ReleasedModel, list[InputColumn]]:
+    """The model and its own columns without the gap features of tracks the steps never
+    leave missing: refused on a model with counts (its routing contradicts its steps),
+    dropped from a stripped one (only a split's gap side showed them)."""
+    never = _gaps_never_given(own, tracks)
+    if not never:
+        return model, own
+    if model.counts_released:
+        name = next(c.name for c in own if isinstance(c, NumberColumn) and c.gap in never)
+        raise UnsupportedModelError(
+            f"the pipeline's {kind} routes gaps in {name!r}, which its steps never "
+            "leave missing: an edited file?")
+    model, renumber = without_gap_features(model, never)
+    return model, [_renumbered(c, renumber) for c in own]
 
 
 def _final_model(final: Any, names: list[str], label_name: str, gaps: frozenset[str]
@@ -239,16 +264,9 @@ def _carried_back(model: ReleasedModel, tracks: list[Track], float32: bool,
     """The model with every threshold in the column's own units, as doubles compare: a
     scaled feature's carried back through its scaler, a tree's float32 reading undone
     (``position``: each track's feature among the model's)."""
-    trees = []
-    for tree in model.trees:
-        threshold = np.array(tree.threshold, dtype=np.float64)
-        for j, track in enumerate(tracks):
-            if position[j] < 0:  # a booster's categories: no thresholds
-                continue
-            at = np.flatnonzero(tree.feature == position[j])
-            if (track.ops or float32) and at.size:
-                threshold[at] = thresholds_back(threshold[at], track.ops, float32)
-        trees.append(dataclasses.replace(tree, threshold=threshold))
+    trees = [dataclasses.replace(tree, threshold=_thresholds_back(tree, tracks, float32,
+                                                                  position))
+             for tree in model.trees]
     # training values the file gives (a booster's bin edges) stay only where no step moved
     # them: a scaled column's are in the scaler's units
     moved = {int(position[j]) for j, track in enumerate(tracks) if track.ops}
@@ -256,6 +274,19 @@ def _carried_back(model: ReleasedModel, tracks: list[Track], float32: bool,
     carried = dataclasses.replace(model, trees=trees, revealed=revealed)
     carried.validate()
     return carried
+
+
+def _thresholds_back(tree: Tree, tracks: list[Track], float32: bool, position: np.ndarray
+                     ) -> np.ndarray:
+    """One tree's thresholds in the columns' own units (see `_carried_back`)."""
+    threshold = np.array(tree.threshold, dtype=np.float64)
+    for j, track in enumerate(tracks):
+        if position[j] < 0:  # a booster's categories: no thresholds
+            continue
+        at = np.flatnonzero(tree.feature == position[j])
+        if (track.ops or float32) and at.size:
+            threshold[at] = thresholds_back(threshold[at], track.ops, float32)
+    return threshold
 
 
 def _imputed_gaps(model: ReleasedModel, inputs: InputMap) -> ReleasedModel:
@@ -283,37 +314,70 @@ def _columns(tracks: list[Track], own: list[InputColumn]) -> tuple[InputColumn, 
 
 def _column(name: str, features: list[int], tracks: list[Track], own: list[InputColumn]
             ) -> InputColumn:
+    """One custodian's column as the map reads it (its ``features``, the tracks it
+    feeds): one-hot features, a value with its gap indicator, or an ordinal code; refused
+    when several branches feed it."""
     gaps = [f for f in features if tracks[f].kind == "gap"]
     rest = [f for f in features if tracks[f].kind != "gap"]
-    kinds = {tracks[f].kind for f in rest}
-    encodings = {id(tracks[f].encoding) for f in rest}
     indicator = None if not gaps else _feature(own[gaps[0]])
-    if kinds == {"hot"} and len(encodings) == 1 and not gaps:
-        encoding = tracks[rest[0]].encoding
-        assert encoding is not None
-        return OneHotColumn(name, tuple(_feature(own[f]) for f in rest),
-                            tuple(encoding.categories[tracks[f].index] for f in rest),
-                            exactly_one=encoding.exactly_one, other=encoding.other)
-    if len(rest) == 1 and kinds == {"value"} and len(gaps) <= 1:
-        value = own[rest[0]]
-        if isinstance(value, OneHotColumn):  # a booster's categories of a passed column
-            return dataclasses.replace(value, name=name)
-        assert isinstance(value, NumberColumn)
-        return NumberColumn(name, value.feature, gap=value.gap if indicator is None
-                            else indicator, fill=tracks[rest[0]].fill)
-    if len(rest) == 1 and kinds == {"code"} and not gaps:
-        encoding = tracks[rest[0]].encoding
-        assert encoding is not None
-        value = own[rest[0]]
-        if isinstance(value, OneHotColumn):  # a booster's categories over the codes
-            return dataclasses.replace(value, name=name, categories=tuple(
-                _category_of(name, code, encoding) for code in value.categories))
-        assert isinstance(value, NumberColumn)
-        return CodedColumn(name, value.feature, encoding.categories, unknown=encoding.unknown,
-                           missing=encoding.missing, gap=value.gap)
+    shape = _shape([tracks[f] for f in rest], len(gaps))
+    if shape == "hot":
+        return _one_hot_column(name, [tracks[f] for f in rest], [own[f] for f in rest])
+    if shape == "value":
+        return _value_column(name, tracks[rest[0]], own[rest[0]], indicator)
+    if shape == "code":
+        return _code_column(name, tracks[rest[0]], own[rest[0]])
     raise UnsupportedModelError(
         f"the pipeline feeds the column {name!r} to the tree through several branches "
         f"({len(features)} features); treeleaks maps each column through one branch")
+
+
+def _shape(rest: list[Track], n_gaps: int) -> str:
+    """How one branch feeds a column, from its tracks other than missing indicators
+    (``rest``) and the number of those: "hot" (one OneHotEncoder's features), "value" (one
+    value, at most one indicator), "code" (one OrdinalEncoder code), or "" (none of
+    these: several branches)."""
+    kinds = {track.kind for track in rest}
+    if kinds == {"hot"} and len({id(track.encoding) for track in rest}) == 1 and not n_gaps:
+        return "hot"
+    if len(rest) == 1 and kinds == {"value"} and n_gaps <= 1:
+        return "value"
+    if len(rest) == 1 and kinds == {"code"} and not n_gaps:
+        return "code"
+    return ""
+
+
+def _one_hot_column(name: str, tracks: list[Track], own: list[InputColumn]) -> InputColumn:
+    """A column one OneHotEncoder spread over 0/1 features (``tracks``, one a category)."""
+    encoding = tracks[0].encoding
+    assert encoding is not None
+    return OneHotColumn(name, tuple(_feature(column) for column in own),
+                        tuple(encoding.categories[track.index] for track in tracks),
+                        exactly_one=encoding.exactly_one, other=encoding.other)
+
+
+def _value_column(name: str, track: Track, value: InputColumn, indicator: int | None
+                  ) -> InputColumn:
+    """A column passed as a value (scaled or filled, perhaps), with the feature of its
+    imputer's missing indicator if any; a booster's own categories of it renamed."""
+    if isinstance(value, OneHotColumn):  # a booster's categories of a passed column
+        return dataclasses.replace(value, name=name)
+    assert isinstance(value, NumberColumn)
+    return NumberColumn(name, value.feature, gap=value.gap if indicator is None
+                        else indicator, fill=track.fill)
+
+
+def _code_column(name: str, track: Track, value: InputColumn) -> InputColumn:
+    """A column an OrdinalEncoder coded; a booster's own categories of the codes named by
+    the custodian's categories."""
+    encoding = track.encoding
+    assert encoding is not None
+    if isinstance(value, OneHotColumn):  # a booster's categories over the codes
+        return dataclasses.replace(value, name=name, categories=tuple(
+            _category_of(name, code, encoding) for code in value.categories))
+    assert isinstance(value, NumberColumn)
+    return CodedColumn(name, value.feature, encoding.categories, unknown=encoding.unknown,
+                       missing=encoding.missing, gap=value.gap)
 
 
 def _feature(column: InputColumn) -> int:

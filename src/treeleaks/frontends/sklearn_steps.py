@@ -89,12 +89,7 @@ def apply_step(name: str, step: Any, tracks: list[Track], sparse: bool
     """The tracks after ``step`` (named ``name``), and whether its output is sparse."""
     kind = type(step).__name__
     if isinstance(step, str):
-        if step == "passthrough":
-            return tracks, sparse
-        if step == "drop":
-            return [], sparse
-        raise UnsupportedModelError(f"the pipeline's step {name!r} is the string {step!r}; "
-                                    "scikit-learn knows only 'passthrough' and 'drop'")
+        return _string_step(name, step, tracks), sparse
     if step is None or _identity(step):
         return tracks, sparse
     if kind == "Pipeline":
@@ -112,6 +107,16 @@ def apply_step(name: str, step: Any, tracks: list[Track], sparse: bool
     if kind == "SimpleImputer":
         return _imputed(name, step, tracks), sparse
     raise refuse(name, step)
+
+
+def _string_step(name: str, step: str, tracks: list[Track]) -> list[Track]:
+    """The tracks after a step given as a string: 'passthrough' keeps them, 'drop' none."""
+    if step == "passthrough":
+        return tracks
+    if step == "drop":
+        return []
+    raise UnsupportedModelError(f"the pipeline's step {name!r} is the string {step!r}; "
+                                "scikit-learn knows only 'passthrough' and 'drop'")
 
 
 def _identity(step: Any) -> bool:
@@ -138,7 +143,12 @@ def _columns(step: Any, inner: str, columns: Any, n: int) -> list[int]:
     fitted = getattr(step, "_transformer_to_input_indices", None)
     if isinstance(fitted, dict) and inner in fitted:
         return [int(i) for i in fitted[inner]]
-    names = [str(c) for c in getattr(step, "feature_names_in_", [])]
+    return _selected(columns, [str(c) for c in getattr(step, "feature_names_in_", [])], n)
+
+
+def _selected(columns: Any, names: list[str], n: int) -> list[int]:
+    """The input positions a column selector names: a slice, a mask, names or positions
+    (``names``: the step's input columns, ``n`` of them)."""
     if isinstance(columns, slice):
         return list(range(n))[columns]
     items = [columns] if isinstance(columns, str | int) else list(columns)
@@ -200,33 +210,56 @@ def _ordinal(name: str, step: Any, tracks: list[Track]) -> list[Track]:
 
 def _scaled(name: str, step: Any, tracks: list[Track], sparse: bool) -> list[Track]:
     """Each track with the scaler's operations appended, as scikit-learn computes them."""
-    kind = type(step).__name__
-    out = []
-    for i, track in enumerate(tracks):
-        ops: list[tuple[str, Any]] = []
-        if kind == "StandardScaler":
-            if getattr(step, "mean_", None) is not None and step.with_mean:
-                ops.append(("sub", float(step.mean_[i])))
-            if getattr(step, "scale_", None) is not None:
-                ops.append(_divide(name, step, float(step.scale_[i]), sparse))
-        elif kind == "RobustScaler":
-            if step.center_ is not None and step.with_centering:
-                ops.append(("sub", float(step.center_[i])))
-            if step.scale_ is not None and step.with_scaling:
-                ops.append(_divide(name, step, float(step.scale_[i]), sparse))
-        elif kind == "MaxAbsScaler":
-            ops.append(_divide(name, step, float(step.scale_[i]), sparse))
-            if getattr(step, "clip", False):
-                ops.append(("clip", (-1.0, 1.0)))
-        else:  # MinMaxScaler
-            scale = float(step.scale_[i])
-            if not scale > 0:
-                raise refuse(name, step, f"its scale for {track.column!r} is {scale:g}")
-            ops += [("mul", scale), ("add", float(step.min_[i]))]
-            if step.clip:
-                ops.append(("clip", tuple(float(v) for v in step.feature_range)))
-        out.append(replace(track, ops=track.ops + tuple(ops)))
-    return out
+    ops_of = _SCALER_OPS.get(type(step).__name__, _min_max_ops)
+    return [replace(track, ops=track.ops + tuple(ops_of(name, step, i, track, sparse)))
+            for i, track in enumerate(tracks)]
+
+
+_Ops = list[tuple[str, Any]]
+
+
+def _standard_ops(name: str, step: Any, i: int, track: Track, sparse: bool) -> _Ops:
+    """A StandardScaler's operations on column ``i``: less its mean, over its scale."""
+    ops: _Ops = []
+    if getattr(step, "mean_", None) is not None and step.with_mean:
+        ops.append(("sub", float(step.mean_[i])))
+    if getattr(step, "scale_", None) is not None:
+        ops.append(_divide(name, step, float(step.scale_[i]), sparse))
+    return ops
+
+
+def _robust_ops(name: str, step: Any, i: int, track: Track, sparse: bool) -> _Ops:
+    """A RobustScaler's operations on column ``i``: less its center, over its scale."""
+    ops: _Ops = []
+    if step.center_ is not None and step.with_centering:
+        ops.append(("sub", float(step.center_[i])))
+    if step.scale_ is not None and step.with_scaling:
+        ops.append(_divide(name, step, float(step.scale_[i]), sparse))
+    return ops
+
+
+def _max_abs_ops(name: str, step: Any, i: int, track: Track, sparse: bool) -> _Ops:
+    """A MaxAbsScaler's operations on column ``i``: over its scale, clipped if asked."""
+    ops: _Ops = [_divide(name, step, float(step.scale_[i]), sparse)]
+    if getattr(step, "clip", False):
+        ops.append(("clip", (-1.0, 1.0)))
+    return ops
+
+
+def _min_max_ops(name: str, step: Any, i: int, track: Track, sparse: bool) -> _Ops:
+    """A MinMaxScaler's operations on column ``i``: times its scale, plus its minimum,
+    clipped if asked."""
+    scale = float(step.scale_[i])
+    if not scale > 0:
+        raise refuse(name, step, f"its scale for {track.column!r} is {scale:g}")
+    ops: _Ops = [("mul", scale), ("add", float(step.min_[i]))]
+    if step.clip:
+        ops.append(("clip", tuple(float(v) for v in step.feature_range)))
+    return ops
+
+
+_SCALER_OPS = {"StandardScaler": _standard_ops, "RobustScaler": _robust_ops,
+               "MaxAbsScaler": _max_abs_ops}  # any other scaler read is a MinMaxScaler
 
 
 def _divide(name: str, step: Any, scale: float, sparse: bool) -> tuple[str, Any]:

@@ -67,19 +67,26 @@ def _shown(field: str, value: Any, columns: list[str]) -> str:
 
     if field == "indicator_":
         features = [int(f) for f in getattr(value, "features_", [])]
-        return ": " + (", ".join(columns[f] if f < len(columns) else str(f)
-                                 for f in features) or "none")
+        return ": " + (", ".join(_column(columns, f) for f in features) or "none")
     if field == "n_samples_seen_":
         seen = np.unique(np.asarray(value, dtype=np.float64)).tolist()
         return f": {', '.join(_number(v) for v in seen[:3])}"
     if field == "categories_":
-        parts = [f"{columns[i] if i < len(columns) else i}: "
-                 + ", ".join(map(str, list(c)[:6])) + (", ..." if len(c) > 6 else "")
+        parts = [f"{_column(columns, i)}: " + _first(list(c), 6, ", ")
                  for i, c in enumerate(value)]
     else:
-        parts = [f"{columns[i] if i < len(columns) else i} {_number(v)}"
-                 for i, v in enumerate(np.ravel(value))]
-    return ": " + "; ".join(parts[:6]) + ("; ..." if len(parts) > 6 else "")
+        parts = [f"{_column(columns, i)} {_number(v)}" for i, v in enumerate(np.ravel(value))]
+    return ": " + _first(parts, 6, "; ")
+
+
+def _column(columns: list[str], i: int) -> str:
+    """Column ``i``'s name, or its position when the step keeps no names."""
+    return columns[i] if i < len(columns) else str(i)
+
+
+def _first(items: list[Any], n: int, sep: str) -> str:
+    """The first ``n`` items joined by ``sep``, with ``...`` when there are more."""
+    return sep.join(map(str, items[:n])) + (f"{sep}..." if len(items) > n else "")
 
 
 def _number(value: Any) -> str:

@@ -81,29 +81,81 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
     parsed JSON, a ``Booster`` or a fitted ``XGBClassifier`` (see the module doc). A file
     whose covers were zeroed (``treeleaks strip``) raises `CountsRemovedError`, or with
     ``counts_removed_ok`` comes back as its structure alone."""
-    classes: list[Any] = [0, 1]
-    if hasattr(source, "get_booster"):  # XGBClassifier: its labels, then its booster
-        classes = np.asarray(getattr(source, "classes_", [0, 1])).tolist()
-        source = source.get_booster()
+    source, classes = _booster_and_classes(source)
     sampled = _subsample(source)
     learner = _field(_model_json(source), "learner", "")
-    objective = _field(_field(learner, "objective", "learner"), "name", "learner.objective")
+    objective = _objective(learner)
     multiclass = objective in MULTICLASS
-    if objective not in ("binary:logistic", REGRESSION) and not multiclass:
+    params = _field(learner, "learner_model_param", "learner")
+    if multiclass and classes == [0, 1]:  # a file: its classes by index
+        classes = _class_indices(params)
+    base = _base_score(params, objective, multiclass)
+    booster = _field(learner, "gradient_booster", "learner")
+    trees, n_features = _trees(booster, params)
+    names = _feature_names(feature_names, learner, n_features)
+    routing = xgboost_routing(learner, trees, list(names))
+    features = list(routing.layout.names) if routing else list(names)
+    parsed = [_tree(tree, t, n_features, routing) for t, tree in enumerate(trees)]
+    if _covers_removed([cover for _, cover, _ in parsed]):
+        if not counts_removed_ok:
+            raise counts_removed("XGBoost model", "its covers, sum_hessian, are 0")
+        return with_routing(_structure(parsed, objective, multiclass, classes, features,
+                                       label_name, base), routing)
+    if objective == REGRESSION:
+        return with_routing(regression_model(trees, parsed, base, features, label_name, objective),
+                       routing)
+    if multiclass:
+        return with_routing(_multiclass(parsed, params, booster["model"].get("tree_info", []),
+                                   classes, features, label_name, objective), routing)
+    used = ", ".join(option for option in (_scale_pos_weight(learner), sampled) if option)
+    return with_routing(_binary(parsed, base, used, classes, features, label_name, objective),
+                        routing)
+
+
+def _booster_and_classes(source: Any) -> tuple[Any, list[Any]]:
+    """A fitted ``XGBClassifier``'s booster and labels; anything else as it is, with the
+    labels 0 and 1."""
+    if not hasattr(source, "get_booster"):
+        return source, [0, 1]
+    return source.get_booster(), np.asarray(getattr(source, "classes_", [0, 1])).tolist()
+
+
+def _class_indices(params: dict[str, Any]) -> list[int]:
+    """A softmax file's classes, by index: 0 to ``num_class`` - 1."""
+    return list(range(int(checked_one(_field(params, "num_class", PARAMS), FILE,
+                                      f"{PARAMS}.num_class", whole=True, low=2))))
+
+
+def _feature_names(given: list[str] | None, learner: dict[str, Any],
+                   n_features: int) -> list[str]:
+    """The names given, else the file's, else f0, f1, …"""
+    return list(given or learner.get("feature_names") or [f"f{j}" for j in range(n_features)])
+
+
+def _objective(learner: dict[str, Any]) -> str:
+    """The file's objective, refused unless treeleaks reads it."""
+    objective = _field(_field(learner, "objective", "learner"), "name", "learner.objective")
+    if objective not in ("binary:logistic", REGRESSION) and objective not in MULTICLASS:
         raise UnsupportedModelError(f"XGBoost objective {objective!r}: treeleaks reads binary "
                                     "classifiers (objective 'binary:logistic'), softmax "
                                     "multiclass ones ('multi:softprob', 'multi:softmax') and "
                                     f"squared-error regressors ({REGRESSION!r}) so far")
-    params = _field(learner, "learner_model_param", "learner")
-    if multiclass and classes == [0, 1]:  # a file: its classes by index
-        classes = list(range(int(checked_one(_field(params, "num_class", PARAMS), FILE,
-                                             f"{PARAMS}.num_class", whole=True, low=2))))
+    return objective
+
+
+def _base_score(params: dict[str, Any], objective: str, multiclass: bool) -> float:
+    """The stored base score (a binary classifier's: a probability); 0.5 for a softmax
+    booster, whose class scores `_class_scores` reads."""
     base = 0.5 if multiclass else checked_one(_field(params, "base_score", PARAMS), FILE,
                                               f"{PARAMS}.base_score")
     if objective == "binary:logistic" and not 0.0 < base < 1.0:
         raise ModelFormatError(f"{FILE}: field '{PARAMS}.base_score' holds {base:g}, not a "
                                "probability strictly between 0 and 1: an edited file?")
-    booster = _field(learner, "gradient_booster", "learner")
+    return base
+
+
+def _trees(booster: dict[str, Any], params: dict[str, Any]) -> tuple[list[Any], int]:
+    """The booster's trees (one per round, at least one) and the number of features."""
     _check_booster(booster)
     trees = _field(_field(booster, "model", "learner.gradient_booster"), "trees",
                    "learner.gradient_booster.model")
@@ -111,34 +163,35 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
         raise ModelFormatError("XGBoost model file: it holds no tree")
     n_features = int(checked_one(_field(params, "num_feature", PARAMS), FILE,
                                  f"{PARAMS}.num_feature", whole=True, low=1))
-    names = feature_names or learner.get("feature_names") or [f"f{j}" for j in
-                                                               range(n_features)]
     model_param = booster["model"].get("gbtree_model_param", {})
     if checked_one(model_param.get("num_parallel_tree", 1), FILE, "num_parallel_tree",
                    whole=True, low=1) != 1:
         raise UnsupportedModelError("this XGBoost model grows several trees per round "
                                     "(num_parallel_tree > 1); treeleaks reads one per round")
-    routing = xgboost_routing(learner, trees, list(names))
-    features = list(routing.layout.names) if routing else list(names)
-    parsed = [_tree(tree, t, n_features, routing) for t, tree in enumerate(trees)]
-    if _covers_removed([cover for _, cover, _ in parsed]):
-        if not counts_removed_ok:
-            raise counts_removed("XGBoost model", "its covers, sum_hessian, are 0")
-        regressor = objective == REGRESSION
-        about = Stripped("XGBoost", f"objective {objective}",
-                         xgboost_fields(regressor, multiclass), ModelKind.GRADIENT_BOOSTED)
-        return with_routing(structure_only(
-            [p[0] for p in parsed], [] if regressor else classes, features, label_name,
-            "XGBoost", about, np.full(parsed[0][2].size, base) if regressor else None), routing)
-    if objective == REGRESSION:
-        return with_routing(regression_model(trees, parsed, base, features, label_name, objective),
-                       routing)
-    if multiclass:
-        return with_routing(_multiclass(parsed, params, booster["model"].get("tree_info", []),
-                                   classes, features, label_name, objective), routing)
+    return trees, n_features
+
+
+def _structure(parsed: list[tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]],
+               objective: str, multiclass: bool, classes: list[Any], features: list[str],
+               label_name: str, base: float) -> ReleasedModel:
+    """A stripped file's model: its trees' structure alone (``counts_removed_ok``)."""
+    regressor = objective == REGRESSION
+    about = Stripped("XGBoost", f"objective {objective}",
+                     xgboost_fields(regressor, multiclass), ModelKind.GRADIENT_BOOSTED)
+    return structure_only(
+        [p[0] for p in parsed], [] if regressor else classes, features, label_name,
+        "XGBoost", about, np.full(parsed[0][2].size, base) if regressor else None)
+
+
+def _binary(parsed: list[tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]],
+            base: float, used: str, classes: list[Any], features: list[str],
+            label_name: str, objective: str) -> ReleasedModel:
+    """A binary classifier: the first tree's row and class counts (its covers over
+    b(1-b), its values at the recovered rate and penalty), the later trees without counts,
+    with their gradient sums. ``used`` names the training options the file shows that
+    weigh rows."""
     nodes, cover, value = parsed[0]
     rows = _first_rows(cover, base * (1.0 - base), f"b(1-b) for its base score b = {base:g}")
-    used = ", ".join(option for option in (_scale_pos_weight(learner), sampled) if option)
     positives, eta, l2 = first_tree_positives(
         rows, cover, value, base, used,
         parsed[1][1:] if len(parsed) > 1 else None)
@@ -152,12 +205,12 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
                                              for _, h, w in parsed[1:]])
     model = ReleasedModel(out, classes, features, label_name=label_name,
                           source="XGBoost", gradients=gradients,
-                          facts={"objective": objective, "trees in file": len(trees),
+                          facts={"objective": objective, "trees in file": len(parsed),
                                  **_rates(eta, l2)})
     model.validate()
     model.description = describe(model, "XGBoost", f"objective {objective}",
                                  xgboost_fields(False))
-    return with_routing(model, routing)
+    return model
 
 
 def _model_json(source: str | Path | dict[str, Any] | Any) -> Any:
@@ -233,26 +286,9 @@ def _first_round(parsed: list[tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarr
     penalty they share. A tree whose values pin no rate on their own (a single leaf, whose
     value is all but 0; or values that all but cancel, so Σw leaves the penalty to float32
     noise) is read at the rate and penalty the other trees give."""
-    options: list[dict[float, tuple[np.ndarray, float]]] = []
-    first = []
-    for k, (_, cover, value) in enumerate(parsed):
-        per_row = 2.0 * start[k] * (1.0 - start[k])
-        rows = _first_rows(cover, per_row, f"2p(1-p) for class {k}'s start p = "
-                           f"{start[k]:.6g}", k)
-        if first and rows.sum() != first[0].sum():
-            raise ModelFormatError(f"{FILE}: the first-round trees' covers give {int(rows.sum())} "
-                                   f"rows to tree {k}, {int(first[0].sum())} to tree 0: an "
-                                   "edited file?")
-        first.append(rows)
-        by_rate = whole_by_rate(rows, cover, value, float(start[k])) if rows.size > 1 else []
-        options.append({round(eta, RATE_DIGITS): (whole, l2) for eta, whole, l2 in by_rate})
+    first, options = _first_round_rows(parsed, start)
     counts, penalties, eta = _one_rate([o for o in options if o])
-    l2 = penalties[0]
-    if max(abs(p - l2) for p in penalties) > 1e-3 * max(1.0, abs(l2)):
-        raise UnsupportedModelError(
-            "the first-round XGBoost trees give L2 penalties that differ between classes "
-            f"({', '.join(f'{p:.6g}' for p in penalties)}): trained with sample weights or "
-            "an initial margin, which the file does not record; treeleaks refuses to guess")
+    l2 = _one_penalty(penalties)
     found = iter(counts)
     derived = []
     for k, (option, rows, (_, cover, value)) in enumerate(zip(options, first, parsed,
@@ -268,6 +304,39 @@ def _first_round(parsed: list[tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarr
                 "its classes")
         derived.append(whole)
     return first, derived, eta, l2
+
+
+def _first_round_rows(parsed: list[tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]],
+                      start: np.ndarray
+                      ) -> tuple[list[np.ndarray], list[dict[float, tuple[np.ndarray, float]]]]:
+    """Per first-round tree, its row counts (the same total in every tree) and, per
+    learning rate under which its values give whole class counts, those counts and the L2
+    penalty (none for a single leaf)."""
+    options: list[dict[float, tuple[np.ndarray, float]]] = []
+    first: list[np.ndarray] = []
+    for k, (_, cover, value) in enumerate(parsed):
+        per_row = 2.0 * start[k] * (1.0 - start[k])
+        rows = _first_rows(cover, per_row, f"2p(1-p) for class {k}'s start p = "
+                           f"{start[k]:.6g}", k)
+        if first and rows.sum() != first[0].sum():
+            raise ModelFormatError(f"{FILE}: the first-round trees' covers give {int(rows.sum())} "
+                                   f"rows to tree {k}, {int(first[0].sum())} to tree 0: an "
+                                   "edited file?")
+        first.append(rows)
+        by_rate = whole_by_rate(rows, cover, value, float(start[k])) if rows.size > 1 else []
+        options.append({round(eta, RATE_DIGITS): (whole, l2) for eta, whole, l2 in by_rate})
+    return first, options
+
+
+def _one_penalty(penalties: list[float]) -> float:
+    """The L2 penalty every class's first tree gives, refused when they differ."""
+    l2 = penalties[0]
+    if max(abs(p - l2) for p in penalties) > 1e-3 * max(1.0, abs(l2)):
+        raise UnsupportedModelError(
+            "the first-round XGBoost trees give L2 penalties that differ between classes "
+            f"({', '.join(f'{p:.6g}' for p in penalties)}): trained with sample weights or "
+            "an initial margin, which the file does not record; treeleaks refuses to guess")
+    return l2
 
 
 def _rates(eta: float, l2: float) -> dict[str, float]:

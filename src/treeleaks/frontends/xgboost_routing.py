@@ -84,7 +84,43 @@ def xgboost_routing(learner: dict[str, Any], trees: list[dict[str, Any]], names:
     """The routing a model file's splits state, None when no column needs a gap feature
     and none is categorical."""
     splits = [_split(tree, index) for index, tree in enumerate(trees)]
+    sides, cat_sides, listed = _gap_sides(trees, splits)
+    both = sorted(set(sides) & set(cat_sides))
+    if both:
+        raise ModelFormatError(f"{FILE}: feature {_name(names, both[0])!r} is split both as a "
+                               "number and as a category (split_type): an edited file?")
+    labels = _labels(learner, len(names))
+    categorical = _categorical(learner, cat_sides, labels, len(names))
+    gaps = {j for j, s in sides.items() if len(s) > 1}
+    if not categorical and not gaps:
+        return None
+    columns, n_codes, facts = [], {}, {}
+    for j, name in enumerate(names):
+        if j not in categorical:
+            columns.append(Column(name, None, j in gaps))
+            continue
+        shown = _codes_shown(name, listed.get(j, set()), labels.get(j), facts)
+        n_codes[j] = len(shown)
+        # a split sending a gap right proves gaps; all left is what a column without any
+        # gives, so the file cannot tell
+        columns.append(Column(name, shown, j in cat_sides, cat_sides.get(j) == {1}))
+    return XGBoostRouting(Layout.of(columns), n_codes, splits, facts,
+                          _fills(trees, sides, gaps))
+
+
+def _categorical(learner: dict[str, Any], cat_sides: dict[int, set[int]],
+                 labels: dict[int, list[Any]], n_columns: int) -> list[int]:
+    """The categorical columns: those a split reads as categories, and those the file
+    types ``c`` and names the categories of."""
     types = learner.get("feature_types") or []
+    return sorted(set(cat_sides) | {j for j, t in enumerate(types[:n_columns])
+                                    if t == "c" and j in labels})
+
+
+def _gap_sides(trees: list[dict[str, Any]], splits: list[Split]
+               ) -> tuple[dict[int, set[int]], dict[int, set[int]], dict[int, set[int]]]:
+    """Per column, the gap sides of its numeric splits and of its categorical ones, and
+    the codes its categorical splits list."""
     sides: dict[int, set[int]] = {}  # per column, its numeric splits' gap sides
     cat_sides: dict[int, set[int]] = {}
     listed: dict[int, set[int]] = {}
@@ -100,40 +136,27 @@ def xgboost_routing(learner: dict[str, Any], trees: list[dict[str, Any]], names:
                 listed.setdefault(column, set()).update(split.right_codes[node])
             else:
                 sides.setdefault(column, set()).add(side)
-    both = sorted(set(sides) & set(cat_sides))
-    if both:
-        raise ModelFormatError(f"{FILE}: feature {_name(names, both[0])!r} is split both as a "
-                               "number and as a category (split_type): an edited file?")
-    labels = _labels(learner, len(names))
-    categorical = sorted(set(cat_sides) | {j for j, t in enumerate(types[:len(names)])
-                                           if t == "c" and j in labels})
-    gaps = {j for j, s in sides.items() if len(s) > 1}
-    if not categorical and not gaps:
-        return None
-    columns, n_codes, facts = [], {}, {}
-    for j, name in enumerate(names):
-        if j not in categorical:
-            columns.append(Column(name, None, j in gaps))
-            continue
-        named = listed.get(j, set())
-        if j in labels:
-            shown: tuple[Any, ...] = tuple(labels[j])
-            beyond = sorted(c for c in named if c >= len(shown))
-            if beyond:
-                facts[f"categories of {name!r} a split lists but the file's cats lack"] = (
-                    f"codes {', '.join(map(str, beyond))}: no row of the listed categories "
-                    "holds them")
-        else:
-            shown = tuple(range(max(named, default=-1) + 2))
-            facts[f"categories of {name!r}"] = (
-                f"by code (the file names none); code {len(shown) - 1} stands for every code "
-                "no split lists")
-        n_codes[j] = len(shown)
-        # a split sending a gap right proves gaps; all left is what a column without any
-        # gives, so the file cannot tell
-        columns.append(Column(name, shown, j in cat_sides, cat_sides.get(j) == {1}))
-    return XGBoostRouting(Layout.of(columns), n_codes, splits, facts,
-                          _fills(trees, sides, gaps))
+    return sides, cat_sides, listed
+
+
+def _codes_shown(name: str, named: set[int], label: list[Any] | None,
+                 facts: dict[str, Any]) -> tuple[Any, ...]:
+    """A categorical column's categories by code: the file's names (``label``), else the
+    codes up to the largest a split lists and one past it; what the reader should know
+    about them goes into ``facts``."""
+    if label is not None:
+        shown: tuple[Any, ...] = tuple(label)
+        beyond = sorted(c for c in named if c >= len(shown))
+        if beyond:
+            facts[f"categories of {name!r} a split lists but the file's cats lack"] = (
+                f"codes {', '.join(map(str, beyond))}: no row of the listed categories "
+                "holds them")
+        return shown
+    shown = tuple(range(max(named, default=-1) + 2))
+    facts[f"categories of {name!r}"] = (
+        f"by code (the file names none); code {len(shown) - 1} stands for every code "
+        "no split lists")
+    return shown
 
 
 def _fills(trees: list[dict[str, Any]], sides: dict[int, set[int]], gaps: set[int]
@@ -166,6 +189,13 @@ def _split(tree: dict[str, Any], index: int) -> Split:
                                "edited file?)")
     if not kinds.any():
         return Split(side, {})
+    right = _right_codes(tree, where)
+    _check_categorical_nodes(kinds, right, n, where)
+    return Split(side, right)
+
+
+def _right_codes(tree: dict[str, Any], where: str) -> dict[int, frozenset[int]]:
+    """Per categorical split, the codes it sends right: ``categories`` cut node by node."""
     nodes, segments, sizes = (checked(tree.get(key, []), where, key, whole=True, low=0)
                               for key in ("categories_nodes", "categories_segments",
                                           "categories_sizes"))
@@ -174,8 +204,14 @@ def _split(tree: dict[str, Any], index: int) -> Split:
         raise ModelFormatError(f"{where}: fields 'categories_nodes', 'categories_segments' "
                                "and 'categories_sizes' do not cut 'categories' node by node "
                                "(a truncated or edited file?)")
-    right = {int(node): frozenset(int(c) for c in codes[start:start + size])
-             for node, start, size in zip(nodes, segments, sizes, strict=True)}
+    return {int(node): frozenset(int(c) for c in codes[start:start + size])
+            for node, start, size in zip(nodes, segments, sizes, strict=True)}
+
+
+def _check_categorical_nodes(kinds: np.ndarray, right: dict[int, frozenset[int]], n: int,
+                             where: str) -> None:
+    """Refuse codes listed for a node that is not a categorical split, a categorical
+    split without codes, or a node past the tree."""
     missing = sorted(set(np.flatnonzero(kinds == 1).tolist()) - set(right))
     if missing or any(kinds[node] != 1 for node in right if node < n):
         node = missing[0] if missing else next(k for k in right if kinds[k] != 1)
@@ -185,7 +221,6 @@ def _split(tree: dict[str, Any], index: int) -> Split:
     if any(node >= n for node in right):
         raise ModelFormatError(f"{where}: field 'categories_nodes' names a node past the "
                                f"tree's {n} nodes: an edited file?")
-    return Split(side, right)
 
 
 def _labels(learner: dict[str, Any], n_columns: int) -> dict[int, list[Any]]:

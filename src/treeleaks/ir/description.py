@@ -233,16 +233,25 @@ def _n_rows(model: Any, draws: bool) -> tuple[int | None, bool, str, tuple[int, 
         return model.n_rows, False, "the leaf counts add up to it", None
     if draws:
         return len(model.trees[0].draws), False, "the length of the per-tree draws", None
-    totals = {int(t.counts.sum()) for t in model.trees if t.counted}
-    if (model.bootstrap and model.counts_released and "max_samples" in model.facts
-            and model.facts["max_samples"] is None and len(totals) == 1):
-        return totals.pop(), False, "each tree drew N rows: its counts add up to it", None
+    drawn = _drawn_n(model)
+    if drawn is not None:
+        return drawn, False, "each tree drew N rows: its counts add up to it", None
     if model.noise is not None and model.noise.kind == "laplace":
         low, high, estimate = noisy_row_bounds(model.trees, float(model.noise.scale))
         if stated is not None:
             return int(stated), False, "stated in the file", (low, high)
         return round(estimate), True, "from the noisy counts", (low, high)
     return None, False, "", None
+
+
+def _drawn_n(model: Any) -> int | None:
+    """N for a bootstrap forest whose trees each drew N rows (``max_samples`` None) and
+    whose counts all add up to one total; else None."""
+    totals = {int(t.counts.sum()) for t in model.trees if t.counted}
+    if (model.bootstrap and model.counts_released and "max_samples" in model.facts
+            and model.facts["max_samples"] is None and len(totals) == 1):
+        return totals.pop()
+    return None
 
 
 def _balance(model: Any, bootstrap: bool) -> tuple[tuple[tuple[str, int], ...] | None, bool]:

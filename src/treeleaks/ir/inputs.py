@@ -281,19 +281,11 @@ class InputMap:
         above = op == ">"
         for column in self.columns:
             if isinstance(column, OneHotColumn) and f in column.features:
-                if not 0.0 <= threshold < 1.0:
-                    return None
-                category = column.categories[column.features.index(f)]
-                return f"{column.name} {'=' if above else '≠'} {_shown(category)}"
+                return _category_text(column, f, threshold, above)
             if isinstance(column, NumberColumn | CodedColumn) and f == column.gap:
                 return f"{column.name} is {'' if above else 'not '}missing"
             if isinstance(column, CodedColumn) and f == column.feature:
-                low, high = column.codes
-                shown = [_shown(column.categories[int(c)] if 0 <= c < len(column.categories)
-                                else np.nan) for c in np.arange(low, high + 1)
-                         if (c > threshold) == above and (
-                             0 <= c < len(column.categories) or c == column.missing)]
-                return f"{column.name} in {{" + ", ".join(shown) + "}"
+                return _codes_text(column, threshold, above)
         return None
 
     def groups(self) -> list[tuple[list[str], bool]]:
@@ -338,6 +330,27 @@ def _same(value: Any, category: Any) -> bool:
 def _is_gap(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or (
         type(value).__name__ in ("NAType", "NaTType"))
+
+
+def _category_text(column: OneHotColumn, f: int, threshold: float, above: bool
+                   ) -> str | None:
+    """A split on category feature ``f`` as ``column = category`` (``≠`` on the side
+    below), or None for a threshold outside [0, 1)."""
+    if not 0.0 <= threshold < 1.0:
+        return None
+    category = column.categories[column.features.index(f)]
+    return f"{column.name} {'=' if above else '≠'} {_shown(category)}"
+
+
+def _codes_text(column: CodedColumn, threshold: float, above: bool) -> str:
+    """A split on a column's codes as the set of its categories on the split's side
+    (``above``: over the threshold), a gap's code among them when it is one."""
+    low, high = column.codes
+    shown = [_shown(column.categories[int(c)] if 0 <= c < len(column.categories)
+                    else np.nan) for c in np.arange(low, high + 1)
+             if (c > threshold) == above and (
+                 0 <= c < len(column.categories) or c == column.missing)]
+    return f"{column.name} in {{" + ", ".join(shown) + "}"
 
 
 def _shown(category: Any) -> str:

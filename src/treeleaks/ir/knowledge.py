@@ -129,24 +129,7 @@ class Knowledge:
             totals, or known values or rows the counts cannot hold.
         """
         if self.columns is not None:
-            frame = self.columns
-            _check_names(frame, model, "known columns", need_all=False)
-            if frame.shape[1] == 0:
-                raise KnowledgeError("the known-columns table has no columns; give a CSV "
-                                     "whose header names at least one feature")
-            if len(frame) != n_rows:
-                raise KnowledgeError(
-                    f"the known columns have {len(frame)} rows but the model was trained on "
-                    f"{n_rows}: give one value per training row")
-            _check_values(frame, model, schema, "known columns")
-            if model.label_name in frame and model.n_rows is not None:
-                totals = dict(zip(model.classes, model.class_totals().tolist()))
-                given = Counter(frame[model.label_name].tolist())
-                if any(given[c] != n for c, n in totals.items()):
-                    raise KnowledgeError(
-                        f"the known labels contradict the model: it holds {totals} rows per "
-                        f"class, the known label column {dict(given)}; check the label column")
-            self._check_columns_fit(model)
+            self._check_columns(model, schema, n_rows)
         if self.rows is not None:
             _check_names(self.rows, model, "known rows", need_all=True)
             if len(self.rows) > n_rows:
@@ -155,6 +138,31 @@ class Knowledge:
             _check_values(self.rows, model, schema, "known rows")
             if self.columns is not None:
                 self._check_rows_in_columns()
+
+    def _check_columns(self, model: ReleasedModel, schema: FeatureSchema, n_rows: int) -> None:
+        """Check the known columns against the model.
+
+        They must be the model's, one value per training row, within the schema, their
+        labels (if given) the model's class totals, and every row must fit the trees.
+        """
+        frame = self.columns
+        _check_names(frame, model, "known columns", need_all=False)
+        if frame.shape[1] == 0:
+            raise KnowledgeError("the known-columns table has no columns; give a CSV "
+                                 "whose header names at least one feature")
+        if len(frame) != n_rows:
+            raise KnowledgeError(
+                f"the known columns have {len(frame)} rows but the model was trained on "
+                f"{n_rows}: give one value per training row")
+        _check_values(frame, model, schema, "known columns")
+        if model.label_name in frame and model.n_rows is not None:
+            totals = dict(zip(model.classes, model.class_totals().tolist()))
+            given = Counter(frame[model.label_name].tolist())
+            if any(given[c] != n for c, n in totals.items()):
+                raise KnowledgeError(
+                    f"the known labels contradict the model: it holds {totals} rows per "
+                    f"class, the known label column {dict(given)}; check the label column")
+        self._check_columns_fit(model)
 
     def _check_columns_fit(self, model: ReleasedModel) -> None:
         """Each known row of values must fit a leaf of every tree; else name the first.
@@ -166,6 +174,23 @@ class Knowledge:
         features = [n for n in self.columns.columns if n != model.label_name]
         if not features or (model.bootstrap and not self.linked):
             return
+        rows = self._rows_to_fit(model, features)
+        leaves = sum(tree.n_leaves for tree in model.trees)
+        if leaves * len(rows.values) * len(features) > FIT_CHECK_BUDGET:
+            return  # too costly to check up front; the engine still finds a contradiction
+        groups = [[j] for j in range(len(features))] if not self.linked else [
+            list(range(len(features)))]
+        for t, tree in enumerate(model.trees):
+            boxes = rows.boxes(tree, model.n_features)
+            for group in groups:
+                rows.check_fit(tree, t, boxes, group, model)
+
+    def _rows_to_fit(self, model: ReleasedModel, features: list[str]) -> _RowsToFit:
+        """The known columns' rows to check against the trees.
+
+        With their classes when the label is known with them; each distinct row once when
+        training rows are interchangeable.
+        """
         index = [model.feature_names.index(n) for n in features]
         values = self.columns[features].to_numpy(dtype=np.float64)
         with_label = self.linked and model.label_name in self.columns
@@ -176,36 +201,7 @@ class Knowledge:
             key = values if cls is None else np.column_stack([values, cls])
             first = np.sort(np.unique(key, axis=0, return_index=True)[1])
             values, cls = values[first], None if cls is None else cls[first]
-        leaves = sum(tree.n_leaves for tree in model.trees)
-        if leaves * len(values) * len(features) > FIT_CHECK_BUDGET:
-            return  # too costly to check up front; the engine still finds a contradiction
-        groups = [[j] for j in range(len(features))] if not self.linked else [
-            list(range(len(features)))]
-        for t, tree in enumerate(model.trees):
-            lower, upper, leaf_of_path = tree.path_boxes(model.n_features)
-            lower, upper = lower[:, index], upper[:, index]
-            occupied = tree.counts > 0
-            for group in groups:
-                on_path = np.ones((len(leaf_of_path), len(values)), dtype=bool)
-                for j in group:
-                    on_path &= (lower[:, j, None] < values[None, :, j]) & (
-                        values[None, :, j] <= upper[:, j, None])
-                inside = np.zeros((tree.n_leaves, len(values)), dtype=bool)
-                np.logical_or.at(inside, leaf_of_path, on_path)  # a leaf: any of its paths
-                holds = occupied[:, cls] if cls is not None else occupied.any(axis=1)[:, None]
-                fits = (inside & holds).any(axis=0)
-                if model.bootstrap:  # linked, in training order: only trees that drew it
-                    drawn = tree.draws
-                    fits |= (drawn == 0) if drawn is not None else True
-                if not fits.all():
-                    k = int(np.flatnonzero(~fits)[0])
-                    shown = {features[j]: values[k, j] for j in group}
-                    if cls is not None:
-                        shown[model.label_name] = model.classes[cls[k]]
-                    raise KnowledgeError(
-                        f"known columns, row {first[k]} ({_values(shown)}): no leaf of tree {t} "
-                        f"{'that drew it ' if model.bootstrap else ''}holds a training row "
-                        "with these values; the known columns contradict the model")
+        return _RowsToFit(features, index, values, cls, first)
 
     def _check_rows_in_columns(self) -> None:
         names = [n for n in self.columns.columns]
@@ -325,20 +321,31 @@ class Knowledge:
         with_label = self.linked and model.label_name in self.columns
         trees = []
         for names in groups:
-            index = [model.feature_names.index(n) for n in names]
-            values = self.columns[names].to_numpy(dtype=np.float64)
-            cls = (model.class_index(self.columns[model.label_name].to_numpy()) if with_label
-                   else np.zeros(len(values), dtype=np.int64))
-            binary = [schema.features[n].kind == "binary" for n in names]
-            tree = _value_tree(index, binary, values, cls, model.n_classes,
-                               pooled=not with_label)
+            tree = self._column_tree(names, model, schema, with_label)
             if drop_rows and self.rows is not None and len(self.rows):
-                known = self.rows[list(model.feature_names)].to_numpy(dtype=np.float64)
-                known_cls = (model.class_index(self.rows[model.label_name].to_numpy())
-                             if with_label else np.zeros(len(known), dtype=np.int64))
-                np.add.at(tree.counts, (tree.apply(known), known_cls), -1)
+                self._take_known_rows(tree, model, with_label)
             trees.append(tree)
         return trees
+
+    def _column_tree(self, names: list[str], model: ReleasedModel, schema: FeatureSchema,
+                     with_label: bool) -> Tree:
+        """The tree pinning the known columns ``names`` to each known value (tuple).
+
+        Each leaf holds the rows with its value, by class when the label is known with them.
+        """
+        index = [model.feature_names.index(n) for n in names]
+        values = self.columns[names].to_numpy(dtype=np.float64)
+        cls = (model.class_index(self.columns[model.label_name].to_numpy()) if with_label
+               else np.zeros(len(values), dtype=np.int64))
+        binary = [schema.features[n].kind == "binary" for n in names]
+        return _value_tree(index, binary, values, cls, model.n_classes, pooled=not with_label)
+
+    def _take_known_rows(self, tree: Tree, model: ReleasedModel, with_label: bool) -> None:
+        """Take the known rows out of a column tree's counts (in place)."""
+        known = self.rows[list(model.feature_names)].to_numpy(dtype=np.float64)
+        known_cls = (model.class_index(self.rows[model.label_name].to_numpy())
+                     if with_label else np.zeros(len(known), dtype=np.int64))
+        np.add.at(tree.counts, (tree.apply(known), known_cls), -1)
 
     def row_boxes(self, model: ReleasedModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Pin each training row to the box its known values allow (linked columns).
@@ -420,25 +427,88 @@ class Knowledge:
         str
             The disagreement, for people; empty when there is none.
         """
-        if self.columns is not None:
-            names = list(self.columns.columns)
-            if ordered and self.linked:
-                differ = np.flatnonzero(~_equal_rows(rows[names], self.columns))
-                if differ.size:
-                    return f"row {differ[0]} does not carry its known values"
-            groups = [names] if self.linked else [[n] for n in names]
-            for group in groups:
-                if Counter(map(tuple, rows[group].to_numpy().tolist())) != Counter(
-                        map(tuple, self.columns[group].to_numpy().tolist())):
-                    return f"the values of {', '.join(group)} differ from the known ones"
-        if self.rows is not None:
-            names = [*model.feature_names, model.label_name]
-            have = Counter(map(tuple, rows[names].to_numpy().tolist()))
-            for i, row in enumerate(map(tuple, self.rows[names].to_numpy().tolist())):
-                if have[row] <= 0:
-                    return f"known row {i} is missing"
-                have[row] -= 1
+        return self._columns_violation(rows, ordered) or self._rows_violation(rows, model)
+
+    def _columns_violation(self, rows: pd.DataFrame, ordered: bool) -> str:
+        """The first way ``rows`` disagree with the known columns; empty when none."""
+        if self.columns is None:
+            return ""
+        names = list(self.columns.columns)
+        if ordered and self.linked:
+            differ = np.flatnonzero(~_equal_rows(rows[names], self.columns))
+            if differ.size:
+                return f"row {differ[0]} does not carry its known values"
+        groups = [names] if self.linked else [[n] for n in names]
+        for group in groups:
+            if Counter(map(tuple, rows[group].to_numpy().tolist())) != Counter(
+                    map(tuple, self.columns[group].to_numpy().tolist())):
+                return f"the values of {', '.join(group)} differ from the known ones"
         return ""
+
+    def _rows_violation(self, rows: pd.DataFrame, model: ReleasedModel) -> str:
+        """The first known row ``rows`` lack; empty when they hold every one."""
+        if self.rows is None:
+            return ""
+        names = [*model.feature_names, model.label_name]
+        have = Counter(map(tuple, rows[names].to_numpy().tolist()))
+        for i, row in enumerate(map(tuple, self.rows[names].to_numpy().tolist())):
+            if have[row] <= 0:
+                return f"known row {i} is missing"
+            have[row] -= 1
+        return ""
+
+
+@dataclass(frozen=True)
+class _RowsToFit:
+    """Known rows checked against every tree up front.
+
+    Their ``features`` (at ``index`` among the model's), ``values``, classes (``cls``;
+    None when the label is not known with them) and the known row each stands for
+    (``first``).
+    """
+
+    features: list[str]
+    index: list[int]
+    values: np.ndarray
+    cls: np.ndarray | None
+    first: np.ndarray
+
+    def boxes(self, tree: Tree, n_features: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The tree's root-to-leaf boxes over the known features, and each path's leaf."""
+        lower, upper, leaf_of_path = tree.path_boxes(n_features)
+        return lower[:, self.index], upper[:, self.index], leaf_of_path
+
+    def check_fit(self, tree: Tree, t: int, boxes: tuple[np.ndarray, np.ndarray, np.ndarray],
+                  group: list[int], model: ReleasedModel) -> None:
+        """Refuse a row whose values in ``group`` fit no leaf of tree ``t``; name the first.
+
+        ``group`` holds positions among the known features; a leaf fits when it holds
+        training rows (of the row's class) and, when the draws are known, drew the row.
+        """
+        lower, upper, leaf_of_path = boxes
+        values, cls = self.values, self.cls
+        on_path = np.ones((len(leaf_of_path), len(values)), dtype=bool)
+        for j in group:
+            on_path &= (lower[:, j, None] < values[None, :, j]) & (
+                values[None, :, j] <= upper[:, j, None])
+        inside = np.zeros((tree.n_leaves, len(values)), dtype=bool)
+        np.logical_or.at(inside, leaf_of_path, on_path)  # a leaf: any of its paths
+        occupied = tree.counts > 0
+        holds = occupied[:, cls] if cls is not None else occupied.any(axis=1)[:, None]
+        fits = (inside & holds).any(axis=0)
+        if model.bootstrap:  # linked, in training order: only trees that drew it
+            drawn = tree.draws
+            fits |= (drawn == 0) if drawn is not None else True
+        if fits.all():
+            return
+        k = int(np.flatnonzero(~fits)[0])
+        shown = {self.features[j]: values[k, j] for j in group}
+        if cls is not None:
+            shown[model.label_name] = model.classes[cls[k]]
+        raise KnowledgeError(
+            f"known columns, row {self.first[k]} ({_values(shown)}): no leaf of tree {t} "
+            f"{'that drew it ' if model.bootstrap else ''}holds a training row "
+            "with these values; the known columns contradict the model")
 
 
 def _value_tree(features: list[int], binary: list[bool], values: np.ndarray, cls: np.ndarray,

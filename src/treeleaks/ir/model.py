@@ -322,6 +322,18 @@ class Tree:
 
     def _check_leaf_arrays(self, n_leaves: int, n_classes: int) -> None:
         """The per-leaf arrays (counts, n_samples, values, impurity): one entry per leaf."""
+        self._check_leaf_shapes(n_leaves, n_classes)
+        self._check_leaf_numbers()
+        if self.impurity is not None and (self.values is None
+                                          or self.impurity.shape != (n_leaves,)):
+            raise ModelFormatError(f"tree 'impurity' belongs to a regression tree's leaves: "
+                                   f"one entry per leaf ({n_leaves}), beside 'values'")
+
+    def _check_leaf_shapes(self, n_leaves: int, n_classes: int) -> None:
+        """One row of counts per leaf, one column per class, adding up to at most 2^53.
+
+        ``n_samples`` and ``values``, when given, hold one entry per leaf.
+        """
         if self.counts.ndim != 2 or self.counts.shape != (n_leaves, n_classes):
             raise ModelFormatError(
                 f"tree 'counts' must have shape (n_leaves={n_leaves}, n_classes={n_classes}), "
@@ -333,6 +345,12 @@ class Tree:
             raise ModelFormatError(f"tree 'n_samples' must have one entry per leaf ({n_leaves})")
         if self.values is not None and self.values.shape != (n_leaves,):
             raise ModelFormatError(f"tree 'values' must have one entry per leaf ({n_leaves})")
+
+    def _check_leaf_numbers(self) -> None:
+        """Leaf values and impurities finite and within bounds.
+
+        Small enough that float64 holds the sums of their rows' squared targets.
+        """
         for name, what in (("values", "value"), ("impurity", "impurity")):
             field = getattr(self, name)
             if field is not None and not np.isfinite(field).all():
@@ -348,10 +366,6 @@ class Tree:
                     f"leaf {leaf}'s {what} is {field[leaf]:g}, beyond ±{bound:g}, where "
                     "float64 stops holding the sums of its rows' squared targets: an "
                     "edited or damaged file")
-        if self.impurity is not None and (self.values is None
-                                          or self.impurity.shape != (n_leaves,)):
-            raise ModelFormatError(f"tree 'impurity' belongs to a regression tree's leaves: "
-                                   f"one entry per leaf ({n_leaves}), beside 'values'")
 
     def _check_nodes(self, is_leaf: np.ndarray, n_features: int) -> None:
         """The nodes form one binary tree over ``n_features`` features.
@@ -439,9 +453,7 @@ class LeafGradients:
         for index, (tree, value, rows) in enumerate(zip(trees, self.values, self.sums)):
             if value.shape != (tree.n_leaves,) or not np.isfinite(value).all():
                 raise ModelFormatError(f"tree {index}: one finite leaf value per leaf needed")
-            if rows.size and (rows.ndim != 2 or rows.shape[1] != 5
-                              or not np.isin(rows[:, 0], np.arange(tree.n_leaves)).all()
-                              or (rows[:, 3] > rows[:, 4]).any()):
+            if rows.size and _malformed_sums(rows, tree.n_leaves):
                 raise ModelFormatError(f"tree {index}: malformed gradient sums")
 
 
@@ -862,26 +874,41 @@ class ReleasedModel:
             raise ModelFormatError("the model has no trees")
         self._check_task()
         self._check_names()
+        self._check_trees()
+        self._check_node_stats()
+        self._check_counts()
+        if not self.trees[0].counted:
+            raise ModelFormatError("the first tree must have counts")
+        if self.gradients is not None:
+            self._check_gradients(self.gradients)
+        self._check_revealed()
+
+    def _check_trees(self) -> None:
+        """Each tree well formed (`Tree.validate`), a refusal naming it."""
         for index, tree in enumerate(self.trees):
             try:
                 tree.validate(1 if self.is_regression else self.n_classes, self.n_features)
             except ModelFormatError as exc:
                 raise ModelFormatError(f"malformed tree {index}: {exc}") from None
-        self._check_node_stats()
-        if self.noise is None:
-            try:
-                self._check_unweighted()
-            except UnsupportedModelError:
-                if self.contradictions:  # an edited file, not weighted training
-                    raise ModelFormatError("the file contradicts itself: "
-                                           f"{self.contradictions[0]}") from None
-                raise
-        else:
+
+    def _check_counts(self) -> None:
+        """Counts as their source allows: noisy ones their mechanism, exact ones unweighted.
+
+        For an edited file, the first contradiction is named instead of weighted training.
+        """
+        if self.noise is not None:
             self._check_noise()
-        if not self.trees[0].counted:
-            raise ModelFormatError("the first tree must have counts")
-        if self.gradients is not None:
-            self._check_gradients(self.gradients)
+            return
+        try:
+            self._check_unweighted()
+        except UnsupportedModelError:
+            if self.contradictions:  # an edited file, not weighted training
+                raise ModelFormatError("the file contradicts itself: "
+                                       f"{self.contradictions[0]}") from None
+            raise
+
+    def _check_revealed(self) -> None:
+        """The training values given beside the trees: of the model's features, well formed."""
         for column, revealed in self.revealed.items():
             if not 0 <= column < self.n_features:
                 raise ModelFormatError(f"training values given for feature {column}, but the "
@@ -1012,23 +1039,44 @@ class ReleasedModel:
             if self.bootstrap and tree.draws is not None:
                 if n_draws is None:
                     n_draws = len(tree.draws)
-                if len(tree.draws) != n_draws:
-                    raise ModelFormatError(
-                        f"tree {index} has {len(tree.draws)} draws, tree 0 "
-                        f"has {n_draws}: each tree needs one per training row"
-                    )
-                distinct = np.count_nonzero(tree.draws)
-                if tree.n_samples is not None and tree.n_samples.sum() != distinct:
-                    raise ModelFormatError(
-                        f"tree {index}: the recorded draws do not match the tree (it saw "
-                        f"{tree.n_samples.sum()} distinct rows, the draws name {distinct}); "
-                        "the bootstrap cannot be reproduced from this file"
-                    )
-                if rows.sum() != tree.draws.sum():
-                    raise UnsupportedModelError(
-                        f"tree {index}: its class counts add up to {rows.sum()} but it drew "
-                        f"{tree.draws.sum()} rows, {weighted}"
-                    )
+                _check_draws(index, tree, rows, n_draws, weighted)
+
+
+def _malformed_sums(rows: np.ndarray, n_leaves: int) -> bool:
+    """Whether a tree's gradient sums are malformed.
+
+    Well formed: rows ``(leaf, a, b, low, high)``, each of a leaf of the tree, low <= high.
+    """
+    return bool(rows.ndim != 2 or rows.shape[1] != 5
+                or not np.isin(rows[:, 0], np.arange(n_leaves)).all()
+                or (rows[:, 3] > rows[:, 4]).any())
+
+
+def _check_draws(index: int, tree: Tree, rows: np.ndarray, n_draws: int, weighted: str
+                 ) -> None:
+    """A bootstrap tree's recorded draws must fit the tree.
+
+    One per training row (``n_draws``, as tree 0's), as many rows drawn as the tree saw
+    distinct ones, and as many draws as its counts (``rows``: per leaf) add up to, else
+    weighted training (``weighted`` says so).
+    """
+    if len(tree.draws) != n_draws:
+        raise ModelFormatError(
+            f"tree {index} has {len(tree.draws)} draws, tree 0 "
+            f"has {n_draws}: each tree needs one per training row"
+        )
+    distinct = np.count_nonzero(tree.draws)
+    if tree.n_samples is not None and tree.n_samples.sum() != distinct:
+        raise ModelFormatError(
+            f"tree {index}: the recorded draws do not match the tree (it saw "
+            f"{tree.n_samples.sum()} distinct rows, the draws name {distinct}); "
+            "the bootstrap cannot be reproduced from this file"
+        )
+    if rows.sum() != tree.draws.sum():
+        raise UnsupportedModelError(
+            f"tree {index}: its class counts add up to {rows.sum()} but it drew "
+            f"{tree.draws.sum()} rows, {weighted}"
+        )
 
 
 def _plain(value: Any) -> Any:

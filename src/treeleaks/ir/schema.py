@@ -207,14 +207,8 @@ class FeatureSchema:
         FeatureSchema
             A complete schema over the model's features, with unbounded ranges.
         """
-        features = {}
-        for name, thresholds in zip(model.feature_names, model.thresholds()):
-            if thresholds.size == 0:
-                features[name] = FeatureSpec("unknown")
-            elif thresholds.size == 1 and cuts_zero_one(float(thresholds[0])):
-                features[name] = FeatureSpec("binary", 0.0, 1.0)
-            else:
-                features[name] = FeatureSpec("numerical")
+        features = {name: _spec_from_splits(thresholds)
+                    for name, thresholds in zip(model.feature_names, model.thresholds())}
         if model.inputs is None:
             return cls(features)
         # the model's own input map: its categories' and gaps' indicators are 0/1, and each
@@ -329,22 +323,7 @@ class FeatureSchema:
             A leaf holding rows has contradictory splits: the model file is corrupt.
         """
         model_names = list(model.feature_names)
-        extra = [n for n in self.features if n not in set(model_names)]
-        extra += [n for g in self.one_hot_groups + self.at_most_one_groups for n in g
-                  if n not in set(model_names) and n not in extra]
-        if extra:
-            raise SchemaError(
-                f"schema column(s) {', '.join(map(repr, extra[:5]))} are not features of the "
-                f"model (it has {model.n_features}: {', '.join(model_names[:5])}"
-                f"{', ...' if model.n_features > 5 else ''}); fix the schema's column names"
-            )
-        if self.complete:
-            missing = [n for n in model_names if n not in self.features]
-            if missing:
-                raise SchemaError(
-                    f"the schema does not describe model feature(s) "
-                    f"{', '.join(map(repr, missing[:5]))}; give a schema with the model's columns"
-                )
+        self._check_names(model)
         features = {}
         for name, thresholds in zip(model_names, model.thresholds()):
             spec = self.features.get(name, FeatureSpec("binary", 0.0, 1.0))
@@ -359,6 +338,34 @@ class FeatureSchema:
         if model.noise is None:
             bound._check_leaves(model)
         return bound
+
+    def _check_names(self, model: ReleasedModel) -> None:
+        """The schema's columns and groups must be the model's features.
+
+        A complete schema must also name every one of them.
+        """
+        model_names = list(model.feature_names)
+        extra = self._foreign_names(model_names)
+        if extra:
+            raise SchemaError(
+                f"schema column(s) {', '.join(map(repr, extra[:5]))} are not features of the "
+                f"model (it has {model.n_features}: {', '.join(model_names[:5])}"
+                f"{', ...' if model.n_features > 5 else ''}); fix the schema's column names"
+            )
+        if self.complete:
+            missing = [n for n in model_names if n not in self.features]
+            if missing:
+                raise SchemaError(
+                    f"the schema does not describe model feature(s) "
+                    f"{', '.join(map(repr, missing[:5]))}; give a schema with the model's columns"
+                )
+
+    def _foreign_names(self, model_names: list[str]) -> list[str]:
+        """The columns the schema or its groups name that are not the model's, in order."""
+        extra = [n for n in self.features if n not in set(model_names)]
+        extra += [n for g in self.one_hot_groups + self.at_most_one_groups for n in g
+                  if n not in set(model_names) and n not in extra]
+        return extra
 
     def _check_leaves(self, model: ReleasedModel) -> None:
         """Every leaf that holds training rows must admit a row.
@@ -564,3 +571,16 @@ class FeatureSchema:
             Whether 1 lies in each box's interval, of the boxes' shape.
         """
         return (lower < 0) & (upper >= 0), (lower < 1) & (upper >= 1)
+
+
+def _spec_from_splits(thresholds: np.ndarray) -> FeatureSpec:
+    """What a column's thresholds alone say of it.
+
+    Unknown when unsplit, binary when cut once where the frameworks cut a 0/1 column, else
+    numerical.
+    """
+    if thresholds.size == 0:
+        return FeatureSpec("unknown")
+    if thresholds.size == 1 and cuts_zero_one(float(thresholds[0])):
+        return FeatureSpec("binary", 0.0, 1.0)
+    return FeatureSpec("numerical")
