@@ -24,7 +24,7 @@ def test_the_table_is_the_two_classes_fields_and_reconstruct_documents_each() ->
                                                  for name, option in OPTIONS.items()})
     assert (run, request) == (RunOptions(), Request())
     for name in OPTIONS:
-        assert f"    {name} : " in reconstruct.__doc__
+        assert f"    - ``{name}`` (" in reconstruct.__doc__
 
 
 def test_an_option_outside_the_table_is_a_type_error_naming_it() -> None:

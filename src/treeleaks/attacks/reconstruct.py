@@ -108,46 +108,10 @@ def reconstruct(model: ReleasedModel, schema: FeatureSchema | None = None,
         The columns' domains. None: what the splits imply; for a DP forest, the public
         domains its file records.
     **options
-        The options below, by name: each a field of `treeleaks.attacks.options.RunOptions`
-        or `treeleaks.attacks.options.Request` (their table:
+        The options listed under Notes, by name: each a field of
+        `treeleaks.attacks.options.RunOptions` or `treeleaks.attacks.options.Request` (their table:
         `treeleaks.attacks.options.OPTIONS`). Which formulation takes which is
         `treeleaks.attacks.route_options.ACCEPTS`.
-
-    Other Parameters
-    ----------------
-    time_limit : float, default 60.0
-        Seconds for the whole run.
-    threads : int, default 2
-        Threads the solvers may use.
-    seed : int, default 0
-        The solvers' random seed.
-    solver : str, default "highs"
-        ``highs`` or ``cp-sat``, for the exact formulation.
-    certainty_time_limit : float, default 30.0
-        Most seconds the proofs use; the search keeps ``min(certainty_time_limit, 15% of
-        time_limit)`` for them. Cut short, they stay sound.
-    strategy : str, default "auto"
-        How the cells are found: ``auto``, ``enumerate`` (every cell of the trees' common
-        refinement), ``generate`` (cells on demand), or ``per-row`` (a bootstrap forest
-        with its draws: no cells, one leaf per row and drawing tree).
-    cell_budget : CellBudget or None, default None
-        Limits on listing cells (count, memory, deadline), for every formulation.
-    max_rows : int, default 1_000_000
-        Counts implying more training rows than this are refused.
-    progress : callable or None, default None
-        Receives `treeleaks.runtime.progress.Progress` events.
-    knowledge : Knowledge or None, default None
-        Side knowledge (known columns, known rows). The rows returned respect it exactly
-        and the proofs hold given it.
-    ignore_draws : bool, default False
-        Set a bootstrap forest's draws aside and infer them.
-    n_rows : int or None, default None
-        A DP forest's number of training rows N.
-    n_unknown : bool, default False
-        A DP forest's N is unknown: infer it.
-    shrinkage : float or None, default None
-        How far a DP forest's rows are pulled toward typical ones; None: the attack's
-        default.
 
     Returns
     -------
@@ -170,6 +134,36 @@ def reconstruct(model: ReleasedModel, schema: FeatureSchema | None = None,
         An option that is not one of these.
     ValueError
         ``strategy`` is unknown.
+
+    Notes
+    -----
+    The options, each a keyword argument (``name`` (type, default): what it does):
+
+    - ``time_limit`` (float, default 60.0): Seconds for the whole run.
+    - ``threads`` (int, default 2): Threads the solvers may use.
+    - ``seed`` (int, default 0): The solvers' random seed.
+    - ``solver`` (str, default "highs"): ``highs`` or ``cp-sat``, for the exact formulation.
+    - ``certainty_time_limit`` (float, default 30.0): Most seconds the proofs use; the
+      search keeps ``min(certainty_time_limit, 15% of time_limit)`` for them. Cut short,
+      they stay sound.
+    - ``strategy`` (str, default "auto"): How the cells are found: ``auto``, ``enumerate``
+      (every cell of the trees' common refinement), ``generate`` (cells on demand), or
+      ``per-row`` (a bootstrap forest with its draws: no cells, one leaf per row and drawing
+      tree).
+    - ``cell_budget`` (CellBudget or None, default None): Limits on listing cells (count,
+      memory, deadline), for every formulation.
+    - ``max_rows`` (int, default 1_000_000): Counts implying more training rows than this
+      are refused.
+    - ``progress`` (callable or None, default None): Receives
+      `treeleaks.runtime.progress.Progress` events.
+    - ``knowledge`` (Knowledge or None, default None): Side knowledge (known columns, known
+      rows). The rows returned respect it exactly and the proofs hold given it.
+    - ``ignore_draws`` (bool, default False): Set a bootstrap forest's draws aside and infer
+      them.
+    - ``n_rows`` (int or None, default None): A DP forest's number of training rows N.
+    - ``n_unknown`` (bool, default False): A DP forest's N is unknown: infer it.
+    - ``shrinkage`` (float or None, default None): How far a DP forest's rows are pulled
+      toward typical ones; None: the attack's default.
     """
     run, request = split_options("reconstruct", options)
     if model.noise is None and not model.counts_released:
