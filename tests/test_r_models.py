@@ -335,3 +335,18 @@ def test_text_classes_that_read_as_numbers_match_a_csvs_numeric_labels() -> None
     model.classes = ["No", "Yes"]
     with pytest.raises(ValueError, match="label 0 is not one of the model's classes"):
         model.class_index([0])
+
+
+def test_a_file_inflating_past_the_cap_is_refused_before_it_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from treeleaks.frontends import r_files
+
+    monkeypatch.setattr(r_files, "MAX_RDS_BYTES", 1000)
+    with pytest.raises(ModelFormatError, match=r"rf_class\.rds inflates to more than "):
+        read_rds(FIXTURES / "rf_class.rds")
+    cut = tmp_path / "cut.rds"
+    content = (FIXTURES / "rf_class.rds").read_bytes()
+    cut.write_bytes(content[:len(content) // 2])
+    monkeypatch.undo()
+    with pytest.raises(ModelFormatError, match=r"cut\.rds is not a readable gzip stream"):
+        read_rds(cut)

@@ -26,6 +26,8 @@ _HEADS = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"X\n": "
           b"A\n": "none", b"B\n": "none"}
 _OTHER_HEADS = {b"\x28\xb5\x2f\xfd": "zstd", b"\x04\x22\x4d\x18": "lz4"}
 _VECTORS = {"LGL", "INT", "REAL", "CPLX", "RAW"}
+MAX_RDS_BYTES = 4 * 2**30  # the most a file may inflate to: a bigger R model is refused
+_PIECE = 2**24
 
 
 @dataclass(frozen=True)
@@ -78,12 +80,40 @@ def read_rds(path: Path) -> RValue:
                 "(or gzip, the default)")
         raise ModelFormatError(f"{path.name} is not an R serialization (saveRDS): its first "
                                "bytes are none of gzip, bzip2, xz or R's own")
+    data = _decompressed(path, head)
     try:
-        parsed = rdata.parser.parse_file(path)
+        parsed = rdata.parser.parse_data(data, extension=".rds")
     except Exception as exc:  # rdata raises plain errors on damaged data
         raise ModelFormatError(f"{path.name} is not a readable R serialization "
                                f"({type(exc).__name__}: {exc})") from None
     return _converted(parsed.object)
+
+
+def _decompressed(path: Path, head: bytes) -> bytes:
+    """The file's serialization, decompressed in pieces up to `MAX_RDS_BYTES` (a file that
+    inflates past it is refused before it fills the memory)."""
+    import bz2
+    import gzip
+    import lzma
+
+    method = next(name for magic, name in _HEADS.items() if head.startswith(magic))
+    opener = {"gzip": gzip.open, "bzip2": bz2.open, "xz": lzma.open, "none": open}[method]
+    pieces, size = [], 0
+    try:
+        with opener(path, "rb") as stream:
+            while piece := stream.read(_PIECE):
+                size += len(piece)
+                if size > MAX_RDS_BYTES:
+                    raise ModelFormatError(
+                        f"{path.name} inflates to more than {MAX_RDS_BYTES / 2**30:g} GiB "
+                        f"(from {path.stat().st_size:,} bytes): a damaged or hostile file, "
+                        "or a model too large to audit here")
+                pieces.append(piece)
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise ModelFormatError(f"{path.name} is not a readable {method} stream "
+                               f"({type(exc).__name__}: {exc}): a truncated or damaged "
+                               "file?") from None
+    return b"".join(pieces)
 
 
 def _converted(obj: Any, inside: frozenset[int] = frozenset()) -> RValue:
