@@ -31,6 +31,8 @@ from treeleaks.cli.app import (
     positive_seconds,
     write_all,
 )
+from treeleaks.report.audit_steps import weights_words
+from treeleaks.report.budget import ATTACKS_SHARE
 from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.runtime.paths import unreadable
 
@@ -71,10 +73,10 @@ def audit_command(
     ] = None,
     budget: Annotated[float, typer.Option(
         callback=positive_seconds, help="Seconds for the whole audit, shared among its "
-        "attacks: they share 95% of it (the rest is for the report), each getting the time "
-        "left times its weight over the weights of those still to run (reconstruction 4, "
-        "worst case 2, the attack without the random states 2, the others 1), so time one "
-        "does not use passes on. Reading the model comes before this clock. An attack cut "
+        f"attacks: they share {ATTACKS_SHARE:.0%} of it (the rest is for the report), each "
+        "getting the time left times its weight over the weights of those still to run "
+        f"({weights_words('the others')}), so time one does not use passes on. Reading the "
+        "model comes before this clock. An attack cut "
         "short is reported as partial and its figures as lower bounds. With --synthetic: "
         "the attack's budget.")] = 300.0,
     attack_budget: Annotated[float | None, typer.Option(

@@ -9,8 +9,9 @@ when it runs, that it cannot read the model); one that raises is listed as faile
 error; one that stops without a complete answer as partial, cut short when it used its
 share of the budget (measured), else with what stopped it; one the budget had no time
 left for as not run. Ctrl-C stops the audit, and what was gathered is reported as
-partial. The whole audit has one budget (``inp.budget``), shared among the steps by the
-rule of `treeleaks.report.budget`; each step is given its share as ``budget``.
+partial. The whole audit has one budget (``inp.total_budget``), shared among the steps
+(`treeleaks.report.audit_steps.STEPS`) by the rule of `treeleaks.report.budget`; each step
+is given its share as ``seconds``, and the input is never rebound.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from treeleaks.report import evidence, remedies
+from treeleaks.report import remedies
+from treeleaks.report.audit_steps import STEPS, AuditStep, StepInputs
 from treeleaks.report.budget import AuditClock
 from treeleaks.report.custodian import row_table
 from treeleaks.report.evidence import AuditInput, Evidence
@@ -50,45 +51,44 @@ class Interrupted(Exception):
     """Ctrl-C during a step."""
 
 
-Step = tuple[str, str, Callable[[float], AttackRun] | str]  # name, title, run(seconds) or why
 OnStep = Callable[[str, int, int, float], None]  # title, index, steps, its seconds
 OnDone = Callable[[AttackRun, float], None]  # the step's record, seconds left to the attacks
 
 
 def run_audit(inp: AuditInput, progress: ProgressCallback | None = None,
               on_step: OnStep | None = None, on_done: OnDone | None = None) -> Audit:
-    """Audit ``inp.model`` within ``inp.budget`` seconds for the whole audit (each attack
-    at most ``inp.attack_budget``): run the attacks that apply, each with its share
-    (``on_step(title, i, n, seconds)`` before each, ``on_done(run, left)`` after;
+    """Audit ``inp.model`` within ``inp.total_budget`` seconds for the whole audit (each
+    attack at most ``inp.attack_budget``): run the steps that apply (`STEPS`), each with its
+    share (``on_step(title, i, n, seconds)`` before each, ``on_done(run, left)`` after;
     ``progress`` receives the reconstruction engine's events), and assemble the verdict,
     the risk, the custodian's rows, the defences and the assumptions."""
-    clock = AuditClock(inp.budget, inp.attack_budget)
+    clock = AuditClock(inp.total_budget, inp.attack_budget)
     audit = Audit(model=model_facts(inp), exposed=exposed_facts(inp.model),
                   assumptions=assumptions(inp), estimator=inp.estimator)
-    ev = Evidence()
-    defences: list[Defence] = []
-    steps = _plan(inp, ev, defences, progress)
-    runnable = [name for name, _, step in steps if not isinstance(step, str)]
-    for index, (name, title, step) in enumerate(steps):
-        if isinstance(step, str):
-            audit.attacks.append(AttackRun(name, title, NOT_APPLICABLE, step))
+    inputs = StepInputs(inp, Evidence(), [], progress)
+    why_not = {step.name: step.applies(inputs) for step in STEPS}
+    runnable = [step.name for step in STEPS if not why_not[step.name]]
+    for index, step in enumerate(STEPS):
+        if why_not[step.name]:
+            audit.attacks.append(AttackRun(step.name, step.title, NOT_APPLICABLE,
+                                           why_not[step.name]))
         elif audit.interrupted:
-            audit.attacks.append(AttackRun(name, title, NOT_RUN, "the audit was interrupted "
-                                           "(Ctrl-C) before this attack"))
+            audit.attacks.append(AttackRun(step.name, step.title, NOT_RUN, "the audit was "
+                                           "interrupted (Ctrl-C) before this attack"))
         else:
-            seconds = clock.share(name, runnable[runnable.index(name) + 1:])
-            _run_step(audit, (name, title, step), seconds, (index, len(steps)), on_step)
+            seconds = clock.share(step.name, runnable[runnable.index(step.name) + 1:])
+            _run_step(audit, inputs, step, seconds, (index, len(STEPS)), on_step)
             if on_done is not None:
                 on_done(audit.attacks[-1], clock.left())
-    _conclude(audit, inp, ev, defences)
+    _conclude(audit, inp, inputs.evidence, inputs.defences)
     audit.budget = clock.record()
     return audit
 
 
-def _run_step(audit: Audit, step: tuple[str, str, Callable[[float], AttackRun]],
-              seconds: float | None, place: tuple[int, int], on_step: OnStep | None) -> None:
+def _run_step(audit: Audit, inputs: StepInputs, step: AuditStep, seconds: float | None,
+              place: tuple[int, int], on_step: OnStep | None) -> None:
     """Run one step within ``seconds`` (None: the budget ran out before it) and record it."""
-    name, title, run = step
+    name, title = step.name, step.title
     if seconds is None:  # not run for want of time: the audit's figures are lower bounds
         audit.attacks.append(AttackRun(name, title, NOT_RUN, "the audit's budget ran out "
                                        "before this attack; the figures are lower bounds"))
@@ -96,7 +96,7 @@ def _run_step(audit: Audit, step: tuple[str, str, Callable[[float], AttackRun]],
     if on_step is not None:
         on_step(title, *place, seconds)
     try:
-        record = attempt(name, title, lambda: run(seconds))
+        record = attempt(name, title, lambda: step.run(inputs, seconds))
         record.budget_s = seconds
         record.cut_short = record.status == PARTIAL and (  # the step's say, or the clock's
             record.cut_short or ran_out_of_time(record.time_s, seconds))
@@ -107,80 +107,6 @@ def _run_step(audit: Audit, step: tuple[str, str, Callable[[float], AttackRun]],
         audit.interrupted = True
         audit.attacks.append(AttackRun(name, title, NOT_RUN, "interrupted (Ctrl-C) while it "
                                        "ran", budget_s=seconds))
-
-
-def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
-          progress: ProgressCallback | None) -> list[Step]:
-    """Every attack of an audit, in order: how to run it, or why it does not apply."""
-    from treeleaks.attacks.bootstrap import has_draws
-
-    model = inp.model
-    forest = model.n_trees > 1 or model.bootstrap or model.noise is not None
-    draws = has_draws(model)
-    regression = "a regression model: this attack reads classifiers"
-    regression_refused = _regression_refusal(model) if model.is_regression else ""
-
-    def at(seconds: float) -> AuditInput:
-        """The input with this step's share of the budget."""
-        return replace(inp, budget=seconds)
-
-    def with_defence(measure: Callable[[float], tuple[AttackRun, Defence | None]]
-                     ) -> Callable[[float], AttackRun]:
-        def step(seconds: float) -> AttackRun:
-            run, defence = measure(seconds)
-            defences.extend([defence] if defence else [])
-            return run
-        return step
-
-    removed = None if model.counts_released else (
-        "the counts were removed (a stripped file), and this attack reads them"
-        if model.described().stripped else
-        "the file stores no counts (its framework keeps none), and this attack reads them")
-    worst_case_why = ("the model exposes no per-tree draws, as a bootstrap forest's may"
-                      if not draws else "needs your training rows, --data")
-    leak_test_why = ("needs a forest's reconstruction" if not forest else "needs --data and "
-                     "--population, rows of the same population that were not trained on")
-    return [
-        ("reconstruct", "Reconstruction of the training set",
-         removed or regression_refused or
-         (lambda s: evidence.reconstruction(at(s), ev, progress))
-         if forest or model.is_regression else
-         "a single tree: the probabilistic reconstruction and singling out are its attacks"),
-        ("single-out", "Predicate singling out", (lambda s: evidence.singling_out(at(s), ev))
-         if model.counts_released else (lambda s: evidence.guessing(at(s), ev))),
-        ("leak", "Probabilistic reconstruction",
-         regression if model.is_regression else removed or
-         (lambda s: evidence.entropy_leak(at(s), ev))
-         if model.noise is None else "the leaf counts are noisy (DP); the probabilistic "
-         "reconstruction needs exact supports"),
-        ("worst-case", "Worst case over consistent datasets",
-         (lambda s: evidence.worst_case_bound(at(s))) if draws and inp.data is not None
-         else worst_case_why),
-        ("leak-test", "Leak or distribution?", (lambda s: evidence.leak_or_distribution(at(s), ev))
-         if forest and inp.population is not None and inp.data is not None
-         else leak_test_why),
-        ("prune", f"Pruning to k = {remedies.PRUNE_K}",
-         removed or with_defence(lambda s: remedies.prune_effect(at(s)))),
-        ("strip-random-states", "The bootstrap attack without the random states",
-         with_defence(lambda s: remedies.strip_random_states(at(s), ev, progress)) if draws
-         else "the model exposes no per-tree draws"),
-    ]
-
-
-def _regression_refusal(model: ReleasedModel) -> str:
-    """Why the reconstruction does not read this regressor, or "" when it does."""
-    from treeleaks.attacks.regression import refuse_regression
-    from treeleaks.attacks.regression_boosted import is_boosted_regressor
-    from treeleaks.runtime.errors import UnsupportedModelError
-    from treeleaks.runtime.vocabulary import Strategy
-
-    if is_boosted_regressor(model):  # its own route, which takes every such booster
-        return ""
-    try:
-        refuse_regression(model, Strategy.AUTO, None, False)
-    except UnsupportedModelError as exc:
-        return str(exc)
-    return ""
 
 
 def attempt(name: str, title: str, step: Callable[[], AttackRun]) -> AttackRun:
@@ -357,6 +283,6 @@ def assumptions(inp: AuditInput) -> dict[str, Any]:
         "and never leave this machine" if inp.data is not None else "not given",
         "population": "given (--population): rows of the same population not trained on"
         if inp.population is not None else "not given",
-        "budget_s": inp.budget if math.isfinite(inp.budget) else None,
+        "budget_s": inp.total_budget if math.isfinite(inp.total_budget) else None,
         "attack_budget_s": inp.attack_budget,
     }

@@ -10,6 +10,7 @@ lists a step that raised as failed.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from treeleaks.report.budget import engine_seconds
 from treeleaks.report.findings import (
     COMPLETE,
     FAILED,
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from treeleaks.runtime.progress import ProgressCallback
 
 RECONSTRUCT_TITLE = "Reconstruction of the training set from the counts"
+SCORING_S_PER_MROWS2 = 6.0  # scoring 1,000 rows (a matching, twelve for the baseline): ~6 s
 
 
 @dataclass
@@ -46,9 +47,10 @@ class AuditInput:
     """What the audit is given: the model (and the scikit-learn object when the file holds
     one), the schema as given (None: the one the model implies), the custodian's training
     rows with their label column, rows of the same population that were not trained on,
-    and the time budget in seconds: the whole audit's for `treeleaks.report.collect.run_audit`
-    (which gives each step a copy holding its share), one attack's for a step called alone;
-    ``attack_budget`` caps each attack's share (None: no cap)."""
+    and ``total_budget``, the whole audit's seconds (`treeleaks.report.collect.run_audit`
+    shares it among the steps and hands each its share as ``seconds``; a step called alone
+    is given its seconds the same way); ``attack_budget`` caps each attack's share (None:
+    no cap)."""
 
     model: ReleasedModel
     path: str
@@ -57,7 +59,7 @@ class AuditInput:
     data: pd.DataFrame | None = None
     label: str | None = None
     population: pd.DataFrame | None = None
-    budget: float = 300.0
+    total_budget: float = 300.0
     attack_budget: float | None = None
     release_table: dict[str, Any] | None = None  # a `treeleaks release` run's candidates.json
 
@@ -100,15 +102,27 @@ class Evidence:
     leak_test: LeakTest | None = None
 
 
-def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | None
-                   ) -> AttackRun:
-    """The forest reconstruction (`treeleaks reconstruct`), scored against the data."""
+def engine_seconds(seconds: float, n_data_rows: int | None) -> float:
+    """The reconstruction engine's limit within a step's ``seconds`` when the rows it
+    returns are then scored against ``n_data_rows`` rows of the custodian's (None: not
+    scored): the scoring's cost is set aside, at most half of the share (the budget's rule,
+    `treeleaks.report.budget`)."""
+    if n_data_rows is None or not math.isfinite(seconds):
+        return seconds
+    scoring = SCORING_S_PER_MROWS2 * (n_data_rows / 1000) ** 2
+    return max(seconds - scoring, seconds / 2)
+
+
+def reconstruction(inp: AuditInput, seconds: float, ev: Evidence,
+                   progress: ProgressCallback | None) -> AttackRun:
+    """The forest reconstruction (`treeleaks reconstruct`) within ``seconds``, scored
+    against the data."""
     from treeleaks.attacks.reconstruct import reconstruct
     from treeleaks.evaluation.metrics import evaluate, row_errors
 
     model = inp.model
     infer_n = model.noise is not None and model.facts.get("n_rows") is None
-    limit = engine_seconds(inp.budget, None if inp.data is None else len(inp.data))
+    limit = engine_seconds(seconds, None if inp.data is None else len(inp.data))
     recon = reconstruct(model, inp.bound, time_limit=limit, progress=progress,
                         certainty_time_limit=limit, n_unknown=infer_n)
     ev.recon = recon
@@ -235,12 +249,13 @@ def _note(recon: Reconstruction) -> str:
     return ""
 
 
-def singling_out(inp: AuditInput, ev: Evidence) -> AttackRun:
-    """Predicate singling out (`treeleaks single-out`), checked against the data."""
+def singling_out(inp: AuditInput, seconds: float, ev: Evidence) -> AttackRun:
+    """Predicate singling out (`treeleaks single-out`) within ``seconds``, checked against
+    the data."""
     from treeleaks.attacks import singling_out as so
 
     model = inp.model
-    result = so.single_out(model, time_limit=inp.budget, schema=inp.schema)
+    result = so.single_out(model, time_limit=seconds, schema=inp.schema)
     ev.singling = result
     figures: dict[str, Any] = {
         "n_predicates": len(result.predicates), "n_proven": result.n_proven,
@@ -320,13 +335,13 @@ def rows_singled_out_bound(model: ReleasedModel, result: SinglingOut) -> int:
     return max(per_source.values(), default=0)
 
 
-def entropy_leak(inp: AuditInput, ev: Evidence) -> AttackRun:
+def entropy_leak(inp: AuditInput, seconds: float, ev: Evidence) -> AttackRun:
     """The probabilistic reconstruction of each tree alone (`treeleaks leak`): dist and
-    dist_g, tree by tree until the budget runs out."""
+    dist_g, tree by tree until ``seconds`` run out."""
     from treeleaks.attacks.probabilistic import tree_reconstruction
     from treeleaks.evaluation.entropy import summarize
 
-    deadline = time.perf_counter() + inp.budget
+    deadline = time.perf_counter() + seconds
     counted = [t for t, tree in enumerate(inp.model.trees) if tree.counted]  # XGBoost: tree 0
     for t in counted:
         if time.perf_counter() > deadline:
@@ -362,12 +377,12 @@ def fully_determined(summary: LeakSummary) -> int:
     return int(summary.support[held & (summary.path_ratio == 0)].sum())
 
 
-def worst_case_bound(inp: AuditInput) -> AttackRun:
+def worst_case_bound(inp: AuditInput, seconds: float) -> AttackRun:
     """The custodian's proven bound for a bootstrap forest with known draws
-    (`treeleaks worst-case`)."""
+    (`treeleaks worst-case`), within ``seconds``."""
     from treeleaks.attacks.worst_case import worst_case
 
-    result = worst_case(inp.model, inp.bound, truth=inp.truth, time_limit=inp.budget)
+    result = worst_case(inp.model, inp.bound, truth=inp.truth, time_limit=seconds)
     s = result.summary()
     done = s["status"] == Status.OPTIMAL
     return AttackRun("worst-case", "Worst case over every dataset that reproduces the model",
