@@ -31,7 +31,7 @@ from treeleaks.runtime.vocabulary import Formulation, Status
 if TYPE_CHECKING:
     from treeleaks.attacks.singling_out import Exposure, SinglingOut
     from treeleaks.evaluation.entropy import LeakSummary
-    from treeleaks.evaluation.leak_test import LeakTest
+    from treeleaks.evaluation.leak_or_distribution import LeakTest
     from treeleaks.evaluation.metrics import ReconstructionScore
     from treeleaks.ir.model import ReleasedModel
     from treeleaks.ir.schema import FeatureSchema
@@ -393,7 +393,7 @@ def worst_case_bound(inp: AuditInput, seconds: float) -> AttackRun:
 def leak_or_distribution(inp: AuditInput, ev: Evidence) -> AttackRun:
     """Is the reconstruction the training data or only the population
     (`treeleaks leak-test`)?"""
-    from treeleaks.evaluation.leak_test import leak_test
+    from treeleaks.evaluation.leak_or_distribution import leak_test
 
     if ev.recon is None or not ev.recon.n_rows:
         return AttackRun("leak-test", "Leak or distribution?", NOT_APPLICABLE,
