@@ -143,36 +143,52 @@ def _conclude(audit: Audit, inp: AuditInput, ev: Evidence, defences: list[Defenc
     audit.rebuilt = rebuilt_rows(ev.recon, inp.model.n_rows)
     audit.verdict = verdict(inp, audit)
     audit.risk = assess(audit.verdict, audit.partial)
-    singling = audit.attack("single-out")
-    measured = singling if singling and singling.figures and inp.model.counts_released \
-        else None
-    counts = remedies.strip_counts(measured, inp.path,
-                                   measured.figures.get("rows_singled_out_by_guesses")
-                                   if measured else None)
-    dp = [] if inp.model.is_regression else [remedies.retrain_with_dp(inp.model.noise)]
-    release = [] if inp.release_table is None else [remedies.release_search(inp.release_table)]
     if inp.release_table is None:
         audit.release_command = remedies.release_command(inp)
-    audit.defences = [*release, *defences, *([counts] if counts else []), *dp]
+    audit.defences = _defences(audit, inp, defences)
     if ev.singling is not None and inp.model.n_trees == 1:
         audit.vulnerable_nodes = sorted({p.node for p in ev.singling.predicates})
     audit.plots_data = plot_data(inp, ev, audit)
+
+
+def _defences(audit: Audit, inp: AuditInput, measured: list[Defence]) -> list[Defence]:
+    """The defences in the report's order: the release search's table (when quoted), those
+    the steps measured, stripping the counts (when it helps) and retraining with DP (a
+    classifier's)."""
+    singling = audit.attack("single-out")
+    checked = singling if singling and singling.figures and inp.model.counts_released \
+        else None
+    counts = remedies.strip_counts(checked, inp.path,
+                                   checked.figures.get("rows_singled_out_by_guesses")
+                                   if checked else None)
+    dp = [] if inp.model.is_regression else [remedies.retrain_with_dp(inp.model.noise)]
+    release = [] if inp.release_table is None else [remedies.release_search(inp.release_table)]
+    return [*release, *measured, *([counts] if counts else []), *dp]
+
+
+def _rows_established(inp: AuditInput, recon: dict[str, Any], leak: dict[str, Any]
+                      ) -> tuple[Any, Any, Any]:
+    """Rows rebuilt exactly, proven, and proven with their values: the reconstruction's
+    (a DP forest's prove none), or for a single tree its probabilistic reconstruction's
+    fully determined rows."""
+    model = inp.model
+    exact = recon.get("exact_rows")
+    proven = recon.get("proven_rows") if recon.get("formulation") != "dp" else 0
+    pinned = recon.get("proven_pinned_rows") if proven else proven
+    if model.n_trees == 1 and not model.bootstrap and leak:
+        exact = leak["rows_fully_determined"]
+        proven = exact if model.n_rows is not None else 0
+        pinned = proven if _all_discrete(inp) else 0
+    return exact, proven, pinned
 
 
 def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
     """The headline figures (`Verdict`; None: not measured)."""
     model = inp.model
     figures = {a.name: a.figures for a in audit.attacks if a.figures}
-    single_tree = model.n_trees == 1 and not model.bootstrap
     leak = figures.get("leak", {})
     recon = figures.get("reconstruct", {})
-    exact = recon.get("exact_rows")
-    proven = recon.get("proven_rows") if recon.get("formulation") != "dp" else 0
-    pinned = recon.get("proven_pinned_rows") if proven else proven
-    if single_tree and leak:
-        exact = leak["rows_fully_determined"]
-        proven = exact if model.n_rows is not None else 0
-        pinned = proven if _all_discrete(inp) else 0
+    exact, proven, pinned = _rows_established(inp, recon, leak)
     singled = figures.get("single-out", {})
     leak_test = figures.get("leak-test", {})
     return Verdict(
@@ -201,9 +217,13 @@ def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
         class_balance_given_away=audit.exposed["class_balance"],
         class_balance_estimated=audit.exposed.get("class_balance_estimated", False),
         rows_in_data=None if inp.data is None else len(inp.data),
-        fields_per_row=[f.name for f in model.described().fields
-                        if f.per_row and not f.removed] or None,
+        fields_per_row=_per_row_fields(model),
     ).as_dict()
+
+
+def _per_row_fields(model: ReleasedModel) -> list[str] | None:
+    """The fields the file stores row by row and still holds (None: none)."""
+    return [f.name for f in model.described().fields if f.per_row and not f.removed] or None
 
 
 def _all_discrete(inp: AuditInput) -> bool:

@@ -118,7 +118,6 @@ def reconstruction(inp: AuditInput, seconds: float, ev: Evidence,
     """The forest reconstruction (`treeleaks reconstruct`) within ``seconds``, scored
     against the data."""
     from treeleaks.attacks.reconstruct import reconstruct
-    from treeleaks.evaluation.metrics import evaluate, row_errors
 
     model = inp.model
     infer_n = model.noise is not None and model.facts.get("n_rows") is None
@@ -126,6 +125,20 @@ def reconstruction(inp: AuditInput, seconds: float, ev: Evidence,
     recon = reconstruct(model, inp.bound, time_limit=limit, progress=progress,
                         certainty_time_limit=limit, n_unknown=infer_n)
     ev.recon = recon
+    figures = _recon_figures(recon)
+    if inp.data is not None and recon.n_rows:
+        figures.update(_scored(inp, ev, recon))
+    if recon.status == Status.INFEASIBLE:
+        return AttackRun("reconstruct", RECONSTRUCT_TITLE, FAILED, "no dataset reproduces the "
+                         f"counts: {recon.message or 'the counts contradict each other'}",
+                         recon.time_s, figures)
+    return engine_run("reconstruct", RECONSTRUCT_TITLE, recon, limit, figures)
+
+
+def _recon_figures(recon: Reconstruction) -> dict[str, Any]:
+    """The reconstruction's figures under `treeleaks reconstruct`'s names, with a
+    regressor's targets, a DP forest's likelihood, how tightly values are pinned, and
+    whether it is partial or was interrupted."""
     s = recon.summary()
     figures: dict[str, Any] = {k: s[k] for k in (
         "status", "formulation", "n_rows", "proven_rows", "proven_pattern_rows",
@@ -143,20 +156,22 @@ def reconstruction(inp: AuditInput, seconds: float, ev: Evidence,
         figures["partial"] = True
     if recon.interrupted:  # Ctrl-C: the audit stops after this attack (`collect`)
         figures["interrupted"] = True
-    if inp.data is not None and recon.n_rows:
-        truth = inp.truth
-        ev.score = evaluate(truth, recon.rows, inp.data_schema, label=model.label_name)
-        ev.row_error = row_errors(truth, recon.rows, inp.data_schema, label=model.label_name)
-        figures.update(error=ev.score.error, baseline_error=ev.score.baseline_error,
-                       exact_share=ev.score.exact_share,
-                       exact_rows=round(ev.score.exact_share * ev.score.n_true),
-                       label_agreement=ev.score.label_agreement)
-        figures.update(recovered_rows(model, truth, recon.rows, inp.data_schema))
-    if s["status"] == Status.INFEASIBLE:
-        return AttackRun("reconstruct", RECONSTRUCT_TITLE, FAILED, "no dataset reproduces the "
-                         f"counts: {recon.message or 'the counts contradict each other'}",
-                         recon.time_s, figures)
-    return engine_run("reconstruct", RECONSTRUCT_TITLE, recon, limit, figures)
+    return figures
+
+
+def _scored(inp: AuditInput, ev: Evidence, recon: Reconstruction) -> dict[str, Any]:
+    """The rebuilt rows scored against the custodian's (`evaluate`, `row_errors`, the rows
+    recovered), the scores kept in ``ev``."""
+    from treeleaks.evaluation.metrics import evaluate, row_errors
+
+    truth, label = inp.truth, inp.model.label_name
+    ev.score = evaluate(truth, recon.rows, inp.data_schema, label=label)
+    ev.row_error = row_errors(truth, recon.rows, inp.data_schema, label=label)
+    return {"error": ev.score.error, "baseline_error": ev.score.baseline_error,
+            "exact_share": ev.score.exact_share,
+            "exact_rows": round(ev.score.exact_share * ev.score.n_true),
+            "label_agreement": ev.score.label_agreement,
+            **recovered_rows(inp.model, truth, recon.rows, inp.data_schema)}
 
 
 def engine_run(name: str, title: str, recon: Reconstruction, limit: float,
@@ -347,28 +362,41 @@ def entropy_leak(inp: AuditInput, seconds: float, ev: Evidence) -> AttackRun:
         if time.perf_counter() > deadline:
             break
         ev.leaks.append(summarize(tree_reconstruction(inp.model, inp.schema, tree=t)))
-    dist_g = [s.dist_g for s in ev.leaks]
-    best = int(np.argmin(dist_g))
-    first = ev.leaks[0]
-    figures: dict[str, Any] = {
-        "dist_g": dist_g[best], "dist": ev.leaks[best].dist, "tree": counted[best],
-        "trees_measured": len(ev.leaks), "n_trees": inp.model.n_trees,
-        "rows_fully_determined": fully_determined(ev.leaks[best]),
-        "quantiles": {str(k): v for k, v in first.quantiles.items()} if len(ev.leaks) == 1
-        else None,
-    }
-    if inp.model.n_trees > 1:
-        figures["dist_g_median"] = float(np.median(dist_g))
     short = len(ev.leaks) < len(counted)
-    why = (f"measured {len(ev.leaks)} of {len(counted)} trees within the budget; the "
-           "most revealing tree may be among the others" if short else "")
-    if len(counted) < inp.model.n_trees:
-        why = "; ".join(w for w in (why, f"{inp.model.n_trees - len(counted)} trees have no "
-                                    "counts to measure (their leaf values are read by the "
-                                    "reconstruction)") if w)
     title = ("Probabilistic reconstruction of the tree" if inp.model.n_trees == 1 else
              "Probabilistic reconstruction of each tree alone (the most revealing one)")
-    return AttackRun("leak", title, PARTIAL if short else COMPLETE, why, 0.0, figures)
+    return AttackRun("leak", title, PARTIAL if short else COMPLETE,
+                     _trees_unmeasured(len(ev.leaks), len(counted), inp.model.n_trees), 0.0,
+                     _leak_figures(ev.leaks, counted, inp.model.n_trees))
+
+
+def _leak_figures(leaks: list[LeakSummary], counted: list[int], n_trees: int
+                  ) -> dict[str, Any]:
+    """The most revealing tree's figures (the quantiles for a lone tree), and the median
+    dist_g of a forest's trees."""
+    dist_g = [s.dist_g for s in leaks]
+    best = int(np.argmin(dist_g))
+    figures: dict[str, Any] = {
+        "dist_g": dist_g[best], "dist": leaks[best].dist, "tree": counted[best],
+        "trees_measured": len(leaks), "n_trees": n_trees,
+        "rows_fully_determined": fully_determined(leaks[best]),
+        "quantiles": {str(k): v for k, v in leaks[0].quantiles.items()} if len(leaks) == 1
+        else None,
+    }
+    if n_trees > 1:
+        figures["dist_g_median"] = float(np.median(dist_g))
+    return figures
+
+
+def _trees_unmeasured(measured: int, counted: int, n_trees: int) -> str:
+    """Why trees went unmeasured: the budget ran out, or they hold no counts ("": none)."""
+    why = (f"measured {measured} of {counted} trees within the budget; the most revealing "
+           "tree may be among the others" if measured < counted else "")
+    if counted < n_trees:
+        why = "; ".join(w for w in (why, f"{n_trees - counted} trees have no counts to "
+                                    "measure (their leaf values are read by the "
+                                    "reconstruction)") if w)
+    return why
 
 
 def fully_determined(summary: LeakSummary) -> int:
