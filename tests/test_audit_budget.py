@@ -16,7 +16,8 @@ from treeleaks import from_sklearn
 from treeleaks.cli import app
 from treeleaks.cli.audit import _attack_line
 from treeleaks.io import save_model
-from treeleaks.report.audit_steps import STEPS, markdown_table
+from treeleaks.report import collect
+from treeleaks.report.audit_steps import STEPS, AuditStep, StepInputs, markdown_table
 from treeleaks.report.budget import (
     ATTACKS_SHARE,
     MIN_SECONDS,
@@ -70,6 +71,37 @@ def test_the_audit_lists_every_step_in_order() -> None:
     assert [a.name for a in audit.attacks] == [s.name for s in STEPS]
     assert audit.attack("reconstruct").status == "does not apply"  # a single tree
     assert audit.attack("leak").status == "complete"
+
+
+class CountTrees(AuditStep):
+    """A new step, as docs/layout.md describes one: a subclass and a line in STEPS."""
+
+    name = "count-trees"
+    title = "Trees counted"
+    rule_words = "the tree count"
+
+    def applies(self, inputs: StepInputs) -> str:
+        return "" if inputs.audit.model.n_trees > 1 else "needs a forest"
+
+    def run(self, inputs: StepInputs, seconds: float) -> AttackRun:
+        return AttackRun(self.name, self.title, RunStatus.COMPLETE,
+                         figures={"n_trees": inputs.audit.model.n_trees, "seconds": seconds})
+
+
+def test_a_new_step_is_one_object_and_one_registry_line(monkeypatch) -> None:
+    monkeypatch.setattr(collect, "STEPS", (*STEPS, CountTrees()))
+    X, y = binary_frame(40, 4, seed=2)
+    forest = from_sklearn(RandomForestClassifier(n_estimators=3, bootstrap=False,
+                                                 random_state=0).fit(X, y))
+    audit = run_audit(AuditInput(forest, "forest", total_budget=30.0))
+    run = audit.attack("count-trees")
+    assert [a.name for a in audit.attacks][-1] == "count-trees"
+    assert run.status == "complete" and run.figures["n_trees"] == 3
+    assert 0 < run.budget_s == run.figures["seconds"] <= 30.0 * ATTACKS_SHARE
+    tree = from_sklearn(RandomForestClassifier(n_estimators=1, bootstrap=False,
+                                               random_state=0).fit(X, y))
+    alone = run_audit(AuditInput(tree, "tree", total_budget=30.0)).attack("count-trees")
+    assert alone.status == "does not apply" and alone.why == "needs a forest"
 
 
 def test_the_reconstruction_gets_the_largest_share() -> None:

@@ -37,7 +37,7 @@ class AuditStep:
 
     name: ClassVar[str]
     title: ClassVar[str]
-    called: ClassVar[str]  # how the budget's rule names it
+    rule_words: ClassVar[str]  # how the budget's rule names it
     weight: ClassVar[float] = 1.0
 
     def applies(self, inputs: StepInputs) -> str:
@@ -89,7 +89,9 @@ def regression_refusal(model: ReleasedModel) -> str:
 class Reconstruct(AuditStep):
     """The forest reconstruction (`treeleaks reconstruct`), scored against the data."""
 
-    name, title, called = "reconstruct", "Reconstruction of the training set", "reconstruction"
+    name = "reconstruct"
+    title = "Reconstruction of the training set"
+    rule_words = "reconstruction"
     weight = 4.0
 
     def applies(self, inputs: StepInputs) -> str:
@@ -109,7 +111,9 @@ class Reconstruct(AuditStep):
 class SingleOut(AuditStep):
     """Predicate singling out; the adversary's guesses when the counts were removed."""
 
-    name, title, called = "single-out", "Predicate singling out", "singling out"
+    name = "single-out"
+    title = "Predicate singling out"
+    rule_words = "singling out"
 
     def run(self, inputs: StepInputs, seconds: float) -> AttackRun:
         from treeleaks.report.evidence import guessing, singling_out
@@ -122,8 +126,9 @@ class SingleOut(AuditStep):
 class Leak(AuditStep):
     """The probabilistic reconstruction of each tree alone (`treeleaks leak`)."""
 
-    name, title, called = "leak", "Probabilistic reconstruction", \
-        "the probabilistic reconstruction"
+    name = "leak"
+    title = "Probabilistic reconstruction"
+    rule_words = "the probabilistic reconstruction"
 
     def applies(self, inputs: StepInputs) -> str:
         model = inputs.audit.model
@@ -143,7 +148,9 @@ class Leak(AuditStep):
 class WorstCase(AuditStep):
     """The custodian's proven bound for a bootstrap forest with known draws."""
 
-    name, title, called = "worst-case", "Worst case over consistent datasets", "worst case"
+    name = "worst-case"
+    title = "Worst case over consistent datasets"
+    rule_words = "worst case"
     weight = 2.0
 
     def applies(self, inputs: StepInputs) -> str:
@@ -160,7 +167,9 @@ class WorstCase(AuditStep):
 class LeakTest(AuditStep):
     """Is the reconstruction the training data or only the population (`leak-test`)?"""
 
-    name, title, called = "leak-test", "Leak or distribution?", "the leak test"
+    name = "leak-test"
+    title = "Leak or distribution?"
+    rule_words = "the leak test"
 
     def applies(self, inputs: StepInputs) -> str:
         inp = inputs.audit
@@ -180,7 +189,8 @@ class LeakTest(AuditStep):
 class Prune(AuditStep):
     """Pruning re-measured: the singling out left after `treeleaks prune`."""
 
-    name, called = "prune", "pruning's re-measure"
+    name = "prune"
+    rule_words = "pruning's re-measure"
 
     @property
     def title(self) -> str:
@@ -202,8 +212,9 @@ class Prune(AuditStep):
 class StripRandomStates(AuditStep):
     """The bootstrap attack re-run without the per-tree draws the random states give."""
 
-    name, title = "strip-random-states", "The bootstrap attack without the random states"
-    called = "the attack without the random states"
+    name = "strip-random-states"
+    title = "The bootstrap attack without the random states"
+    rule_words = "the attack without the random states"
     weight = 2.0
 
     def applies(self, inputs: StepInputs) -> str:
@@ -232,7 +243,7 @@ STEPS: tuple[AuditStep, ...] = (
 def weights_words(others: str) -> str:
     """The weights as the rule states them: each step weighing more than 1 by name, then
     ``others`` (e.g. "the others") with 1."""
-    heavy = [f"{step.called} {step.weight:g}" for step in STEPS if step.weight != 1]
+    heavy = [f"{step.rule_words} {step.weight:g}" for step in STEPS if step.weight != 1]
     return ", ".join([*heavy, f"{others} 1"])
 
 
