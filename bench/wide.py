@@ -23,7 +23,6 @@ See bench/README.md for what is measured.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import re
 import resource
@@ -169,13 +168,6 @@ def worker(config_path: str) -> int:
         options = {"time_limit": cfg["time_limit"], "threads": cfg["threads"],
                    "seed": cfg["seed"], "solver": cfg["solver"],
                    "certainty_time_limit": cfg["certainty_time_limit"]}
-        accepted = inspect.signature(reconstruct).parameters
-        if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
-            # The engine is being rebuilt: pass only the options it still takes, and say so.
-            dropped = sorted(k for k in options if k not in accepted and k != "time_limit")
-            options = {k: v for k, v in options.items() if k not in dropped}
-            if dropped:
-                out["options_not_passed"] = dropped
         save()
         tick = time.perf_counter()
         rec = reconstruct(model, schema, **options)

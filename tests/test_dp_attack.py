@@ -215,13 +215,14 @@ def test_side_knowledge_that_does_not_apply_is_refused():
 
 def test_the_attack_refuses_exact_counts():
     from treeleaks.attacks.dp import reconstruct_dp
+    from treeleaks.attacks.options import RunOptions
 
     model, schema, _ = dp_model()
     with pytest.raises(UnsupportedModelError, match="has exact counts"):
-        reconstruct_dp(replace(model, noise=None), schema)
+        reconstruct_dp(replace(model, noise=None), schema, RunOptions())
     odd = replace(model, noise=NoiseMechanism("geometric", 5.0, 0.6))
     with pytest.raises(UnsupportedModelError, match="'geometric' noise"):
-        reconstruct_dp(odd, schema)
+        reconstruct_dp(odd, schema, RunOptions())
 
 
 # --- command line --------------------------------------------------------------------

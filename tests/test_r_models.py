@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from treeleaks.frontends.r_files import RValue, read_rds
-from treeleaks.frontends.r_models import read_r_model
+from treeleaks.frontends.r_models import read_r_model, read_r_object
 from treeleaks.frontends.rpart import read_rpart
 from treeleaks.io import load_model
 from treeleaks.ir.model import ModelFormatError
@@ -272,3 +272,54 @@ def test_a_random_forest_without_counts_is_refused_by_reconstruct_in_one_line(na
                                       "--time-limit", "5"])
     line = one_line_error(result, 2)
     assert "hold no counts" in line and "single-out --no-counts" in line
+
+
+@pytest.mark.parametrize("name", ["ranger_class", "ranger_prob", "ranger_reg"])
+def test_ranger_trees_predict_as_in_r(name: str) -> None:
+    read, r = read_r_model(FIXTURES / f"{name}.rds"), _r(name)
+    model = read.model
+    leaves = model.apply(np.array(r["X"]))
+    assert model.n_trees == r["ntree"][0] and model.bootstrap
+    assert not model.counts_released  # ranger keeps no counts
+    assert model.described().n_rows == r["num_samples"][0]
+    per_tree = [read.outputs[t][leaves[:, t]] for t in range(model.n_trees)]
+    if model.is_regression:
+        assert np.allclose(np.array(per_tree).T, r["individual"])
+        assert np.allclose(np.mean(per_tree, axis=0), r["predict"])
+        oob = np.array([np.nan if v is None else v for v in r["oob"]])
+        assert np.allclose(read.rows["predictions"], oob, equal_nan=True)
+        return
+    assert model.classes == r["classes"]
+    classes = np.array(model.classes)
+    if r["treetype"] == ["Probability estimation"]:
+        for t, fractions in enumerate(per_tree):
+            assert np.allclose(fractions, r["individual"][t])
+        assert np.allclose(np.mean(per_tree, axis=0), r["predict"])
+        assert model.facts["rows a leaf held at least, by its class fractions"] > 1
+        return
+    # a classifier's trees give class values (1-based codes), R's individual predictions too
+    assert (np.array(per_tree).T + 1).tolist() == r["individual"]
+    oob = [None if np.isnan(p) else str(classes[int(p)]) for p in read.rows["predictions"]]
+    assert oob == r["oob"]
+    assert np.array_equal(read.rows["inbag"], r["inbag"])
+    assert model.described().draws_exposed
+    fields = {f.name for f in model.described().fields}
+    assert {"forest", "predictions", "inbag.counts", "confusion.matrix"} <= fields
+
+
+def test_ranger_fields_missing_or_misshapen_are_refused_naming_them() -> None:
+    obj = read_rds(FIXTURES / "ranger_class.rds")
+    forest = obj.get("forest")
+    for name in ("child.nodeIDs", "split.values", "is.ordered"):
+        cut = _without(forest, name)
+        with pytest.raises(ModelFormatError, match=f"forest\\${name}"):
+            read_r_object(_replaced(obj, "forest", cut))
+    inbag = obj.get("inbag.counts")
+    short = dataclasses.replace(inbag, value=inbag.value[:2])
+    with pytest.raises(ModelFormatError, match=r"'inbag\.counts' must hold one vector per tree"):
+        read_r_object(_replaced(obj, "inbag.counts", short))
+    old = dataclasses.replace(forest, value=[*forest.value, forest.get("num.trees")],
+                              attributes={**forest.attributes, "names": RValue(
+                                  "STR", [*forest.names, "dependent.varID"])})
+    with pytest.raises(UnsupportedModelError, match=r"ranger 0\.10 or older"):
+        read_r_object(_replaced(obj, "forest", old))

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
+from treeleaks.attacks.options import RunOptions
 from treeleaks.attacks.placement_bounds import probe_subsystems, propagate_placements
 from treeleaks.counts.cells import (
     CellBudget,
@@ -137,13 +138,8 @@ def has_draws(model: ReleasedModel) -> bool:
 def reconstruct_known_draws(
     model: ReleasedModel,
     schema: FeatureSchema,
+    run: RunOptions,
     *,
-    time_limit: float,
-    certainty_time_limit: float = 30.0,
-    threads: int = 2,
-    seed: int = 0,
-    cell_budget: CellBudget | None = None,
-    progress: ProgressCallback | None = None,
     row_boxes: RowBoxes | None = None,
     known_rows: tuple[np.ndarray, np.ndarray] | None = None,
     fallback: Callable[[float, str], Reconstruction] | None = None,
@@ -151,12 +147,13 @@ def reconstruct_known_draws(
 ) -> Reconstruction:
     """The training rows of a bootstrap forest, in training order (see the module doc).
 
-    ``schema`` is bound to the model; ``cell_budget`` bounds the enumeration by its memory
-    and time (at least `MAX_CELLS` cells are allowed). Status OPTIMAL when rows
+    ``schema`` is bound to the model; ``run.cell_budget`` bounds the enumeration by its
+    memory and time (at least `MAX_CELLS` cells are allowed). Status OPTIMAL when rows
     reproducing every count were found, INFEASIBLE when none exist (the draws or
     counts were altered), UNKNOWN when the time limit or the cell budget ran out first.
-    As in the exact engine, the search keeps ``min(certainty_time_limit, 15% of
-    time_limit)`` for the proofs (`_proofs`), which then use at most ``certainty_time_limit``.
+    As in the exact engine, the search keeps ``min(run.certainty_time_limit, 15% of
+    run.time_limit)`` for the proofs (`_proofs`), which then use at most
+    ``run.certainty_time_limit``.
     ``row_boxes`` (side knowledge: per row, bounds ``(N, M)`` its known values pin and its
     class, -1 where unknown) restrict where each row may lie; ``known_rows`` (features
     ``(k, M)`` and class indices) are rows some training row must equal, wherever it is.
@@ -175,13 +172,14 @@ def reconstruct_known_draws(
             "supported yet: export the fitted scikit-learn forest itself with skops, which "
             "keeps them"
         )
-    clock = RunClock(time_limit, certainty_time_limit)
+    time_limit, progress = run.time_limit, run.progress
+    clock = RunClock(time_limit, run.certainty_time_limit)
     search_deadline = clock.search_deadline
     # with a strategy for when the cells are too many, listing them gets only a share
     listing = (search_deadline if without_cells is None
                else clock.share(LISTING_SHARE, search_deadline))
     try:
-        problem = placements(model, schema, listing, cell_budget=cell_budget,
+        problem = placements(model, schema, listing, cell_budget=run.cell_budget,
                              progress=progress, row_boxes=row_boxes, known_rows=known_rows)
     except PlacementError as stop:
         if stop.status == Status.UNKNOWN and without_cells is not None:  # too large
@@ -212,7 +210,7 @@ def reconstruct_known_draws(
             f"{NOT_MET}: no set of rows meets {_equation(model, bounds)} together with the "
             f"other counts of its cell ({ALTERED})"))
     clock.lap("probe")
-    chosen, status, solver = _solve(A, lo, hi, bounds, solve_deadline, threads, seed)
+    chosen, status, solver = _solve(A, lo, hi, bounds, solve_deadline, run.threads, run.seed)
     clock.lap("solve")
     if chosen is None and status == SolverStatus.UNKNOWN and fallback is not None:
         why = (f"no dataset meets the released draws within {solve_deadline - clock.start:.0f} s "

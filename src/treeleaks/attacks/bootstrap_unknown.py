@@ -34,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from treeleaks.attacks.bootstrap import MAX_CELLS, MAX_NONZEROS
+from treeleaks.attacks.options import RunOptions
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.materialize import rows_from_counts
 from treeleaks.counts.verify import verify
@@ -42,7 +43,7 @@ from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import BootstrapDetails, Reconstruction
 from treeleaks.runtime.clock import RunClock
 from treeleaks.runtime.errors import UnsupportedModelError
-from treeleaks.runtime.progress import ProgressCallback, report
+from treeleaks.runtime.progress import report
 from treeleaks.runtime.vocabulary import Formulation, SolverStatus, Status
 
 FORMULATION = Formulation.BOOTSTRAP_UNKNOWN
@@ -85,17 +86,17 @@ def min_drawn_trees(n_trees: int, n_rows: int) -> int:
 def reconstruct_unknown_draws(
     model: ReleasedModel,
     schema: FeatureSchema,
+    run: RunOptions,
     *,
-    time_limit: float,
-    cell_budget: CellBudget | None = None,
-    progress: ProgressCallback | None = None,
     reason: str = "the forest does not expose its draws",
 ) -> Reconstruction:
     """The training rows of a bootstrap forest without its draws, with draws inferred for
-    them (see the module doc); ``reason`` says why the draws were not used."""
+    them (see the module doc), within ``run.time_limit`` seconds, its cells listed within
+    ``run.cell_budget``; ``reason`` says why the draws were not used."""
+    time_limit, progress = run.time_limit, run.progress
     clock = RunClock(time_limit)
     n_rows = bootstrap_size(model)
-    limits = cell_budget or CellBudget()
+    limits = run.cell_budget or CellBudget()
     limits = replace(limits, max_cells=max(limits.max_cells, MAX_CELLS),
                      deadline=clock.start + time_limit / 3)
     try:

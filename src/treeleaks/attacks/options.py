@@ -1,13 +1,29 @@
-"""What every formulation of the reconstruction is given, whichever runs."""
+"""`reconstruct`'s options, as data: what every formulation is given, and what a call asks.
+
+Every option of `treeleaks.attacks.reconstruct.reconstruct` is a field of one of two frozen
+dataclasses, and `OPTIONS` is the table of them, read off their fields (name, default, the
+class that carries it):
+
+- `RunOptions`: what every formulation is given, whichever runs (time, threads, seed, the
+  cell budget, progress); their limits are checked by `RunOptions.check`;
+- `Request`: what a call asks beyond the run (strategy, solver, side knowledge, draws set
+  aside, a DP forest's N and shrinkage, the most rows the counts may imply). Which route
+  takes which of them, and the words refusing the rest, is `treeleaks.attacks.route_options`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
 
 from treeleaks.counts.cells import CellBudget
-from treeleaks.runtime.limits import check_run_options
+from treeleaks.runtime.limits import DEFAULT_MAX_ROWS, check_run_options
 from treeleaks.runtime.progress import ProgressCallback
+from treeleaks.runtime.vocabulary import Strategy
+
+if TYPE_CHECKING:
+    from treeleaks.ir.knowledge import Knowledge
 
 
 @dataclass(frozen=True)
@@ -28,6 +44,63 @@ class RunOptions:
         check_run_options(self.time_limit, self.certainty_time_limit, self.threads,
                           self.seed, max_rows)
 
-    def keywords(self) -> dict[str, Any]:
-        """These options as keyword arguments (the same objects, not copies)."""
-        return dict(vars(self))
+
+@dataclass(frozen=True)
+class Request:
+    """What a call asks beyond the run's options (`RunOptions`).
+
+    The strategy and solver, side knowledge, whether a bootstrap forest's draws are set
+    aside, a DP forest's N (given, or ``n_unknown`` to infer it) and how far its rows are
+    pulled toward typical ones (``shrinkage``; None: the attack's default), and the most
+    rows the counts may imply.
+    """
+
+    strategy: str = Strategy.AUTO
+    solver: str = "highs"
+    max_rows: int = DEFAULT_MAX_ROWS
+    knowledge: Knowledge | None = None
+    ignore_draws: bool = False
+    n_rows: int | None = None
+    n_unknown: bool = False
+    shrinkage: float | None = None
+
+    @property
+    def knows(self) -> bool:
+        """Whether side knowledge was given."""
+        return self.knowledge is not None and not self.knowledge.empty
+
+
+@dataclass(frozen=True)
+class Option:
+    """One of `reconstruct`'s options: its name, its default, and the class carrying it."""
+
+    name: str
+    default: Any
+    carrier: type[RunOptions] | type[Request]
+
+
+OPTIONS: dict[str, Option] = {
+    field.name: Option(field.name, field.default, carrier)
+    for carrier in (RunOptions, Request) for field in fields(carrier)
+}
+
+
+def split_options(caller: str, given: Mapping[str, Any]) -> tuple[RunOptions, Request]:
+    """``given`` (option name → value) as the run's options and the request.
+
+    A name not in `OPTIONS` raises the `TypeError` Python raises for an unexpected keyword
+    argument of ``caller``.
+    """
+    for name in given:
+        if name not in OPTIONS:
+            raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}")
+    def of(carrier: type) -> dict[str, Any]:
+        return {name: value for name, value in given.items()
+                if OPTIONS[name].carrier is carrier}
+
+    return RunOptions(**of(RunOptions)), Request(**of(Request))
+
+
+def asked(run: RunOptions, request: Request) -> dict[str, Any]:
+    """Every option's value in one mapping, by name (the objects themselves, not copies)."""
+    return {**vars(run), **vars(request)}

@@ -18,14 +18,16 @@ module of its own:
   leaves' sums of residuals (`treeleaks.attacks.regression_boosted`).
 
 Side knowledge wraps the first two (`treeleaks.attacks.side_knowledge`). `reconstruct` walks
-`ROUTES` in order and runs the first formulation that applies; each refuses, before it runs,
-what it does not read.
+`ROUTES` in order and runs the first formulation that applies, once the options it does not
+take are refused (`treeleaks.attacks.route_options.ACCEPTS`, the table of which route takes
+which option).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +35,7 @@ from treeleaks.attacks.bootstrap import has_draws, reconstruct_known_draws
 from treeleaks.attacks.bootstrap_unknown import reconstruct_unknown_draws
 from treeleaks.attacks.draw_search_stage import reconstruct_drawn_partial
 from treeleaks.attacks.exact import reconstruct_exact
-from treeleaks.attacks.options import RunOptions
+from treeleaks.attacks.options import Request, RunOptions, asked, split_options
 from treeleaks.attacks.per_row import reconstruct_per_row
 from treeleaks.attacks.regression import (
     growth_limit,
@@ -43,24 +45,21 @@ from treeleaks.attacks.regression import (
 from treeleaks.attacks.regression_boosted import (
     is_boosted_regressor,
     reconstruct_boosted_regression,
-    refuse_boosted_regression,
 )
 from treeleaks.attacks.regression_exact import reconstruct_regression_exact
 from treeleaks.attacks.regression_leaves import reconstruct_regression_leaves
+from treeleaks.attacks.route_options import refuse
 from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
 from treeleaks.attacks.uncounted_trees import (
     counted_only,
     has_uncounted,
     reconstruct_with_uncounted,
 )
-from treeleaks.counts.cells import CellBudget
-from treeleaks.ir.knowledge import Knowledge, KnowledgeError
+from treeleaks.ir.knowledge import Knowledge
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction
-from treeleaks.runtime.errors import BudgetError, CountsRemovedError, TreeleaksError
-from treeleaks.runtime.limits import DEFAULT_MAX_ROWS
-from treeleaks.runtime.progress import ProgressCallback
+from treeleaks.runtime.errors import BudgetError, CountsRemovedError
 from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 
 # Raw measurements: the trees' thresholds on their finely split columns (two or more
@@ -86,28 +85,6 @@ SEARCH_RESERVE = 0.1
 MIN_SEARCH_TIME = 1.0
 
 
-@dataclass(frozen=True)
-class NoisyCountOptions:
-    """The options only a DP forest's reconstruction reads.
-
-    N (given, or ``n_unknown`` to infer it) and how far its rows are pulled toward typical
-    ones (``shrinkage``; None: the attack's default).
-    """
-
-    n_rows: int | None = None
-    n_unknown: bool = False
-    shrinkage: float | None = None
-
-    def refuse_for_exact_counts(self, model: ReleasedModel) -> None:
-        """Refuse these options for a model whose counts are exact: they would be ignored."""
-        if self.n_unknown or self.shrinkage is not None or (
-                self.n_rows is not None and self.n_rows != model.n_rows):
-            raise TreeleaksError(
-                "n_rows, n_unknown and shrinkage are for DP forests, whose counts are noisy; "
-                "this model's counts are exact"
-                + ("" if model.n_rows is None else f" and state N = {model.n_rows}"))
-
-
 NO_COUNTS = (
     "this model's trees hold no counts (stripped, or a format that keeps none: ONNX, R's "
     "randomForest), so no reconstruction applies; its structure, thresholds and leaf values "
@@ -115,25 +92,8 @@ NO_COUNTS = (
     "--data checks them against the training rows")
 
 
-def reconstruct(
-    model: ReleasedModel,
-    schema: FeatureSchema | None = None,
-    *,
-    time_limit: float = 60.0,
-    threads: int = 2,
-    seed: int = 0,
-    solver: str = "highs",
-    certainty_time_limit: float = 30.0,
-    strategy: str = Strategy.AUTO,
-    cell_budget: CellBudget | None = None,
-    max_rows: int = DEFAULT_MAX_ROWS,
-    progress: ProgressCallback | None = None,
-    knowledge: Knowledge | None = None,
-    ignore_draws: bool = False,
-    n_rows: int | None = None,
-    n_unknown: bool = False,
-    shrinkage: float | None = None,
-) -> Reconstruction:
+def reconstruct(model: ReleasedModel, schema: FeatureSchema | None = None,
+                **options: Any) -> Reconstruction:
     """Reconstruct the training set of a released tree model.
 
     The first formulation that applies runs (see the module doc). A run out of time returns
@@ -147,6 +107,14 @@ def reconstruct(
     schema : FeatureSchema or None, default None
         The columns' domains. None: what the splits imply; for a DP forest, the public
         domains its file records.
+    **options
+        The options below, by name: each a field of `treeleaks.attacks.options.RunOptions`
+        or `treeleaks.attacks.options.Request` (their table:
+        `treeleaks.attacks.options.OPTIONS`). Which formulation takes which is
+        `treeleaks.attacks.route_options.ACCEPTS`.
+
+    Other Parameters
+    ----------------
     time_limit : float, default 60.0
         Seconds for the whole run.
     threads : int, default 2
@@ -198,37 +166,17 @@ def reconstruct(
         No formulation reads this model, or it refuses an option given.
     TreeleaksError
         An option does not apply to this model, such as ``n_rows`` for exact counts.
+    TypeError
+        An option that is not one of these.
     ValueError
         ``strategy`` is unknown.
     """
+    run, request = split_options("reconstruct", options)
     if model.noise is None and not model.counts_released:
         raise CountsRemovedError(NO_COUNTS)
-    run = RunOptions(time_limit, certainty_time_limit, threads, seed, cell_budget, progress)
-    request = Request(strategy, solver, knowledge, ignore_draws,
-                      NoisyCountOptions(n_rows, n_unknown, shrinkage), max_rows)
     route = next(route for route in ROUTES if route.applies(model, request))
+    refuse(route.name, model, asked(run, request), route.refuse_model)
     return route.run(model, schema, run, request)
-
-
-@dataclass(frozen=True)
-class Request:
-    """What a call asks beyond the run's options (`RunOptions`).
-
-    The strategy and solver, side knowledge, whether a bootstrap forest's draws are set
-    aside, a DP forest's options, and the most rows the counts may imply.
-    """
-
-    strategy: str
-    solver: str
-    knowledge: Knowledge | None
-    ignore_draws: bool
-    noisy: NoisyCountOptions
-    max_rows: int
-
-    @property
-    def knows(self) -> bool:
-        """Whether side knowledge was given."""
-        return self.knowledge is not None and not self.knowledge.empty
 
 
 Runner = Callable[[ReleasedModel, FeatureSchema | None, RunOptions, Request], Reconstruction]
@@ -236,35 +184,24 @@ Runner = Callable[[ReleasedModel, FeatureSchema | None, RunOptions, Request], Re
 
 @dataclass(frozen=True)
 class Route:
-    """One formulation: whether it takes a model (given the request), and its call.
+    """One formulation: its name, whether it takes a model (given the request), its call.
 
-    The call refuses what the formulation does not read before it runs.
+    The options it takes are `route_options.ACCEPTS[name]`; ``refuse_model`` refuses what
+    of the model itself it does not read.
     """
 
-    formulation: str
+    name: str
     applies: Callable[[ReleasedModel, Request], bool]
     run: Runner
+    refuse_model: Callable[[ReleasedModel], None] | None = None
 
 
-def _boosted_regression(model: ReleasedModel, schema: FeatureSchema | None,
-                        run: RunOptions, request: Request) -> Reconstruction:
-    request.noisy.refuse_for_exact_counts(model)
-    refuse_boosted_regression(request.strategy, request.knowledge)
-    run.check(request.max_rows)
-    _refuse_too_many_rows(int(model.trees[0].counts.sum()), request.max_rows)
-    return reconstruct_boosted_regression(model, schema, run)
-
-
-def _regressor(formulation: Runner, rows: Callable[[ReleasedModel], int | None]) -> Runner:
-    """A regression forest's route.
-
-    What no regression route reads is refused, then ``formulation`` runs, the rows the
-    counts imply (``rows``) within the limit.
-    """
+def _regressor(formulation: Callable[[ReleasedModel, FeatureSchema | None, RunOptions],
+                                     Reconstruction],
+               rows: Callable[[ReleasedModel], int | None]) -> Runner:
+    """A regressor's route: ``formulation``, the rows the counts imply (``rows``) in limits."""
     def run_it(model: ReleasedModel, schema: FeatureSchema | None, run: RunOptions,
                request: Request) -> Reconstruction:
-        request.noisy.refuse_for_exact_counts(model)
-        refuse_regression(model, request.strategy, request.knowledge, request.ignore_draws)
         run.check(request.max_rows)
         _refuse_too_many_rows(rows(model), request.max_rows)
         return formulation(model, schema, run)
@@ -277,24 +214,18 @@ def _noisy_counts(model: ReleasedModel, schema: FeatureSchema | None, run: RunOp
     from treeleaks.attacks.dp import reconstruct_dp  # OR-Tools: loaded when needed
 
     run.check(request.max_rows)
-    noisy = request.noisy
     bound = (schema if schema is not None else FeatureSchema.for_model(model)).bind(model)
-    return reconstruct_dp(model, bound, n_rows=noisy.n_rows, n_unknown=noisy.n_unknown,
-                          knowledge=request.knowledge, time_limit=run.time_limit,
-                          cell_budget=run.cell_budget, progress=run.progress, seed=run.seed,
-                          threads=run.threads,
-                          **({} if noisy.shrinkage is None else {"shrinkage": noisy.shrinkage}))
+    shrinkage = {} if request.shrinkage is None else {"shrinkage": request.shrinkage}
+    return reconstruct_dp(model, bound, run, n_rows=request.n_rows,
+                          n_unknown=request.n_unknown, knowledge=request.knowledge,
+                          **shrinkage)
 
 
 def _classifier(formulation: Callable[[ReleasedModel, FeatureSchema, RunOptions, Request],
                                       Reconstruction]) -> Runner:
-    """A classifier with exact counts: the request checked, the schema bound, then run."""
+    """A classifier with exact counts: the run's limits checked, the schema bound, run."""
     def run_it(model: ReleasedModel, schema: FeatureSchema | None, run: RunOptions,
                request: Request) -> Reconstruction:
-        request.noisy.refuse_for_exact_counts(model)
-        if request.strategy not in tuple(Strategy):
-            raise ValueError(f"unknown strategy {request.strategy!r}; choose one of "
-                             f"{', '.join(tuple(Strategy))}")
         run.check(request.max_rows)
         _refuse_too_many_rows(_implied_rows(model), request.max_rows)
         bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)
@@ -309,15 +240,11 @@ def _implied_rows(model: ReleasedModel) -> int | None:
 
 def _per_row(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
              request: Request) -> Reconstruction:
-    _refuse_per_row(model, request.knows, request.ignore_draws)
     return reconstruct_per_row(model, bound, run)
 
 
 def _unknown_draws(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
                    request: Request) -> Reconstruction:
-    if request.knows:
-        raise KnowledgeError("side knowledge is not supported yet for a bootstrap forest "
-                             "whose draws are unknown")
     return _draws_unknown(model, bound, run, request.ignore_draws)
 
 
@@ -349,7 +276,6 @@ def _drawn_rows(model: ReleasedModel) -> int:
     return len(model.trees[0].draws)
 
 
-# The formulations in the order `reconstruct` tries them: the first that applies runs.
 def _contradicted(model: ReleasedModel, schema: FeatureSchema | None, run: RunOptions,
                   request: Request) -> Reconstruction:
     """Refuse to certify a file whose stored fields contradict its trees.
@@ -362,49 +288,38 @@ def _contradicted(model: ReleasedModel, schema: FeatureSchema | None, run: RunOp
                 + "; ".join(model.contradictions))
 
 
+# The formulations in the order `reconstruct` tries them: the first that applies runs. A
+# name is a key of `route_options.ACCEPTS`: the options the route takes.
 ROUTES: tuple[Route, ...] = (
-    Route(Formulation.EXACT, lambda model, _: bool(model.contradictions), _contradicted),
+    Route("contradicted", lambda model, _: bool(model.contradictions), _contradicted),
     Route(Formulation.REGRESSION_BOOSTED,
           lambda model, _: model.is_regression and is_boosted_regressor(model),
-          _boosted_regression),
+          _regressor(reconstruct_boosted_regression, _counted_rows)),
     Route(Formulation.REGRESSION_LEAVES,
           lambda model, _: model.is_regression and bool(growth_limit(model)),
-          _regressor(reconstruct_regression_leaves, _counted_rows)),
+          _regressor(reconstruct_regression_leaves, _counted_rows), refuse_regression),
     Route(Formulation.REGRESSION_EXACT,
           lambda model, _: model.is_regression and not model.bootstrap,
-          _regressor(reconstruct_regression_exact, _counted_rows)),
+          _regressor(reconstruct_regression_exact, _counted_rows), refuse_regression),
     Route(Formulation.REGRESSION_BOOTSTRAP_KNOWN, lambda model, _: model.is_regression,
-          _regressor(reconstruct_regression, _drawn_rows)),
+          _regressor(reconstruct_regression, _drawn_rows), refuse_regression),
     Route(Formulation.DP, lambda model, _: model.noise is not None, _noisy_counts),
-    Route(Formulation.BOOTSTRAP_KNOWN,  # one row per (row, drawing tree): strategy per-row
+    Route("per-row",  # bootstrap-known, one row per (row, drawing tree)
           lambda _, request: request.strategy == Strategy.PER_ROW, _classifier(_per_row)),
     Route(Formulation.BOOTSTRAP_UNKNOWN,
           lambda model, request: model.bootstrap and (request.ignore_draws
                                                       or not has_draws(model)),
           _classifier(_unknown_draws)),
-    Route(Formulation.EXACT,  # or bootstrap-known: side knowledge wraps either
+    Route("knowledge",  # exact or bootstrap-known: side knowledge wraps either
           lambda _, request: request.knows, _classifier(_knowledge)),
     Route(Formulation.BOOTSTRAP_KNOWN, lambda model, _: model.bootstrap,
           _classifier(lambda model, bound, run, request: _draws_known(
               model, bound, run, request.strategy))),
-    Route(Formulation.EXACT, lambda model, _: has_uncounted(model),
+    Route("uncounted", lambda model, _: has_uncounted(model),
           _classifier(lambda model, bound, run, request: reconstruct_with_uncounted(
               model, bound, run, request.solver, request.strategy))),
     Route(Formulation.EXACT, lambda *_: True, _classifier(_exact)),
 )
-
-
-def _refuse_per_row(model: ReleasedModel, knows: bool, ignore_draws: bool) -> None:
-    """Strategy ``per-row`` places rows by their draws: it needs them, and no knowledge."""
-    if not model.bootstrap or ignore_draws or not has_draws(model):
-        why = ("the draws were set aside (ignore_draws)" if ignore_draws else
-               "this forest does not expose its draws" if model.bootstrap else
-               "this forest's trees each saw every row once")
-        raise TreeleaksError(f"strategy 'per-row' places each row by how often each tree drew "
-                             f"it, but {why}; use strategy 'auto'")
-    if knows:
-        raise KnowledgeError("side knowledge is not supported yet with strategy 'per-row'; "
-                             "use strategy 'auto'")
 
 
 def _refuse_too_many_rows(n_rows: int | None, max_rows: int) -> None:
@@ -421,9 +336,7 @@ def _draws_unknown(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
     """A bootstrap forest without its draws (or with them set aside): draws inferred."""
     reason = ("the draws were set aside (ignore_draws)" if set_aside
               else "this forest does not expose its draws (its random states were not kept)")
-    return reconstruct_unknown_draws(model, bound, time_limit=run.time_limit,
-                                     cell_budget=run.cell_budget, progress=run.progress,
-                                     reason=reason)
+    return reconstruct_unknown_draws(model, bound, run, reason=reason)
 
 
 def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
@@ -439,9 +352,8 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
         return _rows_then_search(model, bound, run)
 
     def without_draws(seconds: float, why: str) -> Reconstruction:
-        return reconstruct_unknown_draws(
-            model, bound, time_limit=seconds, cell_budget=run.cell_budget,
-            progress=run.progress, reason=f"{why}; with the draws set aside")
+        return reconstruct_unknown_draws(model, bound, replace(run, time_limit=seconds),
+                                         reason=f"{why}; with the draws set aside")
 
     def by_rows(seconds: float, why: str) -> Reconstruction | None:
         rec = reconstruct_per_row(model, bound, replace(run, time_limit=seconds))
@@ -449,7 +361,7 @@ def _draws_known(model: ReleasedModel, bound: FeatureSchema, run: RunOptions,
 
     # the covering problem needs N draws per tree (no max_samples)
     covering = model.facts.get("max_samples") is None
-    return reconstruct_known_draws(model, bound, **run.keywords(),
+    return reconstruct_known_draws(model, bound, run,
                                    fallback=without_draws if covering else None,
                                    without_cells=by_rows if strategy == Strategy.AUTO
                                    else None)
@@ -498,7 +410,6 @@ def _with_knowledge(model: ReleasedModel, bound: FeatureSchema, knowledge: Knowl
     bound = knowledge.schema_for(bound, model)
     if model.bootstrap:
         return bootstrap_with_knowledge(model, bound, knowledge, lambda inner, boxes, rows: (
-            reconstruct_known_draws(inner, bound, row_boxes=boxes, known_rows=rows,
-                                    **run.keywords())))
+            reconstruct_known_draws(inner, bound, run, row_boxes=boxes, known_rows=rows)))
     return exact_with_knowledge(model, bound, knowledge, lambda inner: reconstruct_exact(
         inner, bound, run, solver=solver, strategy=strategy))

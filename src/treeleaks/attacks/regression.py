@@ -25,13 +25,12 @@ from treeleaks.counts.target_classes import leaf_targets, target_class_view, unh
 from treeleaks.counts.target_draws import targets_by_draws
 from treeleaks.counts.verify import verify_regression
 from treeleaks.ir.description import ModelKind
-from treeleaks.ir.knowledge import Knowledge
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction, RegressionDetails
 from treeleaks.runtime.clock import RunClock
 from treeleaks.runtime.errors import UnsupportedModelError
-from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
+from treeleaks.runtime.vocabulary import Formulation, Status
 
 SPLIT_SHARE = 0.2  # of the limit, at most, for splitting the leaves of several targets
 DRAWS_SHARE = 0.25  # of what is left, at most, for the targets told apart by their draws
@@ -53,18 +52,17 @@ REGRESSION_PROOF = (f"{PROOF}; a leaf holds the rows of its value's target (a fu
                     "allow in one way only, among those other leaves hold)")
 
 
-def refuse_regression(model: ReleasedModel, strategy: str, knowledge: Knowledge | None,
-                      ignore_draws: bool) -> None:
-    """Raise `UnsupportedModelError` naming what step 1 does not read, if anything."""
-    facts = model.facts
+def refuse_regression(model: ReleasedModel) -> None:
+    """Raise `UnsupportedModelError` naming what of ``model`` step 1 does not read, if
+    anything (the options it does not take are `treeleaks.attacks.route_options`')."""
     if model.described().kind == ModelKind.GRADIENT_BOOSTED or any(
             tree.values is None for tree in model.trees):
         raise UnsupportedModelError(f"boosted regressors are {READS}")
-    if model.bootstrap and (ignore_draws or any(tree.draws is None or tree.n_samples is None
-                                                for tree in model.trees)):
-        why = "set aside (ignore_draws)" if ignore_draws else "not in this file"
-        raise UnsupportedModelError(f"a regression forest whose draws are {why} is {READS}")
-    criterion = facts.get("criterion", "squared_error")
+    if model.bootstrap and any(tree.draws is None or tree.n_samples is None
+                               for tree in model.trees):
+        raise UnsupportedModelError(f"a regression forest whose draws are not in this file is "
+                                    f"{READS}")
+    criterion = model.facts.get("criterion", "squared_error")
     if criterion not in MEAN_CRITERIA:
         raise UnsupportedModelError(
             f"criterion {criterion!r} (leaf values that are not the mean of the leaf's "
@@ -74,16 +72,6 @@ def refuse_regression(model: ReleasedModel, strategy: str, knowledge: Knowledge 
         raise UnsupportedModelError(
             f"{limit} leaves leaves of several targets, and this file keeps no leaf "
             f"variance to bound them by, which is {READS}")
-    if limit and strategy != Strategy.AUTO:
-        raise UnsupportedModelError(f"strategy {strategy!r} on a regressor grown with "
-                                    f"{limit}: leave strategy at 'auto'")
-    allowed = (Strategy.AUTO, Strategy.PER_ROW) if model.bootstrap else (Strategy.AUTO,
-                                                                          Strategy.ENUMERATE)
-    if strategy not in allowed:
-        raise UnsupportedModelError(f"strategy {strategy!r} on this regressor is {READS}, "
-                                    f"with strategy {' or '.join(map(repr, allowed))}")
-    if knowledge is not None and not knowledge.empty:
-        raise UnsupportedModelError(f"side knowledge on a regressor is {READS}, without it")
 
 
 def growth_limit(model: ReleasedModel) -> str:

@@ -35,7 +35,6 @@ from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.peel import Region, single_row_regions
 from treeleaks.counts.system import count_incidence
 from treeleaks.counts.verify_boosted import verify_boosted_regression, verify_rows_within
-from treeleaks.ir.knowledge import Knowledge
 from treeleaks.ir.model import SQUARED_ERROR, LeafGradients, ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction, RegressionDetails
@@ -74,17 +73,6 @@ class _SingleRows:
 def is_boosted_regressor(model: ReleasedModel) -> bool:
     """Whether ``model`` is a squared-error booster with its sums of residuals."""
     return model.gradients is not None and model.gradients.loss == SQUARED_ERROR
-
-
-def refuse_boosted_regression(strategy: str, knowledge: Knowledge | None) -> None:
-    """Raise `UnsupportedModelError` for options this route does not take."""
-    if strategy != Strategy.AUTO:
-        raise UnsupportedModelError(
-            f"strategy {strategy!r} on a boosted regressor: it lists the cells when they are "
-            "few and reads its single-row leaves otherwise; leave strategy at 'auto'")
-    if knowledge is not None and not knowledge.empty:
-        raise UnsupportedModelError("side knowledge on a boosted regressor is not supported "
-                                    "yet: reconstruct without it")
 
 
 def reconstruct_boosted_regression(model: ReleasedModel, schema: FeatureSchema | None,

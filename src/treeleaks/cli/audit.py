@@ -386,7 +386,8 @@ def _given_away(audit: Audit) -> list[tuple[str, str]]:
         lines = [("N given away", "no" if v["n_rows_given_away"] is None
                   else f"{v['n_rows_given_away']:,}")]
     if not audit.exposed["counts_released"]:
-        how = ("removed (a stripped file)" if about is None or about.get("stripped")
+        how = ("removed (a stripped file)" if about is None or
+               ModelDescription.from_dict(about).counts_removed_by_publisher
                else "not stored (the framework keeps none)")
         lines.append(("Counts", f"{how}: the structure, thresholds and leaf values remain, "
                       "and the attacks that read counts do not apply"))

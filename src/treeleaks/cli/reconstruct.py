@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
 
 import typer
 from rich.console import Console
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from treeleaks.attacks.pinning import OpenRows
     from treeleaks.ir.model import ReleasedModel
+    from treeleaks.ir.schema import FeatureSchema
     from treeleaks.result import Reconstruction
 
 
@@ -172,68 +173,107 @@ def reconstruct_command(
     asked for, its status line and --json summary saying partial; 3 no reconstruction
     (the counts admit no dataset, or no row within the time); 1 a complete reconstruction
     failing its own certificate (a bug); 2 bad input."""
-    from treeleaks.attacks.pinning import probe_applies, probe_seconds, rows_one_of_many
-    from treeleaks.attacks.reconstruct import reconstruct
+    from treeleaks.attacks.pinning import rows_one_of_many
     from treeleaks.counts.cells import CellBudget
-    from treeleaks.ir.knowledge import Knowledge
 
-    outputs = [path for path in (out, details, draws, json_path) if path is not None]
-    guard_outputs(model_path, schema, outputs, force)
-    model = load(model_path, trust_pickle, allow_regression=True)  # reconstruct() refuses
-    if draws is not None and not model.bootstrap:
-        fail("--draws: this forest did not bootstrap, so every tree saw every row once; "
-              "there are no draws to write", EXIT_BAD_INPUT)
-    bound = bound_schema(schema, model)
-    if schema is None and model.noise is None:  # else refused below
-        _hint_groups(model, model_path)
-    try:
-        knowledge = Knowledge.from_csv(known_columns, known_rows,
-                                       linked=known_columns_as == "rows")
-        probe = (probe_seconds(time_limit, 0.0)
-                 if probe_applies(model) and knowledge.empty else 0.0)
-        with live_progress(Console(stderr=True)) as progress:
-            recon = reconstruct(
-                model, bound, time_limit=time_limit - probe, threads=threads, seed=seed,
-                solver=solver,
-                certainty_time_limit=certainty_time_limit, strategy=strategy, progress=progress,
-                cell_budget=None if max_memory is None else CellBudget(memory_mb=max_memory),
-                max_rows=max_rows, knowledge=knowledge,
-                ignore_draws=ignore_draws, n_rows=n_rows,
-                n_unknown=n_unknown, shrinkage=shrinkage,
-            )
-    except TreeleaksError as exc:
-        fail(str(exc), EXIT_BAD_INPUT)
+    paths = _Outputs(out, details, draws, json_path)
+    model, bound = _read(model_path, schema, paths, trust_pickle, force)
+    recon = _reconstruct(model, bound, (known_columns, known_rows, known_columns_as), {
+        "time_limit": time_limit, "threads": threads, "seed": seed, "solver": solver,
+        "certainty_time_limit": certainty_time_limit, "strategy": strategy,
+        "cell_budget": None if max_memory is None else CellBudget(memory_mb=max_memory),
+        "max_rows": max_rows, "ignore_draws": ignore_draws, "n_rows": n_rows,
+        "n_unknown": n_unknown, "shrinkage": shrinkage})
     open_rows = rows_one_of_many(model, recon, time_limit - recon.time_s, bound, seed)
     out_console = Console()
     out_console.print(_summary_table(model_path, model, recon, open_rows))
     partial = recon.status in INCOMPLETE or recon.partial
-    files, notes = {}, []
-    label = (" (none: no dataset produces this file)" if recon.status == Status.INFEASIBLE
-             else " (partial: no complete reconstruction)" if partial else "")
-    if out is not None:
-        rows = recon.rows if model.inputs is None else model.inputs.decode(recon.rows)
-        files[out] = _integral(rows).to_csv(index=False)  # in the custodian's own columns
-        notes.append(f"Wrote {len(recon.rows)} rows{label} to {out}")
-    if details is not None:
-        files[details] = _details(recon, model, open_rows).to_csv(index=False)
-        notes.append(f"Wrote per-row proofs and bounds{label} to {details}")
-    if draws is not None:
-        files[draws] = _draws(model, recon).to_csv(index=False)
-        notes.append(f"Wrote each tree's draws of each row{label} to {draws}")
-    if json_path is not None:
-        summary = {**recon.summary(), "partial": partial, "model_path": str(model_path),
-                   "one_of_many_rows": None if open_rows is None else open_rows.n_open,
-                   "model": model.described().to_dict()}
-        files[json_path] = json.dumps(summary, indent=2) + "\n"
-        notes.append(f"Wrote the summary{label} to {json_path}")
-    write_all(files)
-    for note in notes:
-        out_console.print(Text(note), soft_wrap=True)
+    _write(paths, model_path, model, recon, open_rows, partial, out_console)
     if partial and recon.n_rows and recon.status != Status.INFEASIBLE:
         out_console.print(Text(_partial_line(model, recon), style="bold yellow"),
                           soft_wrap=True)
         raise typer.Exit(EXIT_PARTIAL)
     check_outcome(recon.status, recon.checked, recon.message, recon.partial)
+
+
+class _Outputs(NamedTuple):
+    """The files asked for: rows, per-row details, draws, the JSON summary."""
+
+    out: Path | None
+    details: Path | None
+    draws: Path | None
+    json_path: Path | None
+
+
+def _read(model_path: Path, schema: Path | None, paths: _Outputs, trust_pickle: bool,
+          force: bool) -> tuple[ReleasedModel, FeatureSchema]:
+    """The model and its bound schema, once the outputs asked for are known writable and
+    apply to it (exit 2 otherwise); a hint when its columns look one-hot encoded."""
+    guard_outputs(model_path, schema, [path for path in paths if path is not None], force)
+    model = load(model_path, trust_pickle, allow_regression=True)  # reconstruct() refuses
+    if paths.draws is not None and not model.bootstrap:
+        fail("--draws: this forest did not bootstrap, so every tree saw every row once; "
+              "there are no draws to write", EXIT_BAD_INPUT)
+    bound = bound_schema(schema, model)
+    if schema is None and model.noise is None:  # else refused below
+        _hint_groups(model, model_path)
+    return model, bound
+
+
+def _reconstruct(model: ReleasedModel, bound: FeatureSchema,
+                 known: tuple[Path | None, Path | None, str],
+                 options: dict[str, Any]) -> Reconstruction:
+    """The attack, with its progress shown live and the side knowledge read from ``known``
+    (known columns, known rows, how the columns are read); what the pinning probe will take
+    is kept from ``options``' time limit. Bad input ends the command (exit 2)."""
+    from treeleaks.attacks.pinning import probe_applies, probe_seconds
+    from treeleaks.attacks.reconstruct import reconstruct
+    from treeleaks.ir.knowledge import Knowledge
+
+    known_columns, known_rows, known_as = known
+    try:
+        knowledge = Knowledge.from_csv(known_columns, known_rows, linked=known_as == "rows")
+        probe = (probe_seconds(options["time_limit"], 0.0)
+                 if probe_applies(model) and knowledge.empty else 0.0)
+        with live_progress(Console(stderr=True)) as progress:
+            return reconstruct(model, bound, **{
+                **options, "time_limit": options["time_limit"] - probe,
+                "progress": progress, "knowledge": knowledge})
+    except TreeleaksError as exc:
+        fail(str(exc), EXIT_BAD_INPUT)
+
+
+def _write(paths: _Outputs, model_path: Path, model: ReleasedModel, recon: Reconstruction,
+           open_rows: OpenRows | None, partial: bool, console: Console) -> None:
+    """Write the files asked for, all or nothing, and say what each holds."""
+    label = (" (none: no dataset produces this file)" if recon.status == Status.INFEASIBLE
+             else " (partial: no complete reconstruction)" if partial else "")
+
+    def rows() -> str:  # in the custodian's own columns
+        decoded = recon.rows if model.inputs is None else model.inputs.decode(recon.rows)
+        return _integral(decoded).to_csv(index=False)
+
+    def summary() -> str:
+        return json.dumps({
+            **recon.summary(), "partial": partial, "model_path": str(model_path),
+            "one_of_many_rows": None if open_rows is None else open_rows.n_open,
+            "model": model.described().to_dict()}, indent=2) + "\n"
+
+    files, notes = {}, []
+    for path, what, content in (
+        (paths.out, f"{len(recon.rows)} rows", rows),
+        (paths.details, "per-row proofs and bounds",
+         lambda: _details(recon, model, open_rows).to_csv(index=False)),
+        (paths.draws, "each tree's draws of each row",
+         lambda: _draws(model, recon).to_csv(index=False)),
+        (paths.json_path, "the summary", summary),
+    ):
+        if path is not None:
+            files[path] = content()
+            notes.append(f"Wrote {what}{label} to {path}")
+    write_all(files)
+    for note in notes:
+        console.print(Text(note), soft_wrap=True)
 
 
 def _partial_line(model: ReleasedModel, recon: Reconstruction) -> str:
@@ -249,64 +289,82 @@ def _partial_line(model: ReleasedModel, recon: Reconstruction) -> str:
 
 def _summary_table(path: Path, model: ReleasedModel, recon: Reconstruction,
                    open_rows: OpenRows | None = None) -> Table:
+    """The result as the command prints it: how it ran, then what it found."""
     s = recon.summary()
     table = Table(title="Reconstruction", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("File", escape(f"{path} ({model.n_trees} trees, {model.n_features} "
-                                 "features)"))
-    for name, words in model.described().rows()[:4]:  # the words every command prints
-        table.add_row(escape(name), escape(words))
+    for name, value in (*_run_rows(path, model, s), *_found_rows(model, recon, s, open_rows)):
+        table.add_row(name, value)
+    return table
+
+
+Row = tuple[str, str | Text]
+
+
+def _run_rows(path: Path, model: ReleasedModel, s: dict[str, Any]) -> list[Row]:
+    """The file, its description, and how the run went: status, formulation, cells,
+    certificate, side knowledge."""
+    rows: list[Row] = [("File", escape(f"{path} ({model.n_trees} trees, {model.n_features} "
+                                       "features)"))]
+    rows += [(escape(name), escape(words))  # the words every command prints
+             for name, words in model.described().rows()[:4]]
     status_style = "green" if s["status"] == Status.OPTIMAL else "yellow"
     solver = f" ({s['solver']})" if s["solver"] else ""
-    table.add_row("Status", Text(f"{s['status']} in {s['time_s']:.2f} s{solver}", status_style))
-    table.add_row("Formulation", FORMULATIONS.get(s["formulation"], s["formulation"]))
+    rows.append(("Status", Text(f"{s['status']} in {s['time_s']:.2f} s{solver}",
+                                status_style)))
+    rows.append(("Formulation", FORMULATIONS.get(s["formulation"], s["formulation"])))
     how = STRATEGIES.get(s["strategy"], s["strategy"])
     pinned = int(s["timings"].get("peeled_rows", 0))
     if pinned:  # the cells are those of the other rows, beside the pinned rows' own
         how = f"{pinned} rows pinned by single-row leaves first; for the rest, {how}"
-    table.add_row("Cells", escape(f"{s['n_cells']:,}: {how}"))
+    rows.append(("Cells", escape(f"{s['n_cells']:,}: {how}")))
     if s["certificate"] is not None:
-        table.add_row("Certificate", certificate_text(s))
+        rows.append(("Certificate", certificate_text(s)))
     if s["knowledge"]:
-        table.add_row("Side knowledge", escape(s["knowledge"]))
-    if s.get("partial"):
-        about = model.described()  # N as the file gives it away (the draws', too)
-        n = about.n_rows if about.n_rows_given_away else None
-        table.add_row("Rows reconstructed", Text(
-            (f"{s['n_rows']} of {n} ({s['n_rows'] / n:.0%})" if n else f"{s['n_rows']}")
-            + (": a partial dataset within every count (rows that fit the counts, training "
-               "rows only where proven)" if s["verified"] else
-               ": each row in the box the model gives it, their filled values not within "
-               "every count"), "yellow"))
-    else:
-        table.add_row("Rows reconstructed", str(s["n_rows"]))
-    for name, value in _noisy_rows(s) if s["formulation"] == Formulation.DP else []:
-        table.add_row(name, value)
+        rows.append(("Side knowledge", escape(s["knowledge"])))
+    return rows
+
+
+def _found_rows(model: ReleasedModel, recon: Reconstruction, s: dict[str, Any],
+                open_rows: OpenRows | None) -> list[Row]:
+    """What the run found: rows, a DP run's likelihood, targets, proofs, open values."""
+    rows = [_reconstructed_row(model, s)]
+    rows += _noisy_rows(s) if s["formulation"] == Formulation.DP else []
     if "targets_exact" in s:
-        table.add_row("Targets given away exactly",
-                      f"{s['targets_exact']} of {s['n_rows']} (in the label column)")
-    table.add_row("Rows proven to be training rows", f"{s['proven_rows']} of {s['n_rows']}")
+        rows.append(("Targets given away exactly",
+                     f"{s['targets_exact']} of {s['n_rows']} (in the label column)"))
+    rows.append(("Rows proven to be training rows", f"{s['proven_rows']} of {s['n_rows']}"))
     if open_rows is not None:
-        table.add_row("Rows one of many", escape(open_rows.words()))
-    table.add_row(
-        "Rows whose pinned values are proven",
-        f"{s['proven_pattern_rows']} of {s['n_rows']}",
-    )
-    table.add_row("Values the model leaves open", f"{s['free_values']} (filled in)")
+        rows.append(("Rows one of many", escape(open_rows.words())))
+    rows.append(("Rows whose pinned values are proven",
+                 f"{s['proven_pattern_rows']} of {s['n_rows']}"))
+    rows.append(("Values the model leaves open", f"{s['free_values']} (filled in)"))
     if s["numerical_width_mean"] is not None:
         within = s["numerical_pinned_within"] or {}
-        table.add_row("Numerical values pinned to",
-                      f"{s['numerical_width_mean']:.1%} of their range on average"
-                      + "".join(f"; {share:.0%} within {limit}" for limit, share
-                                in within.items()))
+        rows.append(("Numerical values pinned to",
+                     f"{s['numerical_width_mean']:.1%} of their range on average"
+                     + "".join(f"; {share:.0%} within {limit}" for limit, share
+                               in within.items())))
     if model.inputs is not None:
-        table.add_row("Columns", escape(_columns_note(model, recon)))
-    if s["proof"]:
-        table.add_row("Proofs", escape(s["proof"]))
-    if s["message"]:
-        table.add_row("Note", escape(s["message"]))
-    return table
+        rows.append(("Columns", escape(_columns_note(model, recon))))
+    rows += [(name, escape(s[key])) for name, key in (("Proofs", "proof"), ("Note", "message"))
+             if s[key]]
+    return rows
+
+
+def _reconstructed_row(model: ReleasedModel, s: dict[str, Any]) -> Row:
+    """How many rows came back, and for a partial dataset of how many and how they fit."""
+    if not s.get("partial"):
+        return "Rows reconstructed", str(s["n_rows"])
+    about = model.described()  # N as the file gives it away (the draws', too)
+    n = about.n_rows if about.n_rows_given_away else None
+    return "Rows reconstructed", Text(
+        (f"{s['n_rows']} of {n} ({s['n_rows'] / n:.0%})" if n else f"{s['n_rows']}")
+        + (": a partial dataset within every count (rows that fit the counts, training "
+           "rows only where proven)" if s["verified"] else
+           ": each row in the box the model gives it, their filled values not within "
+           "every count"), "yellow")
 
 
 def _columns_note(model: ReleasedModel, recon: Reconstruction) -> str:

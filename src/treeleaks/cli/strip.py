@@ -30,7 +30,7 @@ from treeleaks.runtime.errors import TreeleaksError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from treeleaks.defences.strip import Stripped
+    from treeleaks.defences.strip import StripOptions, Stripped
     from treeleaks.ir.model import ReleasedModel
 
 
@@ -40,8 +40,8 @@ def strip_command(
     model_path: Annotated[Path, typer.Argument(
         metavar="MODEL", show_default=False,
         help="A framework's model file: scikit-learn .skops, LightGBM .txt, XGBoost .json, "
-             "or a pickle (with --trust-pickle); a treeleaks .json has no "
-             "framework's file to strip.")],
+             "an R model .rds (rpart, randomForest, ranger), or a pickle (with "
+             "--trust-pickle); a treeleaks .json has no framework's file to strip.")],
     out: Annotated[Path, typer.Option(help="Write the stripped model here, in the input's "
                                       "format (same extension).", show_default=False)],
     data: Annotated[Path | None, typer.Option(
@@ -110,26 +110,43 @@ def _strip(model_path: Path, trust_pickle: bool, frame: pd.DataFrame | None,
            label: str | None, options: tuple[str | None, int | None]) -> Stripped:
     """The framework's file read and checked before any framework loads it, then stripped
     in a child process with ``options`` (--thresholds, --round-values) and checked to
-    predict as before (on ``frame``'s rows too)."""
+    predict as before (on ``frame``'s rows too); an R model's through `_strip_r`."""
     from treeleaks.defences.strip import StripOptions
     from treeleaks.defences.strip_child import strip_in_child
     from treeleaks.io import load_framework_file
 
+    rows = None if frame is None else frame.drop(columns=[label])
     try:
+        chosen = StripOptions(*options)
+        if model_path.suffix.lower() == ".rds":
+            return _strip_r(model_path, rows, chosen)
         file = load_framework_file(model_path, trust_pickle)  # checked before any framework
         released = None  # a pipeline's IR, to draw random rows in its columns
         if _holds_pipeline(file.held):
             if file.model is None:
                 raise TreeleaksError(file.unread)
             released = file.model
-        return strip_in_child(file.held, file.format,
-                              None if frame is None else frame.drop(columns=[label]),
+        return strip_in_child(file.held, file.format, rows,
                               labels=None if frame is None else frame[label],
-                              options=StripOptions(*options), released=released)
+                              options=chosen, released=released)
     except (TreeleaksError, ValueError, OSError) as exc:
         said = describe(exc)
         fail(said if model_path.name in said else f"{model_path.name}: {said}",
              EXIT_BAD_INPUT)
+
+
+def _strip_r(model_path: Path, rows: pd.DataFrame | None, options: StripOptions
+             ) -> Stripped:
+    """An R model stripped (`treeleaks.defences.strip_r`); the options that move
+    thresholds or round values are scikit-learn's only."""
+    from treeleaks.defences.strip import StripOptions
+    from treeleaks.defences.strip_r import strip_r_release
+    from treeleaks.frontends.r_models import read_r_model
+
+    if options != StripOptions():
+        raise TreeleaksError("--thresholds and --round-values change scikit-learn models "
+                             "only; strip an R model without them")
+    return strip_r_release(model_path, read_r_model, rows)
 
 
 def _summary(model_path: Path, out: Path, data: Path | None, result: Stripped) -> Table:
@@ -147,7 +164,7 @@ def _summary(model_path: Path, out: Path, data: Path | None, result: Stripped) -
         table.add_row("Predictions", escape(compared.replace("--data", data.name)
                                             if data is not None else compared))
     table.add_row("Compared", escape(", ".join(result.outputs)))
-    table.add_row("Checked", "the file written was loaded back without treeleaks")
+    table.add_row("Checked", escape(result.checked))
     if result.score is not None:
         s = result.score
         table.add_row(f"{s.metric} on {escape(data.name)}", f"{s.before:.4f} → {s.after:.4f}")

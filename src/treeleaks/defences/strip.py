@@ -106,6 +106,7 @@ class Stripped:
     score: Score | None = None
     kept: list[str] = field(default_factory=list)  # the fields prediction reads, each a line
     outputs: list[str] = field(default_factory=list)  # what was compared: the faces' outputs
+    checked: str = "the file written was loaded back without treeleaks"
 
 
 @dataclass(frozen=True)

@@ -10,18 +10,21 @@ leaves, ``--data`` checks them against the training rows; no attack that reads c
 
 Each node goes left when its input is at most the IR's threshold: ``BRANCH_LEQ`` as it is,
 ``BRANCH_LT`` at the float32 just below its value (ONNX compares float32 inputs), the
-``GT``/``GTE`` modes with their branches swapped. Equality splits (categories) and missing
-values sent down the true branch are refused, naming them.
+``GT``/``GTE`` modes with their branches swapped. A missing value goes where the file says
+(`onnx_routing`). Equality splits (categories) are refused, naming them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from treeleaks.frontends.boosting import Nodes
+from treeleaks.frontends.gaps import with_routing
+from treeleaks.frontends.onnx_routing import onnx_routing
 from treeleaks.frontends.stripped import Stripped, structure_only
 from treeleaks.ir.description import ModelKind, StoredField
 from treeleaks.ir.model import ModelFormatError, ReleasedModel
@@ -40,8 +43,49 @@ FIELDS = [
 ]
 
 
+@dataclass(frozen=True)
+class OnnxEnsemble:
+    """An ONNX tree ensemble read: its IR, each tree's leaf outputs in the IR's leaf order
+    (a classifier's leaves by classes, a regressor's one value a leaf), the values added to
+    their sum (``base_values``) and the transform applied after (``post_transform``)."""
+
+    model: ReleasedModel
+    weights: list[np.ndarray]
+    base_values: np.ndarray
+    post_transform: str
+    aggregate: str = "SUM"
+
+    def scores(self, leaves: np.ndarray) -> np.ndarray:
+        """What ONNX Runtime outputs for rows reaching ``leaves`` (rows by trees, the IR's
+        leaves): a classifier's probabilities (rows by classes), a regressor's values."""
+        total = sum(w[leaves[:, t]] for t, w in enumerate(self.weights))
+        if self.aggregate == "AVERAGE":
+            total = total / len(self.weights)
+        elif self.aggregate != "SUM":
+            raise UnsupportedModelError(f"ONNX aggregate_function {self.aggregate}: treeleaks "
+                                        "computes SUM and AVERAGE")
+        total = total + (self.base_values if self.base_values.size else 0.0)
+        if self.post_transform == "LOGISTIC":
+            total = 1.0 / (1.0 + np.exp(-total))
+        elif self.post_transform == "SOFTMAX":
+            total = np.exp(total - total.max(axis=1, keepdims=True))
+            total = total / total.sum(axis=1, keepdims=True)
+        elif self.post_transform != "NONE":
+            raise UnsupportedModelError(f"ONNX post_transform {self.post_transform}: treeleaks "
+                                        "computes NONE, LOGISTIC and SOFTMAX")
+        if self.model.classes and total.ndim == 2 and total.shape[1] == 1 and \
+                len(self.model.classes) == 2:  # one column kept: the other is 1 - p
+            total = np.column_stack([1.0 - total[:, 0], total[:, 0]])
+        return total
+
+
 def read_onnx(path: Path) -> ReleasedModel:
     """The tree ensemble of the ONNX file at ``path``, read as a file without counts."""
+    return read_onnx_ensemble(path).model
+
+
+def read_onnx_ensemble(path: Path) -> OnnxEnsemble:
+    """The tree ensemble of the ONNX file at ``path`` with its leaf outputs."""
     import onnx  # a dependency; imported here so that other formats never load it
     from onnx import helper
 
@@ -62,7 +106,13 @@ def read_onnx(path: Path) -> ReleasedModel:
     names = _input_names(graph, _n_features(attrs))
     classifier = node.op_type == "TreeEnsembleClassifier"
     classes = _classes(attrs) if classifier else []
-    shapes, weights = _trees(attrs, classifier)
+    shapes, weights, gap_left = _trees(attrs, classifier)
+    routing = onnx_routing(shapes, gap_left, names)
+    if routing is not None:
+        for index, shape in enumerate(shapes):
+            shapes[index], kept = routing.spelled(index, shape)
+            weights[index] = weights[index][kept]
+        names = list(routing.layout.names)
     about = Stripped("ONNX", node.op_type, list(FIELDS),
                      ModelKind.SINGLE_TREE if len(shapes) == 1 else None)
     # a regressor's first tree: its leaf outputs as stored (a single tree's are its targets'
@@ -70,10 +120,13 @@ def read_onnx(path: Path) -> ReleasedModel:
     # which the file does not tell apart)
     first = None if classifier else weights[0]
     model = structure_only(shapes, classes, names, LABEL, f"onnx.{node.op_type}", about, first)
+    with_routing(model, routing)
     if classifier and _fractions(weights, len(shapes), attrs):
-        model.facts["rows a leaf held at least, by its class fractions"] = _rows_at_least(
+        model.facts["rows a leaf held at least, by its class fractions"] = rows_at_least(
             weights, len(shapes))
-    return model
+    return OnnxEnsemble(model, weights, _floats(attrs, "base_values"),
+                        _text(attrs.get("post_transform", b"NONE")),
+                        _text(attrs.get("aggregate_function", b"SUM")))
 
 
 def _fractions(weights: list[np.ndarray], n_trees: int, attrs: dict[str, Any]) -> bool:
@@ -133,9 +186,11 @@ def _classes(attrs: dict[str, Any]) -> list[Any]:
     return [int(c) for c in attrs.get("classlabels_int64s", [])]
 
 
-def _trees(attrs: dict[str, Any], classifier: bool) -> tuple[list[Nodes], list[np.ndarray]]:
-    """Each tree's nodes in the IR's shape and its leaves' outputs (a classifier: class
-    weights, leaves by classes; a regressor: one value a leaf)."""
+def _trees(attrs: dict[str, Any], classifier: bool
+           ) -> tuple[list[Nodes], list[np.ndarray], list[np.ndarray]]:
+    """Each tree's nodes in the IR's shape, its leaves' outputs (a classifier: class
+    weights, leaves by classes; a regressor: one value a leaf) and its nodes' gap sides
+    (True: a NaN goes left in the IR)."""
     modes = np.array([_text(m) for m in attrs.get("nodes_modes", [])])
     tree_ids, node_ids = _ints(attrs, "nodes_treeids"), _ints(attrs, "nodes_nodeids")
     if not modes.size or not (modes.size == tree_ids.size == node_ids.size):
@@ -145,18 +200,22 @@ def _trees(attrs: dict[str, Any], classifier: bool) -> tuple[list[Nodes], list[n
                                              "BRANCH_GT", "BRANCH_GTE"})):
         raise UnsupportedModelError(f"the ONNX tree ensemble splits by {', '.join(bad)} "
                                     "(categories); treeleaks reads threshold splits only")
-    if _ints(attrs, "nodes_missing_value_tracks_true").any():
-        raise UnsupportedModelError("the ONNX tree ensemble sends missing values down the "
-                                    "true branch of some splits (a model fitted with gaps); "
-                                    "treeleaks does not read ONNX gap routing yet")
     prefix = "class" if classifier else "target"
     out_tree, out_node = _ints(attrs, f"{prefix}_treeids"), _ints(attrs, f"{prefix}_nodeids")
     out_id, out_weight = _ints(attrs, f"{prefix}_ids"), _floats(attrs, f"{prefix}_weights")
     width = int(out_id.max(initial=0)) + 1
-    shapes, weights = [], []
+    shapes, weights, gap_left = [], [], []
+    tracks = _ints(attrs, "nodes_missing_value_tracks_true")
+    if tracks.size and tracks.size != modes.size:
+        raise ModelFormatError("the ONNX tree ensemble's nodes_missing_value_tracks_true has "
+                               f"{tracks.size} entries for {modes.size} nodes: an edited or "
+                               "damaged file")
     for tree in np.unique(tree_ids).tolist():
         mine = np.flatnonzero(tree_ids == tree)
         shape, leaf_nodes = _one_tree(attrs, modes, node_ids, mine, tree)
+        true_side = (tracks[mine] == 1) if tracks.size else np.zeros(mine.size, dtype=bool)
+        swapped = np.isin(modes[mine][np.argsort(node_ids[mine])], ("BRANCH_GT", "BRANCH_GTE"))
+        gap_left.append((true_side[np.argsort(node_ids[mine])] != swapped) & (shape[0] >= 0))
         outputs = np.zeros((len(leaf_nodes), width))
         index = {node: i for i, node in enumerate(leaf_nodes)}
         for j in np.flatnonzero(out_tree == tree).tolist():
@@ -166,7 +225,7 @@ def _trees(attrs: dict[str, Any], classifier: bool) -> tuple[list[Nodes], list[n
             outputs[index[int(out_node[j])], out_id[j]] += out_weight[j]
         shapes.append(shape)
         weights.append(outputs if classifier else outputs[:, 0])
-    return shapes, weights
+    return shapes, weights, gap_left
 
 
 def _one_tree(attrs: dict[str, Any], modes: np.ndarray, node_ids: np.ndarray,
@@ -204,7 +263,7 @@ def _one_tree(attrs: dict[str, Any], modes: np.ndarray, node_ids: np.ndarray,
     return shape, np.flatnonzero(leaf).tolist()
 
 
-def _rows_at_least(weights: list[np.ndarray], n_trees: int) -> int:
+def rows_at_least(weights: list[np.ndarray], n_trees: int) -> int:
     """The most rows any leaf's class fractions say it held: the smallest denominator that
     gives every fraction of the leaf within float32's rounding (a pure leaf says 1, a leaf of
     2/3 and 1/3 says 3)."""

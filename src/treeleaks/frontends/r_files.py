@@ -4,8 +4,10 @@ The ``rdata`` package parses the serialization (gzip, bzip2, xz or uncompressed)
 conversion builds pandas frames, which rpart's ``frame`` (a matrix column, ``yval2``)
 breaks, so this module walks the parsed objects itself into `RValue`: a vector as a NumPy
 array (a matrix in its ``dim``), a character vector as a list of strings (None for NA), a
-list as a list of `RValue`, each with its attributes. Code (calls, formulas, environments)
-is kept as its type name and never evaluated: reading a file runs nothing from it.
+list as a list of `RValue`, each with its attributes. Code (calls, formulas, functions) is
+kept as its type name and never evaluated: reading a file runs nothing from it. An
+environment saved with the object (a formula's, when the model was fitted inside a
+function) is read as the values it binds, by name: it may hold the training data.
 """
 
 from __future__ import annotations
@@ -84,12 +86,16 @@ def read_rds(path: Path) -> RValue:
     return _converted(parsed.object)
 
 
-def _converted(obj: Any) -> RValue:
-    """A parsed rdata object as an `RValue` (references followed)."""
+def _converted(obj: Any, inside: frozenset[int] = frozenset()) -> RValue:
+    """A parsed rdata object as an `RValue` (references followed; ``inside``: the
+    environments being read, so that one holding itself is read once)."""
     while obj.info.type.name == "REF":
         obj = obj.referenced_object
     kind = obj.info.type.name
-    attributes = _pairlist(obj.attributes) if obj.attributes is not None else {}
+    if kind == "ENV":
+        return RValue(kind, None if id(obj) in inside else _bindings(obj, inside | {id(obj)}))
+    attributes = ({name: value for name, value in _pairlist(obj.attributes, inside).items()}
+                  if obj.attributes is not None else {})
     if kind in _VECTORS:
         value: Any = np.asarray(obj.value)
         dim = attributes.get("dim")
@@ -100,7 +106,7 @@ def _converted(obj: Any) -> RValue:
         value = [None if c.value is None else c.value.decode("utf-8", "replace")
                  for c in obj.value]
     elif kind in ("VEC", "EXPR"):
-        value = [_converted(item) for item in obj.value]
+        value = [_converted(item, inside) for item in obj.value]
     elif kind == "NILVALUE":
         value = None
     else:  # code: a call, a formula, an environment, a function; kept by name only
@@ -108,17 +114,30 @@ def _converted(obj: Any) -> RValue:
     return RValue(kind, value, attributes)
 
 
-def _pairlist(obj: Any) -> dict[str, RValue]:
-    """A pairlist (R's attributes) as a dict by tag."""
+def _pairlist(obj: Any, inside: frozenset[int] = frozenset()) -> dict[str, RValue]:
+    """A pairlist (R's attributes, an environment's bindings) as a dict by tag; a promise
+    (a function's argument) as the value it was given."""
     out: dict[str, RValue] = {}
     while obj is not None and obj.info.type.name == "LIST":
         tag = obj.tag
         while tag is not None and tag.info.type.name == "REF":
             tag = tag.referenced_object
         name = tag.value.value.decode("utf-8", "replace") if tag is not None else ""
-        out[name] = _converted(obj.value[0])
+        item = obj.value[0]
+        while item.info.type.name == "REF":
+            item = item.referenced_object
+        if item.info.type.name == "PROM":
+            item = item.value[0]
+        out[name] = _converted(item, inside)
         obj = obj.value[1]
     return out
+
+
+def _bindings(env: Any, inside: frozenset[int]) -> dict[str, RValue]:
+    """What an environment saved with the object binds, by name (a fitting function's
+    local variables: the data it was given)."""
+    frame = getattr(env.value, "frame", None)
+    return {} if frame is None else _pairlist(frame, inside)
 
 
 def element(obj: RValue, name: str, kind: str | None = None, within: str = "",

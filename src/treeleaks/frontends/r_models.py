@@ -1,11 +1,13 @@
 """R models saved with ``saveRDS`` (``.rds``): the R class told, its reader run, and what the
 object stores about the training rows listed beside its trees.
 
-``rpart`` and ``randomForest`` objects are read (`treeleaks.frontends.rpart`,
-`treeleaks.frontends.r_forest`); any other R class is refused naming it. Both keep more
-than prediction needs, row by row in training order: rpart every row's label (``y``) and
-leaf (``where``), randomForest every row's label (``y``), out-of-bag prediction, votes and
-count, and with ``keep.inbag=TRUE`` every tree's draws (``inbag``). `RModel.rows` holds
+``rpart``, ``randomForest`` and ``ranger`` objects are read (`treeleaks.frontends.rpart`,
+`treeleaks.frontends.r_forest`, `treeleaks.frontends.ranger`); any other R class is refused
+naming it. Each keeps more than prediction needs, row by row in training order: rpart every
+row's label (``y``) and leaf (``where``), randomForest every row's label (``y``),
+out-of-bag prediction, votes and count, ranger every row's out-of-bag prediction
+(``predictions``), and with ``keep.inbag=TRUE`` both forests every tree's draws (``inbag``,
+``inbag.counts``). `RModel.rows` holds
 them as arrays; the description lists each with what it gives away, and marks those that
 give a training row's label or leaf outright (`StoredField.per_row`), which the audit
 counts as a leak without any attack.
@@ -20,14 +22,16 @@ from typing import Any
 
 import numpy as np
 
+from treeleaks.frontends.onnx_trees import rows_at_least
 from treeleaks.frontends.r_files import RValue, element, numbers, read_rds
 from treeleaks.frontends.r_forest import read_random_forest
+from treeleaks.frontends.ranger import forest_kind, read_ranger
 from treeleaks.frontends.rpart import read_rpart, rpart_leaves
 from treeleaks.ir.description import StoredField, describe
 from treeleaks.ir.model import ModelFormatError, ReleasedModel
 from treeleaks.runtime.errors import UnsupportedModelError
 
-READ = ("rpart", "randomForest")
+READ = ("rpart", "randomForest", "ranger")
 LABELS = "every training row's label, in training order"
 TARGETS = "every training row's target, in training order"
 
@@ -46,13 +50,18 @@ class RModel:
 
 def read_r_model(path: Path) -> RModel:
     """The R model in ``path`` (see the module doc)."""
-    obj = read_rds(path)
+    return read_r_object(read_rds(path), path.name)
+
+
+def read_r_object(obj: RValue, name: str = "the file") -> RModel:
+    """The R model ``obj`` (read from the file ``name``)."""
     classes = obj.classes
     if obj.kind != "VEC" or not any(c in READ for c in classes):
         what = "/".join(classes) if classes else f"an R value of type {obj.kind}"
-        raise UnsupportedModelError(f"{path.name} holds {what}, not a tree model treeleaks "
+        raise UnsupportedModelError(f"{name} holds {what}, not a tree model treeleaks "
                                     f"reads from R ({', '.join(READ)})")
-    read = _rpart(obj) if "rpart" in classes else _forest(obj)
+    read = _rpart(obj) if "rpart" in classes else _ranger(obj) if "ranger" in classes \
+        else _forest(obj)
     read.model.label_name = _response(obj, read.model.feature_names) or read.model.label_name
     return read
 
@@ -73,6 +82,8 @@ def _response(obj: RValue, features: list[str]) -> str | None:
 def _rpart(obj: RValue) -> RModel:
     model = read_rpart(obj)
     regression = model.is_regression
+    if not model.counts_released:
+        return _stripped_rpart(obj, model)
     rows = {"where": rpart_leaves(obj, model)}
     n = int(model.trees[0].counts.sum())
     fields = [StoredField("frame$n", "training rows through every node")]
@@ -97,54 +108,144 @@ def _rpart(obj: RValue) -> RModel:
     return RModel(model, [], rows)
 
 
+def _stripped_rpart(obj: RValue, model: ReleasedModel) -> RModel:
+    """An rpart whose counts were set to 0 (treeleaks strip): its splits and leaf outputs
+    (a classifier's class fractions, a regressor's means), no counts, no per-row field
+    unless one is left."""
+    fields = [StoredField("frame$yval2" if not model.is_regression else "frame$yval",
+                          "each leaf's class fractions, whose denominators say how many rows "
+                          "it held at least" if not model.is_regression else
+                          "each leaf's mean target"),
+              StoredField("frame$n, frame$yval2 counts, splits' counts", "every node's rows "
+                          "and class counts", removed=True)]
+    rows = {}
+    if obj.get("where") is not None:
+        rows["where"] = rpart_leaves(obj, model)
+        fields.append(StoredField("where", "each training row's leaf, in training order",
+                                  per_row=True))
+    fields += _data_fields(obj)
+    method = "classification" if not model.is_regression else "regression"
+    model.description = describe(model, "R", f"rpart ({method})", fields, stripped=True)
+    return RModel(model, [], rows)
+
+
 def _forest(obj: RValue) -> RModel:
     read = read_random_forest(obj)
     model = read.model
     regression = model.is_regression
-    y_value = element(obj, "y")
-    n = int(np.asarray(y_value.value).size)
-    y = _per_row(obj, "y", n, whole=not regression)
-    rows = {"y": y if regression else y - 1}
     fields = [StoredField("forest", "the splits and each leaf's class (its drawn rows' "
                           "majority) or mean target; no row counts at any node, so no "
-                          "attack that reads counts applies"),
-              StoredField("y", TARGETS if regression else LABELS, per_row=True),
-              StoredField("predicted", "every training row's out-of-bag prediction, in "
-                          "training order")]
-    rows["predicted"] = _with_gaps(obj, "predicted", n) - (0 if regression else 1)
-    if not regression:
+                          "attack that reads counts applies")]
+    n = _rows_stored(obj)
+    rows: dict[str, np.ndarray] = {}
+    if _present(obj, "y"):
+        y = _per_row(obj, "y", n, whole=not regression)
+        rows["y"] = y if regression else y - 1
+        fields.append(StoredField("y", TARGETS if regression else LABELS, per_row=True))
+    if _present(obj, "predicted"):
+        rows["predicted"] = _with_gaps(obj, "predicted", n) - (0 if regression else 1)
+        fields.append(StoredField("predicted", "every training row's out-of-bag prediction, "
+                                  "in training order"))
+    if not regression and _present(obj, "votes"):
         rows["votes"] = _with_gaps(obj, "votes", n * model.n_classes)
         if rows["votes"].shape != (n, model.n_classes):
             raise ModelFormatError(f"randomForest field 'votes' must have shape "
                                    f"({n}, {model.n_classes}): training rows by classes")
         fields.append(StoredField("votes", "every training row's out-of-bag votes per class, "
                                   "in training order"))
-    rows["oob.times"] = _per_row(obj, "oob.times", n)
-    fields.append(StoredField("oob.times", "how many trees left each training row out, in "
-                              "training order"))
-    fields.append(StoredField("err.rate, confusion" if not regression else "mse, rsq",
-                              "the out-of-bag error after every tree" + (
-                                  "; the confusion matrix counts the labels: the class "
-                                  "balance" if not regression else "")))
-    inbag = obj.get("inbag")
-    if inbag is not None and inbag.kind != "NILVALUE":
+    if _present(obj, "oob.times"):
+        rows["oob.times"] = _per_row(obj, "oob.times", n)
+        fields.append(StoredField("oob.times", "how many trees left each training row out, "
+                                  "in training order"))
+    errors = ("err.rate", "confusion") if not regression else ("mse", "rsq")
+    if any(_present(obj, name) for name in errors):
+        fields.append(StoredField(", ".join(errors), "the out-of-bag error after every tree" + (
+            "; the confusion matrix counts the labels: the class balance"
+            if not regression else "")))
+    if _present(obj, "inbag"):
+        inbag = element(obj, "inbag")
         draws = numbers(inbag, "inbag").reshape(np.shape(inbag.value))
-        if draws.shape != (n, model.n_trees):
+        if draws.shape != (n if n is not None else draws.shape[0], model.n_trees):
             raise ModelFormatError(f"randomForest field 'inbag' must have shape "
                                    f"({n}, {model.n_trees}): training rows by trees")
         rows["inbag"] = draws
+        _keep_draws(model, draws)
         fields.append(StoredField("inbag", "how often every tree drew each training row (the "
                                   "draws), in training order"))
     fields += _data_fields(obj)
     kind = "regression" if regression else "classification"
     about = describe(model, "R", f"randomForest ({kind})", fields, bootstrap=True)
-    balance = None if regression else tuple(
-        (str(c), int((rows["y"] == k).sum())) for k, c in enumerate(model.classes))
-    model.description = dataclasses.replace(
-        about, n_rows=n, n_rows_how="the length of y, every training row's label" if
-        not regression else "the length of y, every training row's target",
-        class_balance=balance, draws_exposed="inbag" in rows)
+    if "y" in rows:
+        balance = None if regression else tuple(
+            (str(c), int((rows["y"] == k).sum())) for k, c in enumerate(model.classes))
+        about = dataclasses.replace(
+            about, n_rows=n, n_rows_how="the length of y, every training row's label" if
+            not regression else "the length of y, every training row's target",
+            class_balance=balance)
+    model.description = dataclasses.replace(about, draws_exposed="inbag" in rows)
     return RModel(model, read.outputs, rows)
+
+
+def _present(obj: RValue, name: str) -> bool:
+    """Whether the object keeps the list element ``name`` (not NULL)."""
+    value = obj.get(name)
+    return value is not None and value.kind != "NILVALUE"
+
+
+def _rows_stored(obj: RValue) -> int | None:
+    """The training rows' number, from the first per-row field the forest keeps (None when
+    it keeps none: a stripped file)."""
+    for name in ("y", "oob.times", "predicted"):
+        if _present(obj, name):
+            return int(np.asarray(element(obj, name).value).size)
+    return None
+
+
+def _ranger(obj: RValue) -> RModel:
+    read = read_ranger(obj)
+    model = read.model
+    kind = forest_kind(obj)
+    n = int(numbers(element(obj, "num.samples"), "num.samples", 1)[0])
+    leaves = {"classification": "each leaf's class (its drawn rows' majority)",
+              "probability": "each leaf's class fractions of its drawn rows, whose "
+                             "denominators say how many rows it held at least",
+              "regression": "each leaf's mean target"}[kind]
+    fields = [StoredField("forest", f"the splits and {leaves}; no row counts at any node, so "
+                          "no attack that reads counts applies")]
+    rows: dict[str, np.ndarray] = {}
+    if obj.get("predictions") is not None:
+        width = model.n_classes if kind == "probability" else 1
+        rows["predictions"] = _with_gaps(obj, "predictions", n * width)
+        if kind == "classification":
+            rows["predictions"] = rows["predictions"] - 1
+        fields.append(StoredField("predictions", "every training row's out-of-bag prediction, "
+                                  "in training order"))
+    if obj.get("confusion.matrix") is not None:
+        fields.append(StoredField("confusion.matrix", "the out-of-bag confusion matrix: the "
+                                  "labels of the rows some tree left out, counted"))
+    inbag = obj.get("inbag.counts")
+    if inbag is not None and inbag.kind != "NILVALUE":
+        if inbag.kind != "VEC" or len(inbag.value) != model.n_trees:
+            raise ModelFormatError(f"ranger field 'inbag.counts' must hold one vector per tree "
+                                   f"({model.n_trees})")
+        rows["inbag"] = np.stack([numbers(v, "inbag.counts", n) for v in inbag.value], axis=1)
+        _keep_draws(model, rows["inbag"])
+        fields.append(StoredField("inbag.counts", "how often every tree drew each training "
+                                  "row (the draws), in training order"))
+    if kind == "probability":
+        model.facts["rows a leaf held at least, by its class fractions"] = rows_at_least(
+            read.outputs, 1)
+    about = describe(model, "R", f"ranger ({kind})", fields, bootstrap=model.bootstrap)
+    model.description = dataclasses.replace(
+        about, n_rows=n, n_rows_how="num.samples, the training rows' number",
+        draws_exposed="inbag" in rows)
+    return RModel(model, read.outputs, rows)
+
+
+def _keep_draws(model: ReleasedModel, draws: np.ndarray) -> None:
+    """Every tree's draws (``draws[row, tree]``, rows in training order) into the IR."""
+    for t, tree in enumerate(model.trees):
+        tree.draws = draws[:, t].astype(np.int64)
 
 
 def _per_row(obj: RValue, name: str, n: int, whole: bool = True) -> np.ndarray:
@@ -170,10 +271,43 @@ _DATA = {"x": "every training row's values", "model": "the model frame: every tr
 
 
 def _data_fields(obj: RValue) -> list[StoredField]:
-    """The training data itself, when the object keeps it."""
+    """The training data itself, when the object keeps it (as a field, or in an environment
+    saved with it)."""
     out = []
     for name, words in _DATA.items():
         value: Any = obj.get(name)
         if value is not None and value.kind != "NILVALUE":
             out.append(StoredField(name, words, per_row=True))
+    return out + _environment_fields(obj)
+
+
+def _environment_fields(obj: RValue) -> list[StoredField]:
+    """The data frames an environment saved with the object binds (a formula keeps the
+    environment it was written in: fitted inside a function, that function's variables,
+    the data it was given among them)."""
+    found: dict[str, int] = {}
+    for where, env in _environments(obj, "", set()):
+        owner = where.removesuffix("@.Environment").lstrip("$") or "the object"
+        for name, value in env.items():
+            if "data.frame" in value.classes and value.kind == "VEC" and value.value:
+                found[f"{name} (in the environment of {owner})"] = int(
+                    np.asarray(value.value[0].value).size)
+    return [StoredField(field, f"a data frame of {rows} rows in the environment the model was "
+                        "fitted in, saved with it: the training data itself, likely",
+                        per_row=True) for field, rows in found.items()]
+
+
+def _environments(value: RValue, path: str, seen: set[int]) -> list[tuple[str, dict]]:
+    """Every environment inside ``value`` with its bindings, by where it sits."""
+    if id(value) in seen:
+        return []
+    seen.add(id(value))
+    out = [(path or "the object", value.value)] if value.kind == "ENV" and value.value else []
+    items: list[tuple[str, Any]] = list(value.attributes.items())
+    if value.kind == "VEC":
+        items += list(zip(value.names or [str(i) for i in range(len(value.value))],
+                          value.value, strict=False))
+    for name, item in items:
+        out += _environments(item, f"{path}${name}" if not name.startswith(".")
+                             else f"{path}@{name}", seen)
     return out

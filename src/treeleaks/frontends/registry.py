@@ -197,7 +197,7 @@ READERS: tuple[Reader, ...] = (
     Reader("ONNX", "an ONNX tree ensemble", (".onnx",), _read_onnx),
     Reader("pickle", "a pickle of a scikit-learn model", (".pkl", ".pickle", ".joblib"),
            _read_pickle, magic=_is_pickle, estimator=_pickle_estimator, runs_code=True),
-    Reader("R", "an R model saved with saveRDS (rpart, randomForest)", (".rds",), _read_r),
+    Reader("R", "an R model saved with saveRDS (rpart, randomForest, ranger)", (".rds",), _read_r),
 )
 SUFFIXES: tuple[str, ...] = tuple(dict.fromkeys(s for r in READERS for s in r.suffixes))
 CODE_SUFFIXES = frozenset(s for r in READERS if r.runs_code for s in r.suffixes)

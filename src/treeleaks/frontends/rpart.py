@@ -12,7 +12,8 @@ a +1 split's children swap. A categorical split (``ncat`` > 1) is refused. IR no
 frame row i, and the leaves are numbered in frame order, so ``where`` (each training row's
 frame row) reads as leaves directly (`rpart_leaves`). Every node's counts (a regressor's
 mean and variance too) are kept as `NodeStats`, so an edited frame shows as a
-contradiction. Rows with a gap go down surrogates,
+contradiction. A frame whose counts are all 0 is a stripped file (`treeleaks strip`): its
+splits and leaf outputs are read, without counts. Rows with a gap go down surrogates,
 which the IR does not follow.
 """
 
@@ -44,6 +45,7 @@ def read_rpart(obj: RValue) -> ReleasedModel:
     is_leaf = feature < 0
     leaf_of_node = np.full(nodes, -1, dtype=np.int64)
     leaf_of_node[is_leaf] = np.arange(int(is_leaf.sum()))
+    stripped = not n.any()  # counts set to 0 (treeleaks strip): the splits and outputs remain
     if method == "class":
         classes = strings(_attr(obj, "ylevels"), "ylevels")
         yval2 = _column(frame, "yval2").value
@@ -52,7 +54,8 @@ def read_rpart(obj: RValue) -> ReleasedModel:
                                    "for every node")
         counts = _whole(yval2[:, 1:1 + len(classes)], "frame$yval2")
         tree = Tree(feature, threshold, left, right, leaf_of_node, counts[is_leaf],
-                    n_samples=n[is_leaf], nodes=NodeStats(counts.astype(np.float64), n))
+                    n_samples=n[is_leaf],
+                    nodes=None if stripped else NodeStats(counts.astype(np.float64), n))
         _check_sums(counts, n)
         model = ReleasedModel([tree], list(classes), names, source="R rpart",
                               facts={"method": "class"})
@@ -61,8 +64,9 @@ def read_rpart(obj: RValue) -> ReleasedModel:
         dev = numbers(_column(frame, "dev"), "frame$dev", nodes, whole=False)
         tree = Tree(feature, threshold, left, right, leaf_of_node, n[is_leaf, None],
                     n_samples=n[is_leaf], values=yval[is_leaf],
-                    impurity=dev[is_leaf] / n[is_leaf],
-                    nodes=NodeStats(n[:, None].astype(np.float64), n, yval, dev / n, VARIANCE))
+                    impurity=None if stripped else dev[is_leaf] / n[is_leaf],
+                    nodes=None if stripped else NodeStats(n[:, None].astype(np.float64), n,
+                                                          yval, dev / n, VARIANCE))
         model = ReleasedModel([tree], [], names, source="R rpart", task="regression",
                               facts={"method": "anova"})
     model.validate()

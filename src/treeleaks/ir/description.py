@@ -142,6 +142,12 @@ class ModelDescription:
                     else f.exposes) for f in self.fields)
         return out
 
+    @property
+    def counts_removed_by_publisher(self) -> bool:
+        """Whether the file's counts were taken out (a stripped file), not a format that
+        never keeps any (ONNX)."""
+        return self.stripped and self.framework not in FORMATS_WITHOUT_COUNTS
+
     def bootstrap_text(self) -> str:
         """Whether the trees drew their rows with replacement, and what the file says of
         the draws."""

@@ -65,7 +65,7 @@ def counts_removed(model: ReleasedModel) -> str:
     """Why an attack that reads counts does not apply ("" when the file has them)."""
     if model.counts_released:
         return ""
-    if model.described().stripped:
+    if model.described().counts_removed_by_publisher:
         return "the counts were removed (a stripped file), and this attack reads them"
     return "the file stores no counts (its framework keeps none), and this attack reads them"
 
@@ -75,12 +75,11 @@ def regression_refusal(model: ReleasedModel) -> str:
     from treeleaks.attacks.regression import refuse_regression
     from treeleaks.attacks.regression_boosted import is_boosted_regressor
     from treeleaks.runtime.errors import UnsupportedModelError
-    from treeleaks.runtime.vocabulary import Strategy
 
     if is_boosted_regressor(model):  # its own route, which takes every such booster
         return ""
     try:
-        refuse_regression(model, Strategy.AUTO, None, False)
+        refuse_regression(model)
     except UnsupportedModelError as exc:
         return str(exc)
     return ""

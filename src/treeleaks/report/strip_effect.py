@@ -59,7 +59,9 @@ def _measure(model: ReleasedModel, data: pd.DataFrame | None, label: str | None,
 def _reconstruction(inp: AuditInput, seconds: float, ev: Evidence) -> str:
     model = inp.model
     if not model.counts_released:
-        return "not possible: the counts were removed"
+        return ("not possible: the counts were removed"
+                if model.described().counts_removed_by_publisher else
+                "not possible: the file keeps no counts (its framework stores none)")
     refused = regression_refusal(model) if model.is_regression else ""
     if refused:
         return f"does not apply ({refused})"
