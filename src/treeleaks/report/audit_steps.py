@@ -10,6 +10,7 @@ subclass of `AuditStep` and one line in `STEPS`.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -32,7 +33,7 @@ class StepInputs:
     progress: ProgressCallback | None = None
 
 
-class AuditStep:
+class AuditStep(ABC):
     """One attack of the audit (a subclass per attack, one instance in `STEPS`)."""
 
     name: ClassVar[str]
@@ -44,9 +45,9 @@ class AuditStep:
         """Why this step does not apply to ``inputs`` ("" when it does)."""
         return ""
 
+    @abstractmethod
     def run(self, inputs: StepInputs, seconds: float) -> AttackRun:
         """Run the attack within ``seconds`` (this step's share of the budget)."""
-        raise NotImplementedError
 
 
 def is_forest(model: ReleasedModel) -> bool:
