@@ -83,7 +83,8 @@ def reaudit(path: Path, frame: pd.DataFrame) -> str:
 
     model = load_model(path, allow_regression=True, counts_removed_ok=True)
     model.label_name = LABEL
-    audit = run_audit(AuditInput(model, path.name, data=frame, label=LABEL, budget=REAUDIT_S))
+    audit = run_audit(AuditInput(model, path.name, data=frame, label=LABEL,
+                                 total_budget=REAUDIT_S))
     return audit.risk["level"]
 
 

@@ -67,18 +67,19 @@ def attack(model: Any, train: pd.DataFrame, label: str, schema: Any, time_limit:
     from treeleaks.report.evidence import AuditInput, Evidence
 
     model.label_name = label
-    inp = AuditInput(model, "", schema, data=train, label=label, budget=time_limit)
+    inp = AuditInput(model, "", schema, data=train, label=label, total_budget=time_limit)
     ev = Evidence()
     out: dict[str, Any] = {"rows": None, "recon_status": "counts removed", "error": None,
                            "baseline_error": None, "exact_rows": None}
     if model.counts_released:
-        recon = attempt("reconstruct", "", lambda: evidence.reconstruction(inp, ev, None))
+        recon = attempt("reconstruct", "", lambda: evidence.reconstruction(inp, time_limit, ev,
+                                                                        None))
         f = recon.figures
         out.update(rows=f.get("n_rows"), recon_status=str(f.get("status", recon.status)),
                    error=f.get("error"), baseline_error=f.get("baseline_error"),
                    exact_rows=f.get("exact_rows"), recon_why=recon.why)
-    single = evidence.singling_out if model.counts_released else evidence.guessing
-    f = attempt("single-out", "", lambda: single(inp, ev)).figures
+    f = attempt("single-out", "", lambda: evidence.singling_out(inp, time_limit, ev)
+                if model.counts_released else evidence.guessing(inp, ev)).figures
     out.update(singled_out=f.get("rows_singled_out"), candidates=f.get("n_predicates"),
                candidates_right=f.get("predicates_matching_one_row"))
     return out

@@ -19,7 +19,7 @@ from treeleaks.attacks.singling_out import check_against_data, node_counts, sing
 from treeleaks.defences.prune import prune
 from treeleaks.demos.demo_data import LABEL, demo_data
 from treeleaks.evaluation.entropy import summarize
-from treeleaks.evaluation.leak_test import leak_test
+from treeleaks.evaluation.leak_or_distribution import leak_test
 from treeleaks.evaluation.metrics import evaluate
 from treeleaks.evaluation.recovered import rows_recovered
 from treeleaks.ir.model import ReleasedModel

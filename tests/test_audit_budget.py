@@ -16,21 +16,24 @@ from treeleaks import from_sklearn
 from treeleaks.cli import app
 from treeleaks.cli.audit import _attack_line
 from treeleaks.io import save_model
+from treeleaks.report import collect
+from treeleaks.report.audit_steps import STEPS, AuditStep, StepInputs, markdown_table
 from treeleaks.report.budget import (
     ATTACKS_SHARE,
     MIN_SECONDS,
+    RULE,
     AuditClock,
-    engine_seconds,
     share,
     weight,
 )
 from treeleaks.report.collect import run_audit
-from treeleaks.report.evidence import AuditInput
+from treeleaks.report.evidence import AuditInput, engine_seconds
 from treeleaks.report.findings import AttackRun, RunStatus
 from treeleaks.report.json_report import to_json, validate
 
 from conftest import binary_frame, one_line_error
 
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 GRACE = 20.0  # seconds an audit may overrun its budget: an attack's stop and the report
 runner = CliRunner()
 
@@ -44,6 +47,61 @@ def test_each_attack_gets_its_weight_over_the_weights_still_to_run() -> None:
     assert share(10.0, "prune", []) == 10.0  # the last step gets all that is left
     assert share(110.0, "reconstruct", waiting, cap=5.0) == 5.0  # --attack-budget
     assert share(math.inf, "leak", waiting, cap=7.0) == 7.0  # per attack only (a sweep)
+
+
+def test_the_weights_are_written_once_on_the_steps_and_the_rule_and_help_follow() -> None:
+    assert {s.name: s.weight for s in STEPS} == {
+        "reconstruct": 4, "single-out": 1, "leak": 1, "worst-case": 2, "leak-test": 1,
+        "prune": 1, "strip-random-states": 2}
+    assert all(weight(s.name) == s.weight for s in STEPS)
+    said = ("(reconstruction 4, worst case 2, the attack without the random states 2, "
+            "{} 1)")
+    assert said.format("every other step") in RULE
+    shown = runner.invoke(app, ["audit", "--help"], terminal_width=400).output
+    assert said.format("the others") in " ".join(shown.replace("│", " ").split())
+    assert "| `reconstruct` | Reconstruction of the training set | 4 |" in markdown_table()
+    assert "<!-- treeleaks-audit-steps -->" in (DOCS / "audit.md").read_text()
+
+
+def test_the_audit_lists_every_step_in_order() -> None:
+    X, y = binary_frame(40, 4, seed=2)
+    tree = from_sklearn(RandomForestClassifier(n_estimators=1, bootstrap=False,
+                                               random_state=0).fit(X, y))
+    audit = run_audit(AuditInput(tree, "tree", total_budget=30.0))
+    assert [a.name for a in audit.attacks] == [s.name for s in STEPS]
+    assert audit.attack("reconstruct").status == "does not apply"  # a single tree
+    assert audit.attack("leak").status == "complete"
+
+
+class CountTrees(AuditStep):
+    """A new step, as docs/layout.md describes one: a subclass and a line in STEPS."""
+
+    name = "count-trees"
+    title = "Trees counted"
+    rule_words = "the tree count"
+
+    def applies(self, inputs: StepInputs) -> str:
+        return "" if inputs.audit.model.n_trees > 1 else "needs a forest"
+
+    def run(self, inputs: StepInputs, seconds: float) -> AttackRun:
+        return AttackRun(self.name, self.title, RunStatus.COMPLETE,
+                         figures={"n_trees": inputs.audit.model.n_trees, "seconds": seconds})
+
+
+def test_a_new_step_is_one_object_and_one_registry_line(monkeypatch) -> None:
+    monkeypatch.setattr(collect, "STEPS", (*STEPS, CountTrees()))
+    X, y = binary_frame(40, 4, seed=2)
+    forest = from_sklearn(RandomForestClassifier(n_estimators=3, bootstrap=False,
+                                                 random_state=0).fit(X, y))
+    audit = run_audit(AuditInput(forest, "forest", total_budget=30.0))
+    run = audit.attack("count-trees")
+    assert [a.name for a in audit.attacks][-1] == "count-trees"
+    assert run.status == "complete" and run.figures["n_trees"] == 3
+    assert 0 < run.budget_s == run.figures["seconds"] <= 30.0 * ATTACKS_SHARE
+    tree = from_sklearn(RandomForestClassifier(n_estimators=1, bootstrap=False,
+                                               random_state=0).fit(X, y))
+    alone = run_audit(AuditInput(tree, "tree", total_budget=30.0)).attack("count-trees")
+    assert alone.status == "does not apply" and alone.why == "needs a forest"
 
 
 def test_the_reconstruction_gets_the_largest_share() -> None:
@@ -74,7 +132,7 @@ def test_scoring_against_the_data_comes_out_of_the_reconstructions_share() -> No
 def test_an_attack_the_budget_left_no_time_for_makes_the_audit_partial() -> None:
     X, y = binary_frame(60, 4, seed=1)
     model = from_sklearn(RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y))
-    audit = run_audit(AuditInput(model, "model", budget=MIN_SECONDS / 2))
+    audit = run_audit(AuditInput(model, "model", total_budget=MIN_SECONDS / 2))
     skipped = [a for a in audit.attacks if "budget ran out" in a.why]
     assert skipped and all(a.status == "not run" for a in skipped) and audit.partial
     assert all(a.words.startswith("not run (the audit's budget ran out") for a in skipped)

@@ -67,7 +67,7 @@ def test_an_attack_that_raises_is_failed_with_why_and_a_refusal_does_not_apply(
 
     monkeypatch.setattr(evidence, "singling_out", boom)
     monkeypatch.setattr(evidence, "entropy_leak", refuses)
-    audit = run_audit(AuditInput(forest, "forest", budget=20.0))
+    audit = run_audit(AuditInput(forest, "forest", total_budget=20.0))
     failed, refused = audit.attack("single-out"), audit.attack("leak")
     assert failed.words == ("failed (unexpected RuntimeError (a bug, please report it): the "
                             "solver fell over)")
@@ -80,7 +80,7 @@ def test_an_attack_given_too_little_time_is_cut_short_at_what_it_used() -> None:
     X, y = binary_frame(200, 8, seed=2)
     many = from_sklearn(RandomForestClassifier(n_estimators=300, max_depth=5, bootstrap=False,
                                                random_state=0).fit(X, y))
-    audit = run_audit(AuditInput(many, "many", budget=120.0, attack_budget=1.0))
+    audit = run_audit(AuditInput(many, "many", total_budget=120.0, attack_budget=1.0))
     leak = audit.attack("leak")  # measured tree by tree until its time is up
     used, share = map(float, re.fullmatch(r"cut short at (\S+) s of (\S+) s", leak.outcome)
                       .groups())
@@ -112,7 +112,7 @@ def test_a_reconstruction_is_cut_short_only_when_it_used_its_time(forest, used: 
 
 
 def test_the_budget_running_out_before_an_attack_is_not_run_not_partial(forest) -> None:
-    audit = run_audit(AuditInput(forest, "forest", budget=0.05))
+    audit = run_audit(AuditInput(forest, "forest", total_budget=0.05))
     skipped = [a for a in audit.attacks if a.status == "not run"]
     assert skipped and all("budget ran out before this attack" in a.why for a in skipped)
     assert audit.partial and json.loads(to_json(audit))["partial"] is True

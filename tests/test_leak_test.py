@@ -1,4 +1,5 @@
-"""treeleaks.evaluation.leak_test, and the per-row errors of metrics.row_errors it uses."""
+"""treeleaks.evaluation.leak_or_distribution (the leak test), and the per-row errors of
+metrics.row_errors it uses."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.ensemble import IsolationForest
 
 from treeleaks.evaluation import metrics
-from treeleaks.evaluation.leak_test import LeakTest, leak_test
+from treeleaks.evaluation.leak_or_distribution import LeakTest, leak_test
 from treeleaks.evaluation.metrics import evaluate, row_distances, row_errors
 from treeleaks.ir.schema import FeatureSchema
 from treeleaks.ir.schema_columns import feature_scales

@@ -80,7 +80,7 @@ def reaudit(path: Path, data: Path, budget: float = 30.0) -> str:
     model = load_model(path, allow_regression=True, counts_removed_ok=True)
     model.label_name = LABEL
     audit = run_audit(AuditInput(model, path.name, data=pd.read_csv(data), label=LABEL,
-                                 budget=budget))
+                                 total_budget=budget))
     return audit.risk["level"]
 
 

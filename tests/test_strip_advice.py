@@ -29,13 +29,13 @@ def test_the_strip_advice_states_what_the_stripped_file_audits_at(
                                     random_state=0).fit(X, y)
     data = X.assign(y=y.to_numpy())
     original = run_audit(AuditInput(load_model(_skops(forest, tmp_path)), "f.skops",
-                                    estimator=forest, data=data, label="y", budget=20.0))
+                                    estimator=forest, data=data, label="y", total_budget=20.0))
     advice = _strip_advice(original.defences)
     said = advice.figures["guesses_single_out"]
     stripped = tmp_path / "f.stripped.skops"
     stripped.write_bytes(strip(forest, "skops").content)
     after = run_audit(AuditInput(load_model(stripped, counts_removed_ok=True),
-                                 str(stripped), data=data, label="y", budget=20.0))
+                                 str(stripped), data=data, label="y", total_budget=20.0))
     assert after.verdict["rows_singled_out"] == said
     level = "HIGH" if said else "LOW"
     assert after.risk["level"] == level
@@ -48,7 +48,7 @@ def test_without_the_data_the_strip_advice_says_the_level_stays_presumed(
     X, y = load_breast_cancer(return_X_y=True, as_frame=True)
     forest = RandomForestClassifier(5, random_state=0).fit(X.iloc[:100, :5], y.iloc[:100])
     audit = run_audit(AuditInput(load_model(_skops(forest, tmp_path)), "f.skops",
-                                 budget=10.0))
+                                 total_budget=10.0))
     advice = _strip_advice(audit.defences)
     assert "still audits HIGH (presumed)" in advice.effect
     assert "guesses_single_out" not in advice.figures

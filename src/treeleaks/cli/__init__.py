@@ -12,9 +12,9 @@ stderr.
 # Each module registers its commands on `app`; `treeleaks --help` lists them in this order.
 # isort: off
 from treeleaks.cli.app import app
-from treeleaks.cli import audit, demo, reconstruct, inspect, worst_case, dp  # noqa: F401
-from treeleaks.cli import leak_test, leak, single_out, prune, strip, release  # noqa: F401
-from treeleaks.cli import synthetic, sweep  # noqa: F401
+from treeleaks.cli import audit, demo, reconstruct, inspect, worst_case, train_dp  # noqa: F401
+from treeleaks.cli import leak_or_distribution, leak, single_out, prune, strip  # noqa: F401
+from treeleaks.cli import release, synthetic, sweep  # noqa: F401
 # isort: on
 
 __all__ = ["app"]

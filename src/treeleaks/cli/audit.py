@@ -31,11 +31,13 @@ from treeleaks.cli.app import (
     positive_seconds,
     write_all,
 )
+from treeleaks.report.audit_steps import weights_words
+from treeleaks.report.budget import ATTACKS_SHARE
 from treeleaks.runtime.errors import TreeleaksError
 from treeleaks.runtime.paths import unreadable
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     import pandas as pd
 
@@ -71,10 +73,10 @@ def audit_command(
     ] = None,
     budget: Annotated[float, typer.Option(
         callback=positive_seconds, help="Seconds for the whole audit, shared among its "
-        "attacks: they share 95% of it (the rest is for the report), each getting the time "
-        "left times its weight over the weights of those still to run (reconstruction 4, "
-        "worst case 2, the attack without the random states 2, the others 1), so time one "
-        "does not use passes on. Reading the model comes before this clock. An attack cut "
+        f"attacks: they share {ATTACKS_SHARE:.0%} of it (the rest is for the report), each "
+        "getting the time left times its weight over the weights of those still to run "
+        f"({weights_words('the others')}), so time one does not use passes on. Reading the "
+        "model comes before this clock. An attack cut "
         "short is reported as partial and its figures as lower bounds. With --synthetic: "
         "the attack's budget.")] = 300.0,
     attack_budget: Annotated[float | None, typer.Option(
@@ -96,62 +98,98 @@ def audit_command(
     """Audit a model before release: run every attack that applies, print the verdict, and
     write report.html (self-contained) and report.json to --out. With --synthetic, audit a
     PrivBayes synthetic-data release of --data instead."""
-    from treeleaks.ir.model import ReleasedModel
-    from treeleaks.report.collect import run_audit
-    from treeleaks.report.html_report import render
-    from treeleaks.report.json_report import ReportSchemaError, to_json
-    from treeleaks.report.rule_lists import run_rule_list_audit
+    html_path, json_path = _report_paths(out, model_path, force)
+    if synthetic:
+        _audit_synthetic(out, model_path, data, label, population, schema, budget,
+                         attack_budget, epsilon, anonymeter_python, force)
+        return
+    model_path = _model_only(model_path, epsilon, anonymeter_python)
+    run = _prepared(model_path, schema, data, label, population, budget, attack_budget,
+                    release, trust_pickle)
+    _make_folder(out)
+    for given_file in (schema, data, population):
+        guard_outputs(model_path, given_file, [html_path, json_path], force)
+    audit = run()
+    _write_reports(audit, html_path, json_path)
+    _print_verdict(Console(), model_path, audit, (html_path, json_path))
+    if audit.interrupted:
+        fail("interrupted; the partial report says what ran", EXIT_INTERRUPTED)
 
+
+def _report_paths(out: Path, model_path: Path | None, force: bool) -> tuple[Path, Path]:
+    """report.html and report.json in --out; a file named as --out, or a previous report
+    (unless --force), refused before any work."""
     if out.exists() and not out.is_dir():
         fail(f"--out {str(out)!r} is a file; name a folder for report.html and report.json",
              EXIT_BAD_INPUT)
     html_path, json_path = out / "report.html", out / "report.json"
-    if out.is_dir():  # a previous report is refused before any work (unless --force)
+    if out.is_dir():
         guard_outputs(model_path, None, [html_path, json_path], force)
-    if synthetic:
-        from treeleaks.cli.audit_synthetic import audit_release
+    return html_path, json_path
 
-        if attack_budget is not None:
-            fail("--attack-budget is for a model's audit; with --synthetic, --budget is the "
-                 "attack's", EXIT_BAD_INPUT)
-        if model_path is not None or schema is not None:
-            fail("--synthetic audits a synthetic-data release, not a model: drop the MODEL "
-                 "and --schema, or drop --synthetic", EXIT_BAD_INPUT)
-        audit_release(out, data, population, epsilon, label, budget, anonymeter_python, force)
-        return
+
+def _audit_synthetic(out: Path, model_path: Path | None, data: Path | None,
+                     label: str | None, population: Path | None, schema: Path | None,
+                     budget: float, attack_budget: float | None, epsilon: float | None,
+                     anonymeter_python: Path | None, force: bool) -> None:
+    """--synthetic: the options a model's audit takes refused, then the release audited."""
+    from treeleaks.cli.audit_synthetic import audit_release
+
+    if attack_budget is not None:
+        fail("--attack-budget is for a model's audit; with --synthetic, --budget is the "
+             "attack's", EXIT_BAD_INPUT)
+    if model_path is not None or schema is not None:
+        fail("--synthetic audits a synthetic-data release, not a model: drop the MODEL "
+             "and --schema, or drop --synthetic", EXIT_BAD_INPUT)
+    audit_release(out, data, population, epsilon, label, budget, anonymeter_python, force)
+
+
+def _model_only(model_path: Path | None, epsilon: float | None,
+                anonymeter_python: Path | None) -> Path:
+    """The MODEL of a model's audit; the options of --synthetic refused."""
     if model_path is None:
         fail("give the MODEL file to audit, or --synthetic with --data, --population and "
              "--epsilon to audit a synthetic-data release", EXIT_BAD_INPUT)
     if epsilon is not None or anonymeter_python is not None:
         fail("--epsilon and --anonymeter-python are for --synthetic; a model's audit reads "
              "its budget from the model file", EXIT_BAD_INPUT)
+    return model_path
+
+
+def _prepared(model_path: Path, schema: Path | None, data: Path | None, label: str | None,
+              population: Path | None, budget: float, attack_budget: float | None,
+              release: Path | None, trust_pickle: bool) -> Callable[[], Audit]:
+    """The model read and every input checked; returns the audit to run (a rule list's, or
+    a tree model's with its progress on stderr)."""
+    from treeleaks.ir.model import ReleasedModel
+    from treeleaks.report.collect import run_audit
+    from treeleaks.report.rule_lists import run_rule_list_audit
+
     loaded = load_any_model(model_path, trust_pickle, allow_regression=True,
                             counts_removed_ok=True)
-    rule_list = None if isinstance(loaded, ReleasedModel) else loaded
-    if rule_list is not None:
-        given = _rule_list_schema(rule_list, schema, data or population)
-    else:
-        inp = _model_input(loaded, model_path, schema, data, label, population, budget,
-                           trust_pickle)
-        inp.attack_budget = attack_budget
-        inp.release_table = _release_table(release, model_path)
-    _make_folder(out)
-    for given_file in (schema, data, population):
-        guard_outputs(model_path, given_file, [html_path, json_path], force)
-    if rule_list is not None:
-        audit = run_rule_list_audit(rule_list, model_path.name, given, budget)
-    else:
+    if not isinstance(loaded, ReleasedModel):
+        given = _rule_list_schema(loaded, schema, data or population)
+        return lambda: run_rule_list_audit(loaded, model_path.name, given, budget)
+    inp = _model_input(loaded, model_path, schema, data, label, population, budget,
+                       trust_pickle)
+    inp.attack_budget = attack_budget
+    inp.release_table = _release_table(release, model_path)
+
+    def run() -> Audit:
         with _progress(Console(stderr=True)) as (engine, on_step, on_done):
-            audit = run_audit(inp, progress=engine, on_step=on_step, on_done=on_done)
+            return run_audit(inp, progress=engine, on_step=on_step, on_done=on_done)
+    return run
+
+
+def _write_reports(audit: Audit, html_path: Path, json_path: Path) -> None:
+    from treeleaks.report.html_report import render
+    from treeleaks.report.json_report import ReportSchemaError, to_json
+
     try:
         files = {json_path: to_json(audit), html_path: render(audit)}
     except ReportSchemaError as exc:
         fail(f"{exc}; this is a bug, please report it", EXIT_BUG)
     write_all(files)
-    console = Console()
-    _print_verdict(console, model_path, audit, (html_path, json_path))
-    if audit.interrupted:
-        fail("interrupted; the partial report says what ran", EXIT_INTERRUPTED)
 
 
 def _print_verdict(console: Console, model_path: Path, audit: Audit,
@@ -296,10 +334,8 @@ def _attack_line(run: AttackRun, left: float) -> str:
 
 
 def _verdict_table(path: Path, audit: Audit) -> Table:
-    from treeleaks.ir.description import ModelDescription
-    from treeleaks.report.findings import COMPLETE, NOT_APPLICABLE
-    from treeleaks.report.risk import p_value_text
-
+    """The verdict: the risk and what settles a presumption, the figures, what the file
+    gives away, and every attack that did not simply complete."""
     v, risk = audit.verdict, audit.risk
     table = Table(title=escape(f"Audit of {path.name}"), show_header=False,
                   title_justify="left")
@@ -310,65 +346,103 @@ def _verdict_table(path: Path, audit: Audit) -> Table:
                                         f"{presumed} {risk['why']}"))
     for check in risk.get("checks", []):
         table.add_row("To settle a presumption", check)
-    for name, value in _row_figures(v):
+    for name, value in [*_row_figures(v), *_measures(v), *_given_away(audit),
+                        *_attacks_not_complete(audit)]:
         table.add_row(name, value)
-    if v["dist_g"] is not None:
-        table.add_row("dist_g (1 = nothing revealed)", f"{v['dist_g']:.3f}")
-    if v.get("values_pinned_within_5pct") is not None:
-        table.add_row("Values pinned within 5% of range", f"{v['values_pinned_within_5pct']:.1%}")
-    if v["error"] is not None:
-        table.add_row("Error vs random", f"{v['error']:.4f} vs {v['baseline_error']:.4f}")
-    if v.get("leak_test_p_value") is not None:
-        table.add_row("Leak test", f"{p_value_text(v['leak_test_p_value'])} ("
-                      + ("a leak" if v["leak_test_leak"] else "no evidence of a leak") + ")")
-    about = audit.exposed.get("description")
-    if about is not None:  # the reader's words, as every command prints them
-        for name, words in ModelDescription.from_dict(about).rows()[:4]:
-            table.add_row(name, escape(words))
-    else:
-        table.add_row("N given away", "no" if v["n_rows_given_away"] is None
-                      else f"{v['n_rows_given_away']:,}")
-    if not audit.exposed["counts_released"]:
-        how = ("removed (a stripped file)" if about is None or
-               ModelDescription.from_dict(about).counts_removed_by_publisher
-               else "not stored (the framework keeps none)")
-        table.add_row("Counts", f"{how}: the structure, thresholds and leaf values remain, "
-                      "and the attacks that read counts do not apply")
-    for run in audit.attacks:  # each attack that did not simply complete, and why
-        if run.status != COMPLETE:
-            style = "dim" if run.status == NOT_APPLICABLE else "yellow"
-            table.add_row(escape(run.title), Text(run.words, style))
     if audit.partial:
         table.add_row("Note", Text("partial: the figures are lower bounds", "yellow"))
     return table
 
 
+def _measures(v: dict[str, Any]) -> list[tuple[str, str]]:
+    """dist_g, the values pinned, the error beside random guesses and the leak test."""
+    from treeleaks.report.risk import p_value_text
+
+    lines = []
+    if v["dist_g"] is not None:
+        lines.append(("dist_g (1 = nothing revealed)", f"{v['dist_g']:.3f}"))
+    if v.get("values_pinned_within_5pct") is not None:
+        lines.append(("Values pinned within 5% of range",
+                      f"{v['values_pinned_within_5pct']:.1%}"))
+    if v["error"] is not None:
+        lines.append(("Error vs random", f"{v['error']:.4f} vs {v['baseline_error']:.4f}"))
+    if v.get("leak_test_p_value") is not None:
+        lines.append(("Leak test", f"{p_value_text(v['leak_test_p_value'])} ("
+                      + ("a leak" if v["leak_test_leak"] else "no evidence of a leak") + ")"))
+    return lines
+
+
+def _given_away(audit: Audit) -> list[tuple[str, str]]:
+    """What the file gives away, in the reader's words as every command prints them (N
+    alone for a file without a description), and the counts when they are gone."""
+    from treeleaks.ir.description import ModelDescription
+
+    v = audit.verdict
+    about = audit.exposed.get("description")
+    if about is not None:
+        lines = [(name, escape(words))
+                 for name, words in ModelDescription.from_dict(about).rows()[:4]]
+    else:
+        lines = [("N given away", "no" if v["n_rows_given_away"] is None
+                  else f"{v['n_rows_given_away']:,}")]
+    if not audit.exposed["counts_released"]:
+        how = ("removed (a stripped file)" if about is None or
+               ModelDescription.from_dict(about).counts_removed_by_publisher
+               else "not stored (the framework keeps none)")
+        lines.append(("Counts", f"{how}: the structure, thresholds and leaf values remain, "
+                      "and the attacks that read counts do not apply"))
+    return lines
+
+
+def _attacks_not_complete(audit: Audit) -> list[tuple[str, Text]]:
+    """Each attack that did not simply complete, and why (dim: it does not apply)."""
+    from treeleaks.report.findings import COMPLETE, NOT_APPLICABLE
+
+    return [(escape(run.title), Text(run.words, "dim" if run.status == NOT_APPLICABLE
+                                     else "yellow"))
+            for run in audit.attacks if run.status != COMPLETE]
+
+
 def _row_figures(v: dict[str, Any]) -> list[tuple[str, str]]:
     """The verdict's row counts, each named for what it is: rows rebuilt within every count
     are rows the counts allow, not the training rows; the file pins or proves fewer."""
-    rebuilt = v.get("rows_reconstructed")
-    lines = []
-    if rebuilt:
-        partial = " (a partial dataset)" if v.get("rows_reconstructed_partial") else ""
-        lines.append(("Rows rebuilt from the file", f"{rebuilt:,}{partial}; rows the model "
-                      "allows, not proven to be training rows"))
-        if v.get("rows_pinned") is not None:
-            lines.append(("Rebuilt rows the file pins", f"{v['rows_pinned']:,} (every value "
-                          "within 5% of its range)"))
+    lines = _rebuilt_lines(v)
     for name, key in (("Rows reconstructed exactly", "rows_reconstructed_exactly"),
                       ("Rows proven in the training data", "rows_proven"),
                       ("Targets given away exactly", "targets_given_away")):
         if v.get(key) is not None:
             lines.append((name, f"{v[key]:,}{_boxes(v) if key == 'rows_proven' else ''}"))
-    if v.get("singled_out_measured_on_data") and v.get("rows_singled_out") is not None:
+    return lines + _singled_lines(v)
+
+
+def _rebuilt_lines(v: dict[str, Any]) -> list[tuple[str, str]]:
+    """The rows rebuilt within every count, and those of them the file pins."""
+    rebuilt = v.get("rows_reconstructed")
+    if not rebuilt:
+        return []
+    partial = " (a partial dataset)" if v.get("rows_reconstructed_partial") else ""
+    lines = [("Rows rebuilt from the file", f"{rebuilt:,}{partial}; rows the model allows, "
+              "not proven to be training rows")]
+    if v.get("rows_pinned") is not None:
+        lines.append(("Rebuilt rows the file pins", f"{v['rows_pinned']:,} (every value "
+                      "within 5% of its range)"))
+    return lines
+
+
+def _singled_lines(v: dict[str, Any]) -> list[tuple[str, str]]:
+    """Rows singled out on the data and proven by the file, and the candidates left
+    unchecked without the data."""
+    from treeleaks.report.risk import singling_candidates
+
+    lines = []
+    measured = v.get("singled_out_measured_on_data")
+    if measured and v.get("rows_singled_out") is not None:
         lines.append(("Rows singled out (your data)", f"{v['rows_singled_out']:,}"))
     proven = v.get("rows_singled_out_proven", v.get("rows_singled_out"))
     if proven is not None:
         lines.append(("Rows singled out (proven by the file)", f"{proven:,}"))
-    from treeleaks.report.risk import singling_candidates
-
     candidates = singling_candidates(v)
-    if candidates and not v.get("singled_out_measured_on_data"):
+    if candidates and not measured:
         lines.append(("Singling-out candidates", f"{candidates:,}, unchecked (--data checks "
                       "them)"))
     return lines

@@ -37,19 +37,10 @@ def audit_release(out: Path, data: Path | None, population: Path | None,
                   epsilon: float | None, label: str | None, budget: float,
                   anonymeter_python: Path | None, force: bool = False) -> None:
     """Check the inputs, run the synthetic-release audit, write and print it."""
-    from treeleaks.report.json_report import ReportSchemaError, to_json
     from treeleaks.report.synthetic_audit import SyntheticInput, run_synthetic_audit
-    from treeleaks.report.synthetic_html import render_release
     from treeleaks.synthetic import anonymeter_check
-    from treeleaks.synthetic.privbayes import MAX_EPSILON
 
-    if data is None or population is None or epsilon is None:
-        fail("--synthetic needs --data (your private table), --population (the public rows "
-             "that hold it) and --epsilon (PrivBayes's privacy budget)", EXIT_BAD_INPUT)
-    if not math.isfinite(epsilon) or not 0 < epsilon <= MAX_EPSILON:
-        fail(f"--epsilon must be a positive finite number (e.g. 1.0) up to {MAX_EPSILON:g} "
-             f"(past it PrivBayes's noise falls below what its arithmetic holds), not "
-             f"{epsilon:g}", EXIT_BAD_INPUT)
+    data, population, epsilon = _checked(data, population, epsilon)
     html_path, json_path = out / "report.html", out / "report.json"
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -67,11 +58,7 @@ def audit_release(out: Path, data: Path | None, population: Path | None,
             audit = run_synthetic_audit(inp, progress)
     except TreeleaksError as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
-    try:
-        files = {json_path: to_json(audit), html_path: render_release(audit)}
-    except ReportSchemaError as exc:
-        fail(f"{exc}; this is a bug, please report it", EXIT_BUG)
-    write_all(files)
+    _write(audit, html_path, json_path)
     figures = audit.attacks[0].figures
     if "risk" not in figures["anonymeter"]:
         stderr_note(anonymeter_check.summary(figures["anonymeter"]))
@@ -79,6 +66,33 @@ def audit_release(out: Path, data: Path | None, population: Path | None,
     Console().print(Text(f"Wrote {html_path} and {json_path}"
                          + (" (partial)" if audit.partial else ""), style="bold"),
                     soft_wrap=True)
+
+
+def _checked(data: Path | None, population: Path | None, epsilon: float | None
+             ) -> tuple[Path, Path, float]:
+    """--data, --population and --epsilon, each given and epsilon within PrivBayes's
+    range."""
+    from treeleaks.synthetic.privbayes import MAX_EPSILON
+
+    if data is None or population is None or epsilon is None:
+        fail("--synthetic needs --data (your private table), --population (the public rows "
+             "that hold it) and --epsilon (PrivBayes's privacy budget)", EXIT_BAD_INPUT)
+    if not math.isfinite(epsilon) or not 0 < epsilon <= MAX_EPSILON:
+        fail(f"--epsilon must be a positive finite number (e.g. 1.0) up to {MAX_EPSILON:g} "
+             f"(past it PrivBayes's noise falls below what its arithmetic holds), not "
+             f"{epsilon:g}", EXIT_BAD_INPUT)
+    return data, population, epsilon
+
+
+def _write(audit: Audit, html_path: Path, json_path: Path) -> None:
+    from treeleaks.report.json_report import ReportSchemaError, to_json
+    from treeleaks.report.synthetic_html import render_release
+
+    try:
+        files = {json_path: to_json(audit), html_path: render_release(audit)}
+    except ReportSchemaError as exc:
+        fail(f"{exc}; this is a bug, please report it", EXIT_BUG)
+    write_all(files)
 
 
 def _verdict_table(data: Path, audit: Audit) -> Table:

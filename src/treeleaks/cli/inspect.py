@@ -58,19 +58,14 @@ def inspect(
     model = load_any_model(model_path, trust_pickle, allow_regression=True,
                            counts_removed_ok=True)
     if not isinstance(model, ReleasedModel):  # audit reads rule lists: so does inspect
-        if suggest_schema is not None:
-            fail("--suggest-schema reads a tree model's splits; a rule list's columns are "
-                 "its conditions' (pass --schema to the commands that take one)",
-                 EXIT_BAD_INPUT)
-        Console().print(_rule_list_table(model_path, model))
+        _inspect_rule_list(model_path, model, suggest_schema)
         return
     bound = bound_schema(schema, model)
     declared = {name for group in bound.one_hot_groups + bound.at_most_one_groups
                 for name in group}
     groups = [g for g in suggest_groups(model) if not declared.intersection(g.columns)]
     table = _inspect_table(model_path, model)
-    if (model.n_rows is not None or model.noise is not None) and not model.is_regression \
-            and model.counts_released:
+    if _costed(model):
         table.add_row("Estimated cost", _cost_estimate(model, bound))
     if groups:
         table.add_row("Looks one-hot encoded", _groups_text(groups, suggest_schema is None))
@@ -81,43 +76,70 @@ def inspect(
                         "; check them before passing --schema")
 
 
+def _inspect_rule_list(path: Path, rule_list: RuleList, suggest_schema: Path | None) -> None:
+    """A rule list's table (--suggest-schema refused: it reads a tree model's splits)."""
+    if suggest_schema is not None:
+        fail("--suggest-schema reads a tree model's splits; a rule list's columns are "
+             "its conditions' (pass --schema to the commands that take one)",
+             EXIT_BAD_INPUT)
+    Console().print(_rule_list_table(path, rule_list))
+
+
+def _costed(model: ReleasedModel) -> bool:
+    """Whether the cost of a reconstruction is estimated: a classifier with counts whose
+    N is given (or inferred, for a DP forest)."""
+    return ((model.n_rows is not None or model.noise is not None)
+            and not model.is_regression and model.counts_released)
+
+
 def _inspect_table(path: Path, model: ReleasedModel) -> Table:
+    """What the file exposes: its shape, then what its reader says it stores."""
     table = Table(title=escape(f"What {path.name} exposes"), show_header=False,
                   title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    leaves = [tree.n_leaves for tree in model.trees]
-    depths = [tree.depth for tree in model.trees]
-    table.add_row("Source", escape(model.source or "treeleaks JSON"))
-    table.add_row("Trees", str(model.n_trees))
-    table.add_row("Leaves per tree", _spread(leaves))
-    table.add_row("Depth", _spread(depths))
+    for name, value in [*_shape_rows(model), *_stored_rows(model)]:
+        table.add_row(name, value)
+    return table
+
+
+def _shape_rows(model: ReleasedModel) -> list[tuple[str, str]]:
+    """Source, trees, leaves, depth, classes, label and the columns and features."""
+    rows = [("Source", escape(model.source or "treeleaks JSON")),
+            ("Trees", str(model.n_trees)),
+            ("Leaves per tree", _spread([tree.n_leaves for tree in model.trees])),
+            ("Depth", _spread([tree.depth for tree in model.trees]))]
     if not model.is_regression:
-        table.add_row("Classes", escape(", ".join(map(str, model.classes))))
-    table.add_row("Label column", escape(model.label_name))
+        rows.append(("Classes", escape(", ".join(map(str, model.classes)))))
+    rows.append(("Label column", escape(model.label_name)))
     names = model.feature_names
     if model.inputs is not None:  # the table's columns, read as the features below
-        table.add_row("Columns", escape(model.inputs.summary()))
-    table.add_row("Features", escape(f"{len(names)}: {', '.join(names[:8])}"
-                                     f"{', ...' if len(names) > 8 else ''}"))
+        rows.append(("Columns", escape(model.inputs.summary())))
+    rows.append(("Features", escape(f"{len(names)}: {', '.join(names[:8])}"
+                                    f"{', ...' if len(names) > 8 else ''}")))
     unsplit = sum(t.size == 0 for t in model.thresholds())
-    table.add_row("Features never split on", str(unsplit))
-    for name, words in model.described().rows():  # the words every command prints
-        table.add_row(escape(name), escape(words))
+    rows.append(("Features never split on", str(unsplit)))
+    return rows
+
+
+def _stored_rows(model: ReleasedModel) -> list[tuple[str, str]]:
+    """The reader's words, contradictions, the smallest leaf, the noise and the facts."""
+    rows = [(escape(name), escape(words))  # the words every command prints
+            for name, words in model.described().rows()]
     if model.contradictions:  # an edited file: reconstruct answers INFEASIBLE
-        table.add_row("Contradicts itself", escape("; ".join(model.contradictions)
-                                                   + " (no dataset gives this file)"))
+        rows.append(("Contradicts itself", escape("; ".join(model.contradictions)
+                                                  + " (no dataset gives this file)")))
     if model.noise is None and model.counts_released:
-        table.add_row("Smallest leaf", _smallest_leaf(model))
+        rows.append(("Smallest leaf", _smallest_leaf(model)))
     noise = model.noise
-    table.add_row("Noise", ("none (exact counts)" if model.counts_released else
-                            "none (no counts in the file)") if noise is None else
-                  f"{noise.kind}, epsilon={noise.epsilon:g}, scale={noise.scale:g}")
+    rows.append(("Noise", ("none (exact counts)" if model.counts_released else
+                           "none (no counts in the file)") if noise is None else
+                 f"{noise.kind}, epsilon={noise.epsilon:g}, scale={noise.scale:g}"))
     for key, value in model.facts.items():
         if key == "schema":  # the recorded domains, used unless --schema is given
             value = "recorded in the file (public domains the splits were drawn from)"
-        table.add_row(escape(key), escape(str(value)))
-    return table
+        rows.append((escape(key), escape(str(value))))
+    return rows
 
 
 def _rule_list_table(path: Path, rule_list: RuleList) -> Table:

@@ -60,26 +60,45 @@ def leak_command(
     """How much does a decision tree or rule list narrow down each training row? Prints
     dist and dist_g (1 = nothing revealed, 0 = every row recovered), the spread of the
     per-row ratio, and the leaves or rules that expose their rows most."""
+    outputs = [p for p in (json_path, rows_path, domains_path) if p is not None]
+    guard_outputs(model_path, schema, outputs, force)
+    loaded = load_any_model(model_path, trust_pickle)
+    rule_list = None if isinstance(loaded, ReleasedModel) else loaded
+    parts, summaries = _reconstructions(loaded, schema)
+    reports = _print_all(Console(), parts, summaries, top, rule_list)
+    files: dict[Path, str] = {}
+    if json_path is not None:
+        files[json_path] = _json(reports)
+    if rows_path is not None:
+        files[rows_path] = _rows_csv(parts, summaries)
+    if domains_path is not None:
+        files[domains_path] = _domains_csv(parts)
+    write_all(files)
+
+
+def _reconstructions(loaded: Any, schema: Path | None) -> tuple[list[Any], list[Any]]:
+    """The probabilistic reconstruction of the rule list, or of each tree, and their
+    summaries; a bad schema or model refused in one line."""
     from treeleaks.attacks.probabilistic import rule_list_reconstruction, tree_reconstruction
     from treeleaks.evaluation.entropy import summarize
     from treeleaks.ir.schema import FeatureSchema
 
-    outputs = [p for p in (json_path, rows_path, domains_path) if p is not None]
-    guard_outputs(model_path, schema, outputs, force)
-    loaded = load_any_model(model_path, trust_pickle)
-    rule_list, model = (None, loaded) if isinstance(loaded, ReleasedModel) else (loaded, None)
     if schema is not None and (problem := unreadable(schema, "schema file")):
         fail(problem, EXIT_BAD_INPUT)
     try:
         given = None if schema is None else FeatureSchema.from_json(schema)
-        if rule_list is not None:
-            parts = [rule_list_reconstruction(rule_list, given)]
+        if not isinstance(loaded, ReleasedModel):
+            parts = [rule_list_reconstruction(loaded, given)]
         else:
-            parts = [tree_reconstruction(model, given, tree=t) for t in range(model.n_trees)]
-        summaries = [summarize(part) for part in parts]
+            parts = [tree_reconstruction(loaded, given, tree=t) for t in range(loaded.n_trees)]
+        return parts, [summarize(part) for part in parts]
     except (TreeleaksError, ValueError, OSError) as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
-    console = Console()
+
+
+def _print_all(console: Console, parts: list[Any], summaries: list[Any], top: int,
+               rule_list: Any) -> list[dict[str, Any]]:
+    """Each part's figures (a forest's tree by tree, with the note) and their summaries."""
     reports = []
     for t, (part, summary) in enumerate(zip(parts, summaries)):
         if len(parts) > 1:
@@ -88,21 +107,22 @@ def leak_command(
         reports.append(part.summary())
     if len(parts) > 1:
         console.print(f"[yellow]Note:[/] {FOREST_NOTE}")
-    files: dict[Path, str] = {}
-    if json_path is not None:
-        data = reports[0] if len(reports) == 1 else {
-            "model": "forest", "n_trees": len(reports), "note": FOREST_NOTE, "per_tree": reports}
-        files[json_path] = json.dumps(data, indent=2) + "\n"
-    if rows_path is not None:
-        files[rows_path] = _rows_csv(parts, summaries)
-    if domains_path is not None:
-        import pandas as pd
+    return reports
 
-        tables = [part.domain_table() for part in parts]
-        if len(parts) > 1:
-            tables = [table.assign(tree=t) for t, table in enumerate(tables)]
-        files[domains_path] = pd.concat(tables).to_csv(index=False)
-    write_all(files)
+
+def _json(reports: list[dict[str, Any]]) -> str:
+    data = reports[0] if len(reports) == 1 else {
+        "model": "forest", "n_trees": len(reports), "note": FOREST_NOTE, "per_tree": reports}
+    return json.dumps(data, indent=2) + "\n"
+
+
+def _domains_csv(parts: list[Any]) -> str:
+    import pandas as pd
+
+    tables = [part.domain_table() for part in parts]
+    if len(parts) > 1:
+        tables = [table.assign(tree=t) for t, table in enumerate(tables)]
+    return pd.concat(tables).to_csv(index=False)
 
 
 def _print(console: Console, part: Any, summary: Any, top: int, rule_list: Any) -> None:

@@ -62,28 +62,36 @@ def single_out_command(
 
     guard_outputs(model_path, data, [json_path] if json_path is not None else [], force)
     model = _load_any(model_path, trust_pickle)
-    frame = read_data(data, label) if data is not None else None
-    if frame is not None and model.inputs is not None:  # a pipeline's: its columns encoded
-        frame = encoded_rows(model, frame, label)
-    if frame is not None and label not in model.feature_names:
-        model.label_name = label  # predicates read "<label column> = <class>"
+    frame = _frame(model, data, label)
     if not (no_counts or model.counts_released or frame is not None):
         fail(f"{model_path.name}: {so.COUNTS_STRIPPED}", EXIT_BAD_INPUT)
+    guessing = no_counts or not model.counts_released
     try:
-        if no_counts or not model.counts_released:
-            result = so.no_counts_guesses(model)
-        else:
-            result = so.single_out(model, time_limit=time_limit)
+        result = so.no_counts_guesses(model) if guessing else \
+            so.single_out(model, time_limit=time_limit)
         exposure = None if frame is None else so.check_against_data(result, model, frame, label)
         tries = _tries(model, frame, label, use_counts=not no_counts)
     except TreeleaksError as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
-    guessing = no_counts or not model.counts_released
     Console().print(_summary_table(model_path, model, result, exposure, tries, guessing))
     Console().print(_predicate_table(model, result, guessing))
     if json_path is not None:
         write_all({json_path: json.dumps(_report(model, result, exposure, tries), indent=2)
                    + "\n"})
+
+
+def _frame(model: ReleasedModel, data: Path | None, label: str | None
+           ) -> pd.DataFrame | None:
+    """The training rows of --data (a pipeline's columns encoded), or None; the model's
+    label named after the label column, so predicates read "<label column> = <class>"."""
+    if data is None:
+        return None
+    frame = read_data(data, label)
+    if model.inputs is not None:
+        frame = encoded_rows(model, frame, label)
+    if label not in model.feature_names:
+        model.label_name = label
+    return frame
 
 
 def _load_any(path: Path, trust_pickle: bool) -> ReleasedModel:
@@ -126,29 +134,45 @@ def _summary_table(path: Path, model: ReleasedModel, result: SinglingOut,
     kind = "regression" if model.is_regression else "classification"
     table.add_row("Model", escape(f"{model.source or 'treeleaks JSON'}, {model.n_trees} "
                                   f"tree(s), {kind}"))
-    if guessing:
-        table.add_row("Guesses (no counts)", f"{len(result.predicates):,}")
-    else:
-        lengths = [len(p.conditions) for p in result.predicates]
-        table.add_row("Vulnerable (node, label) pairs", f"{len(result.predicates):,} "
-                      f"({result.n_proven:,} proven)")
-        table.add_row("Shortest predicate", f"{min(lengths)} conditions" if lengths else "-")
-    if exposure is not None:
-        table.add_row("Predicates matching one row", f"{exposure.n_valid:,} of "
-                      f"{exposure.n_checked:,}")
-        table.add_row("Rows singled out", f"{len(exposure.singled_out):,} of "
-                      f"{exposure.n_rows:,} ({exposure.share_exposed:.1%})"
-                      + (f": rows {_short(exposure.singled_out)}" if exposure.singled_out
-                         else ""))
-    if tries is not None:
-        mean = tries["mean_expected_tries"]
-        table.add_row(f"Tries without counts ({tries['measured_on']})",
-                      "no leaf guess is valid" if mean is None else
-                      f"{mean:.2f} expected (deepest leaf first, every label; "
-                      f"{tries['trees_with_a_valid_guess']} of {tries['n_trees']} trees)")
+    for name, value in [*_found_rows(result, guessing), *_exposure_rows(exposure),
+                        *_tries_rows(tries)]:
+        table.add_row(name, value)
     for note in result.notes:
         table.add_row("Note", escape(note))
     return table
+
+
+def _found_rows(result: SinglingOut, guessing: bool) -> list[tuple[str, str]]:
+    """The guesses, or the vulnerable pairs (proven among them) and the shortest
+    predicate."""
+    if guessing:
+        return [("Guesses (no counts)", f"{len(result.predicates):,}")]
+    lengths = [len(p.conditions) for p in result.predicates]
+    return [("Vulnerable (node, label) pairs", f"{len(result.predicates):,} "
+             f"({result.n_proven:,} proven)"),
+            ("Shortest predicate", f"{min(lengths)} conditions" if lengths else "-")]
+
+
+def _exposure_rows(exposure: Exposure | None) -> list[tuple[str, str]]:
+    """The predicates checked against the data, and the rows they single out."""
+    if exposure is None:
+        return []
+    rows = f": rows {_short(exposure.singled_out)}" if exposure.singled_out else ""
+    return [("Predicates matching one row", f"{exposure.n_valid:,} of "
+             f"{exposure.n_checked:,}"),
+            ("Rows singled out", f"{len(exposure.singled_out):,} of {exposure.n_rows:,} "
+             f"({exposure.share_exposed:.1%}){rows}")]
+
+
+def _tries_rows(tries: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The tries the deepest-first guesses need without the counts."""
+    if tries is None:
+        return []
+    mean = tries["mean_expected_tries"]
+    return [(f"Tries without counts ({tries['measured_on']})",
+             "no leaf guess is valid" if mean is None else
+             f"{mean:.2f} expected (deepest leaf first, every label; "
+             f"{tries['trees_with_a_valid_guess']} of {tries['n_trees']} trees)")]
 
 
 def _predicate_table(model: ReleasedModel, result: SinglingOut, guessing: bool) -> Table:

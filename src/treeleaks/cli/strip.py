@@ -68,39 +68,15 @@ def strip_command(
     """Write a copy of the model without what prediction does not need (row counts,
     weighted counts, impurities, hessian sums, random states), checked to predict as the
     original, and show what each attack gets from both."""
-    from treeleaks.defences.strip import StripOptions
-    from treeleaks.defences.strip_child import strip_in_child
-    from treeleaks.io import load_framework_file, load_model
+    from treeleaks.io import load_model
 
     suffix = model_path.suffix.lower()
     if out.suffix.lower() != suffix:
         fail(f"--out {str(out)!r}: the stripped model keeps the input's format; name it "
              f"*{suffix}", EXIT_BAD_INPUT)
     guard_outputs(model_path, data, [out], force)
-    frame = rows = None
-    if data is not None:
-        frame = read_data(data, label)
-        if label not in frame.columns:
-            fail(f"--label {label!r} is not a column of {data.name}", EXIT_BAD_INPUT)
-        rows = frame.drop(columns=[label])
-    try:
-        if suffix == ".rds":
-            result = _strip_r(model_path, rows, StripOptions(thresholds, round_values))
-        else:
-            file = load_framework_file(model_path, trust_pickle)  # checked first
-            released = None  # a pipeline's IR, to draw random rows in its columns
-            if _holds_pipeline(file.held):
-                if file.model is None:
-                    raise TreeleaksError(file.unread)
-                released = file.model
-            result = strip_in_child(file.held, file.format, rows,
-                                    labels=None if frame is None else frame[label],
-                                    options=StripOptions(thresholds, round_values),
-                                    released=released)
-    except (TreeleaksError, ValueError, OSError) as exc:
-        said = describe(exc)
-        fail(said if model_path.name in said else f"{model_path.name}: {said}",
-             EXIT_BAD_INPUT)
+    frame = _training_rows(data, label)
+    result = _strip(model_path, trust_pickle, frame, label, (thresholds, round_values))
     write_all({out: result.content})
     console = Console()
     console.print(_summary(model_path, out, data, result))
@@ -118,6 +94,45 @@ def strip_command(
             frame = encoded_rows(original, frame, label)
         console.print(_leak_table(model_path, out, original, stripped, frame, label,
                                   time_limit))
+
+
+def _training_rows(data: Path | None, label: str | None) -> pd.DataFrame | None:
+    """The rows of --data with their label column (None: not given)."""
+    if data is None:
+        return None
+    frame = read_data(data, label)
+    if label not in frame.columns:
+        fail(f"--label {label!r} is not a column of {data.name}", EXIT_BAD_INPUT)
+    return frame
+
+
+def _strip(model_path: Path, trust_pickle: bool, frame: pd.DataFrame | None,
+           label: str | None, options: tuple[str | None, int | None]) -> Stripped:
+    """The framework's file read and checked before any framework loads it, then stripped
+    in a child process with ``options`` (--thresholds, --round-values) and checked to
+    predict as before (on ``frame``'s rows too); an R model's through `_strip_r`."""
+    from treeleaks.defences.strip import StripOptions
+    from treeleaks.defences.strip_child import strip_in_child
+    from treeleaks.io import load_framework_file
+
+    rows = None if frame is None else frame.drop(columns=[label])
+    try:
+        chosen = StripOptions(*options)
+        if model_path.suffix.lower() == ".rds":
+            return _strip_r(model_path, rows, chosen)
+        file = load_framework_file(model_path, trust_pickle)  # checked before any framework
+        released = None  # a pipeline's IR, to draw random rows in its columns
+        if _holds_pipeline(file.held):
+            if file.model is None:
+                raise TreeleaksError(file.unread)
+            released = file.model
+        return strip_in_child(file.held, file.format, rows,
+                              labels=None if frame is None else frame[label],
+                              options=chosen, released=released)
+    except (TreeleaksError, ValueError, OSError) as exc:
+        said = describe(exc)
+        fail(said if model_path.name in said else f"{model_path.name}: {said}",
+             EXIT_BAD_INPUT)
 
 
 def _strip_r(model_path: Path, rows: pd.DataFrame | None, options: StripOptions

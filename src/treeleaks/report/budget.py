@@ -2,12 +2,14 @@
 
 The rule (`RULE`): the attacks share 95% of the budget; the rest is kept for the verdict,
 the custodian's table and writing the report. When its turn comes, an attack gets the time
-left times its weight over the weights of the attacks still to run, itself included: the
-reconstruction weighs 4, the worst case and the bootstrap attack without the random states
-2 each, every other step 1. Time an attack does not use passes to those after it. With
+left times its weight over the weights of the attacks still to run, itself included (each
+step's weight is on the step, `treeleaks.report.audit_steps.STEPS`: the reconstruction
+weighs 4, the worst case and the bootstrap attack without the random states 2 each, every
+other step 1). Time an attack does not use passes to those after it. With
 ``--attack-budget A`` no attack gets more than A seconds. Reading the model and the data
 comes before the clock starts. A reconstruction scored against the custodian's rows keeps
-part of its share for the scoring (`engine_seconds`), so the step as a whole keeps it.
+part of its share for the scoring (`treeleaks.report.evidence.engine_seconds`), so the step
+as a whole keeps it.
 """
 
 from __future__ import annotations
@@ -16,20 +18,21 @@ import math
 import time
 from dataclasses import dataclass, field
 
-WEIGHTS = {"reconstruct": 4.0, "worst-case": 2.0, "strip-random-states": 2.0}
+from treeleaks.report.audit_steps import STEPS, weights_words
+
+WEIGHTS = {step.name: step.weight for step in STEPS}
 ATTACKS_SHARE = 0.95  # of the budget; the rest is for the verdict and the report
 MIN_SECONDS = 0.1  # an attack with less time left than this is not started
-SCORING_S_PER_MROWS2 = 6.0  # scoring 1,000 rows (a matching, twelve for the baseline): ~6 s
-RULE = ("the attacks share 95% of the budget (the rest is for the verdict and the report); "
-        "each attack gets the time left times its weight over the weights of the attacks "
-        "still to run (reconstruction 4, worst case 2, the attack without the random states "
-        "2, every other step 1), so time one does not use passes to the next; "
-        "--attack-budget caps each share; a reconstruction scored against --data keeps part "
-        "of its share for the scoring; reading the model comes before the clock")
+RULE = (f"the attacks share {ATTACKS_SHARE:.0%} of the budget (the rest is for the verdict "
+        "and the report); each attack gets the time left times its weight over the weights "
+        f"of the attacks still to run ({weights_words('every other step')}), so time one "
+        "does not use passes to the next; --attack-budget caps each share; a reconstruction "
+        "scored against --data keeps part of its share for the scoring; reading the model "
+        "comes before the clock")
 
 
 def weight(name: str) -> float:
-    """An attack's weight in the rule (1 unless named in `WEIGHTS`)."""
+    """An attack's weight in the rule: its step's (1 for a name no step has)."""
     return WEIGHTS.get(name, 1.0)
 
 
@@ -39,16 +42,6 @@ def share(left: float, name: str, waiting: list[str], cap: float | None = None) 
     total = weight(name) + sum(weight(n) for n in waiting)
     seconds = left * weight(name) / total if math.isfinite(left) else math.inf
     return min(seconds, cap) if cap is not None else seconds
-
-
-def engine_seconds(seconds: float, n_data_rows: int | None) -> float:
-    """The reconstruction engine's limit within a step's ``seconds`` when the rows it
-    returns are then scored against ``n_data_rows`` rows of the custodian's (None: not
-    scored): the scoring's cost is set aside, at most half of the share."""
-    if n_data_rows is None or not math.isfinite(seconds):
-        return seconds
-    scoring = SCORING_S_PER_MROWS2 * (n_data_rows / 1000) ** 2
-    return max(seconds - scoring, seconds / 2)
 
 
 @dataclass

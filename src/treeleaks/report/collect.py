@@ -9,8 +9,9 @@ when it runs, that it cannot read the model); one that raises is listed as faile
 error; one that stops without a complete answer as partial, cut short when it used its
 share of the budget (measured), else with what stopped it; one the budget had no time
 left for as not run. Ctrl-C stops the audit, and what was gathered is reported as
-partial. The whole audit has one budget (``inp.budget``), shared among the steps by the
-rule of `treeleaks.report.budget`; each step is given its share as ``budget``.
+partial. The whole audit has one budget (``inp.total_budget``), shared among the steps
+(`treeleaks.report.audit_steps.STEPS`) by the rule of `treeleaks.report.budget`; each step
+is given its share as ``seconds``, and the input is never rebound.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from treeleaks.report import evidence, remedies
+from treeleaks.report import remedies
+from treeleaks.report.audit_steps import STEPS, AuditStep, StepInputs
 from treeleaks.report.budget import AuditClock
 from treeleaks.report.custodian import row_table
 from treeleaks.report.evidence import AuditInput, Evidence
@@ -50,45 +51,44 @@ class Interrupted(Exception):
     """Ctrl-C during a step."""
 
 
-Step = tuple[str, str, Callable[[float], AttackRun] | str]  # name, title, run(seconds) or why
 OnStep = Callable[[str, int, int, float], None]  # title, index, steps, its seconds
 OnDone = Callable[[AttackRun, float], None]  # the step's record, seconds left to the attacks
 
 
 def run_audit(inp: AuditInput, progress: ProgressCallback | None = None,
               on_step: OnStep | None = None, on_done: OnDone | None = None) -> Audit:
-    """Audit ``inp.model`` within ``inp.budget`` seconds for the whole audit (each attack
-    at most ``inp.attack_budget``): run the attacks that apply, each with its share
-    (``on_step(title, i, n, seconds)`` before each, ``on_done(run, left)`` after;
+    """Audit ``inp.model`` within ``inp.total_budget`` seconds for the whole audit (each
+    attack at most ``inp.attack_budget``): run the steps that apply (`STEPS`), each with its
+    share (``on_step(title, i, n, seconds)`` before each, ``on_done(run, left)`` after;
     ``progress`` receives the reconstruction engine's events), and assemble the verdict,
     the risk, the custodian's rows, the defences and the assumptions."""
-    clock = AuditClock(inp.budget, inp.attack_budget)
+    clock = AuditClock(inp.total_budget, inp.attack_budget)
     audit = Audit(model=model_facts(inp), exposed=exposed_facts(inp.model),
                   assumptions=assumptions(inp), estimator=inp.estimator)
-    ev = Evidence()
-    defences: list[Defence] = []
-    steps = _plan(inp, ev, defences, progress)
-    runnable = [name for name, _, step in steps if not isinstance(step, str)]
-    for index, (name, title, step) in enumerate(steps):
-        if isinstance(step, str):
-            audit.attacks.append(AttackRun(name, title, NOT_APPLICABLE, step))
+    inputs = StepInputs(inp, Evidence(), [], progress)
+    why_not = {step.name: step.applies(inputs) for step in STEPS}
+    runnable = [step.name for step in STEPS if not why_not[step.name]]
+    for index, step in enumerate(STEPS):
+        if why_not[step.name]:
+            audit.attacks.append(AttackRun(step.name, step.title, NOT_APPLICABLE,
+                                           why_not[step.name]))
         elif audit.interrupted:
-            audit.attacks.append(AttackRun(name, title, NOT_RUN, "the audit was interrupted "
-                                           "(Ctrl-C) before this attack"))
+            audit.attacks.append(AttackRun(step.name, step.title, NOT_RUN, "the audit was "
+                                           "interrupted (Ctrl-C) before this attack"))
         else:
-            seconds = clock.share(name, runnable[runnable.index(name) + 1:])
-            _run_step(audit, (name, title, step), seconds, (index, len(steps)), on_step)
+            seconds = clock.share(step.name, runnable[runnable.index(step.name) + 1:])
+            _run_step(audit, inputs, step, seconds, (index, len(STEPS)), on_step)
             if on_done is not None:
                 on_done(audit.attacks[-1], clock.left())
-    _conclude(audit, inp, ev, defences)
+    _conclude(audit, inp, inputs.evidence, inputs.defences)
     audit.budget = clock.record()
     return audit
 
 
-def _run_step(audit: Audit, step: tuple[str, str, Callable[[float], AttackRun]],
-              seconds: float | None, place: tuple[int, int], on_step: OnStep | None) -> None:
+def _run_step(audit: Audit, inputs: StepInputs, step: AuditStep, seconds: float | None,
+              place: tuple[int, int], on_step: OnStep | None) -> None:
     """Run one step within ``seconds`` (None: the budget ran out before it) and record it."""
-    name, title, run = step
+    name, title = step.name, step.title
     if seconds is None:  # not run for want of time: the audit's figures are lower bounds
         audit.attacks.append(AttackRun(name, title, NOT_RUN, "the audit's budget ran out "
                                        "before this attack; the figures are lower bounds"))
@@ -96,7 +96,7 @@ def _run_step(audit: Audit, step: tuple[str, str, Callable[[float], AttackRun]],
     if on_step is not None:
         on_step(title, *place, seconds)
     try:
-        record = attempt(name, title, lambda: run(seconds))
+        record = attempt(name, title, lambda: step.run(inputs, seconds))
         record.budget_s = seconds
         record.cut_short = record.status == PARTIAL and (  # the step's say, or the clock's
             record.cut_short or ran_out_of_time(record.time_s, seconds))
@@ -107,79 +107,6 @@ def _run_step(audit: Audit, step: tuple[str, str, Callable[[float], AttackRun]],
         audit.interrupted = True
         audit.attacks.append(AttackRun(name, title, NOT_RUN, "interrupted (Ctrl-C) while it "
                                        "ran", budget_s=seconds))
-
-
-def _plan(inp: AuditInput, ev: Evidence, defences: list[Defence],
-          progress: ProgressCallback | None) -> list[Step]:
-    """Every attack of an audit, in order: how to run it, or why it does not apply."""
-    from treeleaks.attacks.bootstrap import has_draws
-
-    model = inp.model
-    forest = model.n_trees > 1 or model.bootstrap or model.noise is not None
-    draws = has_draws(model)
-    regression = "a regression model: this attack reads classifiers"
-    regression_refused = _regression_refusal(model) if model.is_regression else ""
-
-    def at(seconds: float) -> AuditInput:
-        """The input with this step's share of the budget."""
-        return replace(inp, budget=seconds)
-
-    def with_defence(measure: Callable[[float], tuple[AttackRun, Defence | None]]
-                     ) -> Callable[[float], AttackRun]:
-        def step(seconds: float) -> AttackRun:
-            run, defence = measure(seconds)
-            defences.extend([defence] if defence else [])
-            return run
-        return step
-
-    removed = None if model.counts_released else (
-        "the counts were removed (a stripped file), and this attack reads them"
-        if model.described().counts_removed_by_publisher else
-        "the file stores no counts (its framework keeps none), and this attack reads them")
-    worst_case_why = ("the model exposes no per-tree draws, as a bootstrap forest's may"
-                      if not draws else "needs your training rows, --data")
-    leak_test_why = ("needs a forest's reconstruction" if not forest else "needs --data and "
-                     "--population, rows of the same population that were not trained on")
-    return [
-        ("reconstruct", "Reconstruction of the training set",
-         removed or regression_refused or
-         (lambda s: evidence.reconstruction(at(s), ev, progress))
-         if forest or model.is_regression else
-         "a single tree: the probabilistic reconstruction and singling out are its attacks"),
-        ("single-out", "Predicate singling out", (lambda s: evidence.singling_out(at(s), ev))
-         if model.counts_released else (lambda s: evidence.guessing(at(s), ev))),
-        ("leak", "Probabilistic reconstruction",
-         regression if model.is_regression else removed or
-         (lambda s: evidence.entropy_leak(at(s), ev))
-         if model.noise is None else "the leaf counts are noisy (DP); the probabilistic "
-         "reconstruction needs exact supports"),
-        ("worst-case", "Worst case over consistent datasets",
-         (lambda s: evidence.worst_case_bound(at(s))) if draws and inp.data is not None
-         else worst_case_why),
-        ("leak-test", "Leak or distribution?", (lambda s: evidence.leak_or_distribution(at(s), ev))
-         if forest and inp.population is not None and inp.data is not None
-         else leak_test_why),
-        ("prune", f"Pruning to k = {remedies.PRUNE_K}",
-         removed or with_defence(lambda s: remedies.prune_effect(at(s)))),
-        ("strip-random-states", "The bootstrap attack without the random states",
-         with_defence(lambda s: remedies.strip_random_states(at(s), ev, progress)) if draws
-         else "the model exposes no per-tree draws"),
-    ]
-
-
-def _regression_refusal(model: ReleasedModel) -> str:
-    """Why the reconstruction does not read this regressor, or "" when it does."""
-    from treeleaks.attacks.regression import refuse_regression
-    from treeleaks.attacks.regression_boosted import is_boosted_regressor
-    from treeleaks.runtime.errors import UnsupportedModelError
-
-    if is_boosted_regressor(model):  # its own route, which takes every such booster
-        return ""
-    try:
-        refuse_regression(model)
-    except UnsupportedModelError as exc:
-        return str(exc)
-    return ""
 
 
 def attempt(name: str, title: str, step: Callable[[], AttackRun]) -> AttackRun:
@@ -216,36 +143,52 @@ def _conclude(audit: Audit, inp: AuditInput, ev: Evidence, defences: list[Defenc
     audit.rebuilt = rebuilt_rows(ev.recon, inp.model.n_rows)
     audit.verdict = verdict(inp, audit)
     audit.risk = assess(audit.verdict, audit.partial)
-    singling = audit.attack("single-out")
-    measured = singling if singling and singling.figures and inp.model.counts_released \
-        else None
-    counts = remedies.strip_counts(measured, inp.path,
-                                   measured.figures.get("rows_singled_out_by_guesses")
-                                   if measured else None)
-    dp = [] if inp.model.is_regression else [remedies.retrain_with_dp(inp.model.noise)]
-    release = [] if inp.release_table is None else [remedies.release_search(inp.release_table)]
     if inp.release_table is None:
         audit.release_command = remedies.release_command(inp)
-    audit.defences = [*release, *defences, *([counts] if counts else []), *dp]
+    audit.defences = _defences(audit, inp, defences)
     if ev.singling is not None and inp.model.n_trees == 1:
         audit.vulnerable_nodes = sorted({p.node for p in ev.singling.predicates})
     audit.plots_data = plot_data(inp, ev, audit)
+
+
+def _defences(audit: Audit, inp: AuditInput, measured: list[Defence]) -> list[Defence]:
+    """The defences in the report's order: the release search's table (when quoted), those
+    the steps measured, stripping the counts (when it helps) and retraining with DP (a
+    classifier's)."""
+    singling = audit.attack("single-out")
+    checked = singling if singling and singling.figures and inp.model.counts_released \
+        else None
+    counts = remedies.strip_counts(checked, inp.path,
+                                   checked.figures.get("rows_singled_out_by_guesses")
+                                   if checked else None)
+    dp = [] if inp.model.is_regression else [remedies.retrain_with_dp(inp.model.noise)]
+    release = [] if inp.release_table is None else [remedies.release_search(inp.release_table)]
+    return [*release, *measured, *([counts] if counts else []), *dp]
+
+
+def _rows_established(inp: AuditInput, recon: dict[str, Any], leak: dict[str, Any]
+                      ) -> tuple[Any, Any, Any]:
+    """Rows rebuilt exactly, proven, and proven with their values: the reconstruction's
+    (a DP forest's prove none), or for a single tree its probabilistic reconstruction's
+    fully determined rows."""
+    model = inp.model
+    exact = recon.get("exact_rows")
+    proven = recon.get("proven_rows") if recon.get("formulation") != "dp" else 0
+    pinned = recon.get("proven_pinned_rows") if proven else proven
+    if model.n_trees == 1 and not model.bootstrap and leak:
+        exact = leak["rows_fully_determined"]
+        proven = exact if model.n_rows is not None else 0
+        pinned = proven if _all_discrete(inp) else 0
+    return exact, proven, pinned
 
 
 def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
     """The headline figures (`Verdict`; None: not measured)."""
     model = inp.model
     figures = {a.name: a.figures for a in audit.attacks if a.figures}
-    single_tree = model.n_trees == 1 and not model.bootstrap
     leak = figures.get("leak", {})
     recon = figures.get("reconstruct", {})
-    exact = recon.get("exact_rows")
-    proven = recon.get("proven_rows") if recon.get("formulation") != "dp" else 0
-    pinned = recon.get("proven_pinned_rows") if proven else proven
-    if single_tree and leak:
-        exact = leak["rows_fully_determined"]
-        proven = exact if model.n_rows is not None else 0
-        pinned = proven if _all_discrete(inp) else 0
+    exact, proven, pinned = _rows_established(inp, recon, leak)
     singled = figures.get("single-out", {})
     leak_test = figures.get("leak-test", {})
     return Verdict(
@@ -274,9 +217,13 @@ def verdict(inp: AuditInput, audit: Audit) -> dict[str, Any]:
         class_balance_given_away=audit.exposed["class_balance"],
         class_balance_estimated=audit.exposed.get("class_balance_estimated", False),
         rows_in_data=None if inp.data is None else len(inp.data),
-        fields_per_row=[f.name for f in model.described().fields
-                        if f.per_row and not f.removed] or None,
+        fields_per_row=_per_row_fields(model),
     ).as_dict()
+
+
+def _per_row_fields(model: ReleasedModel) -> list[str] | None:
+    """The fields the file stores row by row and still holds (None: none)."""
+    return [f.name for f in model.described().fields if f.per_row and not f.removed] or None
 
 
 def _all_discrete(inp: AuditInput) -> bool:
@@ -356,6 +303,6 @@ def assumptions(inp: AuditInput) -> dict[str, Any]:
         "and never leave this machine" if inp.data is not None else "not given",
         "population": "given (--population): rows of the same population not trained on"
         if inp.population is not None else "not given",
-        "budget_s": inp.budget if math.isfinite(inp.budget) else None,
+        "budget_s": inp.total_budget if math.isfinite(inp.total_budget) else None,
         "attack_budget_s": inp.attack_budget,
     }

@@ -10,6 +10,7 @@ lists a step that raised as failed.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from treeleaks.report.budget import engine_seconds
 from treeleaks.report.findings import (
     COMPLETE,
     FAILED,
@@ -31,7 +31,7 @@ from treeleaks.runtime.vocabulary import Formulation, Status
 if TYPE_CHECKING:
     from treeleaks.attacks.singling_out import Exposure, SinglingOut
     from treeleaks.evaluation.entropy import LeakSummary
-    from treeleaks.evaluation.leak_test import LeakTest
+    from treeleaks.evaluation.leak_or_distribution import LeakTest
     from treeleaks.evaluation.metrics import ReconstructionScore
     from treeleaks.ir.model import ReleasedModel
     from treeleaks.ir.schema import FeatureSchema
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from treeleaks.runtime.progress import ProgressCallback
 
 RECONSTRUCT_TITLE = "Reconstruction of the training set from the counts"
+SCORING_S_PER_MROWS2 = 6.0  # scoring 1,000 rows (a matching, twelve for the baseline): ~6 s
 
 
 @dataclass
@@ -46,9 +47,10 @@ class AuditInput:
     """What the audit is given: the model (and the scikit-learn object when the file holds
     one), the schema as given (None: the one the model implies), the custodian's training
     rows with their label column, rows of the same population that were not trained on,
-    and the time budget in seconds: the whole audit's for `treeleaks.report.collect.run_audit`
-    (which gives each step a copy holding its share), one attack's for a step called alone;
-    ``attack_budget`` caps each attack's share (None: no cap)."""
+    and ``total_budget``, the whole audit's seconds (`treeleaks.report.collect.run_audit`
+    shares it among the steps and hands each its share as ``seconds``; a step called alone
+    is given its seconds the same way); ``attack_budget`` caps each attack's share (None:
+    no cap)."""
 
     model: ReleasedModel
     path: str
@@ -57,7 +59,7 @@ class AuditInput:
     data: pd.DataFrame | None = None
     label: str | None = None
     population: pd.DataFrame | None = None
-    budget: float = 300.0
+    total_budget: float = 300.0
     attack_budget: float | None = None
     release_table: dict[str, Any] | None = None  # a `treeleaks release` run's candidates.json
 
@@ -100,18 +102,43 @@ class Evidence:
     leak_test: LeakTest | None = None
 
 
-def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | None
-                   ) -> AttackRun:
-    """The forest reconstruction (`treeleaks reconstruct`), scored against the data."""
+def engine_seconds(seconds: float, n_data_rows: int | None) -> float:
+    """The reconstruction engine's limit within a step's ``seconds`` when the rows it
+    returns are then scored against ``n_data_rows`` rows of the custodian's (None: not
+    scored): the scoring's cost is set aside, at most half of the share (the budget's rule,
+    `treeleaks.report.budget`)."""
+    if n_data_rows is None or not math.isfinite(seconds):
+        return seconds
+    scoring = SCORING_S_PER_MROWS2 * (n_data_rows / 1000) ** 2
+    return max(seconds - scoring, seconds / 2)
+
+
+def reconstruction(inp: AuditInput, seconds: float, ev: Evidence,
+                   progress: ProgressCallback | None) -> AttackRun:
+    """The forest reconstruction (`treeleaks reconstruct`) within ``seconds``, scored
+    against the data."""
     from treeleaks.attacks.reconstruct import reconstruct
-    from treeleaks.evaluation.metrics import evaluate, row_errors
 
     model = inp.model
     infer_n = model.noise is not None and model.facts.get("n_rows") is None
-    limit = engine_seconds(inp.budget, None if inp.data is None else len(inp.data))
+    limit = engine_seconds(seconds, None if inp.data is None else len(inp.data))
     recon = reconstruct(model, inp.bound, time_limit=limit, progress=progress,
                         certainty_time_limit=limit, n_unknown=infer_n)
     ev.recon = recon
+    figures = _recon_figures(recon)
+    if inp.data is not None and recon.n_rows:
+        figures.update(_scored(inp, ev, recon))
+    if recon.status == Status.INFEASIBLE:
+        return AttackRun("reconstruct", RECONSTRUCT_TITLE, FAILED, "no dataset reproduces the "
+                         f"counts: {recon.message or 'the counts contradict each other'}",
+                         recon.time_s, figures)
+    return engine_run("reconstruct", RECONSTRUCT_TITLE, recon, limit, figures)
+
+
+def _recon_figures(recon: Reconstruction) -> dict[str, Any]:
+    """The reconstruction's figures under `treeleaks reconstruct`'s names, with a
+    regressor's targets, a DP forest's likelihood, how tightly values are pinned, and
+    whether it is partial or was interrupted."""
     s = recon.summary()
     figures: dict[str, Any] = {k: s[k] for k in (
         "status", "formulation", "n_rows", "proven_rows", "proven_pattern_rows",
@@ -129,20 +156,22 @@ def reconstruction(inp: AuditInput, ev: Evidence, progress: ProgressCallback | N
         figures["partial"] = True
     if recon.interrupted:  # Ctrl-C: the audit stops after this attack (`collect`)
         figures["interrupted"] = True
-    if inp.data is not None and recon.n_rows:
-        truth = inp.truth
-        ev.score = evaluate(truth, recon.rows, inp.data_schema, label=model.label_name)
-        ev.row_error = row_errors(truth, recon.rows, inp.data_schema, label=model.label_name)
-        figures.update(error=ev.score.error, baseline_error=ev.score.baseline_error,
-                       exact_share=ev.score.exact_share,
-                       exact_rows=round(ev.score.exact_share * ev.score.n_true),
-                       label_agreement=ev.score.label_agreement)
-        figures.update(recovered_rows(model, truth, recon.rows, inp.data_schema))
-    if s["status"] == Status.INFEASIBLE:
-        return AttackRun("reconstruct", RECONSTRUCT_TITLE, FAILED, "no dataset reproduces the "
-                         f"counts: {recon.message or 'the counts contradict each other'}",
-                         recon.time_s, figures)
-    return engine_run("reconstruct", RECONSTRUCT_TITLE, recon, limit, figures)
+    return figures
+
+
+def _scored(inp: AuditInput, ev: Evidence, recon: Reconstruction) -> dict[str, Any]:
+    """The rebuilt rows scored against the custodian's (`evaluate`, `row_errors`, the rows
+    recovered), the scores kept in ``ev``."""
+    from treeleaks.evaluation.metrics import evaluate, row_errors
+
+    truth, label = inp.truth, inp.model.label_name
+    ev.score = evaluate(truth, recon.rows, inp.data_schema, label=label)
+    ev.row_error = row_errors(truth, recon.rows, inp.data_schema, label=label)
+    return {"error": ev.score.error, "baseline_error": ev.score.baseline_error,
+            "exact_share": ev.score.exact_share,
+            "exact_rows": round(ev.score.exact_share * ev.score.n_true),
+            "label_agreement": ev.score.label_agreement,
+            **recovered_rows(inp.model, truth, recon.rows, inp.data_schema)}
 
 
 def engine_run(name: str, title: str, recon: Reconstruction, limit: float,
@@ -235,12 +264,13 @@ def _note(recon: Reconstruction) -> str:
     return ""
 
 
-def singling_out(inp: AuditInput, ev: Evidence) -> AttackRun:
-    """Predicate singling out (`treeleaks single-out`), checked against the data."""
+def singling_out(inp: AuditInput, seconds: float, ev: Evidence) -> AttackRun:
+    """Predicate singling out (`treeleaks single-out`) within ``seconds``, checked against
+    the data."""
     from treeleaks.attacks import singling_out as so
 
     model = inp.model
-    result = so.single_out(model, time_limit=inp.budget, schema=inp.schema)
+    result = so.single_out(model, time_limit=seconds, schema=inp.schema)
     ev.singling = result
     figures: dict[str, Any] = {
         "n_predicates": len(result.predicates), "n_proven": result.n_proven,
@@ -320,40 +350,53 @@ def rows_singled_out_bound(model: ReleasedModel, result: SinglingOut) -> int:
     return max(per_source.values(), default=0)
 
 
-def entropy_leak(inp: AuditInput, ev: Evidence) -> AttackRun:
+def entropy_leak(inp: AuditInput, seconds: float, ev: Evidence) -> AttackRun:
     """The probabilistic reconstruction of each tree alone (`treeleaks leak`): dist and
-    dist_g, tree by tree until the budget runs out."""
+    dist_g, tree by tree until ``seconds`` run out."""
     from treeleaks.attacks.probabilistic import tree_reconstruction
     from treeleaks.evaluation.entropy import summarize
 
-    deadline = time.perf_counter() + inp.budget
+    deadline = time.perf_counter() + seconds
     counted = [t for t, tree in enumerate(inp.model.trees) if tree.counted]  # XGBoost: tree 0
     for t in counted:
         if time.perf_counter() > deadline:
             break
         ev.leaks.append(summarize(tree_reconstruction(inp.model, inp.schema, tree=t)))
-    dist_g = [s.dist_g for s in ev.leaks]
-    best = int(np.argmin(dist_g))
-    first = ev.leaks[0]
-    figures: dict[str, Any] = {
-        "dist_g": dist_g[best], "dist": ev.leaks[best].dist, "tree": counted[best],
-        "trees_measured": len(ev.leaks), "n_trees": inp.model.n_trees,
-        "rows_fully_determined": fully_determined(ev.leaks[best]),
-        "quantiles": {str(k): v for k, v in first.quantiles.items()} if len(ev.leaks) == 1
-        else None,
-    }
-    if inp.model.n_trees > 1:
-        figures["dist_g_median"] = float(np.median(dist_g))
     short = len(ev.leaks) < len(counted)
-    why = (f"measured {len(ev.leaks)} of {len(counted)} trees within the budget; the "
-           "most revealing tree may be among the others" if short else "")
-    if len(counted) < inp.model.n_trees:
-        why = "; ".join(w for w in (why, f"{inp.model.n_trees - len(counted)} trees have no "
-                                    "counts to measure (their leaf values are read by the "
-                                    "reconstruction)") if w)
     title = ("Probabilistic reconstruction of the tree" if inp.model.n_trees == 1 else
              "Probabilistic reconstruction of each tree alone (the most revealing one)")
-    return AttackRun("leak", title, PARTIAL if short else COMPLETE, why, 0.0, figures)
+    return AttackRun("leak", title, PARTIAL if short else COMPLETE,
+                     _trees_unmeasured(len(ev.leaks), len(counted), inp.model.n_trees), 0.0,
+                     _leak_figures(ev.leaks, counted, inp.model.n_trees))
+
+
+def _leak_figures(leaks: list[LeakSummary], counted: list[int], n_trees: int
+                  ) -> dict[str, Any]:
+    """The most revealing tree's figures (the quantiles for a lone tree), and the median
+    dist_g of a forest's trees."""
+    dist_g = [s.dist_g for s in leaks]
+    best = int(np.argmin(dist_g))
+    figures: dict[str, Any] = {
+        "dist_g": dist_g[best], "dist": leaks[best].dist, "tree": counted[best],
+        "trees_measured": len(leaks), "n_trees": n_trees,
+        "rows_fully_determined": fully_determined(leaks[best]),
+        "quantiles": {str(k): v for k, v in leaks[0].quantiles.items()} if len(leaks) == 1
+        else None,
+    }
+    if n_trees > 1:
+        figures["dist_g_median"] = float(np.median(dist_g))
+    return figures
+
+
+def _trees_unmeasured(measured: int, counted: int, n_trees: int) -> str:
+    """Why trees went unmeasured: the budget ran out, or they hold no counts ("": none)."""
+    why = (f"measured {measured} of {counted} trees within the budget; the most revealing "
+           "tree may be among the others" if measured < counted else "")
+    if counted < n_trees:
+        why = "; ".join(w for w in (why, f"{n_trees - counted} trees have no counts to "
+                                    "measure (their leaf values are read by the "
+                                    "reconstruction)") if w)
+    return why
 
 
 def fully_determined(summary: LeakSummary) -> int:
@@ -362,12 +405,12 @@ def fully_determined(summary: LeakSummary) -> int:
     return int(summary.support[held & (summary.path_ratio == 0)].sum())
 
 
-def worst_case_bound(inp: AuditInput) -> AttackRun:
+def worst_case_bound(inp: AuditInput, seconds: float) -> AttackRun:
     """The custodian's proven bound for a bootstrap forest with known draws
-    (`treeleaks worst-case`)."""
+    (`treeleaks worst-case`), within ``seconds``."""
     from treeleaks.attacks.worst_case import worst_case
 
-    result = worst_case(inp.model, inp.bound, truth=inp.truth, time_limit=inp.budget)
+    result = worst_case(inp.model, inp.bound, truth=inp.truth, time_limit=seconds)
     s = result.summary()
     done = s["status"] == Status.OPTIMAL
     return AttackRun("worst-case", "Worst case over every dataset that reproduces the model",
@@ -378,7 +421,7 @@ def worst_case_bound(inp: AuditInput) -> AttackRun:
 def leak_or_distribution(inp: AuditInput, ev: Evidence) -> AttackRun:
     """Is the reconstruction the training data or only the population
     (`treeleaks leak-test`)?"""
-    from treeleaks.evaluation.leak_test import leak_test
+    from treeleaks.evaluation.leak_or_distribution import leak_test
 
     if ev.recon is None or not ev.recon.n_rows:
         return AttackRun("leak-test", "Leak or distribution?", NOT_APPLICABLE,

@@ -186,7 +186,12 @@ def _verdict_lines(audit: Audit) -> list[tuple[str, str]]:
     elif v["rows_proven"]:
         lines.append(("Training rows reconstructed exactly", f"at least {v['rows_proven']:,} "
                       "(the proven ones; your rows, --data, measure the rest)"))
-    lines += _row_lines(audit, of_n)
+    return [*lines, *_row_lines(audit, of_n), *_measure_lines(v), *_given_away_lines(audit)]
+
+
+def _measure_lines(v: dict[str, Any]) -> list[tuple[str, str]]:
+    """dist_g, the values pinned, the error beside random guesses and the leak test."""
+    lines = []
     if v["dist_g"] is not None:
         lines.append(("How far the rest is narrowed down", f"dist_g = {v['dist_g']:.3f} "
                       "(share of a row's entropy a tree leaves; 1 = nothing revealed, "
@@ -202,32 +207,28 @@ def _verdict_lines(audit: Audit) -> list[tuple[str, str]]:
         lines.append(("Leak or distribution", f"{p_value_text(v['leak_test_p_value'])} ("
                       + ("a leak: " if v["leak_test_leak"] else "no evidence of a leak: ")
                       + "reconstruction against the training rows vs population samples)"))
-    about = _description(audit)
-    if about is not None:  # the reader's words, as every command prints them
-        lines += [("Training-set size given away", about.n_rows_text()),
-                  ("Class balance given away", about.class_balance_text())]
-    else:
-        lines.append(("Training-set size given away", _n_rows_text(v["n_rows_given_away"])))
-        balance = v["class_balance_given_away"]
-        lines.append(("Class balance given away", "not exposed" if balance is None else
-                      ", ".join(f"{k}: {c:,}" for k, c in balance.items())))
     return lines
+
+
+def _given_away_lines(audit: Audit) -> list[tuple[str, str]]:
+    """N and the class balance the file gives away, in its reader's words (as every
+    command prints them) when it has a description."""
+    about = _description(audit)
+    if about is not None:
+        return [("Training-set size given away", about.n_rows_text()),
+                ("Class balance given away", about.class_balance_text())]
+    v = audit.verdict
+    balance = v["class_balance_given_away"]
+    return [("Training-set size given away", _n_rows_text(v["n_rows_given_away"])),
+            ("Class balance given away", "not exposed" if balance is None else
+             ", ".join(f"{k}: {c:,}" for k, c in balance.items()))]
 
 
 def _row_lines(audit: Audit, of_n: str) -> list[tuple[str, str]]:
     """The verdict's row counts, each named for what it is (rebuilt, pinned, proven, singled
     out, candidates)."""
     v = audit.verdict
-    lines: list[tuple[str, str]] = []
-    if v.get("rows_reconstructed"):
-        lines.append(("Rows rebuilt from the file", (
-            f"at least {v['rows_reconstructed']:,}{of_n} ({_partial_kind(audit)}; see the "
-            "rebuilt rows)" if v.get("rows_reconstructed_partial")
-            else f"{v['rows_reconstructed']:,}{of_n}")
-            + "; rows the model allows, not proven to be training rows"))
-        if v.get("rows_pinned") is not None:
-            lines.append(("Rebuilt rows the file pins", f"{v['rows_pinned']:,} (every value "
-                          "within 5% of its range)"))
+    lines = _rebuilt_lines(audit, of_n)
     if v.get("targets_given_away") is not None:
         lines.append(("Training targets given away exactly",
                       f"{v['targets_given_away']:,}{of_n} (each the value of its leaves, "
@@ -238,6 +239,30 @@ def _row_lines(audit: Audit, of_n: str) -> list[tuple[str, str]]:
                  f"; {pinned:,} with their values, the rest only as boxes")
         lines.append(("Rows proven to be in the training data", f"{v['rows_proven']:,}"
                       f" (every dataset that reproduces the model's counts holds them{boxes})"))
+    return lines + _singled_lines(v, of_n)
+
+
+def _rebuilt_lines(audit: Audit, of_n: str) -> list[tuple[str, str]]:
+    """The rows rebuilt within every count (a partial dataset's kind), and those the file
+    pins."""
+    v = audit.verdict
+    if not v.get("rows_reconstructed"):
+        return []
+    lines = [("Rows rebuilt from the file", (
+        f"at least {v['rows_reconstructed']:,}{of_n} ({_partial_kind(audit)}; see the "
+        "rebuilt rows)" if v.get("rows_reconstructed_partial")
+        else f"{v['rows_reconstructed']:,}{of_n}")
+        + "; rows the model allows, not proven to be training rows")]
+    if v.get("rows_pinned") is not None:
+        lines.append(("Rebuilt rows the file pins", f"{v['rows_pinned']:,} (every value "
+                      "within 5% of its range)"))
+    return lines
+
+
+def _singled_lines(v: dict[str, Any], of_n: str) -> list[tuple[str, str]]:
+    """Rows singled out (on the data, or proven by the model alone), and the candidates
+    no proof settles."""
+    lines = []
     if v["rows_singled_out"] is not None:
         how = ("checked against your data" if v["singled_out_measured_on_data"]
                else "at least; proven from the model alone")

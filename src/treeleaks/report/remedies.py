@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from treeleaks.report import dp_costs
-from treeleaks.report.budget import engine_seconds
-from treeleaks.report.evidence import AuditInput, Evidence, engine_run
+from treeleaks.report.evidence import AuditInput, Evidence, engine_run, engine_seconds
 from treeleaks.report.findings import COMPLETE, NOT_APPLICABLE, AttackRun, Defence
 from treeleaks.runtime.errors import TreeleaksError
 
@@ -49,10 +48,10 @@ def _with_command(title: str, path: str) -> str:
     return title if command is None else f"{title}: {command}"
 
 
-def prune_effect(inp: AuditInput) -> tuple[AttackRun, Defence | None]:
+def prune_effect(inp: AuditInput, seconds: float) -> tuple[AttackRun, Defence | None]:
     """Prune the scikit-learn model so no node shows a count below `PRUNE_K`
-    (`treeleaks prune`), re-run singling out on it, and score it before and after on the
-    custodian's rows."""
+    (`treeleaks prune`), re-run singling out on it within ``seconds``, and score it before
+    and after on the custodian's rows."""
     from treeleaks.attacks.singling_out import single_out
     from treeleaks.defences.prune import PRUNABLE, prune
     from treeleaks.frontends.sklearn import from_sklearn
@@ -65,7 +64,7 @@ def prune_effect(inp: AuditInput) -> tuple[AttackRun, Defence | None]:
         return AttackRun("prune", title, NOT_APPLICABLE, why), None
     pruned, summary = prune(inp.estimator, PRUNE_K)
     left = single_out(from_sklearn(pruned, allow_regression=True), cells=False,
-                      time_limit=inp.budget)
+                      time_limit=seconds)
     figures: dict[str, Any] = {
         "min_count": PRUNE_K, "nodes_before": summary.nodes_before,
         "nodes_after": summary.nodes_after, "leaves_before": summary.leaves_before,
@@ -87,15 +86,16 @@ def prune_effect(inp: AuditInput) -> tuple[AttackRun, Defence | None]:
                         effect, figures, "measured on this model")
 
 
-def strip_random_states(inp: AuditInput, ev: Evidence, progress: ProgressCallback | None = None
+def strip_random_states(inp: AuditInput, seconds: float, ev: Evidence,
+                        progress: ProgressCallback | None = None
                         ) -> tuple[AttackRun, Defence | None]:
     """Re-run the bootstrap attack without the per-tree draws the random states give away
-    (``ignore_draws``) and set it beside the attack with them."""
+    (``ignore_draws``) within ``seconds`` and set it beside the attack with them."""
     from treeleaks.attacks.reconstruct import reconstruct
     from treeleaks.evaluation.metrics import evaluate
 
     title = "The bootstrap attack without the random states"
-    limit = engine_seconds(inp.budget, None if inp.data is None else len(inp.data))
+    limit = engine_seconds(seconds, None if inp.data is None else len(inp.data))
     without = reconstruct(inp.model, inp.bound, time_limit=limit,
                           ignore_draws=True, progress=progress)
     s = without.summary()

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from treeleaks.report import evidence
-from treeleaks.report.collect import _regression_refusal, attempt
+from treeleaks.report.audit_steps import regression_refusal
+from treeleaks.report.collect import attempt
 from treeleaks.report.evidence import AuditInput, Evidence
 from treeleaks.report.findings import FAILED, AttackRun
 
@@ -44,29 +45,29 @@ def _measure(model: ReleasedModel, data: pd.DataFrame | None, label: str | None,
              time_limit: float) -> dict[str, str]:
     if data is not None and label not in model.feature_names:
         model.label_name = label  # predicates and rows read "<label column> = <class>"
-    inp = AuditInput(model, "", data=data, label=label, budget=time_limit)
+    inp = AuditInput(model, "", data=data, label=label, total_budget=time_limit)
     ev = Evidence()
-    single = (evidence.singling_out if model.counts_released else evidence.guessing)
-    singling = attempt("single-out", "", lambda: single(inp, ev))
+    singling = attempt("single-out", "", lambda: evidence.singling_out(inp, time_limit, ev)
+                       if model.counts_released else evidence.guessing(inp, ev))
     return {
-        f"Reconstruction ({time_limit:g} s)": _reconstruction(inp, ev),
+        f"Reconstruction ({time_limit:g} s)": _reconstruction(inp, time_limit, ev),
         "Rows singled out": _singled(singling, data),
         "Tries to single out without counts": _tries(singling),
     }
 
 
-def _reconstruction(inp: AuditInput, ev: Evidence) -> str:
+def _reconstruction(inp: AuditInput, seconds: float, ev: Evidence) -> str:
     model = inp.model
     if not model.counts_released:
         return ("not possible: the counts were removed"
                 if model.described().counts_removed_by_publisher else
                 "not possible: the file keeps no counts (its framework stores none)")
-    refused = _regression_refusal(model) if model.is_regression else ""
+    refused = regression_refusal(model) if model.is_regression else ""
     if refused:
         return f"does not apply ({refused})"
     if model.n_trees == 1 and not model.bootstrap and not model.is_regression:
         return "does not apply (a single tree: singling out is its attack)"
-    run = attempt("reconstruct", "", lambda: evidence.reconstruction(inp, ev, None))
+    run = attempt("reconstruct", "", lambda: evidence.reconstruction(inp, seconds, ev, None))
     if run.status == FAILED:
         return f"failed: {run.why}"
     f = run.figures

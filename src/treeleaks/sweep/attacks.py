@@ -186,7 +186,7 @@ def run_dp_forest(point: dict[str, Any], data_dir: Path | None) -> dict[str, Any
     if rec.n_rows:
         out.update(_score(train, rec.rows, schema, data.label, point["seed"]))
     if point["leak_test"] and rec.n_rows:
-        from treeleaks.evaluation.leak_test import leak_test
+        from treeleaks.evaluation.leak_or_distribution import leak_test
 
         rest = data.frame.iloc[order[point["n"]:]].reset_index(drop=True)
         result = leak_test(rec.rows, truth=train, population=rest,

@@ -49,7 +49,7 @@ def leak_test_command(
     looks like? Scores it against datasets drawn from the population (the SaTML 2026
     study's Appendix D test)."""
 
-    from treeleaks.evaluation.leak_test import leak_test
+    from treeleaks.evaluation.leak_or_distribution import leak_test
     from treeleaks.ir.schema import FeatureSchema
 
     guard_outputs(rows, schema, [json_path] if json_path is not None else [], force)
