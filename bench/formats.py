@@ -132,7 +132,7 @@ def measure(name: str, path: Path, frame: pd.DataFrame, budget: float) -> dict[s
                fields=[f.name for f in fields], per_row=[f.name for f in fields if f.per_row])
     start = time.perf_counter()
     audit = run_audit(AuditInput(model=model, path=str(path), data=frame, label=LABEL,
-                                 budget=budget))
+                                 total_budget=budget))
     row["attacks_run"] = [run.name for run in audit.attacks
                           if run.status not in ("does not apply", "failed")]
     row["audit"] = {"level": audit.risk["level"], "seconds":

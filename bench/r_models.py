@@ -70,7 +70,7 @@ def measure(name: str, path: Path, data: pd.DataFrame) -> dict[str, Any]:
                               "verified": summary["verified"], "rows": summary["n_rows"],
                               "seconds": round(time.perf_counter() - start, 3)}
     start = time.perf_counter()
-    audit = run_audit(AuditInput(model, str(path), None, None, data, "type", None, 60.0))
+    audit = run_audit(AuditInput(model, str(path), data=data, label="type", total_budget=60.0))
     out["audit"] = {"level": audit.risk["level"], "rule": audit.risk["rule"],
                     "rows_singled_out": audit.verdict["rows_singled_out"],
                     "seconds": round(time.perf_counter() - start, 2)}

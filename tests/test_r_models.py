@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -350,3 +351,20 @@ def test_a_file_inflating_past_the_cap_is_refused_before_it_is_read(
     monkeypatch.undo()
     with pytest.raises(ModelFormatError, match=r"cut\.rds is not a readable gzip stream"):
         read_rds(cut)
+
+
+def test_an_audit_of_draws_without_counts_says_the_worst_case_needs_counts() -> None:
+    """randomForest with keep.inbag exposes draws but no counts: the worst case (which
+    reads both) does not apply, rather than failing on the custodian's rows."""
+    from treeleaks.report.collect import run_audit
+    from treeleaks.report.evidence import AuditInput
+
+    model = read_r_model(FIXTURES / "rf_class_inbag.rds").model
+    r = _r("rf_class_inbag")
+    data = pd.DataFrame(r["X"], columns=r["columns"]).assign(type=r["y"])
+    audit = run_audit(AuditInput(model=model, path="rf.rds", data=data, label="type",
+                                 total_budget=10))
+    worst = next(run for run in audit.attacks if run.name == "worst-case")
+    assert str(worst.status) == "does not apply"
+    assert worst.why == ("the file stores no counts (its framework keeps none), and this "
+                         "attack reads them")
