@@ -368,3 +368,24 @@ def test_an_audit_of_draws_without_counts_says_the_worst_case_needs_counts() -> 
     assert str(worst.status) == "does not apply"
     assert worst.why == ("the file stores no counts (its framework keeps none), and this "
                          "attack reads them")
+
+
+def test_data_without_label_takes_the_label_the_r_formula_names(tmp_path: Path) -> None:
+    """rpart(type ~ ., data) names its label: --data with a column 'type' needs no --label;
+    data without that column still asks for it."""
+    from typer.testing import CliRunner
+
+    from treeleaks.cli import app
+
+    r = _r("rpart_class")
+    data = tmp_path / "train.csv"
+    pd.DataFrame(r["X"], columns=r["columns"]).assign(type=r["y"]).to_csv(data, index=False)
+    done = CliRunner().invoke(app, ["single-out", str(FIXTURES / "rpart_class.rds"), "--data",
+                                    str(data)])
+    assert done.exit_code == 0, done.output
+    assert "matches" in done.output  # the predicates checked against the rows given
+    bare = tmp_path / "bare.csv"
+    pd.DataFrame(r["X"], columns=r["columns"]).to_csv(bare, index=False)
+    asked = CliRunner().invoke(app, ["single-out", str(FIXTURES / "rpart_class.rds"), "--data",
+                                     str(bare)])
+    assert asked.exit_code == 2 and "--data needs --label" in asked.output

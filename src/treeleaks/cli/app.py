@@ -119,7 +119,9 @@ SchemaOption = Annotated[
     typer.Option(help="Feature schema JSON (one_hot_groups, at_most_one_groups, numerical, "
                  "ordinal). Default: inferred from the model's splits."),
 ]
-LabelOption = Annotated[str | None, typer.Option(help="The label column of --data.")]
+LabelOption = Annotated[str | None, typer.Option(
+    help="The label column of --data (default: the label the model names, such as an R "
+         "formula's response, when --data has that column).")]
 TrustPickle = Annotated[
     bool,
     typer.Option(
@@ -299,6 +301,30 @@ def encoded_rows(model: ReleasedModel, frame: pd.DataFrame, label: str | None,
     except (ValueError, TypeError) as exc:
         fail(f"{option}: the data's columns do not fit the pipeline's steps ({exc}); give "
              "numbers where it scales or fills, as in its training table", EXIT_BAD_INPUT)
+
+
+def label_column(model: ReleasedModel, path: Path, label: str | None) -> str | None:
+    """``--label`` as given, else the label the model names (an R formula's response, a
+    pipeline's target) when ``path``'s header has that column and the model does not read
+    it as a feature: what a user who saved both expects."""
+    if label is not None:
+        return label
+    header = read_csv_header(path)
+    named = model.label_name
+    if named and named in header and named not in model.feature_names:
+        return named
+    return None
+
+
+def read_csv_header(path: Path) -> list[str]:
+    """The column names of a CSV file (its first line), or [] when it cannot be read (the
+    full read says why)."""
+    import pandas as pd
+
+    try:
+        return list(pd.read_csv(path, nrows=0).columns)
+    except (OSError, ValueError):
+        return []
 
 
 def read_data(path: Path, label: str | None) -> pd.DataFrame:

@@ -26,6 +26,7 @@ from treeleaks.cli.app import (
     describe,
     fail,
     guard_outputs,
+    label_column,
     load_any_model,
     optional_positive_seconds,
     positive_seconds,
@@ -48,7 +49,9 @@ if TYPE_CHECKING:
 DataOption = Annotated[Path | None, typer.Option(
     help="CSV of your training rows (features and label): shows which of them are exposed "
     "and scores the reconstruction. The rows never leave this machine.")]
-LabelOption = Annotated[str | None, typer.Option(help="The label column of --data.")]
+LabelOption = Annotated[str | None, typer.Option(
+    help="The label column of --data (default: the label the model names, such as an R "
+         "formula's response, when --data has that column).")]
 RISK_STYLE = {"HIGH": "bold white on red", "MEDIUM": "bold black on yellow",
               "LOW": "bold white on green"}
 
@@ -213,6 +216,7 @@ def _model_input(model: ReleasedModel, model_path: Path, schema: Path | None,
     from treeleaks.report.evidence import AuditInput
 
     bound_schema(schema, model)  # refused here as the other commands refuse it
+    label = label_column(model, data, label) if data is not None else label
     frame = _checked_data(model, data, label) if data is not None else None
     rest = _checked_population(model, population, label, data) if population else None
     return AuditInput(model, model_path.name, _schema(schema),

@@ -25,6 +25,7 @@ from treeleaks.cli.app import (
     describe,
     fail,
     guard_outputs,
+    label_column,
     positive_seconds,
     write_all,
 )
@@ -54,8 +55,9 @@ def release_command(
         help="CSV of the training rows (features and label): every candidate is refitted "
         "on them and audited against them. The rows never leave this machine.",
         show_default=False)] = None,
-    label: Annotated[str | None, typer.Option(help="The label column of --data.",
-                                              show_default=False)] = None,
+    label: Annotated[str | None, typer.Option(
+        help="The label column of --data (default: the label the model names, when --data "
+             "has that column).", show_default=False)] = None,
     budget: Annotated[float, typer.Option(
         callback=positive_seconds, help="Seconds for the whole search: the original's audit "
         "gets budget / (candidates + 1), each candidate the time left over the candidates "
@@ -78,6 +80,7 @@ def release_command(
              "release file", EXIT_BAD_INPUT)
     _refuse_previous(out, force)
     model, estimator, learner = _read(model_path, trust_pickle)
+    label = label_column(model, data, label)
     frame = checked_data(model, data, label)
     created = not out.exists()
     _make_folder(out)

@@ -23,6 +23,7 @@ from treeleaks.cli.app import (
     encoded_rows,
     fail,
     guard_outputs,
+    label_column,
     read_data,
     write_all,
 )
@@ -62,6 +63,7 @@ def single_out_command(
 
     guard_outputs(model_path, data, [json_path] if json_path is not None else [], force)
     model = _load_any(model_path, trust_pickle)
+    label = label_column(model, data, label) if data is not None else label
     frame = _frame(model, data, label)
     if not (no_counts or model.counts_released or frame is not None):
         fail(f"{model_path.name}: {so.COUNTS_STRIPPED}", EXIT_BAD_INPUT)
