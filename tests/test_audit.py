@@ -13,8 +13,8 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 from treeleaks import DPRandomForestClassifier, from_dp_forest, from_sklearn, reconstruct
-from treeleaks.attacks.dp import n_rows_interval
 from treeleaks.attacks.probabilistic import tree_reconstruction
+from treeleaks.attacks.reconstruction.dp import n_rows_interval
 from treeleaks.attacks.singling_out import check_against_data, node_counts, single_out
 from treeleaks.defences.prune import prune
 from treeleaks.demos.demo_data import LABEL, demo_data

@@ -115,7 +115,7 @@ def test_a_forest_without_its_draws_falls_back_to_inferring_them_and_says_so():
 
 def _placements_never_solve(monkeypatch):
     """The placement solvers find nothing, as on forests of 5-10 trees over 21 columns."""
-    import treeleaks.attacks.bootstrap as bootstrap
+    import treeleaks.attacks.reconstruction.bootstrap as bootstrap
 
     monkeypatch.setattr(bootstrap, "_solve",
                         lambda *args, **kwargs: (None, SolverStatus.UNKNOWN, "highs"))
@@ -138,7 +138,7 @@ def test_draws_not_met_in_time_fall_back_to_inferred_draws_and_say_so(monkeypatc
 
 
 def test_a_placement_problem_too_large_falls_back_and_says_why(monkeypatch):
-    import treeleaks.attacks.bootstrap as bootstrap
+    import treeleaks.attacks.reconstruction.bootstrap as bootstrap
 
     monkeypatch.setattr(bootstrap, "MAX_NONZEROS", 10)  # the covering problem keeps its own
     monkeypatch.setattr(bootstrap, "WITHOUT_CELLS_SHARE", 0.0)  # no time to place row by row
@@ -154,7 +154,7 @@ def test_a_placement_problem_too_large_falls_back_and_says_why(monkeypatch):
 def test_numerical_data_too_large_gets_no_one_hot_hint(monkeypatch):
     from sklearn.datasets import load_iris
 
-    import treeleaks.attacks.bootstrap as bootstrap
+    import treeleaks.attacks.reconstruction.bootstrap as bootstrap
 
     monkeypatch.setattr(bootstrap, "MAX_NONZEROS", 10)
     X, y = load_iris(return_X_y=True, as_frame=True)
@@ -237,7 +237,7 @@ def test_a_forest_with_a_smaller_bootstrap_size_is_refused_without_its_draws():
 
 
 def test_too_many_cells_places_the_rows_one_by_one_under_auto(monkeypatch):
-    import treeleaks.attacks.bootstrap as bootstrap
+    import treeleaks.attacks.reconstruction.bootstrap as bootstrap
 
     monkeypatch.setattr(bootstrap, "MAX_NONZEROS", 10)  # the cells' problem is too large
     X, y = binary_frame(40, 5, seed=9)

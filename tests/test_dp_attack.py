@@ -24,8 +24,8 @@ from treeleaks import (
     from_dp_forest,
     reconstruct,
 )
-from treeleaks.attacks.dp import n_rows_interval
 from treeleaks.attacks.marginal_prior import marginal_log_prior, posterior_row
+from treeleaks.attacks.reconstruction.dp import n_rows_interval
 from treeleaks.cli import app
 from treeleaks.counts.cells import CellBudget, EveryClassOccupancy, enumerate_cells
 from treeleaks.counts.noise import likelihood_lines, log_mass
@@ -214,8 +214,8 @@ def test_side_knowledge_that_does_not_apply_is_refused():
 
 
 def test_the_attack_refuses_exact_counts():
-    from treeleaks.attacks.dp import reconstruct_dp
-    from treeleaks.attacks.options import RunOptions
+    from treeleaks.attacks.reconstruction.dp import reconstruct_dp
+    from treeleaks.attacks.reconstruction.options import RunOptions
 
     model, schema, _ = dp_model()
     with pytest.raises(UnsupportedModelError, match="has exact counts"):

@@ -1,6 +1,6 @@
 """The draw search for partial datasets of bootstrap forests with known draws
-(`counts/draw_search.py`, `attacks/draw_search_stage.py`, issue 38): every partial dataset
-offered fits every weighted and distinct count, its rows sit at training positions whose
+(`counts/draw_search.py`, `attacks/reconstruction/draw_search_stage.py`, issue 38): every partial
+dataset offered fits every weighted and distinct count, its rows sit at training positions whose
 draws they carry, and the command line writes it to the partial files only."""
 
 from __future__ import annotations
@@ -15,8 +15,11 @@ from hypothesis import strategies as st
 from sklearn.ensemble import RandomForestClassifier
 
 from treeleaks import from_sklearn, reconstruct
-from treeleaks.attacks.draw_search_stage import landed_rows, reconstruct_drawn_partial
-from treeleaks.attacks.options import RunOptions
+from treeleaks.attacks.reconstruction.draw_search_stage import (
+    landed_rows,
+    reconstruct_drawn_partial,
+)
+from treeleaks.attacks.reconstruction.options import RunOptions
 from treeleaks.counts.draw_search import search_drawn_rows
 from treeleaks.counts.verify import verify, verify_within_draws
 from treeleaks.ir.model import ReleasedModel
@@ -98,7 +101,7 @@ def test_the_certificate_catches_a_row_given_the_wrong_class() -> None:
 
 def stop_per_row(monkeypatch: pytest.MonkeyPatch) -> None:
     """Row by row refuses at once (as on breast cancer, whose classes are not settled)."""
-    import treeleaks.attacks.per_row as per_row
+    import treeleaks.attacks.reconstruction.per_row as per_row
 
     monkeypatch.setattr(per_row, "MAX_CANDIDATES", 10)
 

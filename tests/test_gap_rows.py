@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from sklearn.ensemble import RandomForestClassifier
 from test_gaps import _routed
 
-from treeleaks.attacks.draw_search_stage import landed_rows
 from treeleaks.attacks.reconstruct import reconstruct
+from treeleaks.attacks.reconstruction.draw_search_stage import landed_rows
 from treeleaks.counts.draw_search import search_drawn_rows
 from treeleaks.counts.paths import leaf_hulls, leaves_of, tree_paths
 from treeleaks.counts.row_search import row_points, search_rows

@@ -161,7 +161,7 @@ def test_a_run_out_of_time_says_so_within_its_limit() -> None:
 
 
 def test_too_many_candidate_placements_stop_before_they_are_built(monkeypatch) -> None:
-    import treeleaks.attacks.per_row as per_row
+    import treeleaks.attacks.reconstruction.per_row as per_row
 
     monkeypatch.setattr(per_row, "MAX_CANDIDATES", 50)
     model, _ = numerical_forest(30, 3, 10, seed=2)

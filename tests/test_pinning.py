@@ -17,7 +17,7 @@ from sklearn.ensemble import (
 from typer.testing import CliRunner
 
 from treeleaks import from_sklearn
-from treeleaks.attacks.pinning import probe_applies, probe_seconds, rows_one_of_many
+from treeleaks.attacks.reconstruction.pinning import probe_applies, probe_seconds, rows_one_of_many
 from treeleaks.cli import app
 from treeleaks.counts.crossover import SHARED, kept_shares
 from treeleaks.counts.verify import verify

@@ -37,9 +37,9 @@ from sklearn.preprocessing import (
 from sklearn.tree import DecisionTreeClassifier
 from typer.testing import CliRunner
 
-from treeleaks.attacks.draw_search_stage import reconstruct_drawn_partial
-from treeleaks.attacks.options import RunOptions
 from treeleaks.attacks.reconstruct import reconstruct
+from treeleaks.attacks.reconstruction.draw_search_stage import reconstruct_drawn_partial
+from treeleaks.attacks.reconstruction.options import RunOptions
 from treeleaks.cli import app
 from treeleaks.defences.strip import strip
 from treeleaks.frontends.sklearn_pipeline import from_pipeline

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from sklearn.ensemble import RandomForestClassifier
 
 from treeleaks import FeatureSchema, from_sklearn
-from treeleaks.attacks.bootstrap import placements
-from treeleaks.attacks.placement_bounds import (
+from treeleaks.attacks.reconstruction.bootstrap import placements
+from treeleaks.attacks.reconstruction.placement_bounds import (
     _unique_subset,
     probe_subsystems,
     propagate_placements,

@@ -152,7 +152,7 @@ def test_no_time_at_all_gives_unknown_with_the_fix():
 
 
 def test_solver_out_of_time_returns_the_proven_rows(monkeypatch):
-    import treeleaks.attacks.exact as exact
+    import treeleaks.attacks.reconstruction.exact as exact
     from treeleaks.counts.solve import Solution
 
     X, y = binary_frame(300, 10, seed=8)
@@ -167,7 +167,7 @@ def test_solver_out_of_time_returns_the_proven_rows(monkeypatch):
 
 
 def test_proofs_get_only_what_is_left_of_the_time_limit(monkeypatch):
-    import treeleaks.attacks.exact as exact
+    import treeleaks.attacks.reconstruction.exact as exact
 
     granted = []
     real = exact.lower_bounds

@@ -17,7 +17,7 @@ from sklearn.tree import DecisionTreeRegressor
 from test_regression_exact import proven_boxes_hold_the_truth
 
 from treeleaks import FeatureSchema, from_sklearn, reconstruct
-from treeleaks.attacks import regression
+from treeleaks.attacks.reconstruction import regression
 from treeleaks.counts.mixed_leaves import split_leaf
 from treeleaks.counts.verify import verify_regression, verify_regression_within
 from treeleaks.evaluation.recovered import rows_recovered

@@ -12,7 +12,7 @@ from sklearn.tree import DecisionTreeRegressor
 from test_regression_reconstruct import regression_data
 
 from treeleaks import from_sklearn, reconstruct
-from treeleaks.attacks.regression_leaves import leaf_intervals
+from treeleaks.attacks.reconstruction.regression_leaves import leaf_intervals
 from treeleaks.runtime.errors import UnsupportedModelError
 from treeleaks.runtime.vocabulary import Formulation
 

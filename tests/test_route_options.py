@@ -7,9 +7,9 @@ import pytest
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 from treeleaks import from_sklearn, reconstruct
-from treeleaks.attacks.options import OPTIONS, Request, RunOptions, split_options
 from treeleaks.attacks.reconstruct import ROUTES
-from treeleaks.attacks.route_options import ACCEPTS, OneOf
+from treeleaks.attacks.reconstruction.options import OPTIONS, Request, RunOptions, split_options
+from treeleaks.attacks.reconstruction.route_options import ACCEPTS, OneOf
 from treeleaks.runtime.errors import UnsupportedModelError
 
 

@@ -13,7 +13,7 @@ from sklearn.datasets import load_breast_cancer
 from typer.testing import CliRunner
 
 from treeleaks import FeatureSchema, reconstruct
-from treeleaks.attacks.uncounted_trees import LISTING_MEMORY_MB, counted_only
+from treeleaks.attacks.reconstruction.uncounted_trees import LISTING_MEMORY_MB, counted_only
 from treeleaks.cli import app
 from treeleaks.counts.cells import CellBudget
 from treeleaks.counts.gradient_rows import largest_gradient_miss

@@ -3,24 +3,25 @@
 Which formulation a released forest calls for, and the call. Each formulation lives in a
 module of its own:
 
-- ``exact``: every tree saw every row once (`treeleaks.attacks.exact`);
+- ``exact``: every tree saw every row once (`treeleaks.attacks.reconstruction.exact`);
 - ``bootstrap-known``: rows drawn with replacement, the draws read from the model
-  (`treeleaks.attacks.bootstrap`);
-- ``bootstrap-unknown``: the draws inferred (`treeleaks.attacks.bootstrap_unknown`);
-- ``dp``: noisy counts (`treeleaks.attacks.dp`);
+  (`treeleaks.attacks.reconstruction.bootstrap`);
+- ``bootstrap-unknown``: the draws inferred (`treeleaks.attacks.reconstruction.bootstrap_unknown`);
+- ``dp``: noisy counts (`treeleaks.attacks.reconstruction.dp`);
 - ``regression-bootstrap-known``: a regression forest's rows with their targets, draws read
-  from the model (`treeleaks.attacks.regression`).
+  from the model (`treeleaks.attacks.reconstruction.regression`).
 - ``regression-exact``: a regression model whose trees each saw every row once, its rows
-  with their targets, target by target (`treeleaks.attacks.regression_exact`).
+  with their targets, target by target (`treeleaks.attacks.reconstruction.regression_exact`).
 - ``regression-leaves``: a regression forest grown with limits: one tree's rows, each target
-  within what its leaf's mean and variance allow (`treeleaks.attacks.regression_leaves`).
+  within what its leaf's mean and variance allow
+  (`treeleaks.attacks.reconstruction.regression_leaves`).
 - ``regression-boosted``: a boosted regressor's rows with their targets, from its counts and
-  leaves' sums of residuals (`treeleaks.attacks.regression_boosted`).
+  leaves' sums of residuals (`treeleaks.attacks.reconstruction.regression_boosted`).
 
-Side knowledge wraps the first two (`treeleaks.attacks.side_knowledge`). `reconstruct` walks
-`ROUTES` in order and runs the first formulation that applies, once the options it does not
-take are refused (`treeleaks.attacks.route_options.ACCEPTS`, the table of which route takes
-which option).
+Side knowledge wraps the first two (`treeleaks.attacks.reconstruction.side_knowledge`).
+`reconstruct` walks `ROUTES` in order and runs the first formulation that applies, once the options
+it does not take are refused (`treeleaks.attacks.reconstruction.route_options.ACCEPTS`, the table
+of which route takes which option).
 """
 
 from __future__ import annotations
@@ -31,26 +32,29 @@ from typing import Any
 
 import numpy as np
 
-from treeleaks.attacks.bootstrap import has_draws, reconstruct_known_draws
-from treeleaks.attacks.bootstrap_unknown import reconstruct_unknown_draws
-from treeleaks.attacks.draw_search_stage import reconstruct_drawn_partial
-from treeleaks.attacks.exact import reconstruct_exact
-from treeleaks.attacks.options import Request, RunOptions, asked, split_options
-from treeleaks.attacks.per_row import reconstruct_per_row
-from treeleaks.attacks.regression import (
+from treeleaks.attacks.reconstruction.bootstrap import has_draws, reconstruct_known_draws
+from treeleaks.attacks.reconstruction.bootstrap_unknown import reconstruct_unknown_draws
+from treeleaks.attacks.reconstruction.draw_search_stage import reconstruct_drawn_partial
+from treeleaks.attacks.reconstruction.exact import reconstruct_exact
+from treeleaks.attacks.reconstruction.options import Request, RunOptions, asked, split_options
+from treeleaks.attacks.reconstruction.per_row import reconstruct_per_row
+from treeleaks.attacks.reconstruction.regression import (
     growth_limit,
     reconstruct_regression,
     refuse_regression,
 )
-from treeleaks.attacks.regression_boosted import (
+from treeleaks.attacks.reconstruction.regression_boosted import (
     is_boosted_regressor,
     reconstruct_boosted_regression,
 )
-from treeleaks.attacks.regression_exact import reconstruct_regression_exact
-from treeleaks.attacks.regression_leaves import reconstruct_regression_leaves
-from treeleaks.attacks.route_options import refuse
-from treeleaks.attacks.side_knowledge import bootstrap_with_knowledge, exact_with_knowledge
-from treeleaks.attacks.uncounted_trees import (
+from treeleaks.attacks.reconstruction.regression_exact import reconstruct_regression_exact
+from treeleaks.attacks.reconstruction.regression_leaves import reconstruct_regression_leaves
+from treeleaks.attacks.reconstruction.route_options import refuse
+from treeleaks.attacks.reconstruction.side_knowledge import (
+    bootstrap_with_knowledge,
+    exact_with_knowledge,
+)
+from treeleaks.attacks.reconstruction.uncounted_trees import (
     counted_only,
     has_uncounted,
     reconstruct_with_uncounted,
@@ -109,9 +113,10 @@ def reconstruct(model: ReleasedModel, schema: FeatureSchema | None = None,
         domains its file records.
     **options
         The options listed under Notes, by name: each a field of
-        `treeleaks.attacks.options.RunOptions` or `treeleaks.attacks.options.Request` (their table:
-        `treeleaks.attacks.options.OPTIONS`). Which formulation takes which is
-        `treeleaks.attacks.route_options.ACCEPTS`.
+        `treeleaks.attacks.reconstruction.options.RunOptions` or
+        `treeleaks.attacks.reconstruction.options.Request` (their table:
+        `treeleaks.attacks.reconstruction.options.OPTIONS`). Which formulation takes which is
+        `treeleaks.attacks.reconstruction.route_options.ACCEPTS`.
 
     Returns
     -------
@@ -204,8 +209,8 @@ def _regressor(formulation: Callable[[ReleasedModel, FeatureSchema | None, RunOp
 
 def _noisy_counts(model: ReleasedModel, schema: FeatureSchema | None, run: RunOptions,
                   request: Request) -> Reconstruction:
-    """A DP forest: the most likely dataset (`treeleaks.attacks.dp`)."""
-    from treeleaks.attacks.dp import reconstruct_dp  # OR-Tools: loaded when needed
+    """A DP forest: the most likely dataset (`treeleaks.attacks.reconstruction.dp`)."""
+    from treeleaks.attacks.reconstruction.dp import reconstruct_dp  # OR-Tools: loaded when needed
 
     run.check(request.max_rows)
     bound = (schema if schema is not None else FeatureSchema.for_model(model)).bind(model)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from treeleaks.attacks.bootstrap import (
+from treeleaks.attacks.reconstruction.bootstrap import (
     PlacementError,
     Placements,
     has_draws,

@@ -40,7 +40,7 @@ from treeleaks.runtime.vocabulary import Formulation, Status
 if TYPE_CHECKING:
     import pandas as pd
 
-    from treeleaks.attacks.pinning import OpenRows
+    from treeleaks.attacks.reconstruction.pinning import OpenRows
     from treeleaks.ir.model import ReleasedModel
     from treeleaks.ir.schema import FeatureSchema
     from treeleaks.result import Reconstruction
@@ -174,7 +174,7 @@ def reconstruct_command(
     asked for, its status line and --json summary saying partial; 3 no reconstruction
     (the counts admit no dataset, or no row within the time); 1 a complete reconstruction
     failing its own certificate (a bug); 2 bad input."""
-    from treeleaks.attacks.pinning import rows_one_of_many
+    from treeleaks.attacks.reconstruction.pinning import rows_one_of_many
     from treeleaks.counts.cells import CellBudget
 
     paths = _Outputs(out, details, draws, json_path)
@@ -228,8 +228,8 @@ def _reconstruct(model: ReleasedModel, bound: FeatureSchema,
     """The attack, with its progress shown live and the side knowledge read from ``known``
     (known columns, known rows, how the columns are read); what the pinning probe will take
     is kept from ``options``' time limit. Bad input ends the command (exit 2)."""
-    from treeleaks.attacks.pinning import probe_applies, probe_seconds
     from treeleaks.attacks.reconstruct import reconstruct
+    from treeleaks.attacks.reconstruction.pinning import probe_applies, probe_seconds
     from treeleaks.ir.knowledge import Knowledge
 
     known_columns, known_rows, known_as = known
@@ -407,8 +407,8 @@ def _details(recon: Reconstruction, model: ReleasedModel,
     """Per row: the training position whose draws the search put it on, where it did (``row``;
     a device of the search: the rows are a multiset, and another training row may sit
     there), proven, proven_pattern, one_of_many (where the probe ran: the counts fit a
-    second dataset without the row, `attacks.pinning`), and each feature's free flag and
-    bounds (and, for numerical and ordinal columns, the bounds' width as a share of the
+    second dataset without the row, `attacks.reconstruction.pinning`), and each feature's free flag
+    and bounds (and, for numerical and ordinal columns, the bounds' width as a share of the
     column's range); a regressor's target interval and whether it is exact, where the
     attack gives one; for a pipeline whose imputer filled gaps unmarked,
     ``<column>:maybe_gap`` where the row's bounds hold the fill."""

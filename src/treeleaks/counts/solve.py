@@ -77,7 +77,8 @@ class Solution:
     # the counts were found with them: sound, so the proofs may start from them
     bounded: CountSystem | None = None
     # the gradient sums were found infeasible and ``counts`` meet the counts alone: the
-    # caller checks its rows against the sums (`attacks.exact`), INFEASIBLE when they miss
+    # caller checks its rows against the sums (`attacks.reconstruction.exact`), INFEASIBLE when
+    # they miss
     sums_infeasible: bool = False
 
 

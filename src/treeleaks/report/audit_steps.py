@@ -57,7 +57,7 @@ def is_forest(model: ReleasedModel) -> bool:
 
 def has_draws(model: ReleasedModel) -> bool:
     """Whether the model exposes per-tree draws (a bootstrap forest's random states)."""
-    from treeleaks.attacks.bootstrap import has_draws as exposed
+    from treeleaks.attacks.reconstruction.bootstrap import has_draws as exposed
 
     return exposed(model)
 
@@ -73,8 +73,8 @@ def counts_removed(model: ReleasedModel) -> str:
 
 def regression_refusal(model: ReleasedModel) -> str:
     """Why the reconstruction does not read this regressor, or "" when it does."""
-    from treeleaks.attacks.regression import refuse_regression
-    from treeleaks.attacks.regression_boosted import is_boosted_regressor
+    from treeleaks.attacks.reconstruction.regression import refuse_regression
+    from treeleaks.attacks.reconstruction.regression_boosted import is_boosted_regressor
     from treeleaks.runtime.errors import UnsupportedModelError
 
     if is_boosted_regressor(model):  # its own route, which takes every such booster

@@ -27,8 +27,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from treeleaks.attacks.options import RunOptions
-from treeleaks.attacks.regression_leaves import leaf_group_rows
+from treeleaks.attacks.reconstruction.options import RunOptions
+from treeleaks.attacks.reconstruction.regression_leaves import leaf_group_rows
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.gradient_rows import gradient_rows
 from treeleaks.counts.materialize import rows_in_boxes

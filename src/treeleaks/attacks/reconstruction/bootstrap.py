@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-from treeleaks.attacks.options import RunOptions
-from treeleaks.attacks.placement_bounds import probe_subsystems, propagate_placements
+from treeleaks.attacks.reconstruction.options import RunOptions
+from treeleaks.attacks.reconstruction.placement_bounds import probe_subsystems, propagate_placements
 from treeleaks.counts.cells import (
     CellBudget,
     CellBudgetExceeded,

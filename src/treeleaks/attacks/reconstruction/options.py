@@ -8,7 +8,8 @@ class that carries it):
   cell budget, progress); their limits are checked by `RunOptions.check`;
 - `Request`: what a call asks beyond the run (strategy, solver, side knowledge, draws set
   aside, a DP forest's N and shrinkage, the most rows the counts may imply). Which route
-  takes which of them, and the words refusing the rest, is `treeleaks.attacks.route_options`.
+  takes which of them, and the words refusing the rest, is
+  `treeleaks.attacks.reconstruction.route_options`.
 """
 
 from __future__ import annotations

@@ -4,11 +4,13 @@
 route of `treeleaks.attacks.reconstruct.ROUTES`, by name, the options it limits, each with
 the values it takes (`Takes.test`) and the words refusing the others. An option a route
 does not list it takes at any value: the run's limits are checked on every route by
-`treeleaks.attacks.options.RunOptions.check`, and a DP forest's own options by its attack.
+`treeleaks.attacks.reconstruction.options.RunOptions.check`, and a DP forest's own options by its
+attack.
 
 `refuse` raises the first refusal. The options saying how the model's counts and draws are
 read (`READING`) are checked first, then the model itself (a route's own check, such as
-`treeleaks.attacks.regression.refuse_regression`), then the others in the table's order.
+`treeleaks.attacks.reconstruction.regression.refuse_regression`), then the others in the table's
+order.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from treeleaks.attacks.bootstrap import has_draws
-from treeleaks.attacks.regression import READS, growth_limit
+from treeleaks.attacks.reconstruction.bootstrap import has_draws
+from treeleaks.attacks.reconstruction.regression import READS, growth_limit
 from treeleaks.ir.knowledge import KnowledgeError
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
@@ -127,7 +129,7 @@ ACCEPTS: dict[str, dict[str, Takes]] = {
                                          UnsupportedModelError, REGRESSOR_STRATEGY)),
     "regression-bootstrap-known": _regressor(Takes(OneOf((Strategy.AUTO, Strategy.PER_ROW)),
                                                    UnsupportedModelError, REGRESSOR_STRATEGY)),
-    "dp": {},  # `treeleaks.attacks.dp` checks N, its knowledge and shrinkage itself
+    "dp": {},  # `treeleaks.attacks.reconstruction.dp` checks N, its knowledge and shrinkage itself
     "per-row": {
         **NOISY,
         "strategy": Takes(draws_read, TreeleaksError,

@@ -43,8 +43,8 @@ import pandas as pd
 import scipy.sparse as sp
 
 from treeleaks.attacks.marginal_prior import marginal_log_prior, posterior_row
-from treeleaks.attacks.options import RunOptions
-from treeleaks.attacks.side_knowledge import with_known_rows
+from treeleaks.attacks.reconstruction.options import RunOptions
+from treeleaks.attacks.reconstruction.side_knowledge import with_known_rows
 from treeleaks.counts.cell_pool import CellPool
 from treeleaks.counts.cells import (
     CellBudget,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from treeleaks.attacks.options import RunOptions
+from treeleaks.attacks.reconstruction.options import RunOptions
 from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.value_cells import TargetRowsInfeasible, rows_by_target
 from treeleaks.counts.verify import verify_regression, verify_regression_within

@@ -1,8 +1,8 @@
 """Bootstrap forests with known draws, when no complete dataset is found: the draw search's
 partial dataset (issue 38).
 
-Row by row (`treeleaks.attacks.per_row`) needs the rows' classes before it can place them,
-and on most real tables the trees' class totals do not settle them: breast cancer's
+Row by row (`treeleaks.attacks.reconstruction.per_row`) needs the rows' classes before it can place
+them, and on most real tables the trees' class totals do not settle them: breast cancer's
 default forest came back with 0 rows. The draw search (`treeleaks.counts.draw_search`)
 moves rows as points with their class instead, and at every moment holds a set of rows at
 their training positions within every count. Its rows are filled inside the common box of
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from treeleaks.attacks.options import RunOptions
+from treeleaks.attacks.reconstruction.options import RunOptions
 from treeleaks.counts.draw_search import DrawnRows, search_drawn_rows
 from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.paths import leaves_of, path_boxes_of

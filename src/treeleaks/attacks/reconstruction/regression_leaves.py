@@ -22,7 +22,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from treeleaks.attacks.options import RunOptions
+from treeleaks.attacks.reconstruction.options import RunOptions
 from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.paths import tree_paths
 from treeleaks.counts.verify_boosted import verify_rows_within

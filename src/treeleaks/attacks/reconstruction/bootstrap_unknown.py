@@ -32,8 +32,8 @@ from dataclasses import replace
 import numpy as np
 import scipy.sparse as sp
 
-from treeleaks.attacks.bootstrap import MAX_CELLS, MAX_NONZEROS
-from treeleaks.attacks.options import RunOptions
+from treeleaks.attacks.reconstruction.bootstrap import MAX_CELLS, MAX_NONZEROS
+from treeleaks.attacks.reconstruction.options import RunOptions
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.materialize import rows_from_counts
 from treeleaks.counts.verify import verify

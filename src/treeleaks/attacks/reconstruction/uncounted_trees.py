@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from treeleaks.attacks.exact import reconstruct_exact
-from treeleaks.attacks.options import RunOptions
+from treeleaks.attacks.reconstruction.exact import reconstruct_exact
+from treeleaks.attacks.reconstruction.options import RunOptions
 from treeleaks.counts.cells import CellBudget
 from treeleaks.counts.verify import verify
 from treeleaks.ir.model import ReleasedModel

@@ -1,7 +1,7 @@
 """Bootstrap forests with known draws, row by row: strategy ``per-row``.
 
-The cell strategy (`treeleaks.attacks.bootstrap`) lists the cells of the trees' common
-refinement; on raw numerical columns there are millions of them. Here the unknowns are one
+The cell strategy (`treeleaks.attacks.reconstruction.bootstrap`) lists the cells of the trees'
+common refinement; on raw numerical columns there are millions of them. Here the unknowns are one
 leaf per (row, drawing tree) and a class per row (`treeleaks.counts.row_leaves`): the
 classes come from the trees' class totals when they are the only ones that fit,
 propagation closes the leaves no consistent dataset uses, and CP-SAT places the rest
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from treeleaks.attacks.options import RunOptions
+from treeleaks.attacks.reconstruction.options import RunOptions
 from treeleaks.counts.materialize import rows_in_boxes
 from treeleaks.counts.row_leaves import RowLeaves, RowLeavesInfeasible, RowLeavesTooLarge
 from treeleaks.counts.row_model import solve_placements

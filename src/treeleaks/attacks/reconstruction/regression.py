@@ -4,8 +4,8 @@ step 1: a bootstrap forest of fully grown trees, `RandomForestRegressor`'s defau
 A fully grown tree's leaves each hold rows of one target, so the forest reads as a
 classifier whose classes are its leaf values (`treeleaks.counts.target_classes`), and the
 per-row formulation places every (row, drawing tree) pair in a leaf with its target as its
-class (`treeleaks.attacks.per_row`): a leaf of one row drawn w times holds a row that tree
-drew exactly w times, the leaves of one row share a point, and they all hold its target.
+class (`treeleaks.attacks.reconstruction.per_row`): a leaf of one row drawn w times holds a row
+that tree drew exactly w times, the leaves of one row share a point, and they all hold its target.
 The rows are then checked against the regression model itself (`verify_regression`: every
 leaf's distinct rows, weighted rows and value), so a verified result is one whatever the
 reading. What step 1 does not read is refused up front (`refuse_regression`).
@@ -17,10 +17,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from treeleaks.attacks.options import RunOptions
-from treeleaks.attacks.per_row import PROOF, reconstruct_per_row
-from treeleaks.attacks.regression_draws import complete_by_draws, partial_by_draws
-from treeleaks.attacks.regression_leaves import reads_leaf_intervals
+from treeleaks.attacks.reconstruction.options import RunOptions
+from treeleaks.attacks.reconstruction.per_row import PROOF, reconstruct_per_row
+from treeleaks.attacks.reconstruction.regression_draws import complete_by_draws, partial_by_draws
+from treeleaks.attacks.reconstruction.regression_leaves import reads_leaf_intervals
 from treeleaks.counts.target_classes import leaf_targets, target_class_view, unheld_leaf
 from treeleaks.counts.target_draws import targets_by_draws
 from treeleaks.counts.verify import verify_regression
@@ -54,7 +54,8 @@ REGRESSION_PROOF = (f"{PROOF}; a leaf holds the rows of its value's target (a fu
 
 def refuse_regression(model: ReleasedModel) -> None:
     """Raise `UnsupportedModelError` naming what of ``model`` step 1 does not read, if
-    anything (the options it does not take are `treeleaks.attacks.route_options`')."""
+    anything (the options it does not take are
+    `treeleaks.attacks.reconstruction.route_options`')."""
     if model.described().kind == ModelKind.GRADIENT_BOOSTED or any(
             tree.values is None for tree in model.trees):
         raise UnsupportedModelError(f"boosted regressors are {READS}")
@@ -87,8 +88,8 @@ def reconstruct_regression(model: ReleasedModel, schema: FeatureSchema | None,
     """Every training row of a bootstrap regression forest with its target, in training
     order (see the module doc; `refuse_regression` first). ``schema``: unbound, or None to
     infer it from the splits. Rows told apart by their draws come first, with no solver
-    (`treeleaks.attacks.regression_draws`); the placement runs when they do not settle and
-    every leaf's targets are known, and the rows the draws told are returned when it
+    (`treeleaks.attacks.reconstruction.regression_draws`); the placement runs when they do not
+    settle and every leaf's targets are known, and the rows the draws told are returned when it
     cannot."""
     clock = RunClock(run.time_limit)
     bound = (schema if schema is not None else FeatureSchema.infer(model)).bind(model)

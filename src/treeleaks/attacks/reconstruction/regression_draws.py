@@ -1,7 +1,7 @@
 """Bootstrap regression forests with their draws, row by row without a solver: each row's
 target from its draws (`treeleaks.counts.target_draws`), its box from its target's leaves.
 
-Tried before the per-row placement (`treeleaks.attacks.regression`): on continuous
+Tried before the per-row placement (`treeleaks.attacks.reconstruction.regression`): on continuous
 targets every row has a target of its own, which the placement reads as a class of its own
 (a thousand rows, a thousand classes: past its candidate guard), while here a row of a
 target of its own is the training row whose draws are that target's leaves' draws. The

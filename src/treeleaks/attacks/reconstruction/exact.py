@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from treeleaks.attacks.options import RunOptions
+from treeleaks.attacks.reconstruction.options import RunOptions
 from treeleaks.counts.cells import CellBudget, CellBudgetExceeded, Cells, enumerate_cells
 from treeleaks.counts.certainty import lower_bounds
 from treeleaks.counts.materialize import rows_from_counts
@@ -118,7 +118,7 @@ def reconstruct_exact(model: ReleasedModel, schema: FeatureSchema, run: RunOptio
     (``schema`` bound to the model). Among the datasets the counts admit, the one with the
     most orderings (see `treeleaks.counts.solve`); the stages are the module doc's. With
     ``row_search`` (raw measurements), generation that ends short hands its rows to the
-    row search (`treeleaks.attacks.row_search_stage`) for the rest of the time."""
+    row search (`treeleaks.attacks.reconstruction.row_search_stage`) for the rest of the time."""
     pipeline = _ExactPipeline(model, schema, run, solver, strategy,
                               RunClock(run.time_limit, run.certainty_time_limit), row_search)
     try:
@@ -278,7 +278,7 @@ class _ExactPipeline:
     def _searched(self, generated: Generated) -> Reconstruction:
         """Generation's rows handed to the row search until the search's deadline, the
         result checked against every count: complete with N rows, else partial."""
-        from treeleaks.attacks.row_search_stage import generated_rows, searched_rows
+        from treeleaks.attacks.reconstruction.row_search_stage import generated_rows, searched_rows
 
         leaves, cls, pinned = generated_rows(generated)
         # nothing to prove: all the time
