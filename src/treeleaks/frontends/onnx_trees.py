@@ -65,18 +65,24 @@ class OnnxEnsemble:
             raise UnsupportedModelError(f"ONNX aggregate_function {self.aggregate}: treeleaks "
                                         "computes SUM and AVERAGE")
         total = total + (self.base_values if self.base_values.size else 0.0)
-        if self.post_transform == "LOGISTIC":
-            total = 1.0 / (1.0 + np.exp(-total))
-        elif self.post_transform == "SOFTMAX":
-            total = np.exp(total - total.max(axis=1, keepdims=True))
-            total = total / total.sum(axis=1, keepdims=True)
-        elif self.post_transform != "NONE":
-            raise UnsupportedModelError(f"ONNX post_transform {self.post_transform}: treeleaks "
-                                        "computes NONE, LOGISTIC and SOFTMAX")
+        total = _transformed(total, self.post_transform)
         if self.model.classes and total.ndim == 2 and total.shape[1] == 1 and \
                 len(self.model.classes) == 2:  # one column kept: the other is 1 - p
             total = np.column_stack([1.0 - total[:, 0], total[:, 0]])
         return total
+
+
+def _transformed(total: np.ndarray, post_transform: str) -> np.ndarray:
+    """The summed scores through ONNX's ``post_transform``."""
+    if post_transform == "LOGISTIC":
+        return 1.0 / (1.0 + np.exp(-total))
+    if post_transform == "SOFTMAX":
+        exp = np.exp(total - total.max(axis=1, keepdims=True))
+        return exp / exp.sum(axis=1, keepdims=True)
+    if post_transform != "NONE":
+        raise UnsupportedModelError(f"ONNX post_transform {post_transform}: treeleaks "
+                                    "computes NONE, LOGISTIC and SOFTMAX")
+    return total
 
 
 def read_onnx(path: Path) -> ReleasedModel:

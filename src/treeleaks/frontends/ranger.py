@@ -104,11 +104,30 @@ def _tree(t: int, children: RValue, varids: RValue, values: RValue, names: list[
         raise ModelFormatError(f"ranger tree {t + 1}: 'forest$child.nodeIDs' must hold a left "
                                "and a right daughter per node")
     left, right = (numbers(c, "forest$child.nodeIDs") for c in children.value)
-    size = left.size
-    feature = numbers(varids, "forest$split.varIDs", size)
-    split = numbers(values, "forest$split.values", size, whole=False)
+    feature = numbers(varids, "forest$split.varIDs", left.size)
+    split = numbers(values, "forest$split.values", left.size, whole=False)
     leaf = (left == 0) & (right == 0)
+    _check_splits(t, left, right, feature, leaf, names, ordered)
+    leaf_of_node = np.full(left.size, -1, dtype=np.int64)
+    leaf_of_node[leaf] = np.arange(int(leaf.sum()))
+    tree = Tree(np.where(leaf, -1, feature).astype(np.int64), np.where(leaf, 0.0, split),
+                np.where(leaf, -1, left).astype(np.int64),
+                np.where(leaf, -1, right).astype(np.int64), leaf_of_node,
+                np.zeros((int(leaf.sum()), max(1, class_values.size)), dtype=np.int64))
+    if fractions is not None:
+        return tree, _leaf_fractions(t, fractions, np.flatnonzero(leaf), class_values.size)
+    if not class_values.size:
+        tree.values = split[leaf]
+        return tree, split[leaf]
+    return tree, _leaf_classes(t, split[leaf], class_values)
+
+
+def _check_splits(t: int, left: np.ndarray, right: np.ndarray, feature: np.ndarray,
+                  leaf: np.ndarray, names: list[str], ordered: np.ndarray) -> None:
+    """Refuse a split pointing outside the tree or back up it, on a column the forest does
+    not have, or on an unordered factor."""
     inner = ~leaf
+    size = left.size
     if ((left[inner] <= np.flatnonzero(inner)) | (right[inner] <= np.flatnonzero(inner))
             | (left[inner] >= size) | (right[inner] >= size)).any():
         raise ModelFormatError(f"ranger tree {t + 1}: a split points outside the tree or back "
@@ -122,24 +141,15 @@ def _tree(t: int, children: RValue, varids: RValue, values: RValue, names: list[
         raise UnsupportedModelError(
             f"ranger tree {t + 1} splits the unordered factor {column!r} into groups of its "
             "levels; treeleaks reads ranger's numerical and ordered splits only so far")
-    leaf_of_node = np.full(size, -1, dtype=np.int64)
-    leaf_of_node[leaf] = np.arange(int(leaf.sum()))
-    columns = max(1, class_values.size)
-    tree = Tree(np.where(leaf, -1, feature).astype(np.int64), np.where(leaf, 0.0, split),
-                np.where(leaf, -1, left).astype(np.int64),
-                np.where(leaf, -1, right).astype(np.int64), leaf_of_node,
-                np.zeros((int(leaf.sum()), columns), dtype=np.int64))
-    if fractions is not None:
-        return tree, _leaf_fractions(t, fractions, np.flatnonzero(leaf), class_values.size)
-    out = split[leaf]
-    if not class_values.size:
-        tree.values = out
-        return tree, out
+
+
+def _leaf_classes(t: int, values: np.ndarray, class_values: np.ndarray) -> np.ndarray:
+    """A classification tree's leaves' classes, as indices into ``class_values``."""
     index = {float(v): k for k, v in enumerate(class_values)}
-    if any(float(v) not in index for v in out):
+    if any(float(v) not in index for v in values):
         raise ModelFormatError(f"ranger tree {t + 1}: a leaf predicts a class value not in "
                                "'forest$class.values'")
-    return tree, np.array([index[float(v)] for v in out], dtype=np.int64)
+    return np.array([index[float(v)] for v in values], dtype=np.int64)
 
 
 def _leaf_fractions(t: int, fractions: RValue, leaves: np.ndarray, k: int) -> np.ndarray:
