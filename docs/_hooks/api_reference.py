@@ -9,6 +9,8 @@ block from the docstrings, so the page follows the code.
 from __future__ import annotations
 
 import ast
+import importlib.util
+import sys
 from pathlib import Path
 
 MARKER = "<!-- treeleaks-api-reference -->"
@@ -33,13 +35,28 @@ ALSO_NAMED = [
 
 
 def public_names() -> dict[str, str]:
-    """``treeleaks._PUBLIC`` read from the source, without importing the package."""
+    """``treeleaks._PUBLIC`` read from the source, without importing the package: its
+    literal entries, and the attack families' names from their registry (a module that
+    imports nothing of the package, loaded from its file)."""
     tree = ast.parse(PACKAGE_INIT.read_text())
     for node in tree.body:
         target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
         if isinstance(target, ast.Name) and target.id == "_PUBLIC":
-            return ast.literal_eval(node.value)
+            literal = {ast.literal_eval(key): ast.literal_eval(value)
+                       for key, value in zip(node.value.keys, node.value.values, strict=True)
+                       if key is not None}  # None: the families' ** entry
+            return {**_families(), **literal}
     raise RuntimeError(f"no _PUBLIC table in {PACKAGE_INIT}")
+
+
+def _families() -> dict[str, str]:
+    """``treeleaks.attacks.family.public_names()``, the registry loaded from its file."""
+    path = PACKAGE_INIT.parent / "attacks" / "family.py"
+    spec = importlib.util.spec_from_file_location("_treeleaks_attack_families", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve the module by name
+    spec.loader.exec_module(module)
+    return module.public_names()
 
 
 def api_reference() -> str:

@@ -1,7 +1,7 @@
 """treeleaks: what a released tree-based model reveals about its training data.
 
 Public names load on first use (PEP 562), so ``treeleaks inspect`` does not pay for the
-solvers' imports.
+solvers' imports; the attacks' come from their registry (`treeleaks.attacks.family`).
 """
 
 from __future__ import annotations
@@ -9,27 +9,18 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from treeleaks.attacks.family import public_names
+
 _PUBLIC = {
+    **public_names(),  # every attack family's entry point and result (attacks/family.py)
     "AttackResult": "treeleaks.result",
     "DPRandomForestClassifier": "treeleaks.defences.dp_forest",
     "Formulation": "treeleaks.runtime.vocabulary",
-    "InformedAdversary": "treeleaks.attacks.informed",
-    "LeakTest": "treeleaks.evaluation.leak_or_distribution",
-    "ProbabilisticReconstruction": "treeleaks.attacks.probabilistic",
-    "SinglingOut": "treeleaks.attacks.singling_out",
     "Status": "treeleaks.runtime.vocabulary",
     "Strategy": "treeleaks.runtime.vocabulary",
-    "WorstCase": "treeleaks.attacks.worst_case",
-    "informed_adversary": "treeleaks.attacks.informed",
-    "leak_test": "treeleaks.evaluation.leak_or_distribution",
-    "rule_list_reconstruction": "treeleaks.attacks.probabilistic",
-    "single_out": "treeleaks.attacks.singling_out",
-    "tree_reconstruction": "treeleaks.attacks.probabilistic",
-    "worst_case": "treeleaks.attacks.worst_case",
     "FeatureSchema": "treeleaks.ir.schema",
     "Knowledge": "treeleaks.ir.knowledge",
     "KnowledgeError": "treeleaks.ir.knowledge",
-    "Reconstruction": "treeleaks.result",
     "BootstrapDetails": "treeleaks.result",
     "DPDetails": "treeleaks.result",
     "PackingDetails": "treeleaks.result",
@@ -47,7 +38,6 @@ _PUBLIC = {
     "load_xgboost": "treeleaks.io",
     "from_sklearn": "treeleaks.frontends.sklearn",
     "load_model": "treeleaks.io",
-    "reconstruct": "treeleaks.attacks.reconstruct",
     "save_model": "treeleaks.io",
 }
 
