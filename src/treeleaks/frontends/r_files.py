@@ -124,21 +124,23 @@ def _converted(obj: Any, inside: frozenset[int] = frozenset()) -> RValue:
     kind = obj.info.type.name
     if kind == "ENV":
         return RValue(kind, None if id(obj) in inside else _bindings(obj, inside | {id(obj)}))
-    attributes = ({name: value for name, value in _pairlist(obj.attributes, inside).items()}
-                  if obj.attributes is not None else {})
-    value: Any
+    attributes = _pairlist(obj.attributes, inside) if obj.attributes is not None else {}
+    return RValue(kind, _value(obj, kind, attributes, inside), attributes)
+
+
+def _value(obj: Any, kind: str, attributes: dict[str, RValue], inside: frozenset[int]
+           ) -> Any:
+    """An object's value: a vector as an array (a matrix in its ``dim``), text as strings
+    (None for NA), a list's items converted; None for NULL and for code (a call, a formula,
+    a function: kept by its type only)."""
     if kind in _VECTORS:
-        value = _shaped(np.asarray(obj.value), attributes.get("dim"))
-    elif kind == "STR":
-        value = [None if c.value is None else c.value.decode("utf-8", "replace")
-                 for c in obj.value]
-    elif kind in ("VEC", "EXPR"):
-        value = [_converted(item, inside) for item in obj.value]
-    elif kind == "NILVALUE":
-        value = None
-    else:  # code: a call, a formula, an environment, a function; kept by name only
-        value = None
-    return RValue(kind, value, attributes)
+        return _shaped(np.asarray(obj.value), attributes.get("dim"))
+    if kind == "STR":
+        return [None if c.value is None else c.value.decode("utf-8", "replace")
+                for c in obj.value]
+    if kind in ("VEC", "EXPR"):
+        return [_converted(item, inside) for item in obj.value]
+    return None
 
 
 def _shaped(value: np.ndarray, dim: RValue | None) -> np.ndarray:
@@ -197,8 +199,9 @@ def strings(value: RValue, name: str) -> list[str]:
     return list(value.value)
 
 
-def numbers(value: RValue, name: str, length: int | None = None, whole: bool = True) -> Any:
-    """A numeric vector, of ``length`` when given, whole numbers when ``whole``."""
+def _numeric(value: RValue, name: str, length: int | None) -> np.ndarray:
+    """A numeric vector's values as floats, refused unless numeric, of ``length`` when
+    given, and free of R's integer NA."""
     array = np.asarray(value.value).reshape(-1) if value.kind in ("INT", "REAL", "LGL") \
         else None
     if array is None or (length is not None and array.size != length):
@@ -206,7 +209,12 @@ def numbers(value: RValue, name: str, length: int | None = None, whole: bool = T
         raise ModelFormatError(f"R field {name!r} must be a numeric vector{size}")
     if value.kind == "INT" and (array == np.iinfo(np.int32).min).any():
         raise ModelFormatError(f"R field {name!r} holds NA")
-    array = array.astype(np.float64)
+    return array.astype(np.float64)
+
+
+def numbers(value: RValue, name: str, length: int | None = None, whole: bool = True) -> Any:
+    """A numeric vector, of ``length`` when given, whole numbers when ``whole``."""
+    array = _numeric(value, name, length)
     if not np.isfinite(array).all():
         raise ModelFormatError(f"R field {name!r} holds NA or infinite values")
     if whole:

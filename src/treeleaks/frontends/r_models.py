@@ -236,6 +236,22 @@ def _ranger(obj: RValue) -> RModel:
     fields = [StoredField("forest", f"the splits and {leaves}; no row counts at any node, so "
                           "no attack that reads counts applies")]
     rows: dict[str, np.ndarray] = {}
+    fields += _ranger_rows(obj, model, kind, n, rows)
+    if kind == "probability":
+        model.facts["rows a leaf held at least, by its class fractions"] = rows_at_least(
+            read.outputs, 1)
+    about = describe(model, "R", f"ranger ({kind})", fields, bootstrap=model.bootstrap)
+    model.description = dataclasses.replace(
+        about, n_rows=n, n_rows_how="num.samples, the training rows' number",
+        draws_exposed="inbag" in rows)
+    return RModel(model, read.outputs, rows)
+
+
+def _ranger_rows(obj: RValue, model: ReleasedModel, kind: str, n: int,
+                 rows: dict[str, np.ndarray]) -> list[StoredField]:
+    """What a ranger forest keeps row by row (into ``rows``: the out-of-bag predictions, the
+    draws, also put in the IR) and its confusion matrix, as the fields that say so."""
+    fields = []
     if obj.get("predictions") is not None:
         width = model.n_classes if kind == "probability" else 1
         rows["predictions"] = _with_gaps(obj, "predictions", n * width)
@@ -255,14 +271,7 @@ def _ranger(obj: RValue) -> RModel:
         _keep_draws(model, rows["inbag"])
         fields.append(StoredField("inbag.counts", "how often every tree drew each training "
                                   "row (the draws), in training order"))
-    if kind == "probability":
-        model.facts["rows a leaf held at least, by its class fractions"] = rows_at_least(
-            read.outputs, 1)
-    about = describe(model, "R", f"ranger ({kind})", fields, bootstrap=model.bootstrap)
-    model.description = dataclasses.replace(
-        about, n_rows=n, n_rows_how="num.samples, the training rows' number",
-        draws_exposed="inbag" in rows)
-    return RModel(model, read.outputs, rows)
+    return fields
 
 
 def _keep_draws(model: ReleasedModel, draws: np.ndarray) -> None:
