@@ -389,3 +389,28 @@ def test_data_without_label_takes_the_label_the_r_formula_names(tmp_path: Path) 
     asked = CliRunner().invoke(app, ["single-out", str(FIXTURES / "rpart_class.rds"), "--data",
                                      str(bare)])
     assert asked.exit_code == 2 and "--data needs --label" in asked.output
+
+
+def test_a_forest_splitting_factors_routes_every_row_as_r_does() -> None:
+    """randomForest splits a factor by a bitmask of its levels; read over one feature per
+    level, the custodian's column of level names (and numbers for "0"/"1" levels) encoded
+    by the input map, every tree gives R's own prediction."""
+    read, r = read_r_model(FIXTURES / "rf_factor.rds"), _r("rf_factor")
+    model = read.model
+    assert model.inputs is not None
+    assert [c.name for c in model.inputs.columns] == r["columns"]
+    assert "race=black" in model.feature_names
+    frame = pd.DataFrame({"age": r["age"], "lwt": r["lwt"], "race": r["race"],
+                          "smoke": [int(s) for s in r["smoke"]]})  # a CSV's numbers
+    leaves = model.apply(model.inputs.encode(frame).to_numpy(float))
+    per_tree = np.array([read.outputs[t][leaves[:, t]] for t in range(model.n_trees)]).T
+    assert np.array(model.classes)[per_tree].tolist() == r["individual"]
+
+
+def test_a_factor_split_that_is_no_set_of_levels_is_refused() -> None:
+    from treeleaks.frontends.r_factors import _left_levels
+
+    assert _left_levels(0, 0, 5.0, 3) == frozenset({0, 2})
+    for mask in (0.0, 8.0, 1.5):
+        with pytest.raises(ModelFormatError, match="is no set of the column's 3 levels"):
+            _left_levels(0, 0, mask, 3)

@@ -29,8 +29,8 @@ import pandas as pd
 
 from treeleaks.defences.strip import Stripped
 from treeleaks.defences.strip_check import N_RANDOM, StripCheckError
-from treeleaks.defences.strip_inputs import Numbers, random_inputs
-from treeleaks.defences.strip_r_check import check_in_r
+from treeleaks.defences.strip_inputs import Categories, Numbers, random_inputs
+from treeleaks.defences.strip_r_check import R_SECONDS, check_in_r
 from treeleaks.runtime.errors import TreeleaksError
 
 # an R model's reader (`treeleaks.frontends.r_models.read_r_model`, handed in: defences do not
@@ -103,17 +103,16 @@ def strip_r_release(path: Path, read: RReader, rows: Any = None,
     done = strip_rds(path, read)
     model = done.original.model
     compared = ["the same splits and leaf outputs, read back by treeleaks"]
-    probes = pd.DataFrame(random_inputs([Numbers(name, _thresholds(model, f)) for f, name in
-                                         enumerate(model.feature_names)], n_random),
-                          columns=model.feature_names)
+    columns = _table_columns(model)
+    probes = pd.DataFrame(random_inputs(columns, n_random), columns=[c.name for c in columns])
     checks = [(probes, "random inputs around the thresholds")]
     if rows is not None:
-        checks.append((rows[model.feature_names], "rows of --data"))
+        checks.append((rows[[c.name for c in columns]], "rows of --data"))
     for frame, where in checks:
         said = check_in_r(path, done.content, done.r_class, frame)
         compared.append(f"{said} ({where})" if said else
-                        f"not predicted in R on the {where} (Rscript or the "
-                        f"{done.r_class} package not found)")
+                        f"not predicted in R on the {where} (Rscript not found, or R took "
+                        f"more than {R_SECONDS} s)")
     kept = ["the splits and each leaf's class, fractions or mean: what predict reads"]
     in_r = any(line.startswith("identical in R") for line in compared)
     return Stripped(done.content, f"R {done.r_class}", done.removed,
@@ -121,6 +120,22 @@ def strip_r_release(path: Path, read: RReader, rows: Any = None,
                     ["predict (R)"] if in_r else ["the trees' leaf outputs (treeleaks)"],
                     "the file written was read back by treeleaks" + (" and by R" if in_r
                                                                      else ""))
+
+
+def _table_columns(model: Any) -> list[Numbers | Categories]:
+    """The model's input columns as the table holds them: numbers around their thresholds,
+    a factor's levels (no gaps, no unseen level: R refuses both)."""
+    if model.inputs is None:
+        return [Numbers(name, _thresholds(model, f)) for f, name in
+                enumerate(model.feature_names)]
+    out: list[Numbers | Categories] = []
+    for column in model.inputs.columns:
+        if hasattr(column, "categories"):
+            out.append(Categories(column.name, tuple(column.categories), unseen=False,
+                                  gaps=False))
+        else:
+            out.append(Numbers(column.name, _thresholds(model, column.feature)))
+    return out
 
 
 def _thresholds(model: Any, feature: int) -> np.ndarray:
@@ -144,7 +159,7 @@ def same_trees(original: Any, stripped: Any) -> None:
     """Raise `StripCheckError` unless both read as the same splits and leaf outputs."""
     for a, b in zip(original.model.trees, stripped.model.trees, strict=True):
         for name in ("feature", "threshold", "left", "right", "leaf_of_node"):
-            if not np.array_equal(getattr(a, name), getattr(b, name)):
+            if not np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True):
                 raise StripCheckError(f"the stripped file's trees read differently ({name}); "
                                       "nothing was written")
         if a.values is not None and (b.values is None or

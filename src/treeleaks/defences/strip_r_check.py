@@ -1,8 +1,9 @@
 """The stripped R model predicted by R itself, beside the original, when ``Rscript`` is
 installed: both files loaded with ``readRDS`` in a child R process and their predictions
 (an rpart's classes and fractions or means, a randomForest's classes and votes or means, a
-ranger's predictions) compared exactly on the same inputs, each prediction after the same
-``set.seed`` (both forests break tied votes at random)."""
+ranger's predictions) compared exactly on the same inputs (a factor column read with the
+model's own levels), each prediction after the same ``set.seed`` (both forests break tied
+votes at random)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,12 @@ PACKAGES = {"rpart": "rpart", "randomForest": "randomForest", "ranger": "ranger"
 _SCRIPT = r"""
 args <- commandArgs(TRUE)
 X <- read.csv(args[3], check.names = FALSE)
+original <- readRDS(args[1])
+levels_of <- if (!is.null(original$forest$xlevels)) original$forest$xlevels else
+  attr(original, "xlevels")
+for (v in intersect(names(levels_of), names(X))) {
+  if (is.character(levels_of[[v]])) X[[v]] <- factor(as.character(X[[v]]), levels_of[[v]])
+}
 outputs <- function(m) {
   set.seed(0)
   if (inherits(m, "ranger")) return(list(predict(m, X)$predictions))
@@ -36,15 +43,15 @@ outputs <- function(m) {
   out
 }
 suppressPackageStartupMessages(library(args[4], character.only = TRUE))
-same <- identical(outputs(readRDS(args[1])), outputs(readRDS(args[2])))
+same <- identical(outputs(original), outputs(readRDS(args[2])))
 cat(if (same) "same" else "different")
 """
 
 
 def check_in_r(original: Path, stripped: bytes, r_class: str, rows: pd.DataFrame) -> str:
     """Compare the two files' predictions in R on ``rows`` (the model's columns); the line
-    saying how it went, "" when R or the model's package is missing. `StripCheckError` when
-    they differ."""
+    saying how it went ("" when Rscript is missing or R took too long; R's last word when it
+    stopped, such as a package it lacks). `StripCheckError` when they differ."""
     rscript = shutil.which("Rscript")
     if rscript is None:
         return ""
@@ -63,4 +70,7 @@ def check_in_r(original: Path, stripped: bytes, r_class: str, rows: pd.DataFrame
     if done.stdout.strip() == "different":
         raise StripCheckError(f"R predicts differently with the stripped file on {len(rows):,} "
                               "inputs; nothing was written")
-    return "" if done.stdout.strip() != "same" else f"identical in R on {len(rows):,} inputs"
+    if done.stdout.strip() == "same":
+        return f"identical in R on {len(rows):,} inputs"
+    said = (done.stderr.strip().splitlines() or ["no word"])[-1]
+    return f"not predicted in R (R stopped: {said})"

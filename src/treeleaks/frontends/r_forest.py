@@ -6,7 +6,8 @@ nodes used): ``nodestatus`` -1 marks a leaf; an internal node splits column
 ``bestvar`` at ``xbestsplit`` and sends ``x <= xbestsplit`` to its left daughter
 (``treemap[i, 1, t]`` for a classifier, ``leftDaughter[i, t]`` for a regressor) and the
 rest right, as the IR does. A leaf's ``nodepred`` is its class (1-based) or its mean
-target. A split on a factor (``ncat`` > 1: a bitmask of categories) is refused.
+target. A split on a factor (``ncat`` > 1: a bitmask of its levels) is spelled out over one
+feature per level (`treeleaks.frontends.r_factors`), with an input map from the level names.
 
 randomForest stores no row counts at any node: the IR's trees have their splits and every
 count 0 (what `ReleasedModel.counts_released` reads as a file without counts), each leaf's
@@ -20,6 +21,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from treeleaks.frontends.gaps import Layout
+from treeleaks.frontends.r_factors import factor_layout, spelled_tree
 from treeleaks.frontends.r_files import RValue, element, numbers, strings
 from treeleaks.ir.model import ModelFormatError, ReleasedModel, Tree
 from treeleaks.runtime.errors import UnsupportedModelError
@@ -64,6 +67,7 @@ def read_random_forest(obj: RValue) -> Forest:
     bestvar = _matrix(forest, "bestvar", ntree)
     split = _matrix(forest, "xbestsplit", ntree, whole=False)
     pred = _matrix(forest, "nodepred", ntree, whole=kind == "classification")
+    layout = factor_layout(forest, list(names), ncat)
     trees, outputs = [], []
     for t in range(ntree):
         size = int(sizes[t])
@@ -72,15 +76,18 @@ def read_random_forest(obj: RValue) -> Forest:
                                    f"between 1 and nrnodes {nodes}")
         columns = (status, daughters[0], daughters[1], bestvar, split, pred)
         tree, out = _tree(t, _RNodes(*(c[:size, t] for c in columns)), names, ncat,
-                          max(1, len(classes)))
+                          max(1, len(classes)), layout)
         trees.append(tree)
         outputs.append(out)
     if classes and any(((o < 0) | (o >= len(classes))).any() for o in outputs):
         raise ModelFormatError("randomForest field 'forest$nodepred' names a class the "
                                "forest does not have")
-    model = ReleasedModel(trees, list(classes), list(names), bootstrap=True,
-                          source="R randomForest", task=kind,
+    model = ReleasedModel(trees, list(classes),
+                          list(names) if layout is None else list(layout.names),
+                          bootstrap=True, source="R randomForest", task=kind,
                           facts={"ntree": ntree, "max_samples": None})
+    if layout is not None:
+        model.inputs = layout.inputs()
     model.validate()
     return Forest(model, outputs)
 
@@ -97,31 +104,27 @@ class _RNodes(NamedTuple):
     pred: np.ndarray
 
 
-def _tree(t: int, nodes: _RNodes, names: list[str], ncat: np.ndarray, columns: int
-          ) -> tuple[Tree, np.ndarray]:
-    """One tree in the IR (node i is R's node i + 1) and its leaves' outputs."""
+def _tree(t: int, nodes: _RNodes, names: list[str], ncat: np.ndarray, columns: int,
+          layout: Layout | None) -> tuple[Tree, np.ndarray]:
+    """One tree in the IR (node i is R's node i + 1; spelled out over the layout's
+    features when the forest splits factors) and its leaves' outputs."""
     status, left, right, bestvar, split, pred = nodes
     is_leaf = status == TERMINAL
     inner = ~is_leaf
     if ((bestvar[inner] < 1) | (bestvar[inner] > len(names))).any():
         raise ModelFormatError(f"randomForest tree {t + 1}: 'forest$bestvar' names a column "
                                "the forest does not have")
-    categorical = inner & (ncat[np.clip(bestvar - 1, 0, len(names) - 1)] > 1)
-    if categorical.any():
-        column = names[int(bestvar[np.argmax(categorical)]) - 1]
-        raise UnsupportedModelError(
-            f"randomForest tree {t + 1} splits the factor {column!r} into groups of its "
-            "levels; treeleaks reads randomForest's numerical splits only so far")
     feature = np.where(is_leaf, -1, bestvar - 1).astype(np.int64)
     leaf_of_node = np.full(len(status), -1, dtype=np.int64)
     leaf_of_node[is_leaf] = np.arange(int(is_leaf.sum()))
-    tree = Tree(feature, np.where(is_leaf, 0.0, split), np.where(is_leaf, -1, left - 1),
-                np.where(is_leaf, -1, right - 1), leaf_of_node,
-                np.zeros((int(is_leaf.sum()), columns), dtype=np.int64))
-    out = pred[is_leaf]
-    if columns > 1:  # a classifier's classes, 1-based in the file
-        out = out - 1
-    else:
+    shape = (feature, np.where(is_leaf, 0.0, split), np.where(is_leaf, -1, left - 1),
+             np.where(is_leaf, -1, right - 1), leaf_of_node)
+    out = pred[is_leaf] - (1 if columns > 1 else 0)  # a classifier's classes: 1-based
+    if layout is not None:
+        shape, kept = spelled_tree(t, shape, split, ncat, layout)
+        out = out[kept]
+    tree = Tree(*shape, np.zeros((out.size, columns), dtype=np.int64))
+    if columns == 1:
         tree.values = out.astype(np.float64)
     return tree, out
 

@@ -321,10 +321,22 @@ class InputMap:
 
 
 def _same(value: Any, category: Any) -> bool:
-    """Whether a table's value is a category (a gap matches a NaN category)."""
+    """Whether a table's value is a category (a gap matches a NaN category; a number
+    matches a category written as that number, as a CSV reads R's factor levels "0", "1")."""
     if _is_gap(value) or _is_gap(category):
         return _is_gap(value) and _is_gap(category)
+    if isinstance(category, str) and isinstance(value, int | float | np.number) and \
+            not isinstance(value, bool):
+        return _as_number(category) == float(value)
     return bool(value == category)
+
+
+def _as_number(text: str) -> float | None:
+    """The number a text reads as, or None."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def _is_gap(value: Any) -> bool:
