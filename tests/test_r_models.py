@@ -111,10 +111,30 @@ def test_other_r_objects_are_refused_naming_their_class(name: str, words: str) -
         load_model(FIXTURES / f"{name}.rds")
 
 
-def test_categorical_split_is_refused_in_one_line() -> None:
-    with pytest.raises(UnsupportedModelError,
-                       match="categorical variable 'age_band' into groups of categories"):
-        load_model(FIXTURES / "rpart_factor.rds")
+def test_an_rpart_splitting_a_factor_routes_every_row_as_r_does() -> None:
+    """csplit's levels (1 left, 3 right) spelled out over one feature per level: routing
+    the training rows, level names encoded by the input map, gives R's where and classes;
+    the reconstruction fits every count, verified."""
+    from treeleaks import reconstruct
+
+    read, r = read_r_model(FIXTURES / "rpart_factor.rds"), _r("rpart_factor")
+    model = read.model
+    assert [c.name for c in model.inputs.columns] == r["columns"]
+    frame = pd.DataFrame({"age_band": r["age_band"], "glu": r["glu"]})
+    leaves = model.apply(model.inputs.encode(frame).to_numpy(float))[:, 0]
+    assert np.array_equal(leaves, read.rows["where"])  # R's where, as IR leaves
+    classes = np.array(model.classes)[model.trees[0].counts.argmax(axis=1)[leaves]]
+    assert classes.tolist() == r["predict"]
+    result = reconstruct(model, time_limit=30)
+    assert result.verified and len(result.rows) == len(r["glu"])
+
+
+def test_a_factor_split_naming_a_missing_csplit_row_is_refused() -> None:
+    obj = read_rds(FIXTURES / "rpart_factor.rds")
+    csplit = obj.get("csplit")
+    cut = _replaced(obj, "csplit", dataclasses.replace(csplit, value=csplit.value[:1]))
+    with pytest.raises(ModelFormatError, match=r"names row .* of 'csplit', which it does not"):
+        read_rpart(cut)
 
 
 def test_unsupported_compression_is_refused_naming_it(tmp_path: Path) -> None:

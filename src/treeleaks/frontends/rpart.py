@@ -8,9 +8,13 @@ and ``dev`` (a regressor's mean target and sum of squared deviations), and a mat
 ``ncompete`` competing and ``nsurrogate`` surrogate splits. A numerical primary split
 sends rows with ``x < index`` left when ``ncat`` is -1 and right when it is +1; the IR
 goes left when ``x <= threshold``, so the threshold is the float just below ``index`` and
-a +1 split's children swap. A categorical split (``ncat`` > 1) is refused. IR node i is
-frame row i, and the leaves are numbered in frame order, so ``where`` (each training row's
-frame row) reads as leaves directly (`rpart_leaves`). Every node's counts (a regressor's
+a +1 split's children swap. A categorical split (``ncat`` > 1) sends the levels ``csplit``
+marks 1 left and 3 right (2, a level the node's rows did not hold, goes with the larger
+child: rpart would ask a surrogate); a tree with such splits is spelled out over one feature
+per level (`gaps.spell_out`, the levels from the ``xlevels`` attribute) with an input map.
+IR node i is frame row i (before a spelling out), and the leaves are numbered in frame
+order, so ``where`` (each training row's frame row) reads as leaves directly
+(`rpart_leaves`). Every node's counts (a regressor's
 mean and variance too) are kept as `NodeStats`, so an edited frame shows as a
 contradiction. A frame whose counts are all 0 is a stripped file (`treeleaks strip`): its
 splits and leaf outputs are read, without counts. Rows with a gap go down surrogates,
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from treeleaks.frontends.gaps import Column, Layout, RoutedTree, spell_out
 from treeleaks.frontends.r_files import RValue, element, numbers, strings
 from treeleaks.ir.model import ModelFormatError, ReleasedModel, Tree
 from treeleaks.ir.node_stats import VARIANCE, NodeStats
@@ -41,42 +46,80 @@ def read_rpart(obj: RValue) -> ReleasedModel:
     n = numbers(_column(frame, "n"), "frame$n", nodes)
     ids = _row_names(frame, nodes)
     names = element(obj, "ordered", "LGL").names
-    feature, threshold, left, right = _structure(obj, frame, var, ids, names)
-    is_leaf = feature < 0
+    *split, categories = _structure(obj, frame, var, ids, names, n)
+    is_leaf = split[0] < 0
     leaf_of_node = np.full(nodes, -1, dtype=np.int64)
     leaf_of_node[is_leaf] = np.arange(int(is_leaf.sum()))
+    shape, layout = _spelled((*split, leaf_of_node), categories, obj, names)
     stripped = not n.any()  # counts set to 0 (treeleaks strip): the splits and outputs remain
+    keep_nodes = not stripped and layout is None  # node i is frame row i
     if method == "class":
         classes = strings(_attr(obj, "ylevels"), "ylevels")
-        yval2 = _column(frame, "yval2").value
-        if yval2.ndim != 2 or yval2.shape[0] != nodes or yval2.shape[1] < 1 + len(classes):
-            raise ModelFormatError("rpart field 'frame$yval2' must hold a column per class "
-                                   "for every node")
-        counts = _whole(yval2[:, 1:1 + len(classes)], "frame$yval2")
-        tree = Tree(feature, threshold, left, right, leaf_of_node, counts[is_leaf],
-                    n_samples=n[is_leaf],
-                    nodes=None if stripped else NodeStats(counts.astype(np.float64), n))
+        counts = _class_counts(frame, nodes, len(classes))
+        tree = Tree(*shape, counts[is_leaf], n_samples=n[is_leaf],
+                    nodes=NodeStats(counts.astype(np.float64), n) if keep_nodes else None)
         _check_sums(counts, n)
         model = ReleasedModel([tree], list(classes), names, source="R rpart",
                               facts={"method": "class"})
     else:
         yval = numbers(_column(frame, "yval"), "frame$yval", nodes, whole=False)
         dev = numbers(_column(frame, "dev"), "frame$dev", nodes, whole=False)
-        tree = Tree(feature, threshold, left, right, leaf_of_node, n[is_leaf, None],
-                    n_samples=n[is_leaf], values=yval[is_leaf],
+        tree = Tree(*shape, n[is_leaf, None], n_samples=n[is_leaf], values=yval[is_leaf],
                     impurity=None if stripped else dev[is_leaf] / n[is_leaf],
-                    nodes=None if stripped else NodeStats(n[:, None].astype(np.float64), n,
-                                                          yval, dev / n, VARIANCE))
+                    nodes=NodeStats(n[:, None].astype(np.float64), n, yval, dev / n,
+                                    VARIANCE) if keep_nodes else None)
         model = ReleasedModel([tree], [], names, source="R rpart", task="regression",
                               facts={"method": "anova"})
+    if layout is not None:
+        model.feature_names, model.inputs = list(layout.names), layout.inputs()
     model.validate()
     return model
 
 
+def _class_counts(frame: RValue, nodes: int, k: int) -> np.ndarray:
+    """Every node's class counts, from ``frame$yval2``."""
+    yval2 = _column(frame, "yval2").value
+    if yval2.ndim != 2 or yval2.shape[0] != nodes or yval2.shape[1] < 1 + k:
+        raise ModelFormatError("rpart field 'frame$yval2' must hold a column per class "
+                               "for every node")
+    return _whole(yval2[:, 1:1 + k], "frame$yval2")
+
+
+def _spelled(shape: tuple[np.ndarray, ...], categories: list[frozenset[int] | None],
+             obj: RValue, names: list[str]) -> tuple[tuple[np.ndarray, ...], Layout | None]:
+    """The tree as it is when it splits numbers only; else spelled out over one feature per
+    level of each factor it splits (`gaps.spell_out`), with the layout."""
+    if all(c is None for c in categories):
+        return shape, None
+    xlevels = _attr(obj, "xlevels")
+    columns = []
+    for name in names:
+        levels = xlevels.get(name)
+        columns.append(Column(name) if levels is None else
+                       Column(name, tuple(strings(levels, f"xlevels${name}"))))
+    layout = Layout.of(columns)
+    feature, threshold, left, right, leaf = shape
+    if any(c is not None and layout.columns[feature[node]].categories is None
+           for node, c in enumerate(categories)):
+        raise ModelFormatError("rpart splits a variable by categories that 'xlevels' does "
+                               "not list as a factor")
+    routed = RoutedTree(feature, threshold, left, right, leaf,
+                        np.zeros(feature.size, dtype=bool), categories)
+    n_leaves = int(leaf.max(initial=-1)) + 1
+    spelled, kept = spell_out(routed, layout, n_leaves)
+    if kept.size != n_leaves:
+        raise ModelFormatError("rpart's categorical splits leave a leaf no row can reach: an "
+                               "edited file?")
+    return spelled, layout
+
+
 def rpart_leaves(obj: RValue, model: ReleasedModel) -> np.ndarray:
-    """Each training row's leaf (IR numbering), in training order, from ``where``."""
+    """Each training row's leaf (IR numbering: the leaves in frame order), in training
+    order, from ``where`` (each row's frame row)."""
     where = numbers(element(obj, "where", "INT"), "where") - 1
-    leaf_of_row = model.trees[0].leaf_of_node
+    var = strings(_column(element(obj, "frame", "VEC"), "var", "STR"), "frame$var")
+    is_leaf = np.array([v == LEAF for v in var])
+    leaf_of_row = np.where(is_leaf, np.cumsum(is_leaf) - 1, -1)
     if (where < 0).any() or (where >= len(leaf_of_row)).any() or (
             leaf_of_row[where] < 0).any():
         raise ModelFormatError("rpart field 'where' names a frame row that is not a leaf")
@@ -84,13 +127,15 @@ def rpart_leaves(obj: RValue, model: ReleasedModel) -> np.ndarray:
 
 
 def _structure(obj: RValue, frame: RValue, var: list[str], ids: np.ndarray,
-               names: list[str]) -> tuple[np.ndarray, ...]:
-    """Every node's feature, threshold and children (IR conventions; see the module doc)."""
+               names: list[str], n: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Every node's feature, threshold and children (IR conventions; see the module doc),
+    and the level codes a categorical split sends left (None for a numerical one)."""
     nodes = len(var)
     feature = np.full(nodes, -1, dtype=np.int64)
     threshold = np.zeros(nodes)
     left = np.full(nodes, -1, dtype=np.int64)
     right = np.full(nodes, -1, dtype=np.int64)
+    categories: list[frozenset[int] | None] = [None] * nodes
     position = {int(node): row for row, node in enumerate(ids)}
     splits = element(obj, "splits", "REAL") if any(v != LEAF for v in var) else None
     extra = (numbers(_column(frame, "ncompete"), "frame$ncompete", nodes)
@@ -99,17 +144,18 @@ def _structure(obj: RValue, frame: RValue, var: list[str], ids: np.ndarray,
     for node, name in enumerate(var):
         if name == LEAF:
             continue
-        feature[node], threshold[node], left[node], right[node] = _primary_split(
-            splits, row, int(ids[node]), name, names, position)
+        split = _primary_split(obj, splits, row, int(ids[node]), name, names, position, n)
+        feature[node], threshold[node], left[node], right[node], categories[node] = split
         row += 1 + int(extra[node])
-    return feature, threshold, left, right
+    return feature, threshold, left, right, categories
 
 
-def _primary_split(splits: RValue | None, row: int, node_id: int, name: str,
-                   names: list[str], position: dict[int, int]
-                   ) -> tuple[int, float, int, int]:
+def _primary_split(obj: RValue, splits: RValue | None, row: int, node_id: int, name: str,
+                   names: list[str], position: dict[int, int], n: np.ndarray
+                   ) -> tuple[int, float, int, int, frozenset[int] | None]:
     """Node ``node_id``'s split (row ``row`` of ``splits``, on variable ``name``): its
-    feature, threshold and children (``position``: each node's frame row)."""
+    feature, threshold and children (``position``: each node's frame row), and for a
+    categorical split the level codes it sends left."""
     if splits is None or splits.value.ndim != 2 or splits.value.shape[1] < 4 or \
             row >= splits.value.shape[0]:
         raise ModelFormatError("rpart field 'splits' has no primary split for node "
@@ -118,15 +164,36 @@ def _primary_split(splits: RValue | None, row: int, node_id: int, name: str,
         raise ModelFormatError(f"rpart node {node_id} splits on {name!r}, which "
                                "is not one of the tree's variables")
     ncat, cut = splits.value[row, 1], splits.value[row, 3]
-    if abs(ncat) != 1:
-        raise UnsupportedModelError(
-            f"rpart node {node_id} splits the categorical variable {name!r} into "
-            "groups of categories; treeleaks reads rpart's numerical splits only so far")
     kids = [position.get(2 * node_id), position.get(2 * node_id + 1)]
     if None in kids:
         raise ModelFormatError(f"rpart's frame lacks a child of node {node_id}")
+    if ncat > 1:
+        return (names.index(name), 0.0, kids[0], kids[1],
+                _left_levels(obj, int(cut), int(ncat), node_id, n[kids[0]] >= n[kids[1]]))
+    if ncat != -1 and ncat != 1:
+        raise ModelFormatError(f"rpart node {node_id}: its split's ncat {ncat:g} is neither "
+                               "a direction (-1, 1) nor a number of levels")
     low, high = kids if ncat < 0 else kids[::-1]  # the child of x < cut goes left
-    return names.index(name), np.nextafter(cut, -np.inf), low, high
+    return names.index(name), np.nextafter(cut, -np.inf), low, high, None
+
+
+def _left_levels(obj: RValue, index: int, levels: int, node_id: int, left_larger: bool
+                 ) -> frozenset[int]:
+    """The level codes (0-based) row ``index`` of ``csplit`` sends to the left child (1:
+    left, 3: right, 2: a level no training row of the node held, which goes with the
+    larger child here; rpart would ask a surrogate split)."""
+    csplit = element(obj, "csplit", "INT")
+    table = np.asarray(csplit.value)
+    if table.ndim != 2 or not 1 <= index <= table.shape[0] or table.shape[1] < levels:
+        raise ModelFormatError(f"rpart node {node_id}: its categorical split names row "
+                               f"{index} of 'csplit', which it does not have")
+    directions = table[index - 1, :levels]
+    if not np.isin(directions, (1, 2, 3)).all():
+        raise ModelFormatError(f"rpart field 'csplit' row {index} must hold 1, 2 or 3 per "
+                               "level")
+    absent_left = left_larger
+    return frozenset(k for k, d in enumerate(directions.tolist())
+                     if d == 1 or (d == 2 and absent_left))
 
 
 def _row_names(frame: RValue, nodes: int) -> np.ndarray:
