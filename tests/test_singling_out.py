@@ -27,6 +27,7 @@ from treeleaks.attacks.singling_out import (
     no_counts_ranking,
     node_counts,
     single_out,
+    split_data,
     tries_without_counts,
 )
 from treeleaks.attacks.singling_out_cells import PROVEN_CELL
@@ -280,3 +281,13 @@ def test_data_that_do_not_match_the_model_are_refused() -> None:
         check_against_data(result, model, data, "z")
     with pytest.raises(DataMismatchError, match="label 7 is not one of the model's classes"):
         check_against_data(result, model, data.assign(y=7), "y")
+
+
+def test_a_text_column_where_the_model_reads_numbers_is_named_with_the_fix() -> None:
+    X = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 1.0], [3.0, 0.0]])
+    model = from_sklearn(DecisionTreeClassifier(random_state=0).fit(X, [0, 1, 0, 1]))
+    frame = pd.DataFrame({model.feature_names[0]: ["a", "b", "c", "d"],
+                          model.feature_names[1]: [1.0, 0.0, 1.0, 0.0], "y": [0, 1, 0, 1]})
+    with pytest.raises(DataMismatchError, match=f"column '{model.feature_names[0]}' holds text "
+                                                "where the model reads numbers"):
+        split_data(model, frame, "y")

@@ -276,8 +276,12 @@ def split_data(model: ReleasedModel, frame: pd.DataFrame, label: str
         raise DataMismatchError(f"the data {what}; give the data the model was trained on, "
                                 f"with the columns {', '.join(model.feature_names[:5])}...")
     X = frame[model.feature_names]
-    if not all(pd.api.types.is_numeric_dtype(X[c]) for c in X.columns):
-        raise DataMismatchError("the data's feature columns must be numbers, as the model's")
+    text = [str(c) for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
+    if text:
+        raise DataMismatchError(
+            f"the data's column {text[0]!r} holds text where the model reads numbers; give "
+            "it as the numbers the model was fitted on (a category's code, such as R's "
+            "1, 2, ... for a factor's levels in their order)")
     y = frame[label].to_numpy()
     if model.is_regression:
         return X, y.astype(np.float64)
