@@ -273,8 +273,9 @@ def _match(
     t, r = np.flatnonzero(true_left), np.flatnonzero(recon_left)
     true_rows, recon_rows = rows[first[t]], rows[first[r]]
     ti, ri, count = _residual(
-        true_rows, true_left[t], recon_rows, recon_left[r],
-        codes[first[t]], codes[first[r]], values, columns, solver,
+        _Side(true_rows, true_left[t], codes[first[t]]),
+        _Side(recon_rows, recon_left[r], codes[first[r]]),
+        values, columns, solver,
     )
     return _Matching(
         n_identical=int(same_label.sum() + other_label.sum()),
@@ -343,35 +344,43 @@ def _take(counts: np.ndarray, keys: np.ndarray, want: np.ndarray) -> np.ndarray:
     return taken
 
 
+@dataclass(frozen=True)
+class _Side:
+    """One side of the residual (the true or the reconstructed rows left unpaired): its
+    distinct vectors, how many rows of each, and their value codes."""
+
+    rows: np.ndarray
+    counts: np.ndarray
+    codes: np.ndarray
+
+
 def _residual(
-    true_rows: np.ndarray,
-    true_counts: np.ndarray,
-    recon_rows: np.ndarray,
-    recon_counts: np.ndarray,
-    true_codes: np.ndarray,
-    recon_codes: np.ndarray,
+    true: _Side,
+    recon: _Side,
     values: list[np.ndarray],
     columns: FeatureColumns,
     solver: str,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Optimal pairs (true index, reconstructed index, count) of distinct residual vectors."""
-    n_true, n_recon = int(true_counts.sum()), int(recon_counts.sum())
+    n_true, n_recon = int(true.counts.sum()), int(recon.counts.sum())
     if n_true == 0 or n_recon == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     if solver == "lsa" or (solver == "auto" and n_true * n_recon <= _LSA_MAX_CELLS):
-        return _assignment(true_rows, true_counts, recon_rows, recon_counts, columns.scale)
-    graph = None if solver == "dense" else _product_graph(true_codes, recon_codes, values, columns)
-    n_dense = len(true_rows) * len(recon_rows)
+        return _assignment(true.rows, true.counts, recon.rows, recon.counts, columns.scale)
+    graph = None if solver == "dense" else _product_graph(true.codes, recon.codes, values,
+                                                          columns)
+    n_dense = len(true.rows) * len(recon.rows)
     if solver == "graph" or (graph is not None and len(graph[0]) < n_dense):
-        return _flow(true_counts, recon_counts, *graph)
+        return _flow(true.counts, recon.counts, *graph)
     if n_dense > _FLOW_MAX_ARCS:
         raise ValueError(
             f"after pairing identical rows, {n_true} true and {n_recon} reconstructed rows "
-            f"remain ({len(true_rows)} x {len(recon_rows)} distinct, over columns with many "
+            f"remain ({len(true.rows)} x {len(recon.rows)} distinct, over columns with many "
             "distinct values): too many for an exact matching in memory; evaluate on a "
             "random subset of the rows"
         )
-    return _flow(true_counts, recon_counts, *_dense_graph(true_rows, recon_rows, columns.scale))
+    return _flow(true.counts, recon.counts,
+                 *_dense_graph(true.rows, recon.rows, columns.scale))
 
 
 def _assignment(
