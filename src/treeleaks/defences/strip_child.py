@@ -26,8 +26,8 @@ from treeleaks.defences.strip_check import StripCheckError, first_line
 from treeleaks.runtime.errors import TreeleaksError
 
 ISOLATED = True  # False runs strip in this process (tests that patch strip's internals)
-# what the child may take: loading, stripping and predicting on 10,000 inputs take seconds,
-# a minute for the largest forests; a damaged tree can send scikit-learn round in circles
+# what the child may take: a minute for the largest forests; a damaged tree can send
+# scikit-learn round in circles. Figures: docs/lab/2026-11-28-constants.md#defences-strip_child
 CHILD_SECONDS = 300.0
 _FRAMEWORKS = {"lightgbm": "LightGBM", "xgboost": "XGBoost", "sklearn": "scikit-learn"}
 
