@@ -129,8 +129,8 @@ def solve(
         return _solve(system, deadline, threads, seed, solver)
     start = time.perf_counter()
     most = SIDE_SHARE * (deadline - start)  # of the sums' solve: a share of the whole
-    # the counts alone first: a complete dataset in hand (on iris's default LightGBM in 3 s
-    # where the sums took 33 s), then the sums refine it in the time left
+    # the counts alone first: a complete dataset in hand, then the sums refine it in the
+    # time left. Figures: docs/lab/2026-11-28-constants.md#counts-solve
     plain = _solve(dataclasses.replace(system, side=None), deadline, threads, seed, solver)
     if plain.counts is None:
         return plain
