@@ -112,13 +112,20 @@ def run_sweep(
     grids = [grids] if isinstance(grids, Grid) else list(grids)
     out = _output_folder(Path(out))
     points = [(point_key(g.attack, p), g, p) for g in grids for p in g.points()]
-    _drop_cut_line(out / RECORDS)
-    done = {r.get("key") for r in read_records(out)}
-    pending = [(k, g, p) for k, g, p in points if k not in done]
+    pending = _not_recorded(points, out)
     if pending:
         _run_pending(pending, out, scheduler, workers, on_record)
     by_key = {r["key"]: r for r in read_records(out)}
     return [by_key[k] for k, _, _ in points if k in by_key]
+
+
+def _not_recorded(points: list[tuple[str, Grid, dict[str, Any]]], out: Path
+                  ) -> list[tuple[str, Grid, dict[str, Any]]]:
+    """The points (key, grid, point) ``out`` holds no record of, once a line cut off by a
+    kill is dropped."""
+    _drop_cut_line(out / RECORDS)
+    done = {r.get("key") for r in read_records(out)}
+    return [(k, g, p) for k, g, p in points if k not in done]
 
 
 def _output_folder(out: Path) -> Path:

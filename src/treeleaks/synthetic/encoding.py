@@ -81,10 +81,7 @@ class Encoding:
         if missing or extra:
             raise TableMismatchError(
                 f"the {what} and the population must have the same columns: "
-                + "; ".join(part for part in (
-                    f"missing {missing}" if missing else "",
-                    f"not in the population {extra}" if extra else "") if part)
-                + "; give both files the same header")
+                + _differences(missing, extra) + "; give both files the same header")
 
     def _category_codes(self, series: pd.Series, col: str, what: str) -> np.ndarray:
         """A categorical column's codes; one line for a value the population lacks."""
@@ -110,3 +107,10 @@ class Encoding:
             low = f"[{edges[code - 1]:g}" if code > 0 else "(-inf"
             out[col] = f"{low}, {edges[code]:g})" if code < len(edges) else f"{low}, inf)"
         return out
+
+
+def _differences(missing: list[str], extra: list[str]) -> str:
+    """The columns a table lacks and those it has beyond the population's, in words."""
+    return "; ".join(part for part in (
+        f"missing {missing}" if missing else "",
+        f"not in the population {extra}" if extra else "") if part)
