@@ -275,34 +275,49 @@ def load_framework_file(path: str | Path, trust_pickle: bool = False) -> Framewo
     file = ModelFile(_checked_path(path, trust_pickle))
     try:
         reader = _chosen(file, trust_pickle)
-        if reader.estimator is None and reader.name not in ("LightGBM", "XGBoost"):
-            kind = "a treeleaks rule list" if reader.gives == "rule list" else reader.what
-            raise UnsupportedModelError(
-                f"it holds {kind}, not a framework's model file; strip reads "
-                "scikit-learn (.skops or a pickle), LightGBM (.txt) and XGBoost (.json, "
-                ".ubj) models")
+        _refuse_not_framework(reader)
         try:
             model, unread = load_model(file.path, trust_pickle, allow_regression=True,
                                        counts_removed_ok=True), ""
         except UnsupportedModelError as exc:  # well formed, counts not read: still held
             model, unread = None, str(exc)
-        if reader.name == "LightGBM":
-            from treeleaks.frontends.lightgbm import check_tree_sizes
-
-            text = file.path.read_text(encoding="utf-8", errors="replace")
-            check_tree_sizes(text)
-            return FrameworkFile("lightgbm", text, model, unread)
-        if reader.name == "XGBoost":
-            if file.is_ubjson:
-                from treeleaks.frontends.ubjson import read_ubjson
-
-                return FrameworkFile("xgboost-ubj", read_ubjson(file.path), model, unread)
-            return FrameworkFile("xgboost", file.json, model, unread)
-        held = reader.estimator(file.path) if reader.estimator is not None else None
-        return FrameworkFile("joblib" if file.suffix == ".joblib" else reader.name, held,
-                             model, unread)
+        return _framework_file(file, reader, model, unread)
     except TreeleaksError as exc:
         raise _named(exc, file.path) from None
+
+
+def _refuse_not_framework(reader: Reader) -> None:
+    """One line for treeleaks' own JSON (a model or a rule list): no framework reads it."""
+    if reader.estimator is None and reader.name not in ("LightGBM", "XGBoost"):
+        kind = "a treeleaks rule list" if reader.gives == "rule list" else reader.what
+        raise UnsupportedModelError(
+            f"it holds {kind}, not a framework's model file; strip reads "
+            "scikit-learn (.skops or a pickle), LightGBM (.txt) and XGBoost (.json, "
+            ".ubj) models")
+
+
+def _framework_file(file: ModelFile, reader: Reader, model: ReleasedModel | None,
+                    unread: str) -> FrameworkFile:
+    """What the framework reads of ``file``.
+
+    A LightGBM model's text (its tree sizes checked), an XGBoost model's parsed JSON, or
+    the fitted object.
+    """
+    if reader.name == "LightGBM":
+        from treeleaks.frontends.lightgbm import check_tree_sizes
+
+        text = file.path.read_text(encoding="utf-8", errors="replace")
+        check_tree_sizes(text)
+        return FrameworkFile("lightgbm", text, model, unread)
+    if reader.name == "XGBoost":
+        if file.is_ubjson:
+            from treeleaks.frontends.ubjson import read_ubjson
+
+            return FrameworkFile("xgboost-ubj", read_ubjson(file.path), model, unread)
+        return FrameworkFile("xgboost", file.json, model, unread)
+    held = reader.estimator(file.path) if reader.estimator is not None else None
+    return FrameworkFile("joblib" if file.suffix == ".joblib" else reader.name, held,
+                         model, unread)
 
 
 def save_model(estimator: Any, path: str | Path) -> Path:

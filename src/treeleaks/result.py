@@ -334,14 +334,7 @@ class Reconstruction:
             "log_orderings": self.objective,
             "message": self.message,
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
-            "certificate": None if self.certificate is None else {
-                "verified": self.certificate.verified,
-                "counts_checked": self.certificate.n_counts_checked,
-                "counts_wrong": self.certificate.n_counts_wrong,
-                "first_mismatch": self.certificate.first_mismatch,
-                "leaf_values_match": self.certificate.leaf_values_match,
-                "leaf_values": self.certificate.leaf_values,
-            },
+            "certificate": self._certificate_summary(),
         }
         if self.regression is not None:
             summary["targets_exact"] = self.regression.targets_exact
@@ -351,14 +344,30 @@ class Reconstruction:
         if self.interrupted:
             summary["interrupted"] = True
         if self.dp is not None:
-            dp = self.dp
-            summary.update({
-                "log_likelihood": dp.log_likelihood,
-                "log_likelihood_bound": dp.log_likelihood_bound,
-                "likelihood_checked": dp.likelihood_checked,
-                "first_solution_s": round(dp.first_solution_s, 4),
-                "n_rows_used": self.n_rows,
-                "n_rows_interval": None if dp.n_rows_interval is None
-                else list(dp.n_rows_interval),
-            })
+            summary.update(self._dp_summary(self.dp))
         return summary
+
+    def _certificate_summary(self) -> dict[str, Any] | None:
+        """The certificate's figures for `summary` (None without one)."""
+        if self.certificate is None:
+            return None
+        return {
+            "verified": self.certificate.verified,
+            "counts_checked": self.certificate.n_counts_checked,
+            "counts_wrong": self.certificate.n_counts_wrong,
+            "first_mismatch": self.certificate.first_mismatch,
+            "leaf_values_match": self.certificate.leaf_values_match,
+            "leaf_values": self.certificate.leaf_values,
+        }
+
+    def _dp_summary(self, dp: DPDetails) -> dict[str, Any]:
+        """A DP forest's likelihood figures for `summary`."""
+        return {
+            "log_likelihood": dp.log_likelihood,
+            "log_likelihood_bound": dp.log_likelihood_bound,
+            "likelihood_checked": dp.likelihood_checked,
+            "first_solution_s": round(dp.first_solution_s, 4),
+            "n_rows_used": self.n_rows,
+            "n_rows_interval": None if dp.n_rows_interval is None
+            else list(dp.n_rows_interval),
+        }

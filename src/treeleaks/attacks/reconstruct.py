@@ -66,26 +66,16 @@ from treeleaks.result import Reconstruction
 from treeleaks.runtime.errors import BudgetError, CountsRemovedError
 from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 
-# Raw measurements: the trees' thresholds on their finely split columns (two or more
-# thresholds) cut a domain of more than 2**24 points. Wine's default forest cuts 2**73,
-# breast cancer's 2**174, digits' 2**234; binarized data (one threshold a column) none.
-# There the cells number millions after a few trees, so ``auto`` places the rows one by
-# one first (wine: 6 s instead of 21 s spent listing cells first).
+# Split columns cutting more than 2**this points: ``auto`` places rows one by one first,
+# as the cells would number millions. Figures: docs/lab/2026-11-28-constants.md#attacks-reconstruct
 RAW_DOMAIN_BITS = 24
-# A bootstrap forest with its draws goes row by row first from a smaller domain on: iris's
-# default forest cuts 2**19 points (4 columns of 19-38 thresholds), its cells were not listed
-# in 91 s, and row by row rebuilds it in 1.2 s. Binarized data (one threshold a column)
-# cuts none and keeps the cells first, which are faster there (`bench/bootstrap.py`).
+# A bootstrap forest with its draws goes row by row first from this smaller domain on.
+# Figures: docs/lab/2026-11-28-constants.md#attacks-reconstruct
 ROWS_FIRST_BITS = 12
-# Per-row then has the time limit but `SEARCH_RESERVE` of it, kept for the draw search,
-# which holds rows within every count at every moment: where per-row settles the classes
-# and still runs out of time (wine with min_samples_leaf=5 on one seed of three at 120 s;
-# breast cancer's default forest on 70% of its rows at 20 s) the reserve gives rows instead
-# of none. Digits needs 44-57 s of 60 and sits at that edge with or without it. When per-row
-# stops early, most often because the trees' class totals do not settle the rows' classes,
-# the search has all that is left, if that is at least `MIN_SEARCH_TIME` seconds. The
-# cells never list raw measurements.
+# Of per-row's time limit, the share kept for the draw search, so a run out of time still
+# gives rows. Figures: docs/lab/2026-11-28-constants.md#attacks-reconstruct
 SEARCH_RESERVE = 0.1
+# The least time left for which the draw search runs when per-row stops early.
 MIN_SEARCH_TIME = 1.0
 
 

@@ -112,8 +112,8 @@ class Pricer:
         solver.parameters.num_workers = 1
         solver.parameters.catch_sigint_signal = False  # Ctrl-C must reach the CLI
         solver.parameters.random_seed = int(seed) % 2**31
-        # Measured on 100 full-depth trees: presolve, probing and the LP relaxation cost
-        # ~1.3 s per call and do not pay off on these implication-only models.
+        # Presolve, probing and the LP relaxation do not pay off on these implication-only
+        # models. Figures: docs/lab/2026-11-28-constants.md#counts-pricing
         solver.parameters.cp_model_presolve = False
         solver.parameters.cp_model_probing_level = 0
         solver.parameters.linearization_level = 0

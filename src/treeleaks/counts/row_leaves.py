@@ -230,8 +230,8 @@ class RowLeaves:
         classes = np.full(self.n_rows, -1)
         classes[k_of[chosen]] = c_of[chosen]
         # The proof that it is the only one gets twice what finding it took (at least
-        # 1 s, at most half of what is left): wine's comes in 0.2 s; digits' classes are
-        # found in 4 s and not proven in 20, time the search then lacks.
+        # 1 s, at most half of what is left), so the search keeps its time.
+        # Figures: docs/lab/2026-11-28-constants.md#counts-row_leaves
         now = time.perf_counter()
         proof_end = now + min(max(2 * (now - start), 1.0), (deadline - now) / 2)
         options = {"time_limit": seconds_until(proof_end, 0.01)}

@@ -75,8 +75,8 @@ def solve_placements(leaves: RowLeaves, thresholds: list[np.ndarray], deadline: 
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = int(seed)
     solver.parameters.catch_sigint_signal = False  # Ctrl-C must reach the CLI
-    # Presolve costs more than it gives on these models: wine (178 rows, 100 trees) is
-    # solved in 4 s without it, 17-18 s with it (any worker count or linearization).
+    # Presolve costs more than it gives on these models.
+    # Figures: docs/lab/2026-11-28-constants.md#counts-row_model
     solver.parameters.cp_model_presolve = False
     code = solver.solve(cp)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -47,13 +47,11 @@ SEGMENTS = 8
 _CPSAT_SCALE = 1000
 # A block with at least this many cells, and this many per equation, is solved first over
 # the cells of random LP vertices (`_solve_block`): rounds of this many vertices each.
-# Measured on Default Credit, N=100: depth-2 blocks have 280-430 cells per equation and
-# their MIP over every cell takes minutes; depth-3 blocks have 14-30, and there the MIP over
-# every cell is faster than over the vertices' cells.
+# Figures: docs/lab/2026-11-28-constants.md#counts-solve
 RESTRICT_MIN_CELLS = 10_000
 # Of the solver's time, the most the MIP with a booster's gradient sums may take once the
-# counts alone have a solution: iris's default LightGBM has it in 3 s and HiGHS does not
-# meet the sums in the 50 s left (the run would end at the limit, for nothing).
+# counts alone have a solution (else a run may end at the limit for nothing).
+# Figures: docs/lab/2026-11-28-constants.md#counts-solve
 SIDE_SHARE = 0.6
 RESTRICT_CELLS_PER_EQUATION = 50
 RESTRICT_ROUNDS = 2
@@ -132,8 +130,8 @@ def solve(
         return _solve(system, deadline, threads, seed, solver)
     start = time.perf_counter()
     most = SIDE_SHARE * (deadline - start)  # of the sums' solve: a share of the whole
-    # the counts alone first: a complete dataset in hand (on iris's default LightGBM in 3 s
-    # where the sums took 33 s), then the sums refine it in the time left
+    # the counts alone first: a complete dataset in hand, then the sums refine it in the
+    # time left. Figures: docs/lab/2026-11-28-constants.md#counts-solve
     plain = _solve(dataclasses.replace(system, side=None), deadline, threads, seed, solver)
     if plain.counts is None:
         return plain

@@ -282,6 +282,17 @@ def _complete_schema(
     """The schema over exactly ``names`` in their order, every column with a finite domain."""
     if schema is None:
         schema = FeatureSchema.from_frame(pd.DataFrame(X, columns=names))
+    _refuse_strangers(schema, names)
+    features = {name: _column_spec(schema, name, X[:, j]) for j, name in enumerate(names)}
+    return FeatureSchema(
+        features,
+        [list(g) for g in schema.one_hot_groups],
+        [list(g) for g in schema.at_most_one_groups],
+    )
+
+
+def _refuse_strangers(schema: FeatureSchema, names: list[str]) -> None:
+    """One line for the columns the schema (or its groups) names that X does not have."""
     grouped = [n for group in schema.one_hot_groups + schema.at_most_one_groups for n in group]
     strangers = sorted(set(schema.features).union(grouped) - set(names))
     if strangers:
@@ -289,28 +300,28 @@ def _complete_schema(
             f"the schema describes column(s) {', '.join(map(repr, strangers[:5]))} that X "
             f"does not have (X has {', '.join(names[:5])}{', ...' if len(names) > 5 else ''})"
         )
-    features = {}
-    for j, name in enumerate(names):
-        spec = schema.features.get(name)
-        if spec is None and (schema.complete or not np.isin(X[:, j], (0.0, 1.0)).all()):
-            raise ValueError(
-                f"the schema does not describe column {name!r}"
-                f"{'' if schema.complete else ' and its values are not all 0/1'}; "
-                "give its range (numerical/ordinal) in the schema"
-            )
-        if spec is None or spec.kind == "binary":
-            spec = FeatureSpec("binary", 0.0, 1.0)
-        elif spec.kind == "unknown" or not np.isfinite([spec.low, spec.high]).all():
-            raise ValueError(
-                f"column {name!r} has no finite domain in the schema; the trainer draws "
-                "splits from the domains, give its range (numerical/ordinal) or make it binary"
-            )
-        features[name] = spec
-    return FeatureSchema(
-        features,
-        [list(g) for g in schema.one_hot_groups],
-        [list(g) for g in schema.at_most_one_groups],
-    )
+
+
+def _column_spec(schema: FeatureSchema, name: str, column: np.ndarray) -> FeatureSpec:
+    """Column ``name``'s spec with a finite domain; one line when it has none.
+
+    The schema's spec, or binary when a partial schema leaves out a 0/1 column.
+    """
+    spec = schema.features.get(name)
+    if spec is None and (schema.complete or not np.isin(column, (0.0, 1.0)).all()):
+        raise ValueError(
+            f"the schema does not describe column {name!r}"
+            f"{'' if schema.complete else ' and its values are not all 0/1'}; "
+            "give its range (numerical/ordinal) in the schema"
+        )
+    if spec is None or spec.kind == "binary":
+        return FeatureSpec("binary", 0.0, 1.0)
+    if spec.kind == "unknown" or not np.isfinite([spec.low, spec.high]).all():
+        raise ValueError(
+            f"column {name!r} has no finite domain in the schema; the trainer draws "
+            "splits from the domains, give its range (numerical/ordinal) or make it binary"
+        )
+    return spec
 
 
 def _check_in_domain(schema: FeatureSchema, X: np.ndarray) -> None:

@@ -59,15 +59,8 @@ def prune(estimator: Any, min_count: int = 2) -> tuple[Any, PruneSummary]:
     Raises `PruningError` when even the root shows such a count (the training set itself
     holds fewer than ``min_count`` rows of a class)."""
     kind = type(estimator).__name__
-    if kind not in PRUNABLE:
-        raise UnsupportedModelError(
-            f"cannot prune a {kind}; treeleaks prunes {', '.join(PRUNABLE)}")
-    if min_count < 1:
-        raise PruningError(f"min_count must be at least 1, not {min_count}")
+    _check_prunable(estimator, kind, min_count)
     forest = hasattr(estimator, "estimators_")
-    members = estimator.estimators_ if forest else [estimator]
-    if not members or not all(hasattr(m, "tree_") for m in members):
-        raise UnsupportedModelError(f"the {kind} is not fitted: call fit(X, y) before pruning")
     pruned = copy.deepcopy(estimator)
     copies = pruned.estimators_ if forest else [pruned]
     regression = "Regressor" in kind
@@ -83,6 +76,19 @@ def prune(estimator: Any, min_count: int = 2) -> tuple[Any, PruneSummary]:
         leaves_before += int(old.n_leaves)
         leaves_after += int(member.tree_.n_leaves)
     return pruned, PruneSummary(min_count, before, after, leaves_before, leaves_after)
+
+
+def _check_prunable(estimator: Any, kind: str, min_count: int) -> None:
+    """One line for a model `prune` does not prune, a count below 1, or a model not
+    fitted."""
+    if kind not in PRUNABLE:
+        raise UnsupportedModelError(
+            f"cannot prune a {kind}; treeleaks prunes {', '.join(PRUNABLE)}")
+    if min_count < 1:
+        raise PruningError(f"min_count must be at least 1, not {min_count}")
+    members = estimator.estimators_ if hasattr(estimator, "estimators_") else [estimator]
+    if not members or not all(hasattr(m, "tree_") for m in members):
+        raise UnsupportedModelError(f"the {kind} is not fitted: call fit(X, y) before pruning")
 
 
 def exposing_nodes(sk_tree: Any, min_count: int, regression: bool) -> np.ndarray:

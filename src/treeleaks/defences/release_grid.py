@@ -34,7 +34,7 @@ KNOBS: dict[str, tuple[float, ...]] = {
     "pruning": (0.01, 0.03),
 }
 # knobs turned together: large leaves in few trees leave fewest leaves holding one row of a
-# class (measured on breast cancer: 0 rows singled out at 100-row leaves in 10 trees)
+# class. Figures: docs/lab/2026-11-28-constants.md#defences-release_grid
 COMBINATIONS: tuple[dict[str, float], ...] = (
     {"leaf": 50, "trees": 0.1}, {"leaf": 100, "trees": 0.1}, {"leaf": 100, "trees": 0.25})
 DP_EPSILONS = (1.0, 4.0, 16.0)

@@ -143,19 +143,50 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
     ``labels`` their labels, for the score) and on ``n_random`` random inputs (a pipeline's
     drawn in its columns from ``released``, the file's IR); raises `StripError`,
     `UnsupportedModelError` or `StripCheckError` (nothing to write) with one line."""
+    _check_request(file_format, options)
+    plan, matrix = _planned(model, file_format, rows, options, released)
+    stripped = reloaded(plan.load, plan.content, plan.framework)
+    inputs, compared = _check_inputs(plan, matrix, n_random)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # feature names, NaN importances: not our concern
+        for X, where in inputs:
+            expected = plan.original(X)
+            compare(expected, stripped(X), where, plan.tolerance)
+        score = None if matrix is None or labels is None or plan.metric is None else Score(
+            plan.metric, _score(plan.original(matrix), labels, plan.metric),
+            _score(stripped(matrix), labels, plan.metric))
+    return Stripped(plan.content, plan.kind, plan.removed,
+                    0 if matrix is None else len(matrix), n_random, plan.changes, compared,
+                    score, plan.kept, list(expected))
+
+
+def _check_request(file_format: str, options: StripOptions) -> None:
+    """One line for a format `strip` does not write or a --thresholds choice it lacks."""
     if file_format not in FORMATS:
         raise StripError(f"unknown format {file_format!r}; strip writes {', '.join(FORMATS)}")
     if options.thresholds not in (None, *THRESHOLD_CHOICES):
         raise StripError(f"--thresholds {options.thresholds!r}: the one choice is "
                          f"{', '.join(THRESHOLD_CHOICES)}")
+
+
+def _planned(model: Any, file_format: str, rows: Any, options: StripOptions,
+             released: Any) -> tuple[_Plan, Any]:
+    """The stripping of what the file holds, and the custodian's rows as it reads them
+    (None without them)."""
     if file_format in ("lightgbm", "xgboost", "xgboost-ubj"):
         _refuse_options(options, "LightGBM" if file_format == "lightgbm" else "XGBoost")
         plan = (_lightgbm if file_format == "lightgbm" else _xgboost)(model, file_format)
         matrix = None if rows is None else _booster_rows(rows, plan.names,
                                                           len(plan.columns))
-    else:
-        plan, matrix = _fitted(model, file_format, rows, options, released)
-    stripped = reloaded(plan.load, plan.content, plan.framework)
+        return plan, matrix
+    return _fitted(model, file_format, rows, options, released)
+
+
+def _check_inputs(plan: _Plan, matrix: Any, n_random: int
+                  ) -> tuple[list[tuple[Any, str]], list[str]]:
+    """The inputs the predictions are compared on (the custodian's rows, then the random
+    inputs, moved outside the thresholds' moves), each with its name, and the lines saying
+    how they are compared."""
     probes = random_inputs(plan.columns, n_random)
     exact = "identical" if not plan.tolerance else f"within {plan.tolerance:.3g}"
     inputs = [] if matrix is None else [(matrix, "rows of --data")]
@@ -169,17 +200,7 @@ def strip(model: Any, file_format: str, rows: Any = None, n_random: int = N_RAND
         compared.append(f"{exact} on {n_random:,} random inputs around the thresholds"
                         + _drawn_words(plan))
     inputs.append((probes, "random inputs"))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # feature names, NaN importances: not our concern
-        for X, where in inputs:
-            expected = plan.original(X)
-            compare(expected, stripped(X), where, plan.tolerance)
-        score = None if matrix is None or labels is None or plan.metric is None else Score(
-            plan.metric, _score(plan.original(matrix), labels, plan.metric),
-            _score(stripped(matrix), labels, plan.metric))
-    return Stripped(plan.content, plan.kind, plan.removed,
-                    0 if matrix is None else len(matrix), n_random, plan.changes, compared,
-                    score, plan.kept, list(expected))
+    return inputs, compared
 
 
 def _drawn_words(plan: _Plan) -> str:
@@ -339,6 +360,21 @@ def _sklearn(estimator: Any, file_format: str, rows: Any, options: StripOptions
         matrix = None if rows is None else _columns(rows, names)
     else:
         matrix = None if rows is None else _matrix(rows, names, len(thresholds))
+    changes, moves, tolerance = _edited(stripped, matrix, options)
+    dump, load = _SERIALISERS[file_format]
+    plan = _Plan(type(estimator).__name__, dump(stripped), removed, _sklearn_outputs(estimator),
+                 lambda content: _sklearn_outputs(load(content)), f"scikit-learn ({file_format})",
+                 columns, names, moves, not hasattr(estimator, "_predictors"), tolerance,
+                 changes, "R²" if "Regressor" in type(estimator).__name__ else "accuracy",
+                 kept=kept_fields(estimator))
+    return plan, matrix
+
+
+def _edited(stripped: Any, matrix: np.ndarray | None, options: StripOptions
+            ) -> tuple[list[str], dict[int, list[tuple[float, float]]], float]:
+    """The options' edits of a stripped scikit-learn model, in place: the leaf values
+    rounded and the thresholds moved; the lines saying so, the moves per feature and the
+    most a prediction may move."""
     changes: list[str] = []
     moves: dict[int, list[tuple[float, float]]] = {}
     tolerance = 0.0
@@ -350,13 +386,7 @@ def _sklearn(estimator: Any, file_format: str, rows: Any, options: StripOptions
         moved = move_thresholds(stripped, matrix)
         moves = moved.moves
         changes.append(moved.summary())
-    dump, load = _SERIALISERS[file_format]
-    plan = _Plan(type(estimator).__name__, dump(stripped), removed, _sklearn_outputs(estimator),
-                 lambda content: _sklearn_outputs(load(content)), f"scikit-learn ({file_format})",
-                 columns, names, moves, not hasattr(estimator, "_predictors"), tolerance,
-                 changes, "R²" if "Regressor" in type(estimator).__name__ else "accuracy",
-                 kept=kept_fields(estimator))
-    return plan, matrix
+    return changes, moves, tolerance
 
 
 def _routes_gaps(estimator: Any, n_features: int) -> bool:

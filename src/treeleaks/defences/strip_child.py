@@ -26,8 +26,8 @@ from treeleaks.defences.strip_check import StripCheckError, first_line
 from treeleaks.runtime.errors import TreeleaksError
 
 ISOLATED = True  # False runs strip in this process (tests that patch strip's internals)
-# what the child may take: loading, stripping and predicting on 10,000 inputs take seconds,
-# a minute for the largest forests; a damaged tree can send scikit-learn round in circles
+# what the child may take: a minute for the largest forests; a damaged tree can send
+# scikit-learn round in circles. Figures: docs/lab/2026-11-28-constants.md#defences-strip_child
 CHILD_SECONDS = 300.0
 _FRAMEWORKS = {"lightgbm": "LightGBM", "xgboost": "XGBoost", "sklearn": "scikit-learn"}
 
@@ -99,19 +99,29 @@ def _serve() -> None:
 
 def _crashed(framework: str, returncode: int, said: str) -> str:
     """The line saying the child died: how, and the framework's last words."""
-    how = f"exit code {returncode}"
-    if returncode < 0:
-        try:
-            how = signal.Signals(-returncode).name
-        except ValueError:
-            how = f"signal {-returncode}"
-    lines = [line.strip() for line in said.splitlines() if line.strip()]
-    fatal = [line for line in lines if "fatal" in line.lower() or "error" in line.lower()]
-    last = (fatal or lines or [""])[-1][:200]
-    return (f"{framework} crashed ({how}) loading or predicting with the model"
+    last = _last_words(said)
+    return (f"{framework} crashed ({_how(returncode)}) loading or predicting with the model"
             + (f": {last}" if last else "")
             + "; the file is damaged in a way its reader does not check: copy it again "
               "from where it was saved; nothing was written")
+
+
+def _how(returncode: int) -> str:
+    """How the child ended: its exit code, or the signal that killed it."""
+    if returncode >= 0:
+        return f"exit code {returncode}"
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def _last_words(said: str) -> str:
+    """The last line the framework wrote, a fatal or error one first, up to 200 characters
+    ("" when it wrote none)."""
+    lines = [line.strip() for line in said.splitlines() if line.strip()]
+    fatal = [line for line in lines if "fatal" in line.lower() or "error" in line.lower()]
+    return (fatal or lines or [""])[-1][:200]
 
 
 if __name__ == "__main__":

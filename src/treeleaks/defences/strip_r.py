@@ -268,6 +268,13 @@ def _resolved(obj: Any, seen: set[int], environments: list[str]) -> Any:
     if obj is None or id(obj) in seen:
         return obj
     seen.add(id(obj))
+    _resolve_parts(obj, seen, environments)
+    return obj
+
+
+def _resolve_parts(obj: Any, seen: set[int], environments: list[str]) -> None:
+    """`_resolved` applied in place to what ``obj`` holds: its value (or each of its
+    items), its attributes and its tag."""
     if isinstance(obj.value, (list, tuple)):
         obj.value = [_resolved(item, seen, environments) if hasattr(item, "info") else item
                      for item in obj.value]
@@ -275,7 +282,6 @@ def _resolved(obj: Any, seen: set[int], environments: list[str]) -> Any:
         obj.value = _resolved(obj.value, seen, environments)
     obj.attributes = _resolved(obj.attributes, seen, environments)
     obj.tag = _resolved(obj.tag, seen, environments)
-    return obj
 
 
 def _bound(env: Any) -> list[str]:

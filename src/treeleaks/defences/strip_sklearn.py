@@ -39,12 +39,7 @@ def strip_estimator(estimator: Any) -> tuple[Any, list[str]]:
     """A stripped copy of a fitted scikit-learn tree model (the input is left untouched),
     and the fields removed or neutralised."""
     kind = type(estimator).__name__
-    if kind not in STRIPPABLE:
-        raise UnsupportedModelError(
-            f"cannot strip a {kind}; treeleaks strips {', '.join(STRIPPABLE)}")
-    if not (hasattr(estimator, "tree_") or hasattr(estimator, "estimators_")
-            or hasattr(estimator, "_predictors")):
-        raise UnsupportedModelError(f"the {kind} is not fitted: call fit(X, y) before stripping")
+    _check_strippable(estimator, kind)
     stripped = copy.deepcopy(estimator)
     removed = []
     for name, what in _ROW_ATTRIBUTES.items():
@@ -54,6 +49,22 @@ def strip_estimator(estimator: Any) -> tuple[Any, list[str]]:
     stripped.random_state = CONSTANT_SEED
     if kind in HIST_BOOSTERS:
         return stripped, _strip_hist(stripped) + removed
+    return stripped, _strip_members(stripped, kind) + removed
+
+
+def _check_strippable(estimator: Any, kind: str) -> None:
+    """One line for a model `strip_estimator` does not strip, or one not fitted."""
+    if kind not in STRIPPABLE:
+        raise UnsupportedModelError(
+            f"cannot strip a {kind}; treeleaks strips {', '.join(STRIPPABLE)}")
+    if not (hasattr(estimator, "tree_") or hasattr(estimator, "estimators_")
+            or hasattr(estimator, "_predictors")):
+        raise UnsupportedModelError(f"the {kind} is not fitted: call fit(X, y) before stripping")
+
+
+def _strip_members(stripped: Any, kind: str) -> list[str]:
+    """Strip a tree, forest or gradient boosting's trees (and a booster's scores and random
+    generator) in place; the fields neutralised."""
     classifier = "Classifier" in kind and kind not in BOOSTERS  # a booster's trees regress
     members = [stripped] if kind in TREES else list(np.asarray(stripped.estimators_).ravel())
     for member in members:
@@ -69,7 +80,7 @@ def strip_estimator(estimator: Any) -> tuple[Any, list[str]]:
         stripped._rng = np.random.RandomState(CONSTANT_SEED)
         fields.append("train_score_ (set to 0) and the internal random generator (reset)")
     fields.append("feature_importances_ (computed from the impurities: now undefined)")
-    return stripped, fields + removed
+    return fields
 
 
 def kept_fields(estimator: Any) -> list[str]:

@@ -83,28 +83,43 @@ def move_thresholds(estimator: Any, rows: np.ndarray | None) -> MovedThresholds:
     histogram = hasattr(estimator, "_predictors")
     splits = _splits(estimator, histogram)
     n_features = int(estimator.n_features_in_)
-    dtype = np.float64 if histogram else np.float32
-    values = None if rows is None else [np.unique(rows[:, j].astype(dtype).astype(np.float64))
-                                        for j in range(n_features)]
+    values = None if rows is None else _training_values(rows, n_features, histogram)
     every = [np.unique(np.concatenate([t[f == j] for f, t in splits] or [np.zeros(0)]))
              for j in range(n_features)]
     moved = MovedThresholds(with_data=rows is not None)
     new_of: dict[tuple[int, float], float] = {}
     for j in range(n_features):
-        for old in every[j][np.isfinite(every[j])]:
-            gap = _gap(values[j], old) if values is not None else _halfway(every[j], old)
-            new = float(old) if gap is None else simplest_between(*gap, float(old))
-            new_of[j, float(old)] = new
-            if gap is None:
-                moved.n_kept += 1
-            elif new != old:
-                moved.moves.setdefault(j, []).append((float(old), new))
+        new_of.update(_new_places(j, every[j], None if values is None else values[j], moved))
     moved.n_moved = sum(len(m) for m in moved.moves.values())
     for features, thresholds in splits:
         for i, (j, old) in enumerate(zip(features, thresholds)):
             thresholds[i] = new_of.get((int(j), float(old)), old)
     _write_back(estimator, splits, histogram)
     return moved
+
+
+def _training_values(rows: np.ndarray, n_features: int, histogram: bool) -> list[np.ndarray]:
+    """Each feature's distinct training values as the model compares them (float32 for a
+    tree, float64 for a histogram booster), sorted, as float64."""
+    dtype = np.float64 if histogram else np.float32
+    return [np.unique(rows[:, j].astype(dtype).astype(np.float64)) for j in range(n_features)]
+
+
+def _new_places(j: int, thresholds: np.ndarray, values: np.ndarray | None,
+                moved: MovedThresholds) -> dict[tuple[int, float], float]:
+    """The new place of each finite threshold of feature ``j`` (in the gap between the
+    training ``values`` around it, or halfway to its neighbours without them), counted
+    into ``moved``."""
+    new_of: dict[tuple[int, float], float] = {}
+    for old in thresholds[np.isfinite(thresholds)]:
+        gap = _gap(values, old) if values is not None else _halfway(thresholds, old)
+        new = float(old) if gap is None else simplest_between(*gap, float(old))
+        new_of[j, float(old)] = new
+        if gap is None:
+            moved.n_kept += 1
+        elif new != old:
+            moved.moves.setdefault(j, []).append((float(old), new))
+    return new_of
 
 
 def _gap(values: np.ndarray, threshold: float) -> tuple[float, float] | None:

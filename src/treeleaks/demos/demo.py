@@ -105,11 +105,7 @@ def _rows_table(truth: pd.DataFrame, recon: Reconstruction,
 
     A value the reconstruction got wrong shows as ``true → reconstructed`` in red.
     """
-    pairs = sorted(pairs)
-    same = [_same(truth.iloc[i], recon.rows.iloc[j]) for i, j in pairs]
-    wrong = [p for p, ok in zip(pairs, same) if not ok][: SHOWN_PAIRS // 2 + 1]
-    right = [p for p, ok in zip(pairs, same) if ok][: SHOWN_PAIRS - len(wrong)]
-    shown = sorted(wrong + right)
+    shown = _shown_pairs(truth, recon, pairs)
     table = Table(
         title="Training rows and their reconstructions (a → b: true a, reconstructed b)",
         title_justify="left",
@@ -118,16 +114,29 @@ def _rows_table(truth: pd.DataFrame, recon: Reconstruction,
     for i, _ in shown:
         table.add_column(f"row {i}", justify="center")
     for name in [*FEATURES, LABEL]:
-        cells = []
-        for i, j in shown:
-            true, rebuilt = _plain(truth.at[i, name]), _plain(recon.rows.at[j, name])
-            wrong_value = Text(f"{true} → {rebuilt}", "bold red")
-            cells.append(Text(str(true)) if true == rebuilt else wrong_value)
+        cells = [_cell(_plain(truth.at[i, name]), _plain(recon.rows.at[j, name]))
+                 for i, j in shown]
         table.add_row(escape(name), *cells, end_section=name == FEATURES[-1])
     proven = [Text("yes", "green") if recon.proven[j] else Text("no", "yellow")
               for _, j in shown]
     table.add_row("proven", *proven)
     return table
+
+
+def _shown_pairs(truth: pd.DataFrame, recon: Reconstruction,
+                 pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The pairs shown, in row order: up to half (and one) with a wrong value, the rest
+    right, `SHOWN_PAIRS` in all."""
+    pairs = sorted(pairs)
+    same = [_same(truth.iloc[i], recon.rows.iloc[j]) for i, j in pairs]
+    wrong = [p for p, ok in zip(pairs, same) if not ok][: SHOWN_PAIRS // 2 + 1]
+    right = [p for p, ok in zip(pairs, same) if ok][: SHOWN_PAIRS - len(wrong)]
+    return sorted(wrong + right)
+
+
+def _cell(true: Any, rebuilt: Any) -> Text:
+    """A true value as it is, or ``true → reconstructed`` in red when they differ."""
+    return Text(str(true)) if true == rebuilt else Text(f"{true} → {rebuilt}", "bold red")
 
 
 def _align(truth: pd.DataFrame, rows: pd.DataFrame) -> list[tuple[int, int]]:

@@ -158,23 +158,7 @@ def leak_test(
         ``n_samples`` or ``alpha`` is out of range, the reconstruction is empty, or the
         population lacks a column or has fewer rows than ``truth``.
     """
-    if n_samples < 2:
-        raise ValueError(f"n_samples must be at least 2 to fit a normal law, got {n_samples}")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
-    if reconstruction.empty:
-        raise ValueError("the reconstruction has no rows; there is nothing to test")
-    missing = [name for name in truth.columns if name not in population.columns]
-    if missing:
-        raise ValueError(f"the population lacks column(s) {missing} of the true frame; give "
-                         "it every column of the training rows")
-    if len(population) < len(truth):
-        raise ValueError(
-            f"the population has {len(population)} rows, fewer than the {len(truth)} of the "
-            "training set, so a reference dataset of that size cannot be drawn; give a "
-            "larger population or test on a subset of the training rows"
-        )
-
+    _check_request(reconstruction, truth, population, n_samples, alpha)
     errors = row_errors(truth, reconstruction, schema, label)
     rng = np.random.default_rng(seed)
     pool = population[list(truth.columns)]
@@ -206,6 +190,31 @@ def leak_test(
         outlier_perfect_share=_share_zero(errors[outlier]),
         n_outliers=int(outlier.sum()),
     )
+
+
+def _check_request(reconstruction: pd.DataFrame, truth: pd.DataFrame,
+                   population: pd.DataFrame, n_samples: int, alpha: float) -> None:
+    """Refuse, in one line, a bad count or level, or tables that cannot be tested.
+
+    A count or level out of range, an empty reconstruction, or a population that lacks a
+    column or rows.
+    """
+    if n_samples < 2:
+        raise ValueError(f"n_samples must be at least 2 to fit a normal law, got {n_samples}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
+    if reconstruction.empty:
+        raise ValueError("the reconstruction has no rows; there is nothing to test")
+    missing = [name for name in truth.columns if name not in population.columns]
+    if missing:
+        raise ValueError(f"the population lacks column(s) {missing} of the true frame; give "
+                         "it every column of the training rows")
+    if len(population) < len(truth):
+        raise ValueError(
+            f"the population has {len(population)} rows, fewer than the {len(truth)} of the "
+            "training set, so a reference dataset of that size cannot be drawn; give a "
+            "larger population or test on a subset of the training rows"
+        )
 
 
 def _mean(errors: np.ndarray) -> float:

@@ -273,8 +273,9 @@ def _match(
     t, r = np.flatnonzero(true_left), np.flatnonzero(recon_left)
     true_rows, recon_rows = rows[first[t]], rows[first[r]]
     ti, ri, count = _residual(
-        true_rows, true_left[t], recon_rows, recon_left[r],
-        codes[first[t]], codes[first[r]], values, columns, solver,
+        _Side(true_rows, true_left[t], codes[first[t]]),
+        _Side(recon_rows, recon_left[r], codes[first[r]]),
+        values, columns, solver,
     )
     return _Matching(
         n_identical=int(same_label.sum() + other_label.sum()),
@@ -343,35 +344,51 @@ def _take(counts: np.ndarray, keys: np.ndarray, want: np.ndarray) -> np.ndarray:
     return taken
 
 
+@dataclass(frozen=True)
+class _Side:
+    """One side of the residual (the true or the reconstructed rows left unpaired): its
+    distinct vectors, how many rows of each, and their value codes."""
+
+    rows: np.ndarray
+    counts: np.ndarray
+    codes: np.ndarray
+
+
 def _residual(
-    true_rows: np.ndarray,
-    true_counts: np.ndarray,
-    recon_rows: np.ndarray,
-    recon_counts: np.ndarray,
-    true_codes: np.ndarray,
-    recon_codes: np.ndarray,
+    true: _Side,
+    recon: _Side,
     values: list[np.ndarray],
     columns: FeatureColumns,
     solver: str,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Optimal pairs (true index, reconstructed index, count) of distinct residual vectors."""
-    n_true, n_recon = int(true_counts.sum()), int(recon_counts.sum())
+    n_true, n_recon = int(true.counts.sum()), int(recon.counts.sum())
     if n_true == 0 or n_recon == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     if solver == "lsa" or (solver == "auto" and n_true * n_recon <= _LSA_MAX_CELLS):
-        return _assignment(true_rows, true_counts, recon_rows, recon_counts, columns.scale)
-    graph = None if solver == "dense" else _product_graph(true_codes, recon_codes, values, columns)
-    n_dense = len(true_rows) * len(recon_rows)
-    if solver == "graph" or (graph is not None and len(graph[0]) < n_dense):
-        return _flow(true_counts, recon_counts, *graph)
+        return _assignment(true.rows, true.counts, recon.rows, recon.counts, columns.scale)
+    graph = None if solver == "dense" else _product_graph(true.codes, recon.codes, values,
+                                                          columns)
+    if solver == "graph" or (graph is not None
+                             and len(graph[0]) < len(true.rows) * len(recon.rows)):
+        return _flow(true.counts, recon.counts, *graph)
+    return _dense_flow(true, recon, columns.scale)
+
+
+def _dense_flow(true: _Side, recon: _Side, scale: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The flow over every (true, reconstructed) pair of distinct vectors; one line past
+    the arc cap."""
+    n_dense = len(true.rows) * len(recon.rows)
     if n_dense > _FLOW_MAX_ARCS:
         raise ValueError(
-            f"after pairing identical rows, {n_true} true and {n_recon} reconstructed rows "
-            f"remain ({len(true_rows)} x {len(recon_rows)} distinct, over columns with many "
+            f"after pairing identical rows, {int(true.counts.sum())} true and "
+            f"{int(recon.counts.sum())} reconstructed rows "
+            f"remain ({len(true.rows)} x {len(recon.rows)} distinct, over columns with many "
             "distinct values): too many for an exact matching in memory; evaluate on a "
             "random subset of the rows"
         )
-    return _flow(true_counts, recon_counts, *_dense_graph(true_rows, recon_rows, columns.scale))
+    return _flow(true.counts, recon.counts, *_dense_graph(true.rows, recon.rows, scale))
 
 
 def _assignment(
@@ -440,12 +457,8 @@ def _block_distances(codes: np.ndarray, m: int, values: list[np.ndarray],
                      ) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
     """Per block that sets rows apart (the schema's groups, then each other column): every
     row's value id in it and the distances between its values; None past the arc cap."""
-    grouped = {int(j) for members, _ in columns.groups for j in members}
-    blocks = [members for members, _ in columns.groups] + [
-        np.array([j]) for j in range(codes.shape[1]) if j not in grouped
-    ]
     digits, distances = [], []
-    for block in blocks:
+    for block in _blocks(columns, codes.shape[1]):
         digit, first = _row_ids(codes[:, block])
         true_levels, recon_levels = np.unique(digit[:m]), np.unique(digit[m:])
         if len(true_levels) * len(recon_levels) > _FLOW_MAX_ARCS:
@@ -459,6 +472,15 @@ def _block_distances(codes: np.ndarray, m: int, values: list[np.ndarray],
         digits.append(digit)
         distances.append(_term_sums(points, points, scale))
     return digits, distances
+
+
+def _blocks(columns: FeatureColumns, n_columns: int) -> list[np.ndarray]:
+    """The column blocks a row's distance adds up over: the schema's groups, then each
+    other column on its own."""
+    grouped = {int(j) for members, _ in columns.groups for j in members}
+    return [members for members, _ in columns.groups] + [
+        np.array([j]) for j in range(n_columns) if j not in grouped
+    ]
 
 
 def _block_arcs(distances: list[np.ndarray], sizes: list[int], strides: np.ndarray,
@@ -522,9 +544,7 @@ def _paths(
     to the reconstructed ones (nodes m.., no arcs out): (true, reconstructed, count)."""
     order = np.argsort(tails, kind="stable")
     tails, heads, flows = tails[order].tolist(), heads[order].tolist(), flows[order].tolist()
-    first_arc: dict[int, int] = {}
-    for arc, tail in enumerate(tails):
-        first_arc.setdefault(tail, arc)
+    first_arc = _first_arcs(tails)
     indegree = Counter(heads)
     pending: dict[int, list[tuple[int, int]]] = defaultdict(list)
     ready = [i for i, amount in enumerate(sent.tolist()) if amount > 0]
@@ -539,22 +559,39 @@ def _paths(
             continue
         k, arc = 0, first_arc[node]
         while arc < len(tails) and tails[arc] == node:
-            need, head = flows[arc], heads[arc]
-            while need:
-                origin, amount = chunks[k]
-                moved = min(need, amount)
-                pending[head].append((origin, moved))
-                need -= moved
-                if moved == amount:
-                    k += 1
-                else:
-                    chunks[k] = (origin, amount - moved)
+            head = heads[arc]
+            k = _send(chunks, k, flows[arc], pending[head])
             indegree[head] -= 1
             if indegree[head] == 0:
                 ready.append(head)
             arc += 1
     triples = np.array(pairs, dtype=np.int64).reshape(-1, 3)
     return triples[:, 0], triples[:, 1], triples[:, 2]
+
+
+def _first_arcs(tails: list[int]) -> dict[int, int]:
+    """Per node with arcs out, the index of its first arc (``tails`` sorted)."""
+    first_arc: dict[int, int] = {}
+    for arc, tail in enumerate(tails):
+        first_arc.setdefault(tail, arc)
+    return first_arc
+
+
+def _send(chunks: list[tuple[int, int]], k: int, need: int,
+          into: list[tuple[int, int]]) -> int:
+    """Pass ``need`` units of a node's ``chunks`` (origin, amount), from chunk ``k`` on,
+    down one arc into ``into``, splitting a chunk where the arc takes part of it; the
+    index of the first chunk not used up."""
+    while need:
+        origin, amount = chunks[k]
+        moved = min(need, amount)
+        into.append((origin, moved))
+        need -= moved
+        if moved == amount:
+            k += 1
+        else:
+            chunks[k] = (origin, amount - moved)
+    return k
 
 
 def _term(a: np.ndarray, b: np.ndarray, scale: np.ndarray) -> np.ndarray:

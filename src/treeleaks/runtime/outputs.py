@@ -94,21 +94,35 @@ def _check_writable(target: Path) -> None:
         folder = target.resolve().parent
     except RuntimeError:  # Python < 3.13
         raise OutputError(f"cannot write {str(target)!r}: it is a symbolic link loop") from None
-    if folder.exists() and not folder.is_dir():
-        raise OutputError(f"cannot write {str(target)!r}: {str(folder)!r} is not a folder")
-    if not folder.is_dir():
-        raise OutputError(f"cannot write {str(target)!r}: its folder does not exist")
-    if target.is_dir():
-        raise OutputError(f"cannot write {str(target)!r}: it is a folder; name a file")
-    if target.exists() and not target.is_file():
-        raise OutputError(f"cannot write {str(target)!r}: it is not a regular file")
-    if target.exists() and not os.access(target, os.W_OK):  # renaming over it would work
-        raise OutputError(f"cannot write {str(target)!r}: the file is read-only")
+    problem = _folder_problem(folder) or _target_problem(target)
+    if problem is not None:
+        raise OutputError(f"cannot write {str(target)!r}: {problem}")
     try:  # the only reliable test (permissions, read-only mounts, quotas, running as root)
         _stage(target.resolve(), "").unlink()
     except OSError as exc:
         raise OutputError(f"cannot write {str(target)!r}: its folder does not take new "
                           f"files ({exc.strerror or exc})") from exc
+
+
+def _folder_problem(folder: Path) -> str | None:
+    """Why a file cannot be written in ``folder`` (not a folder, missing), or None."""
+    if folder.exists() and not folder.is_dir():
+        return f"{str(folder)!r} is not a folder"
+    if not folder.is_dir():
+        return "its folder does not exist"
+    return None
+
+
+def _target_problem(target: Path) -> str | None:
+    """Why ``target`` cannot be replaced (a folder, not a regular file, read-only), or
+    None."""
+    if target.is_dir():
+        return "it is a folder; name a file"
+    if target.exists() and not target.is_file():
+        return "it is not a regular file"
+    if target.exists() and not os.access(target, os.W_OK):  # renaming over it would work
+        return "the file is read-only"
+    return None
 
 
 def _stage(target: Path, text: str | bytes) -> Path:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from treeleaks.runtime.errors import TreeleaksError
-from treeleaks.sweep.attacks import ATTACKS
+from treeleaks.sweep.attacks import ATTACKS, Axis
 
 TOP_KEYS = ("attack", "axes", "point_time_limit", "point_memory_mb", "data_dir", "isolate")
 NONE_WORDS = ("none", "null", "unlimited")
@@ -105,8 +105,19 @@ def grid_from_dict(data: dict[str, Any], base: Path = Path()) -> Grid:
     attack = data.get("attack")
     if attack not in ATTACKS:
         raise GridError(f"unknown attack {attack!r}; attacks: {', '.join(ATTACKS)}")
+    axes = _axes(data.get("axes"), attack)
+    isolate = data.get("isolate", True)
+    if not isinstance(isolate, bool):
+        raise GridError(f"isolate must be true or false, not {isolate!r}")
+    return Grid(attack, axes, _positive(data, "point_time_limit"),
+                _positive(data, "point_memory_mb"), _data_dir(data.get("data_dir"), base),
+                isolate)
+
+
+def _axes(raw_axes: Any, attack: str) -> dict[str, list[Any]]:
+    """The grid's [axes] table checked against ``attack``'s axes, under their current
+    names, each a list of values."""
     spec = ATTACKS[attack].axes
-    raw_axes = data.get("axes")
     if not isinstance(raw_axes, dict) or not raw_axes:
         raise GridError("the grid has no [axes] table; give at least dataset = [...]")
     axes: dict[str, list[Any]] = {}
@@ -117,22 +128,22 @@ def grid_from_dict(data: dict[str, Any], base: Path = Path()) -> Grid:
         if name not in spec:
             raise GridError(f"unknown axis {name!r} for attack {attack!r}; its axes: "
                             f"{', '.join(spec)}")
-        values = [_none(v) for v in (raw if isinstance(raw, list) else [raw])]
-        if not values:
-            raise GridError(f"axis {name!r} has no values, so the grid has no points; give it "
-                            "at least one value or leave it out for its default")
-        for value in values:
-            if not spec[name].check(value):
-                raise GridError(f"axis {name!r}: {value!r} is not {spec[name].expects}")
-        axes[name] = values
+        axes[name] = _axis_values(name, raw, spec[name])
     if spec["dataset"].default is None and "dataset" not in axes:
         raise GridError("the grid names no dataset; add dataset = [...] under [axes]")
-    isolate = data.get("isolate", True)
-    if not isinstance(isolate, bool):
-        raise GridError(f"isolate must be true or false, not {isolate!r}")
-    return Grid(attack, axes, _positive(data, "point_time_limit"),
-                _positive(data, "point_memory_mb"), _data_dir(data.get("data_dir"), base),
-                isolate)
+    return axes
+
+
+def _axis_values(name: str, raw: Any, axis: Axis) -> list[Any]:
+    """One axis's values (a list, or one value), each checked against ``axis``."""
+    values = [_none(v) for v in (raw if isinstance(raw, list) else [raw])]
+    if not values:
+        raise GridError(f"axis {name!r} has no values, so the grid has no points; give it "
+                        "at least one value or leave it out for its default")
+    for value in values:
+        if not axis.check(value):
+            raise GridError(f"axis {name!r}: {value!r} is not {axis.expects}")
+    return values
 
 
 def _none(value: Any) -> Any:

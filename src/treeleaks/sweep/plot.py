@@ -4,7 +4,7 @@ published figures: error against the number of trees, one line per depth)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import pandas as pd
 
@@ -32,12 +32,7 @@ def plot_sweep(table: pd.DataFrame, x: str, y: str, by: str | None,
     fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
     table = table.assign(**{c: table[c].astype(object).where(table[c].notna(), "none")
                             for c in (by,) if c is not None})
-    groups = table.groupby(by, sort=True) if by is not None else [(None, table)]
-    for value, part in groups:
-        stats = part.groupby(x, sort=True)[y].agg(["mean", "std"])
-        ax.errorbar(stats.index.astype(str) if stats.index.dtype == object else stats.index,
-                    stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=3,
-                    label=None if by is None else f"{by} = {value}")
+    _draw_lines(ax, table, x, y, by)
     ax.set_xlabel(x)
     ax.set_ylabel(f"{y} (mean ± sd)")
     if by is not None:
@@ -45,3 +40,14 @@ def plot_sweep(table: pd.DataFrame, x: str, y: str, by: str | None,
     fig.savefig(out, dpi=120, format="png")
     plt.close(fig)
     return out
+
+
+def _draw_lines(ax: Any, table: pd.DataFrame, x: str, y: str, by: str | None) -> None:
+    """A line of ``y``'s mean against ``x`` (error bars: its standard deviation) per value
+    of ``by`` (one line without it)."""
+    groups = table.groupby(by, sort=True) if by is not None else [(None, table)]
+    for value, part in groups:
+        stats = part.groupby(x, sort=True)[y].agg(["mean", "std"])
+        ax.errorbar(stats.index.astype(str) if stats.index.dtype == object else stats.index,
+                    stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=3,
+                    label=None if by is None else f"{by} = {value}")

@@ -110,31 +110,51 @@ def run_sweep(
     """Run every point of ``grids`` not yet recorded in ``out``; return the grids' records
     (finished earlier or now), in grid order. ``on_record`` sees each new record."""
     grids = [grids] if isinstance(grids, Grid) else list(grids)
-    out = Path(out)
+    out = _output_folder(Path(out))
+    points = [(point_key(g.attack, p), g, p) for g in grids for p in g.points()]
+    pending = _not_recorded(points, out)
+    if pending:
+        _run_pending(pending, out, scheduler, workers, on_record)
+    by_key = {r["key"]: r for r in read_records(out)}
+    return [by_key[k] for k, _, _ in points if k in by_key]
+
+
+def _not_recorded(points: list[tuple[str, Grid, dict[str, Any]]], out: Path
+                  ) -> list[tuple[str, Grid, dict[str, Any]]]:
+    """The points (key, grid, point) ``out`` holds no record of, once a line cut off by a
+    kill is dropped."""
+    _drop_cut_line(out / RECORDS)
+    done = {r.get("key") for r in read_records(out)}
+    return [(k, g, p) for k, g, p in points if k not in done]
+
+
+def _output_folder(out: Path) -> Path:
+    """``out``, created if missing; one line when it cannot be."""
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SweepError(f"cannot create the output folder {str(out)!r}: {exc.strerror}") \
             from exc
-    points = [(point_key(g.attack, p), g, p) for g in grids for p in g.points()]
-    _drop_cut_line(out / RECORDS)
-    done = {r.get("key") for r in read_records(out)}
-    pending = [(k, g, p) for k, g, p in points if k not in done]
-    if pending:
-        with _client(scheduler, workers) as client, open(out / RECORDS, "a") as log:
-            from dask.distributed import as_completed
+    return out
 
-            futures = {client.submit(run_point, grid, point, key=f"point-{key}", pure=False):
-                       (grid, point) for key, grid, point in pending}
-            for future in as_completed(futures):
-                record = _result(future, *futures[future])
-                log.write(json.dumps(record, default=_plain) + "\n")
-                log.flush()
-                os.fsync(log.fileno())
-                if on_record is not None:
-                    on_record(record)
-    by_key = {r["key"]: r for r in read_records(out)}
-    return [by_key[k] for k, _, _ in points if k in by_key]
+
+def _run_pending(pending: list[tuple[str, Grid, dict[str, Any]]], out: Path,
+                 scheduler: str | None, workers: int | None,
+                 on_record: Callable[[dict[str, Any]], None] | None) -> None:
+    """Run the ``pending`` points (key, grid, point) on Dask, appending each record to
+    ``out``'s records as it finishes (flushed to disk: a kill loses no finished point)."""
+    with _client(scheduler, workers) as client, open(out / RECORDS, "a") as log:
+        from dask.distributed import as_completed
+
+        futures = {client.submit(run_point, grid, point, key=f"point-{key}", pure=False):
+                   (grid, point) for key, grid, point in pending}
+        for future in as_completed(futures):
+            record = _result(future, *futures[future])
+            log.write(json.dumps(record, default=_plain) + "\n")
+            log.flush()
+            os.fsync(log.fileno())
+            if on_record is not None:
+                on_record(record)
 
 
 def _drop_cut_line(path: Path) -> None:

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 N_COLS = 3  # anonymeter's default: the predicates combine three attributes
-# Tries at drawing a predicate that singles out a synthetic row. With anonymeter's default,
-# 10⁷, a release of 50 Adult rows had not finished after 120 s (10⁵: 10-15 s on 100 rows):
-# distinct predicates run out before 500 are found; the JSON's warnings say how many were.
+# Tries at drawing a predicate that singles out a synthetic row (anonymeter's default, 10⁷,
+# does not finish); the JSON's warnings say how many were found.
+# Figures: docs/lab/2026-11-28-constants.md#synthetic-anonymeter_script
 MAX_ATTEMPTS = 100_000
 
 

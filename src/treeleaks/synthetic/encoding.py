@@ -64,31 +64,37 @@ class Encoding:
 
     def codes(self, frame: pd.DataFrame, what: str) -> np.ndarray:
         """The frame's rows as codes; a value the population lacks is one clear error."""
-        missing = [c for c in self.columns if c not in frame.columns]
-        extra = [c for c in frame.columns if c not in self.columns]
-        if missing or extra:
-            raise TableMismatchError(
-                f"the {what} and the population must have the same columns: "
-                + "; ".join(part for part in (
-                    f"missing {missing}" if missing else "",
-                    f"not in the population {extra}" if extra else "") if part)
-                + "; give both files the same header")
+        self._check_columns(frame, what)
         out = np.empty((len(frame), len(self.columns)), dtype=np.int64)
         for j, col in enumerate(self.columns):
             if col in self.edges:
                 out[:, j] = np.searchsorted(self.edges[col], frame[col].to_numpy(float),
                                             side="right")
-                continue
-            values = frame[col].astype(str).to_numpy()
-            pos = np.searchsorted(self.values[col], values)
-            pos = np.minimum(pos, len(self.values[col]) - 1)
-            unknown = self.values[col][pos] != values
-            if unknown.any():
-                raise TableMismatchError(
-                    f"the {what} has value {values[unknown][0]!r} in column {col!r}, which "
-                    "no population row has; the population must contain every private row")
-            out[:, j] = pos
+            else:
+                out[:, j] = self._category_codes(frame[col], col, what)
         return out
+
+    def _check_columns(self, frame: pd.DataFrame, what: str) -> None:
+        """One line when the frame's columns are not the population's."""
+        missing = [c for c in self.columns if c not in frame.columns]
+        extra = [c for c in frame.columns if c not in self.columns]
+        if missing or extra:
+            raise TableMismatchError(
+                f"the {what} and the population must have the same columns: "
+                + _differences(missing, extra) + "; give both files the same header")
+
+    def _category_codes(self, series: pd.Series, col: str, what: str) -> np.ndarray:
+        """A categorical column's codes; one line for a value the population lacks."""
+        values = series.astype(str).to_numpy()
+        pos = np.searchsorted(self.values[col], values)
+        pos = np.minimum(pos, len(self.values[col]) - 1)
+        unknown = self.values[col][pos] != values
+        if unknown.any():
+            raise TableMismatchError(
+                f"the {what} has value {values[unknown][0]!r} in column {col!r}, which "
+                "no population row has; the population must contain every private row")
+        return pos
+
 
     def decode(self, codes: np.ndarray) -> dict[str, str]:
         """One row's codes as readable values; a bin reads as its population interval."""
@@ -101,3 +107,10 @@ class Encoding:
             low = f"[{edges[code - 1]:g}" if code > 0 else "(-inf"
             out[col] = f"{low}, {edges[code]:g})" if code < len(edges) else f"{low}, inf)"
         return out
+
+
+def _differences(missing: list[str], extra: list[str]) -> str:
+    """The columns a table lacks and those it has beyond the population's, in words."""
+    return "; ".join(part for part in (
+        f"missing {missing}" if missing else "",
+        f"not in the population {extra}" if extra else "") if part)

@@ -46,15 +46,7 @@ def tradeoff_png(points: Sequence[Point], title: str) -> bytes:
     figure = Figure(figsize=(6.0, 6.0), layout="constrained")
     FigureCanvasAgg(figure)
     top, bottom = figure.subplots(2, 1, sharex=True, height_ratios=[3, 2])
-    for white in sorted({bool(p.get("white_box")) for p in points}):
-        rows = sorted((p for p in points if bool(p.get("white_box")) == white),
-                      key=lambda p: p["epsilon"])
-        rates = [p["success_rate"] for p in rows]
-        top.errorbar([p["epsilon"] for p in rows], rates,
-                     yerr=[[r - p["ci_low"] for r, p in zip(rates, rows)],
-                           [p["ci_high"] - r for r, p in zip(rates, rows)]],
-                     fmt="o-", capsize=4,
-                     label=f"{'white' if white else 'black'}-box attack, the study's targets")
+    _attacks(top, points)
     _worst_case(top, points)
     _anonymeter(top, points)
     baseline = points[0]["baseline"]
@@ -71,6 +63,20 @@ def tradeoff_png(points: Sequence[Point], title: str) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110)
     return buffer.getvalue()
+
+
+def _attacks(ax: Any, points: Sequence[Point]) -> None:
+    """The attack's success rate on the study's targets with its 95% interval, a line per
+    kind (black and white box)."""
+    for white in sorted({bool(p.get("white_box")) for p in points}):
+        rows = sorted((p for p in points if bool(p.get("white_box")) == white),
+                      key=lambda p: p["epsilon"])
+        rates = [p["success_rate"] for p in rows]
+        ax.errorbar([p["epsilon"] for p in rows], rates,
+                    yerr=[[r - p["ci_low"] for r, p in zip(rates, rows)],
+                          [p["ci_high"] - r for r, p in zip(rates, rows)]],
+                    fmt="o-", capsize=4,
+                    label=f"{'white' if white else 'black'}-box attack, the study's targets")
 
 
 def _worst_case(ax: Any, points: Sequence[Point]) -> None:
@@ -111,8 +117,12 @@ def _utility(ax: Any, rows: list[Point]) -> None:
     ax.set_ylim(bottom=0)
     ax.set_ylabel("mean JS distance (0 = same)", color="tab:green")
     measured = [p for p in rows if p.get("auc_synthetic") is not None]
-    if not measured:
-        return
+    if measured:
+        _auc(ax, measured)
+
+
+def _auc(ax: Any, measured: list[Point]) -> None:
+    """The train-on-synthetic AUC ± sd on a second axis, at the ε where it was measured."""
     twin = ax.twinx()
     twin.errorbar([p["epsilon"] for p in measured], [p["auc_synthetic"] for p in measured],
                   yerr=[p.get("auc_synthetic_sd") or 0 for p in measured], fmt="^-",

@@ -65,22 +65,34 @@ def release_utility(private: pd.DataFrame, population: pd.DataFrame, epsilon: fl
                              "population, to score the synthetic rows by AUC")
     samples = [PrivBayes(epsilon, random_state=seed + r).fit(real, encoding.sizes)
                .sample(len(real)) for r in range(releases)]
-    distances = np.array([js_distances(real, s, encoding.sizes) for s in samples])
-    means = distances.mean(axis=1)
-    out: dict[str, Any] = {"releases": releases,
-                           "js_distance": dict(zip(encoding.columns,
-                                                   distances.mean(axis=0).tolist())),
-                           "js_distance_mean": float(means.mean()),
-                           "js_distance_mean_sd": float(means.std())}
+    out: dict[str, Any] = {"releases": releases, **_marginal_figures(real, samples, encoding)}
     if label is None:
         return out
-    j = encoding.columns.index(label)
     everyone = encoding.codes(population, "population")
+    return {**out, **_auc_figures(real, samples, everyone, encoding, label, seed)}
+
+
+def _marginal_figures(real: np.ndarray, samples: list[np.ndarray], encoding: Encoding
+                      ) -> dict[str, Any]:
+    """The Jensen-Shannon distances of the releases' marginals to the private table's: per
+    column (mean over the releases), and their mean per release (mean and sd)."""
+    distances = np.array([js_distances(real, s, encoding.sizes) for s in samples])
+    means = distances.mean(axis=1)
+    return {"js_distance": dict(zip(encoding.columns, distances.mean(axis=0).tolist())),
+            "js_distance_mean": float(means.mean()),
+            "js_distance_mean_sd": float(means.std())}
+
+
+def _auc_figures(real: np.ndarray, samples: list[np.ndarray], everyone: np.ndarray,
+                 encoding: Encoding, label: str, seed: int) -> dict[str, Any]:
+    """Train-on-synthetic test-on-real AUC (mean and sd over the releases, release r's
+    forest seeded ``seed`` + r) on the population rows that are not private, beside the
+    forest trained on the private rows."""
+    j = encoding.columns.index(label)
     test = everyone[~found_in(everyone, real)]
     aucs = [a for a in (auc(sample, test, j, encoding.sizes, seed + r)
                         for r, sample in enumerate(samples)) if a is not None]
-    out["auc_synthetic"] = float(np.mean(aucs)) if aucs else None
-    out["auc_synthetic_sd"] = float(np.std(aucs)) if aucs else None
-    out["auc_private"] = auc(real, test, j, encoding.sizes, seed)
-    out["auc_test_rows"] = len(test)
-    return out
+    return {"auc_synthetic": float(np.mean(aucs)) if aucs else None,
+            "auc_synthetic_sd": float(np.std(aucs)) if aucs else None,
+            "auc_private": auc(real, test, j, encoding.sizes, seed),
+            "auc_test_rows": len(test)}

@@ -47,34 +47,29 @@ from treeleaks.runtime.vocabulary import Formulation, SolverStatus, Status
 
 FORMULATION = Formulation.BOOTSTRAP_KNOWN
 RowBoxes = tuple[np.ndarray, np.ndarray, np.ndarray]  # lower, upper (N, M); class or -1 (N,)
-# Beyond this many nonzeros the solvers' models would take gigabytes (COMPAS with N = 1,000
-# and no one-hot groups has 21 million).
+# Beyond this many nonzeros the solvers' models would take gigabytes.
+# Figures: docs/lab/2026-11-28-constants.md#attacks-bootstrap
 MAX_NONZEROS = 20_000_000
-# Cells held at once, unless memory runs out first. Early trees split the space before later
-# ones rule rows out (Default Credit, N=1,000: over 200,000 cells after 9 trees, 782 at the
-# end, 6.5 s and 560 MB in all).
+# Cells held at once, unless memory runs out first: early trees split the space before later
+# ones rule rows out. Figures: docs/lab/2026-11-28-constants.md#attacks-bootstrap
 MAX_CELLS = 3_000_000
-# HiGHS gets this share of the time left, CP-SAT the rest. Measured with the datasets'
-# one-hot groups: HiGHS solved COMPAS N=500 in 1.3 s and Adult N=1,000 in 4 s where CP-SAT
-# took 6-14 s; without groups, Default Credit N=1,000 took HiGHS 25 s and CP-SAT 0.7 s.
+# HiGHS gets this share of the time left, CP-SAT the rest (each is faster on some tables).
+# Figures: docs/lab/2026-11-28-constants.md#attacks-bootstrap
 HIGHS_SHARE = 0.4
 # With a fallback, the placement solvers get this share of the search time and the fallback
-# the rest. Forests of 5-10 bootstrap trees leave the placement problem wide open (Adult,
-# N=100, 10 trees: 15,000 distinct placements, none fixed by propagation) and neither
-# solver finds a dataset in 60 s, while dropping the draws (the covering problem) solves the
-# same forests in under a second; 100-tree forests are solved by the placements in
-# well under a second.
+# the rest: few bootstrap trees leave the placements wide open, the covering problem solves
+# them. Figures: docs/lab/2026-11-28-constants.md#attacks-bootstrap
 FALLBACK_SHARE = 0.4
 # Of the time left when the cells are too many to list, the share the per-row strategy
-# gets before the fallback to inferred draws (wine: the listing gives up after 15 s of 60,
-# per-row then takes 6 s; digits takes 40 s).
+# gets before the fallback to inferred draws.
+# Figures: docs/lab/2026-11-28-constants.md#attacks-bootstrap
 WITHOUT_CELLS_SHARE = 0.8
-# With such a strategy, the share of the search time listing the cells may take: wine's
-# listing gave up after 23 s of 60 (3 million cells after 11 trees), time per-row lacked.
+# With such a strategy, the share of the search time listing the cells may take (time
+# per-row would lack). Figures: docs/lab/2026-11-28-constants.md#attacks-bootstrap
 LISTING_SHARE = 0.25
 # Of the solvers' time, at most this share goes to fixing the rows of one (cell, class) at a
-# time (`probe_subsystems`); it stops early once a round fixes nothing. COMPAS N=1,000 (no
-# solver finished in 120 s before): every row but two fixed, and proven, in 6.4 s.
+# time (`probe_subsystems`); it stops early once a round fixes nothing.
+# Figures: docs/lab/2026-11-28-constants.md#attacks-bootstrap
 PROBE_SHARE = 0.5
 PROOF = ("a row's only placement, a placement the counts force (bound propagation, or the "
          "only set of rows meeting its cell's own counts), or LP infeasibility without it "

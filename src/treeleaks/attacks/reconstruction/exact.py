@@ -56,17 +56,13 @@ PROOF_PINNED = (
 PROOF_SUMS = "bounds the booster's leaf values imply, within the file's precision"
 PEEL_SHARE = 0.1  # of the search time, at most, for `peel_rows` before generation
 # A partial dataset's last step, a MIP that moves its rows among the generated cells, takes
-# the time kept for proofs, up to this: on breast cancer without bootstrap (45 s of
-# generation, 984 cells) it placed 474 rows in 15 s where the LP's whole part gave 460.
+# the time kept for proofs, up to this. Figures: docs/lab/2026-11-28-constants.md#attacks-exact
 PACKING_MAX_S = 30.0
-# A run out of time before it placed a row suggests ten times its limit, and at least this:
-# breast cancer's default forest without bootstrap (569 rows) has its first rows after 1 s.
+# A run out of time before it placed a row suggests ten times its limit, and at least this.
+# Figures: docs/lab/2026-11-28-constants.md#attacks-exact
 MIN_SUGGESTED_S = 10.0
 # With the row search to follow (raw measurements), generation's share of the search time.
-# Breast cancer without bootstrap, 120 s, seed 0: generation holds 460 rows after 12 s as
-# after 60 s, and the search ends at 524-525 with a share of 0.1, 0.25 or 0.5; with 0.1,
-# wine N=60 at depth 3 (bench/wide.py --smoke) stopped at 58 of 60 rows where generation
-# alone completes it in 30 s.
+# Figures: docs/lab/2026-11-28-constants.md#attacks-exact
 GENERATION_SHARE = 0.5
 
 

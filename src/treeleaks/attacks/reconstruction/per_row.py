@@ -28,13 +28,11 @@ from treeleaks.runtime.vocabulary import Formulation, SolverStatus, Status, Stra
 
 CLASS_SHARE = 0.25  # of the search time, at most, for the rows' classes from the totals
 PROPAGATION_SHARE = 0.5  # of what is left, at most, for propagation
-# Most open placements handed to CP-SAT. Its model takes about 17 kB a placement with the
-# order-encoded geometry (digits, 64 columns: 54,000 placements, 0.9 GB); breast cancer
-# without its classes leaves 593,000 and reached 5.8 GB without a solution in 120 s.
+# Most open placements handed to CP-SAT, whose model takes about 17 kB a placement.
+# Figures: docs/lab/2026-11-28-constants.md#attacks-per_row
 MAX_PLACEMENTS = 200_000
 # Most candidate placements listed at all (about 25 bytes each, and propagation's boxes
-# take columns x 32 bytes each): COMPAS N=1,000 lists 7.3 million; the synthetic mixed
-# table 10.3 million at N=1,000 and 231 million at N=5,000 (79 s and over 5 GB to list).
+# take columns x 32 bytes each). Figures: docs/lab/2026-11-28-constants.md#attacks-per_row
 MAX_CANDIDATES = 16_000_000
 PROOF = ("a row whose every leaf and class propagation decides (the counts, the draws and "
          "the geometry of its leaves leave it no other), draws read from the model")

@@ -25,9 +25,7 @@ import scipy.sparse as sp
 from treeleaks.runtime.clock import seconds_until
 
 # Per-subsystem time limits: each round with nothing new fixed retries with the next.
-# Measured on COMPAS N=1,000 (168 cells, 731 rows left open by propagation): most subsets
-# take 0.01-0.3 s with HiGHS's presolve off (0.4 s with it); those of 25 rows or more out of
-# 700 candidates take seconds until the easier ones have taken their rows away.
+# Figures: docs/lab/2026-11-28-constants.md#attacks-placement_bounds
 SUBSYSTEM_LIMITS_S = (0.25, 1.0, 4.0)
 
 Bounds01 = tuple[np.ndarray, np.ndarray]

@@ -35,8 +35,8 @@ from treeleaks.runtime.vocabulary import Formulation, Status
 SPLIT_SHARE = 0.2  # of the limit, at most, for splitting the leaves of several targets
 DRAWS_SHARE = 0.25  # of what is left, at most, for the targets told apart by their draws
 # Most (leaf, target) counts of the per-row placement's classifier view: it holds them
-# densely, about three copies of 8 bytes each (fair's 200,000 leaves with 2,720 leaf means
-# as targets took 12.6 GB).
+# densely, about three copies of 8 bytes each.
+# Figures: docs/lab/2026-11-28-constants.md#attacks-regression
 MAX_VIEW_ENTRIES = 20_000_000
 MEAN_CRITERIA = ("squared_error", "friedman_mse")  # leaf value: the mean of its targets
 # The growth limits that leave leaves of several targets, with the value of no limit.

@@ -45,8 +45,8 @@ from treeleaks.runtime.vocabulary import Formulation, Status, Strategy
 CELL_SHARE = 0.3  # of the limit, at most, for listing the cells
 SOLVE_SHARE = 0.8  # of what is left, for the MILP: the single-row rows take the rest
 MIN_SOLVE_S = 0.1  # the MILP runs at least this long
-# cells beyond which the MILP is not tried: over 1,388 cells (diabetes cut in thirds, 20
-# trees) HiGHS found no dataset in 60 s (docs/lab/2026-11-26-boosted-regression.md)
+# cells beyond which the MILP is not tried: it finds no dataset in time past them.
+# Figures: docs/lab/2026-11-28-constants.md#attacks-regression_boosted
 MAX_CELLS = 500
 # the targets the MILP searches: the first tree's leaf means widened this many spans
 TARGET_REACH = 4.0

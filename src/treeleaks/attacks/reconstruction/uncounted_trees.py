@@ -24,10 +24,9 @@ from treeleaks.runtime.vocabulary import Status, Strategy
 # (XGBoost: tree 0) are solved in well under a second and tell little, so the whole model
 # gets most of the time.
 LISTING_SHARE = 0.8
-# Memory the whole model's cells may take (a run's own budget when smaller). Listing every
-# tree of a booster on raw measurements stops at millions of cells whatever it is given
-# (wine: 2.1 million after 44 of 300 trees, 1.6 GB; star98: 5.1 million after 9 of 100), so
-# the listing is bounded like `auto`'s and the trees with counts keep their time.
+# Memory the whole model's cells may take (a run's own budget when smaller): bounded like
+# `auto`'s, so the trees with counts keep their time.
+# Figures: docs/lab/2026-11-28-constants.md#attacks-uncounted_trees
 LISTING_MEMORY_MB = 512.0
 
 
