@@ -69,7 +69,7 @@ def release_command(
     leaves, shallower or fewer trees, pruning (and DP forests for a classifier), strip and
     audit each, score it by cross-validation, and write the most accurate one whose level
     is below the original's, or say that none is."""
-    from treeleaks.report.release import BudgetTooShort, search
+    from treeleaks.report.release import BudgetTooShort, Listener, search
 
     if data is None or label is None:
         fail("release refits every candidate on your training rows and audits it against "
@@ -88,10 +88,10 @@ def release_command(
     err = Console(stderr=True)
     try:
         found = search(model, model_path.name, estimator, learner, frame, label, budget,
-                       on_candidate=lambda m, i, n: err.print(
+                       Listener(on_candidate=lambda m, i, n: err.print(
                            Text(_line(m, i, n, learner.classifier)), soft_wrap=True),
-                       on_original=lambda m, n: err.print(
-                           Text(_original_line(m, n, learner.classifier)), soft_wrap=True))
+                                on_original=lambda m, n: err.print(
+                           Text(_original_line(m, n, learner.classifier)), soft_wrap=True)))
     except BudgetTooShort as exc:
         if created:
             out.rmdir()  # the folder this run made, still empty

@@ -118,6 +118,15 @@ class Search:
 OnCandidate = Callable[[Measured, int, int], None]  # the record, its index, how many
 
 
+@dataclass(frozen=True)
+class Listener:
+    """Who hears of each measurement as it is made: ``on_original(record, candidates)``
+    and ``on_candidate(record, index, candidates)`` (None: nobody)."""
+
+    on_candidate: OnCandidate | None = None
+    on_original: Callable[[Measured, int], None] | None = None
+
+
 def audit_original(model: ReleasedModel, name: str, estimator: Any, learner: Learner,
                    frame: pd.DataFrame, label: str, budget: float) -> Measured:
     """The original file's audit (with the rows) and its learner's cross-validated score."""
@@ -134,12 +143,11 @@ def audit_original(model: ReleasedModel, name: str, estimator: Any, learner: Lea
 
 def search(model: ReleasedModel, name: str, estimator: Any, learner: Learner,
            frame: pd.DataFrame, label: str, budget: float,
-           on_candidate: OnCandidate | None = None,
-           on_original: Callable[[Measured, int], None] | None = None) -> Search:
+           listener: Listener = Listener()) -> Search:
     """Audit the original, then every candidate within ``budget`` seconds in all (see the
-    module docstring), calling ``on_original(record, candidates)`` and
-    ``on_candidate(record, index, candidates)`` as each is measured; raises
+    module docstring), telling ``listener`` of each as it is measured; raises
     `BudgetTooShort` before any candidate when one would not fit."""
+    on_candidate, on_original = listener.on_candidate, listener.on_original
     start = time.perf_counter()
     deadline = start + budget
     X, y = _split(model, frame, label)
