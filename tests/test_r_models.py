@@ -434,3 +434,16 @@ def test_a_factor_split_that_is_no_set_of_levels_is_refused() -> None:
     for mask in (0.0, 8.0, 1.5):
         with pytest.raises(ModelFormatError, match="is no set of the column's 3 levels"):
             _left_levels(0, 0, mask, 3)
+
+
+def test_a_ranger_forest_coding_its_factors_routes_every_row_as_r_does() -> None:
+    """respect.unordered.factors = "order": the factors' codes are ranger's own, named by
+    covariate.levels; the input map codes the level names so every tree gives R's class."""
+    read, r = read_r_model(FIXTURES / "ranger_order.rds"), _r("ranger_order")
+    model = read.model
+    assert [c.name for c in model.inputs.columns] == r["columns"]
+    frame = pd.DataFrame({"age": r["age"], "lwt": r["lwt"], "race": r["race"],
+                          "smoke": [int(s) for s in r["smoke"]]})
+    leaves = model.apply(model.inputs.encode(frame).to_numpy(float))
+    per_tree = np.array([read.outputs[t][leaves[:, t]] for t in range(model.n_trees)]).T
+    assert (per_tree + 1).tolist() == r["individual"]  # R's class values, from 1

@@ -22,7 +22,7 @@ from treeleaks.frontends.r_models import read_r_model
 
 FIXTURES = Path(__file__).parent / "fixtures" / "r"
 MODELS = ["rpart_class", "rpart_reg", "rpart_factor", "rf_class", "rf_class_inbag", "rf_reg",
-          "rf_factor", "ranger_class", "ranger_prob", "ranger_reg"]
+          "rf_factor", "ranger_class", "ranger_prob", "ranger_reg", "ranger_order"]
 needs_r = pytest.mark.skipif(shutil.which("Rscript") is None, reason="Rscript not installed")
 
 

@@ -23,6 +23,7 @@ args <- commandArgs(TRUE)
 X <- read.csv(args[3], check.names = FALSE)
 original <- readRDS(args[1])
 levels_of <- if (!is.null(original$forest$xlevels)) original$forest$xlevels else
+  if (!is.null(original$forest$covariate.levels)) original$forest$covariate.levels else
   attr(original, "xlevels")
 for (v in intersect(names(levels_of), names(X))) {
   if (is.character(levels_of[[v]])) X[[v]] <- factor(as.character(X[[v]]), levels_of[[v]])

@@ -7,7 +7,10 @@ daughters, both 0 at a leaf; an inner node sends ``x <= split.values[i]`` of col
 leaf's ``split.values`` is its class value (a classifier: one of ``class.values``, whose
 labels are ``levels``) or its mean target (a regressor); a probability forest keeps each
 leaf's class fractions of its drawn rows in ``terminal.class.counts``. A split on an
-unordered factor (``is.ordered`` false: a bitmask of levels) is refused.
+unordered factor (``is.ordered`` false: a bitmask of levels) is refused. A factor coded by
+ranger itself (``respect.unordered.factors = "order"``) is read through its
+``covariate.levels``; one left to R's own codes (the default, "ignore") keeps no levels, so
+the data must give it as numbers.
 
 Like randomForest, ranger keeps no row counts at any node: the trees come with every count 0
 (a file without counts) and each leaf's output apart (`Forest.outputs`).
@@ -19,6 +22,7 @@ import numpy as np
 
 from treeleaks.frontends.r_files import RValue, element, numbers, strings
 from treeleaks.frontends.r_forest import Forest
+from treeleaks.ir.inputs import CodedColumn, InputColumn, InputMap, NumberColumn
 from treeleaks.ir.model import ModelFormatError, ReleasedModel, Tree
 from treeleaks.runtime.errors import UnsupportedModelError
 
@@ -55,8 +59,33 @@ def read_ranger(obj: RValue) -> Forest:
     model = ReleasedModel(trees, classes, names, bootstrap=_replaced(obj),
                           source="R ranger", task="regression" if kind == "regression"
                           else "classification", facts={"ntree": ntree, "max_samples": None})
+    _coded_factors(model, forest)
     model.validate()
     return Forest(model, outputs)
+
+
+def _coded_factors(model: ReleasedModel, forest: RValue) -> None:
+    """A forest fitted with ``respect.unordered.factors = "order"`` keeps each factor's
+    levels in the order it coded them (``covariate.levels``: level k is code k, from 1) and
+    splits the codes like numbers: those columns become codes from 0 (every threshold on
+    them shifted by one) read from the level names by the input map."""
+    levels = forest.get("covariate.levels")
+    if levels is None or levels.kind != "VEC" or not any(
+            v.kind == "STR" for v in levels.value):
+        return
+    names = model.feature_names
+    if levels.names != names:
+        raise ModelFormatError("ranger field 'forest$covariate.levels' must hold an entry per "
+                               f"column ({len(names)})")
+    mapped: list[InputColumn] = []
+    for j, (name, level) in enumerate(zip(names, levels.value, strict=True)):
+        if level.kind != "STR":
+            mapped.append(NumberColumn(name, j))
+            continue
+        for tree in model.trees:
+            tree.threshold = np.where(tree.feature == j, tree.threshold - 1.0, tree.threshold)
+        mapped.append(CodedColumn(name, j, tuple(strings(level, "forest$covariate.levels"))))
+    model.inputs = InputMap(tuple(mapped), tuple(names))
 
 
 def forest_kind(obj: RValue) -> str:
