@@ -447,3 +447,22 @@ def test_a_ranger_forest_coding_its_factors_routes_every_row_as_r_does() -> None
     leaves = model.apply(model.inputs.encode(frame).to_numpy(float))
     per_tree = np.array([read.outputs[t][leaves[:, t]] for t in range(model.n_trees)]).T
     assert (per_tree + 1).tolist() == r["individual"]  # R's class values, from 1
+
+
+def test_a_caret_train_object_is_read_as_its_final_model_with_the_rows_caret_keeps() -> None:
+    """caret keeps the training rows (trainingData) beside its finalModel: both stored row
+    by row; the forest predicts as caret's predict on the training rows."""
+    read, r = read_r_model(FIXTURES / "caret_rf.rds"), _r("caret_rf")
+    model = read.model
+    about = model.described()
+    assert about.estimator.startswith("caret train (randomForest (classification)")
+    fields = {f.name: f for f in about.fields}
+    assert fields["trainingData"].per_row and fields["y"].per_row
+    assert f"{r['training_rows'][0]} rows" in fields["trainingData"].exposes
+    leaves = model.apply(np.array(r["X"]))
+    votes = np.array([read.outputs[t][leaves[:, t]] for t in range(model.n_trees)]).T
+    winners = [np.bincount(v, minlength=len(model.classes)) for v in votes]
+    decided = [w.max() > np.sort(w)[-2] for w in winners]  # ties are R's coin flips
+    said = np.array(model.classes)[[w.argmax() for w in winners]]
+    assert [s for s, d in zip(said, decided, strict=True) if d] == [
+        p for p, d in zip(r["predict"], decided, strict=True) if d]

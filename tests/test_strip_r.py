@@ -121,3 +121,24 @@ def test_the_command_writes_the_stripped_rds_and_refuses_options_it_cannot_apply
                                  str(tmp_path / "b.rds")])
     assert cannot.exit_code == 2 and "strip it in R instead" in cannot.output
     assert not (tmp_path / "b.rds").exists()
+
+
+def test_a_caret_object_is_refused_with_the_r_lines_that_strip_it_and_its_model() -> None:
+    """caret keeps its functions as byte code, which rdata cannot write: the R lines drop
+    caret's own copies of the rows and the finalModel's per-row fields."""
+    with pytest.raises(RStripError, match=r"caret train object .* m\$trainingData <- NULL; "
+                                          r"m\$pred <- NULL; m\$finalModel\$y <- NULL"):
+        strip_rds(FIXTURES / "caret_rf.rds", read_r_model)
+
+
+@pytest.mark.skipif(shutil.which("Rscript") is None or subprocess.run(
+    ["Rscript", "-e", "library(caret)"], capture_output=True, check=False).returncode != 0
+    if shutil.which("Rscript") else True, reason="R's caret not installed")
+def test_the_caret_r_lines_leave_no_per_row_field(tmp_path: Path) -> None:
+    shutil.copy(FIXTURES / "caret_rf.rds", tmp_path / "caret_rf.rds")
+    lines = r_lines(tmp_path / "caret_rf.rds", "randomForest", caret=True)
+    subprocess.run(["Rscript", "-e", f"suppressPackageStartupMessages(library(caret)); {lines}"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    after = read_r_model(tmp_path / "stripped.rds")
+    assert not after.rows
+    assert not any(f.per_row for f in after.model.described().fields)

@@ -44,6 +44,9 @@ REMOVED = {
     "ranger": ("predictions", "inbag.counts", "confusion.matrix", "prediction.error"),
     "rpart": ("where", "y", "x", "model"),
 }
+# what a caret train object keeps beside its finalModel: the training rows, their held-out
+# predictions
+CARET_REMOVED = ("trainingData", "pred")
 # an rpart frame's columns (and the splits' columns) that count rows; zeroed, not removed
 RPART_FRAME_ZEROED = ("n", "wt", "dev", "complexity")
 RPART_SPLITS_ZEROED = ("count", "improve")
@@ -77,15 +80,19 @@ def strip_rds(path: Path, read: RReader) -> RStripped:
     parsed = rdata.parser.parse_file(path)  # compact vectors expanded: plain R vectors
     environments: list[str] = []
     top = _resolved(parsed.object, set(), environments)
-    r_class = next(c for c in ("rpart", "randomForest", "ranger") if c in _classes(top))
-    removed = [f"{name} (R field)" for name in REMOVED[r_class] if _drop(top, name)]
+    model, removed = top, []
+    if "train" in _classes(top):  # caret: its own copies of the rows, then its finalModel
+        removed = [f"{name} (caret field)" for name in CARET_REMOVED if _drop(top, name)]
+        model = _element(top, "finalModel")
+    r_class = next(c for c in ("rpart", "randomForest", "ranger") if c in _classes(model))
+    removed += [f"{name} (R field)" for name in REMOVED[r_class] if _drop(model, name)]
     removed += [f"the environment the model was fitted in (binding "
                 f"{', '.join(sorted(set(environments))) or 'nothing'}: the training data, "
                 "likely), replaced by the global environment"] if environments else []
     if r_class == "rpart":
-        removed += _zero_rpart(top)
+        removed += _zero_rpart(model)
     parsed.object = top
-    content = _written(parsed, path, r_class)
+    content = _written(parsed, path, r_class, model is not top)
     with tempfile.TemporaryDirectory() as folder:
         copy = Path(folder) / path.name
         copy.write_bytes(content)
@@ -143,15 +150,18 @@ def _thresholds(model: Any, feature: int) -> np.ndarray:
     return np.unique(np.concatenate([t.threshold[t.feature == feature] for t in model.trees]))
 
 
-def r_lines(path: Path, r_class: str) -> str:
-    """The R lines that strip the model in ``path`` as `strip_rds` does."""
-    drop = "; ".join(f"m${name} <- NULL" for name in REMOVED[r_class])
+def r_lines(path: Path, r_class: str, caret: bool = False) -> str:
+    """The R lines that strip the model in ``path`` as `strip_rds` does (``caret``: a
+    train object holding the model as its ``finalModel``)."""
+    f = "m$finalModel" if caret else "m"
+    drop = "; ".join([*(f"m${name} <- NULL" for name in CARET_REMOVED if caret),
+                      *(f"{f}${name} <- NULL" for name in REMOVED[r_class])])
     zero = ""
     if r_class == "rpart":
         cols = ", ".join(f'"{c}"' for c in RPART_FRAME_ZEROED)
-        zero = (f"; for (c in intersect(c({cols}), names(m$frame))) m$frame[[c]] <- 0 * "
-                "m$frame[[c]]")
-    env = ('; if (!is.null(m$terms)) attr(m$terms, ".Environment") <- globalenv()')
+        zero = (f"; for (c in intersect(c({cols}), names({f}$frame))) {f}$frame[[c]] <- 0 * "
+                f"{f}$frame[[c]]")
+    env = f'; if (!is.null({f}$terms)) attr({f}$terms, ".Environment") <- globalenv()'
     return f'm <- readRDS("{path.name}"); {drop}{zero}{env}; saveRDS(m, "stripped.rds")'
 
 
@@ -296,7 +306,7 @@ def _bound(env: Any) -> list[str]:
     return names
 
 
-def _written(parsed: Any, path: Path, r_class: str) -> bytes:
+def _written(parsed: Any, path: Path, r_class: str, caret: bool) -> bytes:
     """The parsed object serialised (XDR, gzip), or `RStripError` with the R lines."""
     from rdata.unparser._unparser import pack_r_object_info
     from rdata.unparser._xdr import UnparserXDR
@@ -330,6 +340,7 @@ def _written(parsed: Any, path: Path, r_class: str) -> bytes:
             Writer(stream).unparse_r_data(parsed)
     except (NotImplementedError, AssertionError) as exc:
         raise RStripError(
-            f"the {r_class} object holds what rdata cannot write back faithfully ({exc}); "
-            f"strip it in R instead: {r_lines(path, r_class)}") from None
+            f"the {'caret train' if caret else r_class} object holds what rdata cannot write "
+            f"back faithfully ({exc}); strip it in R instead: "
+            f"{r_lines(path, r_class, caret)}") from None
     return buffer.getvalue()

@@ -22,14 +22,17 @@ _SCRIPT = r"""
 args <- commandArgs(TRUE)
 X <- read.csv(args[3], check.names = FALSE)
 original <- readRDS(args[1])
-levels_of <- if (!is.null(original$forest$xlevels)) original$forest$xlevels else
-  if (!is.null(original$forest$covariate.levels)) original$forest$covariate.levels else
-  attr(original, "xlevels")
+if (inherits(original, "train")) suppressPackageStartupMessages(library(caret))
+model <- if (inherits(original, "train")) original$finalModel else original
+levels_of <- if (!is.null(model$forest$xlevels)) model$forest$xlevels else
+  if (!is.null(model$forest$covariate.levels)) model$forest$covariate.levels else
+  attr(model, "xlevels")
 for (v in intersect(names(levels_of), names(X))) {
   if (is.character(levels_of[[v]])) X[[v]] <- factor(as.character(X[[v]]), levels_of[[v]])
 }
 outputs <- function(m) {
   set.seed(0)
+  if (inherits(m, "train")) return(list(predict(m, X), predict(m, X, type = "prob")))
   if (inherits(m, "ranger")) return(list(predict(m, X)$predictions))
   if (inherits(m, "randomForest")) {
     out <- list(predict(m, X))

@@ -84,8 +84,11 @@ def read_rds(path: Path) -> RValue:
     try:
         parsed = rdata.parser.parse_data(data, extension=".rds")
     except Exception as exc:  # rdata raises plain errors on damaged data
-        raise ModelFormatError(f"{path.name} is not a readable R serialization "
-                               f"({type(exc).__name__}: {exc})") from None
+        raise ModelFormatError(
+            f"{path.name}: the rdata package cannot parse this R serialization "
+            f"({type(exc).__name__}: {exc}); damaged, or it keeps code rdata does not read "
+            "(a caret object's functions): save the model alone in R, such as "
+            "saveRDS(fit$finalModel, file) for caret") from None
     return _converted(parsed.object)
 
 

@@ -31,7 +31,7 @@ from treeleaks.ir.description import ModelDescription, StoredField, describe
 from treeleaks.ir.model import ModelFormatError, ReleasedModel
 from treeleaks.runtime.errors import UnsupportedModelError
 
-READ = ("rpart", "randomForest", "ranger")
+READ = ("rpart", "randomForest", "ranger")  # and caret's train objects holding one
 LABELS = "every training row's label, in training order"
 TARGETS = "every training row's target, in training order"
 
@@ -54,7 +54,10 @@ def read_r_model(path: Path) -> RModel:
 
 
 def read_r_object(obj: RValue, name: str = "the file") -> RModel:
-    """The R model ``obj`` (read from the file ``name``)."""
+    """The R model ``obj`` (read from the file ``name``); a caret ``train`` object is read
+    as its ``finalModel``, with what caret keeps beside it."""
+    if "train" in obj.classes and obj.kind == "VEC":
+        return _caret(obj, name)
     classes = obj.classes
     if obj.kind != "VEC" or not any(c in READ for c in classes):
         what = "/".join(classes) if classes else f"an R value of type {obj.kind}"
@@ -63,6 +66,33 @@ def read_r_object(obj: RValue, name: str = "the file") -> RModel:
     read = _rpart(obj) if "rpart" in classes else _ranger(obj) if "ranger" in classes \
         else _forest(obj)
     read.model.label_name = _response(obj, read.model.feature_names) or read.model.label_name
+    return read
+
+
+def _caret(obj: RValue, name: str) -> RModel:
+    """A caret ``train`` object: its ``finalModel`` read as the model, the training rows
+    caret keeps (``trainingData``, by default) and its held-out predictions (``pred``)
+    listed beside the model's own fields."""
+    final = obj.get("finalModel")
+    if final is None or final.kind != "VEC":
+        raise ModelFormatError(f"{name}: caret train object without a finalModel")
+    read = read_r_object(final, name)
+    model = read.model
+    fields = list(model.described().fields)
+    data = obj.get("trainingData")
+    if data is not None and data.kind == "VEC" and data.value:
+        rows = int(np.asarray(data.value[0].value).size)
+        fields.append(StoredField("trainingData", f"every training row's values and label "
+                                  f"({rows} rows, the outcome as .outcome): the training data "
+                                  "itself", per_row=True))
+    if _present(obj, "pred"):
+        fields.append(StoredField("pred", "the resampling's held-out prediction of every "
+                                  "training row"))
+    method = obj.get("method")
+    label = "" if method is None or method.kind != "STR" else f", method {method.value[0]!r}"
+    model.description = dataclasses.replace(
+        model.described(), estimator=f"caret train ({model.described().estimator}{label})",
+        fields=tuple(fields))
     return read
 
 
