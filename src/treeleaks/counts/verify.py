@@ -50,35 +50,52 @@ def verify(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
                 return Certificate(False, checked, wrong + 1, f"tree {t} has no draw count "
                                    f"for each of the {len(rows)} rows")
             weight = tree.draws
-        counts = np.zeros(tree.counts.shape, dtype=np.int64)
-        np.add.at(counts, (leaves[:, t], tree.count_column(cls)), weight)
-        diff = np.argwhere(counts != tree.counts)
-        checked += counts.size
-        wrong += len(diff)
-        if len(diff) and not first:
-            leaf, c = diff[0]
-            first = (
-                f"tree {t} leaf {leaf} {tree.column_name(c, model.classes)}: released "
-                f"{tree.counts[leaf, c]}, reconstructed rows give {counts[leaf, c]}"
-            )
-        if model.bootstrap and tree.n_samples is not None:
-            distinct = np.bincount(leaves[:, t], weights=weight > 0, minlength=tree.n_leaves)
-            off = np.flatnonzero(distinct != tree.n_samples)
-            checked += tree.n_leaves
-            wrong += off.size
-            if off.size and not first:
-                first = (f"tree {t} leaf {off[0]}: released {tree.n_samples[off[0]]} distinct "
-                         f"rows, reconstructed rows give {int(distinct[off[0]])}")
+        leaf_checked, leaf_wrong, leaf_first = _leaf_misses(model, t, leaves[:, t], cls, weight)
+        checked, wrong, first = checked + leaf_checked, wrong + leaf_wrong, first or leaf_first
         misses = node_misses(tree, t, leaves[:, t], weight, tree.count_column(cls))
         checked, wrong, first = _add(misses, checked, wrong, first)
     certificate = Certificate(wrong == 0, checked, wrong, first)
     if model.gradients is not None:
-        miss, where = largest_gradient_miss(model, leaves, cls)
-        certificate.leaf_values_match = miss <= 1.0
-        certificate.leaf_values = (
-            f"every leaf value reproduced (the largest miss is {miss:.2g} of its tolerance)"
-            if miss <= 1.0 else f"leaf values not reproduced: {where}")
+        _check_leaf_values(certificate, model, leaves, cls)
     return certificate
+
+
+def _leaf_misses(model: ReleasedModel, t: int, leaves: np.ndarray, cls: np.ndarray,
+                 weight: np.ndarray) -> tuple[int, int, str]:
+    """Tree ``t``'s leaf counts (a bootstrap tree's distinct rows too) against the rows'
+    (``leaves``: each row's leaf, ``weight``: its draws): how many numbers were checked,
+    how many the rows miss, and the first miss ("" when none)."""
+    tree = model.trees[t]
+    counts = np.zeros(tree.counts.shape, dtype=np.int64)
+    np.add.at(counts, (leaves, tree.count_column(cls)), weight)
+    diff = np.argwhere(counts != tree.counts)
+    checked, wrong, first = counts.size, len(diff), ""
+    if len(diff):
+        leaf, c = diff[0]
+        first = (
+            f"tree {t} leaf {leaf} {tree.column_name(c, model.classes)}: released "
+            f"{tree.counts[leaf, c]}, reconstructed rows give {counts[leaf, c]}"
+        )
+    if model.bootstrap and tree.n_samples is not None:
+        distinct = np.bincount(leaves, weights=weight > 0, minlength=tree.n_leaves)
+        off = np.flatnonzero(distinct != tree.n_samples)
+        checked += tree.n_leaves
+        wrong += off.size
+        if off.size and not first:
+            first = (f"tree {t} leaf {off[0]}: released {tree.n_samples[off[0]]} distinct "
+                     f"rows, reconstructed rows give {int(distinct[off[0]])}")
+    return checked, wrong, first
+
+
+def _check_leaf_values(certificate: Certificate, model: ReleasedModel, leaves: np.ndarray,
+                       cls: np.ndarray) -> None:
+    """Record on ``certificate`` whether the rows reproduce a booster's leaf values (its
+    later trees' gradient sums), and the worst miss."""
+    miss, where = largest_gradient_miss(model, leaves, cls)
+    certificate.leaf_values_match = miss <= 1.0
+    certificate.leaf_values = (
+        f"every leaf value reproduced (the largest miss is {miss:.2g} of its tolerance)"
+        if miss <= 1.0 else f"leaf values not reproduced: {where}")
 
 
 def _contradicted(model: ReleasedModel) -> Certificate:
