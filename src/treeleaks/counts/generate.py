@@ -512,6 +512,16 @@ def _no_column_added(run: _GenerationRun, x: np.ndarray, capacity: np.ndarray,
     return Generation.INFEASIBLE if infeasible else Generation.STALLED
 
 
+@dataclass(frozen=True)
+class SearchSettings:
+    """How a search over generated cells runs: the pricers' seed, how many threads price
+    the classes side by side, and where its progress goes."""
+
+    seed: int = 0
+    workers: int = 1
+    progress: ProgressCallback | None = None
+
+
 def generated_lower_bounds(
     model: ReleasedModel,
     schema: FeatureSchema,
@@ -519,9 +529,7 @@ def generated_lower_bounds(
     system: CountSystem,
     solution: np.ndarray,
     deadline: float,
-    seed: int = 0,
-    progress: ProgressCallback | None = None,
-    workers: int = 1,
+    settings: SearchSettings = SearchSettings(),
     known: np.ndarray | None = None,
 ) -> Certainty:
     """Sound lower bounds on the variables of a system over *generated* cells, at least
@@ -533,76 +541,79 @@ def generated_lower_bounds(
     dataset has N rows). y comes from the LP over the generated cells; the minimum over
     the cells never generated is bounded by exact pricing (it proves none is negative, or
     finds one, which joins the LP). One joint LP first drops every candidate the generated
-    cells alone can empty, since no proof can exist for those. ``workers`` threads price
-    the classes side by side.
+    cells alone can empty, since no proof can exist for those. ``settings.workers`` threads
+    price the classes side by side.
     """
-    from scipy.optimize import linprog
-
     from treeleaks.counts.pricing import PricingTeam
 
     pool = ColumnPool(model)
     for cell, cls in zip(system.cell, system.cls):
         pool.add(int(cls), cells.leaf[cell])
-    live = np.flatnonzero(pool.counts > 0)
-    b = pool.counts[live].astype(np.float64)
-    n_rows = float(model.n_rows or 0)
+    lp = _GeneratedLP(pool, float(model.n_rows or 0), deadline)
     lower = np.zeros(system.n_vars, dtype=np.int64) if known is None else known.copy()
-
-    def lp_min(cost: np.ndarray) -> tuple[float, np.ndarray, np.ndarray] | None:
-        A = pool.matrix()[live]
-        res = linprog(np.pad(cost, (0, A.shape[1] - cost.size)), A_eq=A, b_eq=b,
-                      bounds=(0, None), method="highs",
-                      options={"time_limit": seconds_until(deadline, 0.01,
-                                                            time.perf_counter())})
-        return None if res.status != 0 else (float(res.fun), res.eqlin.marginals, res.x)
-
     candidates = np.flatnonzero(solution > lower)
     if not candidates.size:
         return Certainty(lower, True, 0)
     joint = np.zeros(system.n_vars)
     joint[candidates] = 1.0
-    first = lp_min(joint)
+    first = lp.minimum(joint)
     if first is None:
         return Certainty(lower, False, 1)
     candidates = candidates[first[2][candidates] > _TOL]
     if not candidates.size:
         return Certainty(lower, True, 1)
     n_lps, unsettled, done = 1, 0, 0
-    with PricingTeam(model, schema, workers) as pricers:
+    with PricingTeam(model, schema, settings.workers) as pricers:
         for j in candidates:
             if time.perf_counter() >= deadline:
                 unsettled += 1
                 continue
             cost = np.zeros(system.n_vars)
             cost[j] = 1.0
-            bound, n_lps = _lagrangian_bound(
-                pool, live, b, n_rows, j, cost, lp_min, pricers, deadline, seed,
-            ), n_lps + 1
+            bound, n_lps = _lagrangian_bound(lp, j, cost, pricers, settings.seed), n_lps + 1
             if bound is None:
                 unsettled += 1
             else:
                 lower[j] = max(lower[j], int(np.ceil(bound - 1e-6)))
             done += 1
-            report(progress, "certainty", done, candidates.size)
+            report(settings.progress, "certainty", done, candidates.size)
     return Certainty(lower, unsettled == 0, n_lps)
 
 
+class _GeneratedLP:
+    """The LP over the generated cells with every (live) count met exactly: its minimum
+    of a cost, with the counts' prices, by a deadline; N bounds what it leaves out."""
+
+    def __init__(self, pool: ColumnPool, n_rows: float, deadline: float) -> None:
+        self.pool, self.n_rows, self.deadline = pool, n_rows, deadline
+        self.live = np.flatnonzero(pool.counts > 0)
+        self.b = pool.counts[self.live].astype(np.float64)
+
+    def minimum(self, cost: np.ndarray) -> tuple[float, np.ndarray, np.ndarray] | None:
+        """The LP's minimum of ``cost`` (padded to the columns so far), the live counts'
+        prices and the solution; None when HiGHS did not finish."""
+        from scipy.optimize import linprog
+
+        A = self.pool.matrix()[self.live]
+        res = linprog(np.pad(cost, (0, A.shape[1] - cost.size)), A_eq=A, b_eq=self.b,
+                      bounds=(0, None), method="highs",
+                      options={"time_limit": seconds_until(self.deadline, 0.01,
+                                                            time.perf_counter())})
+        return None if res.status != 0 else (float(res.fun), res.eqlin.marginals, res.x)
+
+
 def _lagrangian_bound(
-    pool: ColumnPool,
-    live: np.ndarray,
-    b: np.ndarray,
-    n_rows: float,
+    lp: _GeneratedLP,
     target: int,
     cost: np.ndarray,
-    lp_min,
     pricers: PricingTeam,
-    deadline: float,
     seed: int,
 ) -> float | None:
     """``min n_target`` over all datasets, bounded below; None when time ran out."""
+    pool, live, deadline = lp.pool, lp.live, lp.deadline
     target_cls, target_leaves = pool.cls[target], pool.leaves[target]
     while time.perf_counter() < deadline:
-        optimum = lp_min(cost)
+        optimum = lp.minimum(cost)
         if optimum is None:
             return None
         value, marginals, _ = optimum
@@ -626,5 +637,5 @@ def _lagrangian_bound(
             added += sum(pool.add(c, cell.leaves) for cell in found)
             floor = min(floor, bound)
         if not added:
-            return float(marginals @ b) + n_rows * floor
+            return float(marginals @ lp.b) + lp.n_rows * floor
     return None

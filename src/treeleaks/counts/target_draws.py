@@ -133,8 +133,8 @@ def _boxes(model: ReleasedModel, held: LeafTargets, draws: np.ndarray,
         tree = model.trees[t]
         weight = held.matrix(t, tree.n_leaves)[:, v].toarray().ravel()
         distinct = held.matrix(t, tree.n_leaves, distinct=True)[:, v].toarray().ravel()
-        sharing = _share(rows, ways, paths[t].leaf, draws[t], weight, distinct, lower,
-                         upper, boxes[t])
+        meets = _ways_meeting(rows, ways, lower, upper, boxes[t])
+        sharing = _share(rows, ways, meets, paths[t].leaf, draws[t], weight, distinct)
         if sharing is not None:
             for row, way in zip(rows, sharing):
                 _narrow(lower, upper, np.array([row]), boxes[t], way)
@@ -147,14 +147,19 @@ def _narrow(lower: np.ndarray, upper: np.ndarray, rows: np.ndarray,
     upper[rows] = np.minimum(upper[rows], box[1][path])
 
 
-def _share(rows: np.ndarray, ways: np.ndarray, path_leaf: np.ndarray, draws: np.ndarray,
-           weight: np.ndarray, distinct: np.ndarray, lower: np.ndarray,
-           upper: np.ndarray, box: tuple[np.ndarray, np.ndarray]) -> list[int] | None:
-    """A path for each row, among ``ways`` meeting its box, giving every path's leaf
-    (``path_leaf``) its weighted and distinct rows (-1: any number); None if none is found
-    within `MAX_NODES` steps."""
-    meets = [ways[(np.maximum(lower[k], box[0][ways])
-                   < np.minimum(upper[k], box[1][ways])).all(axis=1)] for k in rows]
+def _ways_meeting(rows: np.ndarray, ways: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                  box: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray]:
+    """For each row, the paths among ``ways`` (boxes ``box``) that meet its box so far."""
+    return [ways[(np.maximum(lower[k], box[0][ways])
+                  < np.minimum(upper[k], box[1][ways])).all(axis=1)] for k in rows]
+
+
+def _share(rows: np.ndarray, ways: np.ndarray, meets: list[np.ndarray],
+           path_leaf: np.ndarray, draws: np.ndarray, weight: np.ndarray,
+           distinct: np.ndarray) -> list[int] | None:
+    """A path for each row, among those meeting its box (``meets``, out of ``ways``),
+    giving every path's leaf (``path_leaf``) its weighted and distinct rows (-1: any
+    number); None if none is found within `MAX_NODES` steps."""
     leaves = np.unique(path_leaf[ways])
     weight_left = {int(leaf): int(weight[leaf]) for leaf in leaves}
     rows_left = {int(leaf): int(distinct[leaf]) if distinct[leaf] >= 0 else len(rows)
