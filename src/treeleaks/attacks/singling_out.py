@@ -283,15 +283,7 @@ class Exposure:
 def split_data(model: ReleasedModel, frame: pd.DataFrame, label: str
                ) -> tuple[pd.DataFrame, np.ndarray]:
     """The model's feature columns and the label of ``frame``; refuses other columns."""
-    if label not in frame.columns:
-        raise DataMismatchError(f"the data have no label column {label!r}; name it with --label")
-    missing = [c for c in model.feature_names if c not in frame.columns]
-    extra = [str(c) for c in frame.columns if c != label and c not in model.feature_names]
-    if missing or extra:
-        what = (f"lack the model's columns {', '.join(missing[:5])}" if missing else
-                f"have columns the model does not know: {', '.join(extra[:5])}")
-        raise DataMismatchError(f"the data {what}; give the data the model was trained on, "
-                                f"with the columns {', '.join(model.feature_names[:5])}...")
+    _refuse_other_columns(model, frame, label)
     X = frame[model.feature_names]
     if not all(pd.api.types.is_numeric_dtype(X[c]) for c in X.columns):
         raise DataMismatchError("the data's feature columns must be numbers, as the model's")
@@ -302,6 +294,19 @@ def split_data(model: ReleasedModel, frame: pd.DataFrame, label: str
         return X, model.class_index(y)
     except ValueError as exc:
         raise DataMismatchError(f"the data's {exc}") from None
+
+
+def _refuse_other_columns(model: ReleasedModel, frame: pd.DataFrame, label: str) -> None:
+    """Refuse data without the label column, or whose columns are not the model's."""
+    if label not in frame.columns:
+        raise DataMismatchError(f"the data have no label column {label!r}; name it with --label")
+    missing = [c for c in model.feature_names if c not in frame.columns]
+    extra = [str(c) for c in frame.columns if c != label and c not in model.feature_names]
+    if missing or extra:
+        what = (f"lack the model's columns {', '.join(missing[:5])}" if missing else
+                f"have columns the model does not know: {', '.join(extra[:5])}")
+        raise DataMismatchError(f"the data {what}; give the data the model was trained on, "
+                                f"with the columns {', '.join(model.feature_names[:5])}...")
 
 
 def check_against_data(result: SinglingOut, model: ReleasedModel, frame: pd.DataFrame,

@@ -304,17 +304,11 @@ def _dive(run: _GenerationRun, fixed: np.ndarray, best: BestPartial
             break
         whole = np.floor(x + _TOL)
         fractional = np.flatnonzero(x - whole > _TOL)
-        if fractional.size:
-            packed = _integer_packing(pool, capacity, left_rows, deadline)
-            if packed is not None:
-                placed, status = n_rows, Generation.FEASIBLE
-                break
-            j = fractional[np.argmax(x[fractional] - whole[fractional])]
-            whole[j] += 1
-            rounded_up = int(j)
-        take = whole.astype(np.int64)
-        if rounded_up is None and take.any():
-            rounded_up = int(np.flatnonzero(take)[-1])
+        if (fractional.size
+                and _integer_packing(pool, capacity, left_rows, deadline) is not None):
+            placed, status = n_rows, Generation.FEASIBLE
+            break
+        take, rounded_up = _rounded(x, whole, fractional, rounded_up)
         A = pool.matrix()
         capacity = capacity - A[:, : take.size] @ take
         left_rows -= int(take.sum())
@@ -325,6 +319,21 @@ def _dive(run: _GenerationRun, fixed: np.ndarray, best: BestPartial
             status = Generation.FEASIBLE
             break
     return status, placed
+
+
+def _rounded(x: np.ndarray, whole: np.ndarray, fractional: np.ndarray,
+             rounded_up: int | None) -> tuple[np.ndarray, int | None]:
+    """The rows to keep from the LP solution ``x``: its whole part (``whole``), with the
+    most fractional column rounded up; and the column rounded up last (before any
+    rounding, the last column kept)."""
+    if fractional.size:
+        j = fractional[np.argmax(x[fractional] - whole[fractional])]
+        whole[j] += 1
+        rounded_up = int(j)
+    take = whole.astype(np.int64)
+    if rounded_up is None and take.any():
+        rounded_up = int(np.flatnonzero(take)[-1])
+    return take, rounded_up
 
 
 def _integer_packing(
@@ -408,22 +417,32 @@ def _fill_slack(
         for c, result in enumerate(results):
             if c in settled:
                 continue
-            fitted = 0
-            for cell in result[0] if result else []:
-                rows = pool.rows_of(c, cell.leaves)
-                left = slack[rows].min()
-                if left > _TOL and pool.add(c, cell.leaves):
-                    slack[rows] -= left
-                    fitted += 1
-                    whole = _padded(whole, len(pool))
-                    if (fits := int(np.floor(room[rows].min() + _TOL))) >= 1:
-                        whole[-1] += fits
-                        room[rows] -= fits
+            fitted, whole = _fit_cells(pool, c, result[0] if result else [], slack, room,
+                                       whole)
             if not fitted:
                 settled.add(c)
             added += fitted
         offer(_padded(whole, len(pool)).astype(np.float64))
     return added
+
+
+def _fit_cells(pool: ColumnPool, c: int, cells: list, slack: np.ndarray, room: np.ndarray,
+               whole: np.ndarray) -> tuple[int, np.ndarray]:
+    """Add those of class ``c``'s priced ``cells`` whose leaves all have ``slack`` left,
+    each taking it (and its whole ``room`` as rows of ``whole``): how many were added, and
+    ``whole`` over the columns now."""
+    fitted = 0
+    for cell in cells:
+        rows = pool.rows_of(c, cell.leaves)
+        left = slack[rows].min()
+        if left > _TOL and pool.add(c, cell.leaves):
+            slack[rows] -= left
+            fitted += 1
+            whole = _padded(whole, len(pool))
+            if (fits := int(np.floor(room[rows].min() + _TOL))) >= 1:
+                whole[-1] += fits
+                room[rows] -= fits
+    return fitted, whole
 
 
 def _pack(
