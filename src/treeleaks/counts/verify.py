@@ -9,7 +9,7 @@ import pandas as pd
 
 from treeleaks.counts.gradient_rows import largest_gradient_miss
 from treeleaks.counts.node_rows import NodeMisses, node_misses
-from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel, Tree
 
 
 @dataclass
@@ -208,29 +208,9 @@ def verify_regression(model: ReleasedModel, rows: pd.DataFrame,
             return Certificate(False, checked, wrong + 1, f"tree {t} has no draw count for "
                                f"each of the {len(rows)} rows")
         at = leaves[:, t]
-        weighted = np.bincount(at, weights=draws, minlength=tree.n_leaves)
-        distinct = np.bincount(at, weights=draws > 0, minlength=tree.n_leaves)
-        total = np.bincount(at, weights=draws * y, minlength=tree.n_leaves)
-        value = np.divide(total, weighted, out=np.full(tree.n_leaves, np.nan),
-                          where=weighted > 0)
-        checks = {"weighted rows": (weighted != tree.counts[:, 0], tree.counts[:, 0], weighted),
-                  "distinct rows": (distinct != tree.n_samples, tree.n_samples, distinct),
-                  "value": (~(np.abs(value - tree.values) <= rtol * scale), tree.values,
-                            value)}
-        if tree.impurity is not None:  # the weighted variance of the leaf's targets
-            squares = np.bincount(at, weights=draws * y * y, minlength=tree.n_leaves)
-            variance = np.divide(squares, weighted, out=np.full(tree.n_leaves, np.nan),
-                                 where=weighted > 0) - value ** 2
-            checks["impurity"] = (~(np.abs(variance - tree.impurity)
-                                    <= rtol * max(scale, 1.0) ** 2 * 1e3),
-                                  tree.impurity, variance)
-        for what, (off, released, rebuilt) in checks.items():
-            checked += tree.n_leaves
-            wrong += int(off.sum())
-            if off.any() and not first:
-                v = int(np.argmax(off))
-                first = (f"tree {t} leaf {v} {what}: released {released[v]:g}, reconstructed "
-                         f"rows give {rebuilt[v]:g}")
+        leaf_checked, leaf_wrong, leaf_first = _regression_leaf_misses(tree, t, at, draws, y,
+                                                                       scale, rtol)
+        checked, wrong, first = checked + leaf_checked, wrong + leaf_wrong, first or leaf_first
         misses = node_misses(tree, t, at, draws, np.zeros(len(rows), dtype=np.int64), y)
         checked, wrong, first = _add(misses, checked, wrong, first)
     return Certificate(wrong == 0, checked, wrong, first)
@@ -256,30 +236,72 @@ def verify_regression_within(model: ReleasedModel, rows: pd.DataFrame,
         at = leaves[:, t]
         draws = (tree.draws[positions] if positions is not None
                  else np.ones(len(rows), dtype=np.int64))
-        weighted = np.bincount(at, weights=draws, minlength=tree.n_leaves)
-        distinct = np.bincount(at, weights=draws > 0, minlength=tree.n_leaves)
-        released = tree.n_samples if tree.n_samples is not None else tree.counts[:, 0]
-        crowded = np.flatnonzero((weighted > tree.counts[:, 0]) | (distinct > released))
-        reach = (np.zeros(tree.n_leaves) if tree.impurity is None else np.sqrt(
-            np.maximum(tree.impurity, 0.0) * np.maximum(tree.counts[:, 0] - 1.0, 0.0)))
-        drawn = draws > 0
-        strays = np.flatnonzero(drawn & ~(np.abs(y - tree.values[at])
-                                          <= reach[at] * (1 + rtol) + rtol * scale))
-        checked += tree.n_leaves + len(rows)
-        wrong += len(crowded) + len(strays)
-        if crowded.size and not first:
-            v = crowded[0]
-            first = (f"tree {t} leaf {v}: released {tree.counts[v, 0]:g} draws of "
-                     f"{released[v]:g} rows, the partial rows put {weighted[v]:g} of "
-                     f"{distinct[v]:g} there")
-        if strays.size and not first:
-            row = strays[0]
-            first = (f"tree {t}: row {row}'s target {y[row]:g} lands in leaf {at[row]} of "
-                     f"value {tree.values[at[row]]:g}")
+        leaf_checked, leaf_wrong, leaf_first = _partial_leaf_misses(tree, t, at, draws, y,
+                                                                    scale, rtol)
+        checked, wrong, first = checked + leaf_checked, wrong + leaf_wrong, first or leaf_first
         misses = node_misses(tree, t, at, draws, np.zeros(len(rows), dtype=np.int64),
                              complete=False)
         checked, wrong, first = _add(misses, checked, wrong, first)
     return Certificate(wrong == 0, checked, wrong, first)
+
+
+def _regression_leaf_misses(tree: Tree, t: int, at: np.ndarray, draws: np.ndarray,
+                            y: np.ndarray, scale: float, rtol: float) -> tuple[int, int, str]:
+    """Tree ``t``'s leaves against the rows (``at``: each row's leaf, ``draws``, targets
+    ``y``): distinct rows, weighted rows, value and, where kept, impurity (see
+    `verify_regression`). How many numbers were checked, how many missed, the first."""
+    weighted = np.bincount(at, weights=draws, minlength=tree.n_leaves)
+    distinct = np.bincount(at, weights=draws > 0, minlength=tree.n_leaves)
+    total = np.bincount(at, weights=draws * y, minlength=tree.n_leaves)
+    value = np.divide(total, weighted, out=np.full(tree.n_leaves, np.nan),
+                      where=weighted > 0)
+    checks = {"weighted rows": (weighted != tree.counts[:, 0], tree.counts[:, 0], weighted),
+              "distinct rows": (distinct != tree.n_samples, tree.n_samples, distinct),
+              "value": (~(np.abs(value - tree.values) <= rtol * scale), tree.values,
+                        value)}
+    if tree.impurity is not None:  # the weighted variance of the leaf's targets
+        squares = np.bincount(at, weights=draws * y * y, minlength=tree.n_leaves)
+        variance = np.divide(squares, weighted, out=np.full(tree.n_leaves, np.nan),
+                             where=weighted > 0) - value ** 2
+        checks["impurity"] = (~(np.abs(variance - tree.impurity)
+                                <= rtol * max(scale, 1.0) ** 2 * 1e3),
+                              tree.impurity, variance)
+    checked, wrong, first = 0, 0, ""
+    for what, (off, released, rebuilt) in checks.items():
+        checked += tree.n_leaves
+        wrong += int(off.sum())
+        if off.any() and not first:
+            v = int(np.argmax(off))
+            first = (f"tree {t} leaf {v} {what}: released {released[v]:g}, reconstructed "
+                     f"rows give {rebuilt[v]:g}")
+    return checked, wrong, first
+
+
+def _partial_leaf_misses(tree: Tree, t: int, at: np.ndarray, draws: np.ndarray,
+                         y: np.ndarray, scale: float, rtol: float) -> tuple[int, int, str]:
+    """Tree ``t``'s leaves against some of the rows: leaves holding more draws or distinct
+    rows than released, and drawn rows whose target their leaf cannot hold (see
+    `verify_regression_within`). How many were checked, how many missed, the first."""
+    weighted = np.bincount(at, weights=draws, minlength=tree.n_leaves)
+    distinct = np.bincount(at, weights=draws > 0, minlength=tree.n_leaves)
+    released = tree.n_samples if tree.n_samples is not None else tree.counts[:, 0]
+    crowded = np.flatnonzero((weighted > tree.counts[:, 0]) | (distinct > released))
+    reach = (np.zeros(tree.n_leaves) if tree.impurity is None else np.sqrt(
+        np.maximum(tree.impurity, 0.0) * np.maximum(tree.counts[:, 0] - 1.0, 0.0)))
+    drawn = draws > 0
+    strays = np.flatnonzero(drawn & ~(np.abs(y - tree.values[at])
+                                      <= reach[at] * (1 + rtol) + rtol * scale))
+    first = ""
+    if crowded.size:
+        v = crowded[0]
+        first = (f"tree {t} leaf {v}: released {tree.counts[v, 0]:g} draws of "
+                 f"{released[v]:g} rows, the partial rows put {weighted[v]:g} of "
+                 f"{distinct[v]:g} there")
+    if strays.size and not first:
+        row = strays[0]
+        first = (f"tree {t}: row {row}'s target {y[row]:g} lands in leaf {at[row]} of "
+                 f"value {tree.values[at[row]]:g}")
+    return tree.n_leaves + len(at), len(crowded) + len(strays), first
 
 
 def _routed_targets(model: ReleasedModel,
