@@ -308,14 +308,18 @@ def _inferred_rule_schema(rule_list: RuleList) -> FeatureSchema:
     for name, cuts in zip(rule_list.feature_names, rule_list.thresholds()):
         values = [c.value for r in rule_list.rules for c in r.conditions
                   if c.feature == name and c.op == "=="]
-        if any(v not in (0, 1) for v in values):
-            raise SchemaError(f"the rule list tests {name!r} against whole values other than "
-                              "0 and 1; give its range under 'ordinal' (--schema)")
-        if values or (cuts.size and ((cuts > 0) & (cuts < 1)).all()):
-            features[name] = FeatureSpec("binary", 0.0, 1.0)
-        else:
-            features[name] = FeatureSpec("numerical" if cuts.size else "unknown")
+        features[name] = _inferred_spec(name, cuts, values)
     return FeatureSchema(features)
+
+
+def _inferred_spec(name: str, cuts: np.ndarray, values: list) -> FeatureSpec:
+    """One column's spec from its cuts and the values it is compared with '=='."""
+    if any(v not in (0, 1) for v in values):
+        raise SchemaError(f"the rule list tests {name!r} against whole values other than "
+                          "0 and 1; give its range under 'ordinal' (--schema)")
+    if values or (cuts.size and ((cuts > 0) & (cuts < 1)).all()):
+        return FeatureSpec("binary", 0.0, 1.0)
+    return FeatureSpec("numerical" if cuts.size else "unknown")
 
 
 def _refuse_extra_columns(schema: FeatureSchema, names: list[str]) -> None:

@@ -53,13 +53,7 @@ def targets_by_draws(model: ReleasedModel, held: LeafTargets,
     n = draws.shape[1]
     W, D = held.per_value(), held.per_value(distinct=True)
     target = np.full(n, -1, dtype=np.int64)
-    column = {draws[:, k].tobytes(): k for k in range(n)}
-    if len(column) == n:  # every row's draws its own: a target's sum may be one of them
-        for v in range(targets.size):
-            k = column.get(np.ascontiguousarray(W[:, v]).tobytes())
-            if k is not None and ((D[:, v] == (draws[:, k] > 0)) | (D[:, v] < 0)).all() \
-                    and target[k] < 0:
-                target[k] = v
+    _targets_of_own_draws(draws, W, D, target)
     found = np.bincount(target[target >= 0], minlength=targets.size)
     for v in np.flatnonzero(found == 0):
         if time.perf_counter() > deadline:
@@ -69,6 +63,20 @@ def targets_by_draws(model: ReleasedModel, held: LeafTargets,
             target[rows] = v
     lower, upper = _boxes(model, held, draws, target)
     return DrawnTargets(targets, target, lower, upper, bool((target >= 0).all()))
+
+
+def _targets_of_own_draws(draws: np.ndarray, W: np.ndarray, D: np.ndarray,
+                          target: np.ndarray) -> None:
+    """Where every row's draws are its own, a target whose draws per tree (``W``, with
+    ``D`` distinct rows) are exactly one row's is that row's: set in ``target``."""
+    n = draws.shape[1]
+    column = {draws[:, k].tobytes(): k for k in range(n)}
+    if len(column) == n:  # every row's draws its own: a target's sum may be one of them
+        for v in range(W.shape[1]):
+            k = column.get(np.ascontiguousarray(W[:, v]).tobytes())
+            if k is not None and ((D[:, v] == (draws[:, k] > 0)) | (D[:, v] < 0)).all() \
+                    and target[k] < 0:
+                target[k] = v
 
 
 def _shared_target(draws: np.ndarray, weight: np.ndarray, distinct: np.ndarray,
