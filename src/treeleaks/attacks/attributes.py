@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from treeleaks.ir.schema import FeatureSchema
+from treeleaks.ir.schema import FeatureSchema, FeatureSpec
 from treeleaks.runtime.errors import SchemaError
 
 
@@ -200,6 +200,19 @@ def build_attributes(schema: FeatureSchema, cuts: list[np.ndarray],
     column that marks its gaps (`treeleaks.ir.inputs.InputMap.gaps`): the two make one
     `GapAttribute`. Raises `SchemaError` when an ordinal column the model cuts has no finite
     range."""
+    attributes, grouped = _group_attributes(schema)
+    marks = _gap_marks(schema, gaps or {}, grouped)
+    for j, (name, spec) in enumerate(schema.features.items()):
+        if j in grouped or j in marks.values():
+            continue
+        attributes.append(_column_attribute(name, j, spec, np.asarray(cuts[j], dtype=np.float64)))
+        if j in marks:
+            attributes[-1] = GapAttribute(name, attributes[-1], marks[j])
+    return attributes
+
+
+def _group_attributes(schema: FeatureSchema) -> tuple[list[Attribute], set[int]]:
+    """One attribute per one-hot or at-most-one group, and the columns they take."""
     names = schema.names
     attributes: list[Attribute] = []
     grouped: set[int] = set()
@@ -209,25 +222,22 @@ def build_attributes(schema: FeatureSchema, cuts: list[np.ndarray],
         attributes.append(GroupAttribute(f"{label}({', '.join(members)})", cols, members,
                                          exactly_one))
         grouped.update(cols.tolist())
-    marks = _gap_marks(schema, gaps or {}, grouped)
-    for j, (name, spec) in enumerate(schema.features.items()):
-        if j in grouped or j in marks.values():
-            continue
-        col_cuts = np.asarray(cuts[j], dtype=np.float64)
-        if spec.kind in ("binary", "ordinal") and np.isfinite([spec.low, spec.high]).all():
-            attributes.append(ScalarAttribute(name, j, spec.kind, np.ceil(spec.low),
-                                              np.floor(spec.high)))
-        elif spec.kind == "ordinal" and col_cuts.size:
-            raise SchemaError(f"ordinal column {name!r} is split by the model but the schema "
-                              "gives it no finite range; give its [low, high] under 'ordinal'")
-        else:  # numerical (or an unsplit column of unknown range): the model's intervals
-            end = spec.high if np.isfinite(spec.high) else (
-                col_cuts[-1] + 1 if col_cuts.size else 0.0)
-            attributes.append(ScalarAttribute(name, j, spec.kind, spec.low, spec.high,
-                                              np.append(col_cuts, end)))
-        if j in marks:
-            attributes[-1] = GapAttribute(name, attributes[-1], marks[j])
-    return attributes
+    return attributes, grouped
+
+
+def _column_attribute(name: str, j: int, spec: FeatureSpec,
+                      col_cuts: np.ndarray) -> ScalarAttribute:
+    """Column ``j``'s attribute: its whole values when binary or ordinal with a finite
+    range, else the model's intervals between its cuts ``col_cuts``."""
+    if spec.kind in ("binary", "ordinal") and np.isfinite([spec.low, spec.high]).all():
+        return ScalarAttribute(name, j, spec.kind, np.ceil(spec.low), np.floor(spec.high))
+    if spec.kind == "ordinal" and col_cuts.size:
+        raise SchemaError(f"ordinal column {name!r} is split by the model but the schema "
+                          "gives it no finite range; give its [low, high] under 'ordinal'")
+    # numerical (or an unsplit column of unknown range): the model's intervals
+    end = spec.high if np.isfinite(spec.high) else (
+        col_cuts[-1] + 1 if col_cuts.size else 0.0)
+    return ScalarAttribute(name, j, spec.kind, spec.low, spec.high, np.append(col_cuts, end))
 
 
 def _gap_marks(schema: FeatureSchema, gaps: dict[str, str], grouped: set[int]

@@ -288,34 +288,56 @@ def bind_rule_list(rule_list: RuleList,
     Without a schema: a column tested only against 0/1 is binary, one cut elsewhere is
     numerical of unknown range, an unused one unknown.
     """
-    names = rule_list.feature_names
-    equality = rule_list.equality_columns()
     if schema is None:
-        features = {}
-        for name, cuts in zip(names, rule_list.thresholds()):
-            values = [c.value for r in rule_list.rules for c in r.conditions
-                      if c.feature == name and c.op == "=="]
-            if any(v not in (0, 1) for v in values):
-                raise SchemaError(f"the rule list tests {name!r} against whole values other than "
-                                  "0 and 1; give its range under 'ordinal' (--schema)")
-            if values or (cuts.size and ((cuts > 0) & (cuts < 1)).all()):
-                features[name] = FeatureSpec("binary", 0.0, 1.0)
-            else:
-                features[name] = FeatureSpec("numerical" if cuts.size else "unknown")
-        return FeatureSchema(features), None
+        return _inferred_rule_schema(rule_list), None
+    names = rule_list.feature_names
+    _refuse_extra_columns(schema, names)
+    features = {n: schema.features.get(n, FeatureSpec("binary", 0.0, 1.0)) for n in names}
+    _refuse_equality_on_ranges(rule_list.equality_columns(), features)
+    declared = None if schema.complete else set(schema.features)
+    return FeatureSchema(features, schema.one_hot_groups, schema.at_most_one_groups), declared
+
+
+def _inferred_rule_schema(rule_list: RuleList) -> FeatureSchema:
+    """A schema read off the rule list's own tests, for a run given none.
+
+    A column compared with '==' only against 0/1 or cut only inside (0, 1) is binary, one
+    cut elsewhere numerical of unknown range, one never tested unknown.
+    """
+    features = {}
+    for name, cuts in zip(rule_list.feature_names, rule_list.thresholds()):
+        values = [c.value for r in rule_list.rules for c in r.conditions
+                  if c.feature == name and c.op == "=="]
+        features[name] = _inferred_spec(name, cuts, values)
+    return FeatureSchema(features)
+
+
+def _inferred_spec(name: str, cuts: np.ndarray, values: list) -> FeatureSpec:
+    """One column's spec from its cuts and the values it is compared with '=='."""
+    if any(v not in (0, 1) for v in values):
+        raise SchemaError(f"the rule list tests {name!r} against whole values other than "
+                          "0 and 1; give its range under 'ordinal' (--schema)")
+    if values or (cuts.size and ((cuts > 0) & (cuts < 1)).all()):
+        return FeatureSpec("binary", 0.0, 1.0)
+    return FeatureSpec("numerical" if cuts.size else "unknown")
+
+
+def _refuse_extra_columns(schema: FeatureSchema, names: list[str]) -> None:
+    """Refuse a schema naming columns (alone or in a group) the rule list does not have."""
     extra = [n for n in schema.features if n not in set(names)]
     extra += [n for g in schema.one_hot_groups + schema.at_most_one_groups for n in g
               if n not in set(names) and n not in extra]
     if extra:
         raise SchemaError(f"schema column(s) {', '.join(map(repr, extra[:5]))} are not columns "
                           "of the rule list; fix the schema's column names")
-    features = {n: schema.features.get(n, FeatureSpec("binary", 0.0, 1.0)) for n in names}
+
+
+def _refuse_equality_on_ranges(equality: set[str], features: dict[str, FeatureSpec]) -> None:
+    """Refuse a column the rule list tests with '==' that the schema makes a range."""
     for name in equality:
         if features[name].kind in ("numerical", "unknown"):
             raise SchemaError(f"the rule list tests {name!r} with '==' but the schema makes it "
                               f"{features[name].kind}; '==' needs a binary or ordinal column")
-    declared = None if schema.complete else set(schema.features)
-    return FeatureSchema(features, schema.one_hot_groups, schema.at_most_one_groups), declared
 
 
 def _check_supports(result: ProbabilisticReconstruction) -> None:

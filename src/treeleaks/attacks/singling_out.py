@@ -173,26 +173,43 @@ def tree_predicates(model: ReleasedModel, index: int) -> list[Predicate]:
     tree = model.trees[index]
     proven, how = grounds(model)
     lower, upper = tree.node_boxes(model.n_features)
-    if model.is_regression:
-        rows = tree.n_samples if tree.n_samples is not None else tree.counts[:, 0]
-        leaves = np.flatnonzero((tree.feature < 0) & tree.whole_nodes())
-        hits = [(int(n), 0) for n in leaves if rows[tree.leaf_of_node[n]] == 1]
-    else:
-        counts = node_counts(tree)
-        hits = [(int(n), int(c)) for n, c in zip(*np.nonzero(counts == 1))]
-        if tree.apart is not None:  # one row of the other classes is alone only in its node
-            hits = [(n, c) for n, c in hits if c == tree.apart or counts[n].sum() == 1]
     out: list[Predicate] = []
-    for node, cls in hits:
-        label = (model.classes[cls] if tree.apart is not None and cls == tree.apart
-                 else None if tree.pooled or (model.is_regression and tree.values is None)
-                 else float(tree.values[tree.leaf_of_node[node]]) if model.is_regression
-                 else model.classes[cls])
+    for node, cls in _lone_rows(model, tree):
         same_node = out and out[-1].node == node  # another class of the node just listed
         conditions = out[-1].conditions if same_node else box_conditions(
             lower[node], upper[node], model.feature_names)
-        out.append(Predicate(index, node, conditions, label, proven, how))
+        out.append(Predicate(index, node, conditions, _label(model, tree, node, cls),
+                             proven, how))
     return out
+
+
+def _lone_rows(model: ReleasedModel, tree: Tree) -> list[tuple[int, int]]:
+    """The (node, class) pairs holding exactly one row of the class.
+
+    A regressor's whole leaves of one row (class 0), a classifier's nodes of count 1 (with
+    the rows of pooled classes apart, only where that row is alone in its node).
+    """
+    if model.is_regression:
+        rows = tree.n_samples if tree.n_samples is not None else tree.counts[:, 0]
+        leaves = np.flatnonzero((tree.feature < 0) & tree.whole_nodes())
+        return [(int(n), 0) for n in leaves if rows[tree.leaf_of_node[n]] == 1]
+    counts = node_counts(tree)
+    hits = [(int(n), int(c)) for n, c in zip(*np.nonzero(counts == 1))]
+    if tree.apart is not None:  # one row of the other classes is alone only in its node
+        hits = [(n, c) for n, c in hits if c == tree.apart or counts[n].sum() == 1]
+    return hits
+
+
+def _label(model: ReleasedModel, tree: Tree, node: int, cls: int) -> object:
+    """What a predicate on (``node``, ``cls``) says of its row's label.
+
+    The class, the leaf's value for a regressor, None where the tree pools the labels or
+    has no values.
+    """
+    return (model.classes[cls] if tree.apart is not None and cls == tree.apart
+            else None if tree.pooled or (model.is_regression and tree.values is None)
+            else float(tree.values[tree.leaf_of_node[node]]) if model.is_regression
+            else model.classes[cls])
 
 
 def require_counts(model: ReleasedModel) -> None:
@@ -266,15 +283,7 @@ class Exposure:
 def split_data(model: ReleasedModel, frame: pd.DataFrame, label: str
                ) -> tuple[pd.DataFrame, np.ndarray]:
     """The model's feature columns and the label of ``frame``; refuses other columns."""
-    if label not in frame.columns:
-        raise DataMismatchError(f"the data have no label column {label!r}; name it with --label")
-    missing = [c for c in model.feature_names if c not in frame.columns]
-    extra = [str(c) for c in frame.columns if c != label and c not in model.feature_names]
-    if missing or extra:
-        what = (f"lack the model's columns {', '.join(missing[:5])}" if missing else
-                f"have columns the model does not know: {', '.join(extra[:5])}")
-        raise DataMismatchError(f"the data {what}; give the data the model was trained on, "
-                                f"with the columns {', '.join(model.feature_names[:5])}...")
+    _refuse_other_columns(model, frame, label)
     X = frame[model.feature_names]
     text = [str(c) for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
     if text:
@@ -289,6 +298,19 @@ def split_data(model: ReleasedModel, frame: pd.DataFrame, label: str
         return X, model.class_index(y)
     except ValueError as exc:
         raise DataMismatchError(f"the data's {exc}") from None
+
+
+def _refuse_other_columns(model: ReleasedModel, frame: pd.DataFrame, label: str) -> None:
+    """Refuse data without the label column, or whose columns are not the model's."""
+    if label not in frame.columns:
+        raise DataMismatchError(f"the data have no label column {label!r}; name it with --label")
+    missing = [c for c in model.feature_names if c not in frame.columns]
+    extra = [str(c) for c in frame.columns if c != label and c not in model.feature_names]
+    if missing or extra:
+        what = (f"lack the model's columns {', '.join(missing[:5])}" if missing else
+                f"have columns the model does not know: {', '.join(extra[:5])}")
+        raise DataMismatchError(f"the data {what}; give the data the model was trained on, "
+                                f"with the columns {', '.join(model.feature_names[:5])}...")
 
 
 def check_against_data(result: SinglingOut, model: ReleasedModel, frame: pd.DataFrame,

@@ -282,27 +282,39 @@ def _row_bounds(problem: Placements, charge: np.ndarray, found: np.ndarray, have
     lower = np.zeros(charge.size)
     for k in range(n_rows):
         mine = order[starts[k]:starts[k + 1]]
-        row_bound[k] = charge[mine[0]]
-        if mine.size == 1 or (have_found and found[k] >= charge[mine[0]] - 1e-12):
-            settled[k] = True
-            continue
-        for j in mine:
-            if have_found and charge[j] <= found[k] + 1e-12:
-                row_bound[k], settled[k] = found[k], True
-                break
-            if beyond[j]:
-                row_bound[k] = charge[j]
-                continue
-            lower[j] = 1.0
-            result = _lp(problem, np.zeros(charge.size), lower, deadline)
-            lower[j] = 0.0
-            if result is None or result.status not in (0, 2):
-                complete = False
-                break
-            row_bound[k] = charge[j]
-            if result.status == 0:  # not ruled out: the bound stops here
-                break
-        else:
-            row_bound[k] = found[k] if have_found else row_bound[k]
+        row_bound[k], settled[k], in_time = _row_bound(
+            problem, charge, mine, found[k] if have_found else None, beyond, lower, deadline)
+        complete = complete and in_time
     return row_bound, settled, complete
+
+
+def _row_bound(problem: Placements, charge: np.ndarray, mine: np.ndarray,
+               found: float | None, beyond: np.ndarray, lower: np.ndarray,
+               deadline: float) -> tuple[float, bool, bool]:
+    """One row's bound: the farthest of its placements the LP does not rule out.
+
+    Its placements ``mine``, farthest first, are each ruled out at once (``beyond``) or
+    by an LP with it forced in (``lower``, restored), until one is not. With the charge
+    ``found`` a consistent dataset gives the row (None when there is none), reaching it
+    settles the row. The bound, whether a dataset reaches it, and whether every LP
+    finished in time.
+    """
+    bound = charge[mine[0]]
+    if mine.size == 1 or (found is not None and found >= charge[mine[0]] - 1e-12):
+        return bound, True, True
+    for j in mine:
+        if found is not None and charge[j] <= found + 1e-12:
+            return found, True, True
+        if beyond[j]:
+            bound = charge[j]
+            continue
+        lower[j] = 1.0
+        result = _lp(problem, np.zeros(charge.size), lower, deadline)
+        lower[j] = 0.0
+        if result is None or result.status not in (0, 2):
+            return bound, False, False
+        bound = charge[j]
+        if result.status == 0:  # not ruled out: the bound stops here
+            return bound, False, True
+    return (found if found is not None else bound), False, True
 

@@ -240,7 +240,8 @@ def generate_cells(
         best.offer(_padded(fixed, len(pool)) + np.bincount(seeded, minlength=len(pool)))
     with PricingTeam(model, schema, workers) as pricers:
         try:
-            status, placed = _dive(pool, pricers, deadline, seed, progress, stats, fixed, best)
+            run = _GenerationRun(pool, pricers, deadline, seed, progress, stats)
+            status, placed = _dive(run, fixed, best)
         except KeyboardInterrupt:  # anytime: the rows in hand are the answer, as at a limit
             status, placed = Generation.INTERRUPTED, float(best.rows.sum())
     pool.settle()
@@ -252,19 +253,25 @@ def generate_cells(
                      if "unfilled" in stats else "")
 
 
-def _dive(
-    pool: ColumnPool,
-    pricers: PricingTeam,
-    deadline: float,
-    seed: int,
-    progress: ProgressCallback | None,
-    stats: dict[str, float],
-    fixed: np.ndarray,
-    best: BestPartial,
-) -> tuple[Generation, float]:
+@dataclass
+class _GenerationRun:
+    """What the steps of one generation share: the columns so far, the pricers, the
+    deadline, the pricers' base seed, where progress goes and the running figures."""
+
+    pool: ColumnPool
+    pricers: PricingTeam
+    deadline: float
+    seed: int
+    progress: ProgressCallback | None
+    stats: dict[str, float]
+
+
+def _dive(run: _GenerationRun, fixed: np.ndarray, best: BestPartial
+          ) -> tuple[Generation, float]:
     """Place every row by column generation and diving (see `generate_cells`), starting
     from the ``fixed`` rows per column; the status and the most rows fixed. Every LP
     solution's whole part, with the rows fixed so far, is offered to ``best``."""
+    pool, deadline, stats = run.pool, run.deadline, run.stats
     n_rows = int(stats["rows"])
     start_capacity = pool.counts - (pool.matrix()[:, : fixed.size] @ fixed if fixed.size
                                     else 0)
@@ -275,9 +282,8 @@ def _dive(
     status, placed, rounded_up = Generation.TIMEOUT, 0.0, None
     taken = fixed.astype(np.int64)
     while time.perf_counter() < deadline:
-        outcome, x = _pack(pool, pricers, capacity, left_rows, deadline, seed, progress,
-                           stats, lambda x, base=taken: best.offer(
-                               _padded(base, x.size) + np.floor(x + _TOL).astype(np.int64)))
+        outcome, x = _pack(run, capacity, left_rows, lambda x, base=taken: best.offer(
+            _padded(base, x.size) + np.floor(x + _TOL).astype(np.int64)))
         if (outcome in (Generation.INFEASIBLE, Generation.STALLED)
                 and (left_rows < start_rows or pool.banned)):
             # A dead end of the rounding: ban the cell it last rounded up (or, before any
@@ -298,17 +304,11 @@ def _dive(
             break
         whole = np.floor(x + _TOL)
         fractional = np.flatnonzero(x - whole > _TOL)
-        if fractional.size:
-            packed = _integer_packing(pool, capacity, left_rows, deadline)
-            if packed is not None:
-                placed, status = n_rows, Generation.FEASIBLE
-                break
-            j = fractional[np.argmax(x[fractional] - whole[fractional])]
-            whole[j] += 1
-            rounded_up = int(j)
-        take = whole.astype(np.int64)
-        if rounded_up is None and take.any():
-            rounded_up = int(np.flatnonzero(take)[-1])
+        if (fractional.size
+                and _integer_packing(pool, capacity, left_rows, deadline) is not None):
+            placed, status = n_rows, Generation.FEASIBLE
+            break
+        take, rounded_up = _rounded(x, whole, fractional, rounded_up)
         A = pool.matrix()
         capacity = capacity - A[:, : take.size] @ take
         left_rows -= int(take.sum())
@@ -319,6 +319,21 @@ def _dive(
             status = Generation.FEASIBLE
             break
     return status, placed
+
+
+def _rounded(x: np.ndarray, whole: np.ndarray, fractional: np.ndarray,
+             rounded_up: int | None) -> tuple[np.ndarray, int | None]:
+    """The rows to keep from the LP solution ``x``: its whole part (``whole``), with the
+    most fractional column rounded up; and the column rounded up last (before any
+    rounding, the last column kept)."""
+    if fractional.size:
+        j = fractional[np.argmax(x[fractional] - whole[fractional])]
+        whole[j] += 1
+        rounded_up = int(j)
+    take = whole.astype(np.int64)
+    if rounded_up is None and take.any():
+        rounded_up = int(np.flatnonzero(take)[-1])
+    return take, rounded_up
 
 
 def _integer_packing(
@@ -376,13 +391,10 @@ def pack_whole_rows(model: ReleasedModel, generated: Generated, deadline: float
 
 
 def _fill_slack(
-    pool: ColumnPool,
-    pricers: PricingTeam,
+    run: _GenerationRun,
     x: np.ndarray,
     capacity: np.ndarray,
-    deadline: float,
     seed: int,
-    stats: dict[str, float],
     offer: Callable[[np.ndarray], int],
 ) -> int:
     """Greedy augmentation: add cells lying only in leaves the LP solution ``x`` leaves
@@ -390,7 +402,9 @@ def _fill_slack(
     full leaf often has price 0), so pricing on them alone adds many cells that cannot
     raise the optimum; a cell found here raises it at once. Beside it, the whole part of
     ``x`` grows by each cell's whole room, and is ``offer``-ed after every round: a
-    partial dataset that grows while the LP waits. Returns how many cells were added."""
+    partial dataset that grows while the LP waits. Returns how many cells were added
+    (``seed`` is this round's)."""
+    pool, pricers, deadline, stats = run.pool, run.pricers, run.deadline, run.stats
     whole = np.floor(x + _TOL).astype(np.int64)
     slack = capacity - (pool.matrix() @ x if len(pool) else 0)
     room = capacity - (pool.matrix() @ whole if len(pool) else 0)
@@ -403,17 +417,8 @@ def _fill_slack(
         for c, result in enumerate(results):
             if c in settled:
                 continue
-            fitted = 0
-            for cell in result[0] if result else []:
-                rows = pool.rows_of(c, cell.leaves)
-                left = slack[rows].min()
-                if left > _TOL and pool.add(c, cell.leaves):
-                    slack[rows] -= left
-                    fitted += 1
-                    whole = _padded(whole, len(pool))
-                    if (fits := int(np.floor(room[rows].min() + _TOL))) >= 1:
-                        whole[-1] += fits
-                        room[rows] -= fits
+            fitted, whole = _fit_cells(pool, c, result[0] if result else [], slack, room,
+                                       whole)
             if not fitted:
                 settled.add(c)
             added += fitted
@@ -421,21 +426,34 @@ def _fill_slack(
     return added
 
 
+def _fit_cells(pool: ColumnPool, c: int, cells: list, slack: np.ndarray, room: np.ndarray,
+               whole: np.ndarray) -> tuple[int, np.ndarray]:
+    """Add those of class ``c``'s priced ``cells`` whose leaves all have ``slack`` left,
+    each taking it (and its whole ``room`` as rows of ``whole``): how many were added, and
+    ``whole`` over the columns now."""
+    fitted = 0
+    for cell in cells:
+        rows = pool.rows_of(c, cell.leaves)
+        left = slack[rows].min()
+        if left > _TOL and pool.add(c, cell.leaves):
+            slack[rows] -= left
+            fitted += 1
+            whole = _padded(whole, len(pool))
+            if (fits := int(np.floor(room[rows].min() + _TOL))) >= 1:
+                whole[-1] += fits
+                room[rows] -= fits
+    return fitted, whole
+
+
 def _pack(
-    pool: ColumnPool,
-    pricers: PricingTeam,
+    run: _GenerationRun,
     capacity: np.ndarray,
     n_rows: int,
-    deadline: float,
-    seed: int,
-    progress: ProgressCallback | None,
-    stats: dict[str, float],
     offer: Callable[[np.ndarray], int],
 ) -> tuple[Generation, np.ndarray]:
     """Column generation on the packing LP with ``capacity`` until it places ``n_rows``;
     each LP solution is ``offer``-ed (its whole part is a partial dataset)."""
-    from scipy.optimize import linprog
-
+    pool, deadline, stats = run.pool, run.deadline, run.stats
     live = np.flatnonzero(capacity > 0)
     whole_rows = offer(np.zeros(len(pool)))
     while time.perf_counter() < deadline:
@@ -443,13 +461,7 @@ def _pack(
         prices = np.zeros(pool.counts.size)
         x, placed = np.zeros(len(pool)), 0.0
         if len(pool):
-            A = pool.matrix()
-            dead = np.asarray(A[np.flatnonzero(capacity <= 0)].sum(axis=0)).ravel() > 0
-            dead[list(pool.banned)] = True
-            res = linprog(-np.ones(A.shape[1]), A_ub=A[live], b_ub=capacity[live],
-                          bounds=[(0, 0) if d else (0, None) for d in dead], method="highs",
-                          options={"time_limit": seconds_until(deadline, 0.01,
-                                                                time.perf_counter())})
+            res = _packing_lp(pool, capacity, live, deadline)
             if res.status != 0:
                 return Generation.TIMEOUT, x
             x, placed = res.x, -float(res.fun)
@@ -457,35 +469,76 @@ def _pack(
             whole_rows = offer(x)
             prices[live] = np.maximum(-res.ineqlin.marginals, 0.0)
         prices[capacity <= 0] = 2.0  # a full leaf: no cell through it can help
-        report(progress, "generate", int(placed), n_rows, columns=len(pool),
+        report(run.progress, "generate", int(placed), n_rows, columns=len(pool),
                iteration=stats["iterations"], whole_rows=whole_rows)
         if placed >= n_rows - 1e-6:
             return Generation.FEASIBLE, x
-        if _fill_slack(pool, pricers, x, capacity, deadline, seed + stats["iterations"],
-                       stats, offer):
+        if _fill_slack(run, x, capacity, run.seed + stats["iterations"], offer):
             continue
-        results = pricers.best_each(partial(pool.weights, prices), deadline, pool.excluded,
-                                    seed=seed + stats["iterations"], keep=20,
-                                    cutoff=1.0 - _TOL)
-        if any(result is None for result in results):
+        priced = _price_columns(run, prices)
+        if priced is None:
             return Generation.TIMEOUT, x
-        stats["calls"] += len(pricers)
-        added, proven_none = 0, True
-        for c, (found, bound, finished) in enumerate(results):
-            added += sum(pool.add(c, cell.leaves) for cell in found if cell.weight < 1 - _TOL)
-            proven_none &= finished and bound >= 1 - 2 * _TOL
+        added, proven_none = priced
         if not added:
-            # No cell weighs under 1 - 2e-7, so the LP over all cells places at most
-            # placed + 2e-7 N rows: a clear gap to N proves it.
-            infeasible = proven_none and placed < n_rows - 1e-3
-            if infeasible:  # where this best LP leaves a count short, for the message
-                held = (pool.matrix() @ x if len(pool) else np.zeros(capacity.size))
-                short = np.flatnonzero(capacity - held > 1e-6)
-                if short.size:
-                    stats["unfilled"], stats["unfilled_by"] = short[0], float(
-                        capacity[short[0]] - held[short[0]])
-            return (Generation.INFEASIBLE if infeasible else Generation.STALLED), x
+            return _no_column_added(run, x, capacity, placed, n_rows, proven_none), x
     return Generation.TIMEOUT, np.zeros(len(pool))
+
+
+def _packing_lp(pool: ColumnPool, capacity: np.ndarray, live: np.ndarray, deadline: float):
+    """The packing LP over the columns so far: the most rows within the ``live`` counts'
+    ``capacity``, no column through a full leaf nor a banned one (scipy's result)."""
+    from scipy.optimize import linprog
+
+    A = pool.matrix()
+    dead = np.asarray(A[np.flatnonzero(capacity <= 0)].sum(axis=0)).ravel() > 0
+    dead[list(pool.banned)] = True
+    return linprog(-np.ones(A.shape[1]), A_ub=A[live], b_ub=capacity[live],
+                   bounds=[(0, 0) if d else (0, None) for d in dead], method="highs",
+                   options={"time_limit": seconds_until(deadline, 0.01, time.perf_counter())})
+
+
+def _price_columns(run: _GenerationRun, prices: np.ndarray) -> tuple[int, bool] | None:
+    """Add the cells of each class that weigh under 1 at ``prices``: how many were added
+    and whether pricing proved there is none; None when a pricer ran out of time."""
+    pool, pricers, stats = run.pool, run.pricers, run.stats
+    results = pricers.best_each(partial(pool.weights, prices), run.deadline, pool.excluded,
+                                seed=run.seed + stats["iterations"], keep=20,
+                                cutoff=1.0 - _TOL)
+    if any(result is None for result in results):
+        return None
+    stats["calls"] += len(pricers)
+    added, proven_none = 0, True
+    for c, (found, bound, finished) in enumerate(results):
+        added += sum(pool.add(c, cell.leaves) for cell in found if cell.weight < 1 - _TOL)
+        proven_none &= finished and bound >= 1 - 2 * _TOL
+    return added, proven_none
+
+
+def _no_column_added(run: _GenerationRun, x: np.ndarray, capacity: np.ndarray,
+                     placed: float, n_rows: int, proven_none: bool) -> Generation:
+    """INFEASIBLE when pricing proved no cell helps and the LP is clearly short of
+    ``n_rows`` (noting the first count it leaves short, for the message), else STALLED."""
+    # No cell weighs under 1 - 2e-7, so the LP over all cells places at most
+    # placed + 2e-7 N rows: a clear gap to N proves it.
+    infeasible = proven_none and placed < n_rows - 1e-3
+    if infeasible:  # where this best LP leaves a count short, for the message
+        pool, stats = run.pool, run.stats
+        held = (pool.matrix() @ x if len(pool) else np.zeros(capacity.size))
+        short = np.flatnonzero(capacity - held > 1e-6)
+        if short.size:
+            stats["unfilled"], stats["unfilled_by"] = short[0], float(
+                capacity[short[0]] - held[short[0]])
+    return Generation.INFEASIBLE if infeasible else Generation.STALLED
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How a search over generated cells runs: the pricers' seed, how many threads price
+    the classes side by side, and where its progress goes."""
+
+    seed: int = 0
+    workers: int = 1
+    progress: ProgressCallback | None = None
 
 
 def generated_lower_bounds(
@@ -495,9 +548,7 @@ def generated_lower_bounds(
     system: CountSystem,
     solution: np.ndarray,
     deadline: float,
-    seed: int = 0,
-    progress: ProgressCallback | None = None,
-    workers: int = 1,
+    settings: SearchSettings = SearchSettings(),
     known: np.ndarray | None = None,
 ) -> Certainty:
     """Sound lower bounds on the variables of a system over *generated* cells, at least
@@ -509,76 +560,79 @@ def generated_lower_bounds(
     dataset has N rows). y comes from the LP over the generated cells; the minimum over
     the cells never generated is bounded by exact pricing (it proves none is negative, or
     finds one, which joins the LP). One joint LP first drops every candidate the generated
-    cells alone can empty, since no proof can exist for those. ``workers`` threads price
-    the classes side by side.
+    cells alone can empty, since no proof can exist for those. ``settings.workers`` threads
+    price the classes side by side.
     """
-    from scipy.optimize import linprog
-
     from treeleaks.counts.pricing import PricingTeam
 
     pool = ColumnPool(model)
     for cell, cls in zip(system.cell, system.cls):
         pool.add(int(cls), cells.leaf[cell])
-    live = np.flatnonzero(pool.counts > 0)
-    b = pool.counts[live].astype(np.float64)
-    n_rows = float(model.n_rows or 0)
+    lp = _GeneratedLP(pool, float(model.n_rows or 0), deadline)
     lower = np.zeros(system.n_vars, dtype=np.int64) if known is None else known.copy()
-
-    def lp_min(cost: np.ndarray) -> tuple[float, np.ndarray, np.ndarray] | None:
-        A = pool.matrix()[live]
-        res = linprog(np.pad(cost, (0, A.shape[1] - cost.size)), A_eq=A, b_eq=b,
-                      bounds=(0, None), method="highs",
-                      options={"time_limit": seconds_until(deadline, 0.01,
-                                                            time.perf_counter())})
-        return None if res.status != 0 else (float(res.fun), res.eqlin.marginals, res.x)
-
     candidates = np.flatnonzero(solution > lower)
     if not candidates.size:
         return Certainty(lower, True, 0)
     joint = np.zeros(system.n_vars)
     joint[candidates] = 1.0
-    first = lp_min(joint)
+    first = lp.minimum(joint)
     if first is None:
         return Certainty(lower, False, 1)
     candidates = candidates[first[2][candidates] > _TOL]
     if not candidates.size:
         return Certainty(lower, True, 1)
     n_lps, unsettled, done = 1, 0, 0
-    with PricingTeam(model, schema, workers) as pricers:
+    with PricingTeam(model, schema, settings.workers) as pricers:
         for j in candidates:
             if time.perf_counter() >= deadline:
                 unsettled += 1
                 continue
             cost = np.zeros(system.n_vars)
             cost[j] = 1.0
-            bound, n_lps = _lagrangian_bound(
-                pool, live, b, n_rows, j, cost, lp_min, pricers, deadline, seed,
-            ), n_lps + 1
+            bound, n_lps = _lagrangian_bound(lp, j, cost, pricers, settings.seed), n_lps + 1
             if bound is None:
                 unsettled += 1
             else:
                 lower[j] = max(lower[j], int(np.ceil(bound - 1e-6)))
             done += 1
-            report(progress, "certainty", done, candidates.size)
+            report(settings.progress, "certainty", done, candidates.size)
     return Certainty(lower, unsettled == 0, n_lps)
 
 
+class _GeneratedLP:
+    """The LP over the generated cells with every (live) count met exactly: its minimum
+    of a cost, with the counts' prices, by a deadline; N bounds what it leaves out."""
+
+    def __init__(self, pool: ColumnPool, n_rows: float, deadline: float) -> None:
+        self.pool, self.n_rows, self.deadline = pool, n_rows, deadline
+        self.live = np.flatnonzero(pool.counts > 0)
+        self.b = pool.counts[self.live].astype(np.float64)
+
+    def minimum(self, cost: np.ndarray) -> tuple[float, np.ndarray, np.ndarray] | None:
+        """The LP's minimum of ``cost`` (padded to the columns so far), the live counts'
+        prices and the solution; None when HiGHS did not finish."""
+        from scipy.optimize import linprog
+
+        A = self.pool.matrix()[self.live]
+        res = linprog(np.pad(cost, (0, A.shape[1] - cost.size)), A_eq=A, b_eq=self.b,
+                      bounds=(0, None), method="highs",
+                      options={"time_limit": seconds_until(self.deadline, 0.01,
+                                                            time.perf_counter())})
+        return None if res.status != 0 else (float(res.fun), res.eqlin.marginals, res.x)
+
+
 def _lagrangian_bound(
-    pool: ColumnPool,
-    live: np.ndarray,
-    b: np.ndarray,
-    n_rows: float,
+    lp: _GeneratedLP,
     target: int,
     cost: np.ndarray,
-    lp_min,
     pricers: PricingTeam,
-    deadline: float,
     seed: int,
 ) -> float | None:
     """``min n_target`` over all datasets, bounded below; None when time ran out."""
+    pool, live, deadline = lp.pool, lp.live, lp.deadline
     target_cls, target_leaves = pool.cls[target], pool.leaves[target]
     while time.perf_counter() < deadline:
-        optimum = lp_min(cost)
+        optimum = lp.minimum(cost)
         if optimum is None:
             return None
         value, marginals, _ = optimum
@@ -602,5 +656,5 @@ def _lagrangian_bound(
             added += sum(pool.add(c, cell.leaves) for cell in found)
             floor = min(floor, bound)
         if not added:
-            return float(marginals @ b) + n_rows * floor
+            return float(marginals @ lp.b) + lp.n_rows * floor
     return None

@@ -60,7 +60,21 @@ def node_misses(tree: Tree, index: int, leaves: np.ndarray, weight: np.ndarray,
                   np.bincount(end, weights=weight * y * y, minlength=n_nodes)[:, None]]
     # one pass up the tree for every sum: internal nodes only from here on
     summed = sum_up(tree.left, tree.right, np.hstack(parts))[inner]
-    weighted, distinct = summed[:, :n_columns], summed[:, n_columns]
+    weighted = summed[:, :n_columns]
+    checks, sums = _row_checks(stats, inner, weighted, summed[:, n_columns], complete)
+    if means:
+        _add_targets(checks, sums, stats, inner, weighted.sum(axis=1),
+                     summed[:, n_columns + 1], summed[:, n_columns + 2], scale)
+    wrong, first = _tally(checks, sums, index, inner, complete)
+    return NodeMisses(len(checks) * inner.size, wrong, first)
+
+
+def _row_checks(stats: NodeStats, inner: np.ndarray, weighted: np.ndarray,
+                distinct: np.ndarray, complete: bool
+                ) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """The internal nodes' weighted (and, where stored, distinct) rows against the rows'
+    sums: per check, the nodes the rows miss (a partial dataset misses only by excess),
+    and the released and rebuilt numbers."""
     stored = stats.weighted[inner]
     slack = COUNT_RTOL * np.maximum(np.abs(stored), 1.0)
     checks = {"weighted rows": ((np.abs(weighted - stored) if complete
@@ -70,9 +84,12 @@ def node_misses(tree: Tree, index: int, leaves: np.ndarray, weight: np.ndarray,
         released = stats.distinct[inner]
         checks["distinct rows"] = (distinct != released) if complete else distinct > released
         sums["distinct rows"] = (released, distinct)
-    if means:
-        _add_targets(checks, sums, stats, inner, weighted.sum(axis=1),
-                     summed[:, n_columns + 1], summed[:, n_columns + 2], scale)
+    return checks, sums
+
+
+def _tally(checks: dict[str, np.ndarray], sums: dict[str, tuple[np.ndarray, np.ndarray]],
+           index: int, inner: np.ndarray, complete: bool) -> tuple[int, str]:
+    """How many node numbers the rows miss, and the first miss in the checks' order."""
     first, wrong = "", 0
     for what, off in checks.items():
         wrong += int(off.sum())
@@ -82,7 +99,7 @@ def node_misses(tree: Tree, index: int, leaves: np.ndarray, weight: np.ndarray,
             first = (f"tree {index} node {inner[i]} {what}: released {released:.10g}, "
                      f"{'reconstructed' if complete else 'the partial'} rows give "
                      f"{rebuilt:.10g}")
-    return NodeMisses(len(checks) * inner.size, wrong, first)
+    return wrong, first
 
 
 def _read_with(stats: NodeStats, tree: Tree, node_of_leaf: np.ndarray) -> bool:

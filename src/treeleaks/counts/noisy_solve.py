@@ -98,23 +98,38 @@ def most_likely(problem: NoisyCounts, n_rows: int, deadline: float,
     counts = np.pad(counts, (0, problem.A.shape[1] - counts.size))
     timings["lp"] = time.perf_counter() - start - first
     candidates = [] if lp.x is None else [_round(lp.x, n_rows)]
-    status = SolverStatus.FEASIBLE
     proven = False
     if lp.columns is not None and time.perf_counter() + MIP_MIN_S < deadline:
         mip_counts, proven = _mip(problem, lines, n_rows, lp.columns, deadline)
         timings["mip"] = time.perf_counter() - start - first - timings["lp"]
         if mip_counts is not None:
             candidates.append(mip_counts)
+    counts, best = _best_polished(problem, candidates, counts, best, deadline)
+    status = _verdict(problem, lp, best, proven, extend)
+    return NoisySolution(counts, problem.log_likelihood(problem.A @ counts), best,
+                         lp.bound if lp.converged else None, first, status, timings)
+
+
+def _best_polished(problem: NoisyCounts, candidates: list[np.ndarray], counts: np.ndarray,
+                   best: float, deadline: float) -> tuple[np.ndarray, float]:
+    """Each candidate polished by local search, kept when its objective beats ``best``
+    (that of ``counts``): the best counts and objective."""
     for candidate in candidates:
         candidate = _climb(problem, candidate, max(deadline, time.perf_counter() + 1))
         value = problem.objective(candidate)
         if value > best + 1e-9:
             counts, best = candidate, value
+    return counts, best
+
+
+def _verdict(problem: NoisyCounts, lp: _Lp, best: float, proven: bool,
+             extend: Extend | None) -> SolverStatus:
+    """OPTIMAL when the converged LP's bound is met, or the MIP over every variable proved
+    its answer; else FEASIBLE."""
     tight = lp.converged and best >= lp.bound - 1e-6 * max(1.0, abs(lp.bound))
     if tight or (proven and extend is None and lp.columns.size == problem.A.shape[1]):
-        status = SolverStatus.OPTIMAL
-    return NoisySolution(counts, problem.log_likelihood(problem.A @ counts), best,
-                         lp.bound if lp.converged else None, first, status, timings)
+        return SolverStatus.OPTIMAL
+    return SolverStatus.FEASIBLE
 
 
 @dataclass

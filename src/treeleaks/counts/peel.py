@@ -76,44 +76,68 @@ def peel_rows(model: ReleasedModel, schema: FeatureSchema, deadline: float,
                    0, True)
     if model.bootstrap or any(tree.pooled for tree in model.trees):
         return empty
-    leaves = _Leaves(model)
-    feasible = schema.feasibility()
-    found_leaves: list[np.ndarray] = []
-    found_cls: list[int] = []
-    # per (anchor leaf, class): the candidate leaves its narrowing ended with, and when
-    settled: dict[tuple[int, int], tuple[np.ndarray, int]] = {}
-    emptied_at = np.full(leaves.counts.shape, -1)  # when each (leaf, class) ran out of rows
+    peeler = _Peeler(_Leaves(model), schema.feasibility())
     rounds = 0
     while True:
         rounds += 1
-        pinned_before = len(found_cls)
-        for anchor, cls in zip(*np.nonzero(leaves.counts == 1)):
+        pinned_before = len(peeler.found_cls)
+        for anchor, cls in zip(*np.nonzero(peeler.leaves.counts == 1)):
             if time.perf_counter() >= deadline:
-                return _result(found_leaves, found_cls, model.n_trees, rounds, False)
-            if leaves.counts[anchor, cls] != 1:
-                continue  # its row was pinned through another leaf this round
-            key = (int(anchor), int(cls))
-            before = settled.get(key)
-            if before is not None and emptied_at[before[0], cls].max() < before[1]:
-                continue  # its candidates are unchanged, and so is its narrowing
-            narrowed = _narrow(leaves, feasible, int(anchor), int(cls))
-            chosen = None if narrowed is None else narrowed[0]
-            if chosen is None:
-                settled.pop(key, None)
-                continue
-            settled[key] = (chosen, len(found_cls))
-            if chosen.size == leaves.n_trees:
-                # The row is pinned to a cell: take it out of the counts at once, so the
-                # other single-row leaves it lies in are not narrowed for it again.
-                cell = leaves.index[chosen[np.argsort(leaves.tree[chosen])]]
-                rows = leaves.offset + cell
-                leaves.counts[rows, cls] -= 1
-                emptied_at[rows[leaves.counts[rows, cls] == 0], cls] = len(found_cls)
-                found_leaves.append(cell)
-                found_cls.append(int(cls))
-        report(progress, "pin", len(found_cls), model.n_rows, round=rounds)
-        if len(found_cls) == pinned_before:
-            return _result(found_leaves, found_cls, model.n_trees, rounds, True)
+                return _result(peeler.found_leaves, peeler.found_cls, model.n_trees, rounds,
+                               False)
+            peeler.narrow(int(anchor), int(cls))
+        report(progress, "pin", len(peeler.found_cls), model.n_rows, round=rounds)
+        if len(peeler.found_cls) == pinned_before:
+            return _result(peeler.found_leaves, peeler.found_cls, model.n_trees, rounds, True)
+
+
+class _Peeler:
+    """The narrowing's state across rounds: the counts left, the rows pinned so far (their
+    cells and classes), and what each single-row leaf's narrowing last ended with."""
+
+    def __init__(self, leaves: _Leaves,
+                 feasible: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> None:
+        self.leaves, self.feasible = leaves, feasible
+        self.found_leaves: list[np.ndarray] = []
+        self.found_cls: list[int] = []
+        # per (anchor leaf, class): the candidate leaves its narrowing ended with, and when
+        self.settled: dict[tuple[int, int], tuple[np.ndarray, int]] = {}
+        # when each (leaf, class) ran out of rows
+        self.emptied_at = np.full(leaves.counts.shape, -1)
+
+    def narrow(self, anchor: int, cls: int) -> None:
+        """Narrow the row of class ``cls`` in single-row leaf ``anchor``, unless its row is
+        pinned already or its candidates are unchanged; pin it when one cell is left."""
+        leaves, emptied_at = self.leaves, self.emptied_at
+        if leaves.counts[anchor, cls] != 1:
+            return  # its row was pinned through another leaf this round
+        key = (anchor, cls)
+        before = self.settled.get(key)
+        if before is not None and emptied_at[before[0], cls].max() < before[1]:
+            return  # its candidates are unchanged, and so is its narrowing
+        narrowed = _narrow(leaves, self.feasible, anchor, cls)
+        chosen = None if narrowed is None else narrowed[0]
+        if chosen is None:
+            self.settled.pop(key, None)
+            return
+        self.settled[key] = (chosen, len(self.found_cls))
+        if chosen.size == leaves.n_trees:
+            self.found_leaves.append(_take_out(leaves, chosen, cls, emptied_at,
+                                               len(self.found_cls)))
+            self.found_cls.append(cls)
+
+
+def _take_out(leaves: _Leaves, chosen: np.ndarray, cls: int, emptied_at: np.ndarray,
+              n_pinned: int) -> np.ndarray:
+    """Take a row of class ``cls`` pinned to a cell (one leaf per tree, ``chosen``) out of
+    the counts at once, so the other single-row leaves it lies in are not narrowed for it
+    again; mark the (leaf, class) it empties as emptied at ``n_pinned``. Its cell, the
+    leaf of each tree in tree order."""
+    cell = leaves.index[chosen[np.argsort(leaves.tree[chosen])]]
+    rows = leaves.offset + cell
+    leaves.counts[rows, cls] -= 1
+    emptied_at[rows[leaves.counts[rows, cls] == 0], cls] = n_pinned
+    return cell
 
 
 def without_pinned(model: ReleasedModel, peeled: Peeled) -> ReleasedModel:

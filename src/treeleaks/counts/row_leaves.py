@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-from treeleaks.counts.paths import tree_paths
+from treeleaks.counts.paths import Paths, tree_paths
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.runtime.clock import seconds_until
 
@@ -87,39 +87,20 @@ class RowLeaves:
         upper = np.vstack([b.upper for b in boxes])
         weight = np.vstack([tree.counts for tree in model.trees]).astype(np.int64)
         distinct = np.concatenate([tree.n_samples for tree in model.trees]).astype(np.int64)
-        leaf_tree = np.concatenate([np.full(tree.n_leaves, t) for t, tree in
-                                    enumerate(model.trees)])
-        offset = np.concatenate([[0], np.cumsum([tree.n_leaves for tree in model.trees])])
-        path_leaf = np.concatenate([b.leaf + offset[t] for t, b in enumerate(boxes)])
+        leaf_tree, offset, path_leaf, first_path, n_paths = _leaf_layout(model, boxes)
         aliased = len(path_leaf) > len(leaf_tree)
-        first_path = np.searchsorted(path_leaf, np.arange(len(leaf_tree)))
-        n_paths = np.diff(np.append(first_path, len(path_leaf)))
         draws = np.vstack([tree.draws for tree in model.trees]).astype(np.int64)
         _check_totals(draws, weight.sum(axis=1), distinct, leaf_tree)
-        pair_tree, pair_row = np.nonzero(draws)
-        order = np.lexsort((pair_tree, pair_row))
-        pair_tree, pair_row = pair_tree[order], pair_row[order]
-        pair_draw = draws[pair_tree, pair_row]
+        pair_tree, pair_row, pair_draw = _drawn_pairs(draws)
         pairs, leaves, classes, paths = [], [], [], []
         listed = 0
         total = weight.sum(axis=1)
         for t in range(model.n_trees):
             at = np.flatnonzero(pair_tree == t)
-            # the (leaf, class) entries holding draws, in (leaf, class) order: a pair (drawn
-            # at least once) fits no other, and with many classes most entries are empty
-            v, c = np.nonzero(weight[offset[t]:offset[t + 1]])
-            own = offset[t] + v
-            b = pair_draw[at][:, None]
-            rest = total[own][None, :] - b  # the draws of the leaf's other rows
-            others = distinct[own][None, :] - 1
-            fits = (weight[own, c][None] >= b) & (rest >= others) & ((others > 0) | (rest == 0))
-            p, e = np.nonzero(fits)
-            v, c = own[e], c[e]
+            p, v, c = _fitting(weight, total, distinct, offset[t], offset[t + 1],
+                               pair_draw[at])
             if aliased:  # one placement per path of the leaf
-                many = n_paths[v]
-                p, v, c = np.repeat(p, many), np.repeat(v, many), np.repeat(c, many)
-                path = first_path[v] + np.arange(v.size) - np.repeat(np.cumsum(many) - many,
-                                                                     many)
+                p, v, c, path = _per_path(p, v, c, n_paths, first_path)
                 paths.append(path)
             listed += p.size
             if max_placements is not None and listed > max_placements:
@@ -401,3 +382,51 @@ def _unique_leaf(leaves: RowLeaves, single_leaf: np.ndarray) -> np.ndarray:
 def _n_rows(model: ReleasedModel) -> int:
     """N: the length of every tree's draws."""
     return len(model.trees[0].draws)
+
+
+def _leaf_layout(model: ReleasedModel, boxes: list[Paths]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Where the trees' leaves and paths sit once stacked: each leaf's tree, each tree's
+    first leaf (and the end), each path's leaf, each leaf's first path and its paths."""
+    leaf_tree = np.concatenate([np.full(tree.n_leaves, t) for t, tree in
+                                enumerate(model.trees)])
+    offset = np.concatenate([[0], np.cumsum([tree.n_leaves for tree in model.trees])])
+    path_leaf = np.concatenate([b.leaf + offset[t] for t, b in enumerate(boxes)])
+    first_path = np.searchsorted(path_leaf, np.arange(len(leaf_tree)))
+    n_paths = np.diff(np.append(first_path, len(path_leaf)))
+    return leaf_tree, offset, path_leaf, first_path, n_paths
+
+
+def _drawn_pairs(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (row, tree) pairs that drew the row at least once, by row then tree: their
+    trees, rows and draws."""
+    pair_tree, pair_row = np.nonzero(draws)
+    order = np.lexsort((pair_tree, pair_row))
+    pair_tree, pair_row = pair_tree[order], pair_row[order]
+    return pair_tree, pair_row, draws[pair_tree, pair_row]
+
+
+def _fitting(weight: np.ndarray, total: np.ndarray, distinct: np.ndarray, first: int,
+             end: int, drawn: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The placements of one tree's (row, tree) pairs (drawn ``drawn`` times) in its leaves
+    ``first:end``: (pair among these, leaf, class) where the leaf holds at least the pair's
+    draws of the class and room for its other distinct rows."""
+    # the (leaf, class) entries holding draws, in (leaf, class) order: a pair (drawn
+    # at least once) fits no other, and with many classes most entries are empty
+    v, c = np.nonzero(weight[first:end])
+    own = first + v
+    b = drawn[:, None]
+    rest = total[own][None, :] - b  # the draws of the leaf's other rows
+    others = distinct[own][None, :] - 1
+    fits = (weight[own, c][None] >= b) & (rest >= others) & ((others > 0) | (rest == 0))
+    p, e = np.nonzero(fits)
+    return p, own[e], c[e]
+
+
+def _per_path(p: np.ndarray, v: np.ndarray, c: np.ndarray, n_paths: np.ndarray,
+              first_path: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The placements repeated once per path of their leaf, with each one's path."""
+    many = n_paths[v]
+    p, v, c = np.repeat(p, many), np.repeat(v, many), np.repeat(c, many)
+    path = first_path[v] + np.arange(v.size) - np.repeat(np.cumsum(many) - many, many)
+    return p, v, c, path

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from treeleaks.counts.mixed_leaves import LeafSplit, split_leaf
 from treeleaks.counts.paths import leaf_hulls
-from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel, Tree
 
 __all__ = ["LeafTargets", "leaf_targets", "target_class_view", "unheld_leaf"]
 
@@ -117,44 +117,82 @@ def leaf_targets(model: ReleasedModel, deadline: float = np.inf, assume: bool = 
     not split by ``deadline`` (``time.perf_counter()``) stay undecided. ``assume``: split
     the others among their split neighbours' targets too (`_split_by_neighbours`)."""
     scale = max(max(float(np.abs(tree.values).max()) for tree in model.trees), 1.0)
-    mixed = [np.zeros(tree.n_leaves, dtype=bool) if tree.impurity is None else
-             (tree.impurity > IMPURITY_RTOL * scale ** 2) & (tree.n_samples != 1)
-             if tree.n_samples is not None else tree.impurity > IMPURITY_RTOL * scale ** 2
-             for tree in model.trees]
+    mixed = _mixed_leaves(model, scale)
     pure_values = np.concatenate([tree.values[~m] for tree, m in zip(model.trees, mixed)])
     targets, index = _group(np.concatenate([pure_values, _pair_targets(
         model, mixed, pure_values, scale)]), rtol)
     index = index[:pure_values.size]
     bounds = np.cumsum([int((~m).sum()) for m in mixed])[:-1]
     pure_target = np.split(index, bounds)
-    splits: dict[tuple, object] = {}
+    split = _LeafSplitter(targets, scale, model.bootstrap, deadline)
     out: dict[str, list[np.ndarray]] = {"leaf": [], "target": [], "draws": [], "rows": [],
                                         "undecided": []}
     for tree, m, of_pure in zip(model.trees, mixed, pure_target):
-        pure = np.flatnonzero(~m)
-        rows = tree.n_samples if tree.n_samples is not None else tree.counts[:, 0]
-        parts = [(pure, of_pure, tree.counts[pure, 0], rows[pure])]
-        undecided = np.zeros(tree.n_leaves, dtype=bool)
-        for leaf in np.flatnonzero(m):
-            key = (int(rows[leaf]), int(tree.counts[leaf, 0]), float(tree.values[leaf]),
-                   float(tree.impurity[leaf]))
-            if key not in splits:
-                splits[key] = None if time.perf_counter() > deadline else split_leaf(
-                    targets, *key, scale, model.bootstrap)
-            split = splits[key]
-            if split is None:
-                undecided[leaf] = True
-            else:
-                parts.append((np.full(split.target.size, leaf), split.target, split.draws,
-                              split.rows))
-        order = np.argsort(np.concatenate([p[0] for p in parts]), kind="stable")
-        for name, i in (("leaf", 0), ("target", 1), ("draws", 2), ("rows", 3)):
-            out[name].append(np.concatenate([p[i] for p in parts]).astype(np.int64)[order])
+        columns, undecided = _tree_targets(tree, m, of_pure, split)
+        for name, column in columns.items():
+            out[name].append(column)
         out["undecided"].append(undecided)
     held = LeafTargets(targets, **out, several=mixed)
     if held.n_undecided and time.perf_counter() < deadline:
         _split_by_neighbours(model, held, scale, deadline, assume)
     return held
+
+
+def _mixed_leaves(model: ReleasedModel, scale: float) -> list[np.ndarray]:
+    """Per tree, the leaves of several targets: an impurity above rounding (relative to
+    ``scale`` squared) in a leaf of more than one row; none without impurities."""
+    return [np.zeros(tree.n_leaves, dtype=bool) if tree.impurity is None else
+            (tree.impurity > IMPURITY_RTOL * scale ** 2) & (tree.n_samples != 1)
+            if tree.n_samples is not None else tree.impurity > IMPURITY_RTOL * scale ** 2
+            for tree in model.trees]
+
+
+def _leaf_rows(tree: Tree) -> np.ndarray:
+    """Each leaf's distinct rows where the file keeps them, else its draws."""
+    return tree.n_samples if tree.n_samples is not None else tree.counts[:, 0]
+
+
+def _leaf_key(tree: Tree, rows: np.ndarray, leaf: int) -> tuple[int, int, float, float]:
+    """What a leaf's split depends on: its rows, draws, mean and variance."""
+    return (int(rows[leaf]), int(tree.counts[leaf, 0]), float(tree.values[leaf]),
+            float(tree.impurity[leaf]))
+
+
+class _LeafSplitter:
+    """The split of a mixed leaf among all the targets, once per `_leaf_key`; None when
+    no one split is the only one or the deadline had passed when it was first asked."""
+
+    def __init__(self, targets: np.ndarray, scale: float, bootstrap: bool,
+                 deadline: float) -> None:
+        self.targets, self.scale, self.bootstrap, self.deadline = (targets, scale, bootstrap,
+                                                                   deadline)
+        self.splits: dict[tuple, LeafSplit | None] = {}
+
+    def __call__(self, key: tuple[int, int, float, float]) -> LeafSplit | None:
+        if key not in self.splits:
+            self.splits[key] = None if time.perf_counter() > self.deadline else split_leaf(
+                self.targets, *key, self.scale, self.bootstrap)
+        return self.splits[key]
+
+
+def _tree_targets(tree: Tree, mixed: np.ndarray, of_pure: np.ndarray,
+                  split: _LeafSplitter) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """One tree's entries (leaf, target, draws, rows; by leaf): its pure leaves' (targets
+    ``of_pure``) and its mixed leaves' splits; and the mixed leaves left undecided."""
+    pure = np.flatnonzero(~mixed)
+    rows = _leaf_rows(tree)
+    parts = [(pure, of_pure, tree.counts[pure, 0], rows[pure])]
+    undecided = np.zeros(tree.n_leaves, dtype=bool)
+    for leaf in np.flatnonzero(mixed):
+        found = split(_leaf_key(tree, rows, leaf))
+        if found is None:
+            undecided[leaf] = True
+        else:
+            parts.append((np.full(found.target.size, leaf), found.target, found.draws,
+                          found.rows))
+    order = np.argsort(np.concatenate([p[0] for p in parts]), kind="stable")
+    return {name: np.concatenate([p[i] for p in parts]).astype(np.int64)[order]
+            for name, i in (("leaf", 0), ("target", 1), ("draws", 2), ("rows", 3))}, undecided
 
 
 def _split_by_neighbours(model: ReleasedModel, held: LeafTargets, scale: float,
@@ -167,34 +205,55 @@ def _split_by_neighbours(model: ReleasedModel, held: LeafTargets, scale: float,
     among the targets of the split leaves of several targets meeting it (the same rows'
     leaves in other trees, most likely), if ``assume``: a split found so is assumed, and
     counted."""
-    hulls = [leaf_hulls(tree, model.n_features) for tree in model.trees]
-    low = np.vstack([h[0] for h in hulls])
-    high = np.vstack([h[1] for h in hulls])
-    holds = sp.vstack([held.matrix(t, tree.n_leaves) for t, tree in enumerate(model.trees)],
-                      format="csr")
-    several = np.diff(holds.indptr) > 1  # the split leaves of several targets
+    neighbours = _Neighbours(model, held)
     for assumed in (False, True) if assume else (False,):
-        # without bootstrap a leaf's rows sit together in every tree, alike: one answer
-        seen: dict[tuple, tuple[np.ndarray, LeafSplit] | None] = {}
-        for t, tree in enumerate(model.trees):
-            rows = tree.n_samples if tree.n_samples is not None else tree.counts[:, 0]
-            for leaf in np.flatnonzero(held.undecided[t]):
-                if time.perf_counter() > deadline:
-                    return
-                key = (int(rows[leaf]), int(tree.counts[leaf, 0]), float(tree.values[leaf]),
-                       float(tree.impurity[leaf]))
-                if model.bootstrap or key not in seen:
-                    meets = np.all(np.maximum(low, hulls[t][0][leaf])
-                                   < np.minimum(high, hulls[t][1][leaf]), axis=1)
-                    near = np.unique(holds[np.flatnonzero(meets & several if assumed
-                                                          else meets)].indices)
-                    split = split_leaf(held.targets[near], *key, scale, model.bootstrap)
-                    seen[key] = None if split is None else (near, split)
-                if seen[key] is None:
-                    continue
-                near, split = seen[key]
-                _add_split(held, t, leaf, near[split.target], split)
-                held.assumed += int(assumed)
+        if not _split_round(model, held, neighbours, scale, deadline, assumed):
+            return
+
+
+class _Neighbours:
+    """Every tree's leaf hulls and the targets each leaf holds, as they were when made:
+    the targets of the leaves meeting a given leaf."""
+
+    def __init__(self, model: ReleasedModel, held: LeafTargets) -> None:
+        self.hulls = [leaf_hulls(tree, model.n_features) for tree in model.trees]
+        self.low = np.vstack([h[0] for h in self.hulls])
+        self.high = np.vstack([h[1] for h in self.hulls])
+        self.holds = sp.vstack([held.matrix(t, tree.n_leaves)
+                                for t, tree in enumerate(model.trees)], format="csr")
+        self.several = np.diff(self.holds.indptr) > 1  # the split leaves of several targets
+
+    def targets_near(self, t: int, leaf: int, only_several: bool) -> np.ndarray:
+        """The targets (indices) of the leaves meeting tree ``t``'s ``leaf`` (only those
+        of several targets when ``only_several``)."""
+        meets = np.all(np.maximum(self.low, self.hulls[t][0][leaf])
+                       < np.minimum(self.high, self.hulls[t][1][leaf]), axis=1)
+        return np.unique(self.holds[np.flatnonzero(meets & self.several if only_several
+                                                   else meets)].indices)
+
+
+def _split_round(model: ReleasedModel, held: LeafTargets, neighbours: _Neighbours,
+                 scale: float, deadline: float, assumed: bool) -> bool:
+    """One pass over the undecided leaves, splitting each among its neighbours' targets
+    (the split ones of several targets when ``assumed``); False when the deadline cut it."""
+    # without bootstrap a leaf's rows sit together in every tree, alike: one answer
+    seen: dict[tuple, tuple[np.ndarray, LeafSplit] | None] = {}
+    for t, tree in enumerate(model.trees):
+        rows = _leaf_rows(tree)
+        for leaf in np.flatnonzero(held.undecided[t]):
+            if time.perf_counter() > deadline:
+                return False
+            key = _leaf_key(tree, rows, leaf)
+            if model.bootstrap or key not in seen:
+                near = neighbours.targets_near(t, leaf, assumed)
+                split = split_leaf(held.targets[near], *key, scale, model.bootstrap)
+                seen[key] = None if split is None else (near, split)
+            if seen[key] is None:
+                continue
+            near, split = seen[key]
+            _add_split(held, t, leaf, near[split.target], split)
+            held.assumed += int(assumed)
+    return True
 
 
 def _add_split(held: LeafTargets, t: int, leaf: int, targets: np.ndarray,

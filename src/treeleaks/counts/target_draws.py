@@ -53,13 +53,7 @@ def targets_by_draws(model: ReleasedModel, held: LeafTargets,
     n = draws.shape[1]
     W, D = held.per_value(), held.per_value(distinct=True)
     target = np.full(n, -1, dtype=np.int64)
-    column = {draws[:, k].tobytes(): k for k in range(n)}
-    if len(column) == n:  # every row's draws its own: a target's sum may be one of them
-        for v in range(targets.size):
-            k = column.get(np.ascontiguousarray(W[:, v]).tobytes())
-            if k is not None and ((D[:, v] == (draws[:, k] > 0)) | (D[:, v] < 0)).all() \
-                    and target[k] < 0:
-                target[k] = v
+    _targets_of_own_draws(draws, W, D, target)
     found = np.bincount(target[target >= 0], minlength=targets.size)
     for v in np.flatnonzero(found == 0):
         if time.perf_counter() > deadline:
@@ -69,6 +63,20 @@ def targets_by_draws(model: ReleasedModel, held: LeafTargets,
             target[rows] = v
     lower, upper = _boxes(model, held, draws, target)
     return DrawnTargets(targets, target, lower, upper, bool((target >= 0).all()))
+
+
+def _targets_of_own_draws(draws: np.ndarray, W: np.ndarray, D: np.ndarray,
+                          target: np.ndarray) -> None:
+    """Where every row's draws are its own, a target whose draws per tree (``W``, with
+    ``D`` distinct rows) are exactly one row's is that row's: set in ``target``."""
+    n = draws.shape[1]
+    column = {draws[:, k].tobytes(): k for k in range(n)}
+    if len(column) == n:  # every row's draws its own: a target's sum may be one of them
+        for v in range(W.shape[1]):
+            k = column.get(np.ascontiguousarray(W[:, v]).tobytes())
+            if k is not None and ((D[:, v] == (draws[:, k] > 0)) | (D[:, v] < 0)).all() \
+                    and target[k] < 0:
+                target[k] = v
 
 
 def _shared_target(draws: np.ndarray, weight: np.ndarray, distinct: np.ndarray,
@@ -133,8 +141,8 @@ def _boxes(model: ReleasedModel, held: LeafTargets, draws: np.ndarray,
         tree = model.trees[t]
         weight = held.matrix(t, tree.n_leaves)[:, v].toarray().ravel()
         distinct = held.matrix(t, tree.n_leaves, distinct=True)[:, v].toarray().ravel()
-        sharing = _share(rows, ways, paths[t].leaf, draws[t], weight, distinct, lower,
-                         upper, boxes[t])
+        meets = _ways_meeting(rows, ways, lower, upper, boxes[t])
+        sharing = _share(rows, ways, meets, paths[t].leaf, draws[t], weight, distinct)
         if sharing is not None:
             for row, way in zip(rows, sharing):
                 _narrow(lower, upper, np.array([row]), boxes[t], way)
@@ -147,14 +155,19 @@ def _narrow(lower: np.ndarray, upper: np.ndarray, rows: np.ndarray,
     upper[rows] = np.minimum(upper[rows], box[1][path])
 
 
-def _share(rows: np.ndarray, ways: np.ndarray, path_leaf: np.ndarray, draws: np.ndarray,
-           weight: np.ndarray, distinct: np.ndarray, lower: np.ndarray,
-           upper: np.ndarray, box: tuple[np.ndarray, np.ndarray]) -> list[int] | None:
-    """A path for each row, among ``ways`` meeting its box, giving every path's leaf
-    (``path_leaf``) its weighted and distinct rows (-1: any number); None if none is found
-    within `MAX_NODES` steps."""
-    meets = [ways[(np.maximum(lower[k], box[0][ways])
-                   < np.minimum(upper[k], box[1][ways])).all(axis=1)] for k in rows]
+def _ways_meeting(rows: np.ndarray, ways: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                  box: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray]:
+    """For each row, the paths among ``ways`` (boxes ``box``) that meet its box so far."""
+    return [ways[(np.maximum(lower[k], box[0][ways])
+                  < np.minimum(upper[k], box[1][ways])).all(axis=1)] for k in rows]
+
+
+def _share(rows: np.ndarray, ways: np.ndarray, meets: list[np.ndarray],
+           path_leaf: np.ndarray, draws: np.ndarray, weight: np.ndarray,
+           distinct: np.ndarray) -> list[int] | None:
+    """A path for each row, among those meeting its box (``meets``, out of ``ways``),
+    giving every path's leaf (``path_leaf``) its weighted and distinct rows (-1: any
+    number); None if none is found within `MAX_NODES` steps."""
     leaves = np.unique(path_leaf[ways])
     weight_left = {int(leaf): int(weight[leaf]) for leaf in leaves}
     rows_left = {int(leaf): int(distinct[leaf]) if distinct[leaf] >= 0 else len(rows)

@@ -9,7 +9,7 @@ import pandas as pd
 
 from treeleaks.counts.gradient_rows import largest_gradient_miss
 from treeleaks.counts.node_rows import NodeMisses, node_misses
-from treeleaks.ir.model import ReleasedModel
+from treeleaks.ir.model import ReleasedModel, Tree
 
 
 @dataclass
@@ -50,35 +50,52 @@ def verify(model: ReleasedModel, rows: pd.DataFrame) -> Certificate:
                 return Certificate(False, checked, wrong + 1, f"tree {t} has no draw count "
                                    f"for each of the {len(rows)} rows")
             weight = tree.draws
-        counts = np.zeros(tree.counts.shape, dtype=np.int64)
-        np.add.at(counts, (leaves[:, t], tree.count_column(cls)), weight)
-        diff = np.argwhere(counts != tree.counts)
-        checked += counts.size
-        wrong += len(diff)
-        if len(diff) and not first:
-            leaf, c = diff[0]
-            first = (
-                f"tree {t} leaf {leaf} {tree.column_name(c, model.classes)}: released "
-                f"{tree.counts[leaf, c]}, reconstructed rows give {counts[leaf, c]}"
-            )
-        if model.bootstrap and tree.n_samples is not None:
-            distinct = np.bincount(leaves[:, t], weights=weight > 0, minlength=tree.n_leaves)
-            off = np.flatnonzero(distinct != tree.n_samples)
-            checked += tree.n_leaves
-            wrong += off.size
-            if off.size and not first:
-                first = (f"tree {t} leaf {off[0]}: released {tree.n_samples[off[0]]} distinct "
-                         f"rows, reconstructed rows give {int(distinct[off[0]])}")
+        leaf_checked, leaf_wrong, leaf_first = _leaf_misses(model, t, leaves[:, t], cls, weight)
+        checked, wrong, first = checked + leaf_checked, wrong + leaf_wrong, first or leaf_first
         misses = node_misses(tree, t, leaves[:, t], weight, tree.count_column(cls))
         checked, wrong, first = _add(misses, checked, wrong, first)
     certificate = Certificate(wrong == 0, checked, wrong, first)
     if model.gradients is not None:
-        miss, where = largest_gradient_miss(model, leaves, cls)
-        certificate.leaf_values_match = miss <= 1.0
-        certificate.leaf_values = (
-            f"every leaf value reproduced (the largest miss is {miss:.2g} of its tolerance)"
-            if miss <= 1.0 else f"leaf values not reproduced: {where}")
+        _check_leaf_values(certificate, model, leaves, cls)
     return certificate
+
+
+def _leaf_misses(model: ReleasedModel, t: int, leaves: np.ndarray, cls: np.ndarray,
+                 weight: np.ndarray) -> tuple[int, int, str]:
+    """Tree ``t``'s leaf counts (a bootstrap tree's distinct rows too) against the rows'
+    (``leaves``: each row's leaf, ``weight``: its draws): how many numbers were checked,
+    how many the rows miss, and the first miss ("" when none)."""
+    tree = model.trees[t]
+    counts = np.zeros(tree.counts.shape, dtype=np.int64)
+    np.add.at(counts, (leaves, tree.count_column(cls)), weight)
+    diff = np.argwhere(counts != tree.counts)
+    checked, wrong, first = counts.size, len(diff), ""
+    if len(diff):
+        leaf, c = diff[0]
+        first = (
+            f"tree {t} leaf {leaf} {tree.column_name(c, model.classes)}: released "
+            f"{tree.counts[leaf, c]}, reconstructed rows give {counts[leaf, c]}"
+        )
+    if model.bootstrap and tree.n_samples is not None:
+        distinct = np.bincount(leaves, weights=weight > 0, minlength=tree.n_leaves)
+        off = np.flatnonzero(distinct != tree.n_samples)
+        checked += tree.n_leaves
+        wrong += off.size
+        if off.size and not first:
+            first = (f"tree {t} leaf {off[0]}: released {tree.n_samples[off[0]]} distinct "
+                     f"rows, reconstructed rows give {int(distinct[off[0]])}")
+    return checked, wrong, first
+
+
+def _check_leaf_values(certificate: Certificate, model: ReleasedModel, leaves: np.ndarray,
+                       cls: np.ndarray) -> None:
+    """Record on ``certificate`` whether the rows reproduce a booster's leaf values (its
+    later trees' gradient sums), and the worst miss."""
+    miss, where = largest_gradient_miss(model, leaves, cls)
+    certificate.leaf_values_match = miss <= 1.0
+    certificate.leaf_values = (
+        f"every leaf value reproduced (the largest miss is {miss:.2g} of its tolerance)"
+        if miss <= 1.0 else f"leaf values not reproduced: {where}")
 
 
 def _contradicted(model: ReleasedModel) -> Certificate:
@@ -191,29 +208,9 @@ def verify_regression(model: ReleasedModel, rows: pd.DataFrame,
             return Certificate(False, checked, wrong + 1, f"tree {t} has no draw count for "
                                f"each of the {len(rows)} rows")
         at = leaves[:, t]
-        weighted = np.bincount(at, weights=draws, minlength=tree.n_leaves)
-        distinct = np.bincount(at, weights=draws > 0, minlength=tree.n_leaves)
-        total = np.bincount(at, weights=draws * y, minlength=tree.n_leaves)
-        value = np.divide(total, weighted, out=np.full(tree.n_leaves, np.nan),
-                          where=weighted > 0)
-        checks = {"weighted rows": (weighted != tree.counts[:, 0], tree.counts[:, 0], weighted),
-                  "distinct rows": (distinct != tree.n_samples, tree.n_samples, distinct),
-                  "value": (~(np.abs(value - tree.values) <= rtol * scale), tree.values,
-                            value)}
-        if tree.impurity is not None:  # the weighted variance of the leaf's targets
-            squares = np.bincount(at, weights=draws * y * y, minlength=tree.n_leaves)
-            variance = np.divide(squares, weighted, out=np.full(tree.n_leaves, np.nan),
-                                 where=weighted > 0) - value ** 2
-            checks["impurity"] = (~(np.abs(variance - tree.impurity)
-                                    <= rtol * max(scale, 1.0) ** 2 * 1e3),
-                                  tree.impurity, variance)
-        for what, (off, released, rebuilt) in checks.items():
-            checked += tree.n_leaves
-            wrong += int(off.sum())
-            if off.any() and not first:
-                v = int(np.argmax(off))
-                first = (f"tree {t} leaf {v} {what}: released {released[v]:g}, reconstructed "
-                         f"rows give {rebuilt[v]:g}")
+        leaf_checked, leaf_wrong, leaf_first = _regression_leaf_misses(tree, t, at, draws, y,
+                                                                       scale, rtol)
+        checked, wrong, first = checked + leaf_checked, wrong + leaf_wrong, first or leaf_first
         misses = node_misses(tree, t, at, draws, np.zeros(len(rows), dtype=np.int64), y)
         checked, wrong, first = _add(misses, checked, wrong, first)
     return Certificate(wrong == 0, checked, wrong, first)
@@ -239,30 +236,72 @@ def verify_regression_within(model: ReleasedModel, rows: pd.DataFrame,
         at = leaves[:, t]
         draws = (tree.draws[positions] if positions is not None
                  else np.ones(len(rows), dtype=np.int64))
-        weighted = np.bincount(at, weights=draws, minlength=tree.n_leaves)
-        distinct = np.bincount(at, weights=draws > 0, minlength=tree.n_leaves)
-        released = tree.n_samples if tree.n_samples is not None else tree.counts[:, 0]
-        crowded = np.flatnonzero((weighted > tree.counts[:, 0]) | (distinct > released))
-        reach = (np.zeros(tree.n_leaves) if tree.impurity is None else np.sqrt(
-            np.maximum(tree.impurity, 0.0) * np.maximum(tree.counts[:, 0] - 1.0, 0.0)))
-        drawn = draws > 0
-        strays = np.flatnonzero(drawn & ~(np.abs(y - tree.values[at])
-                                          <= reach[at] * (1 + rtol) + rtol * scale))
-        checked += tree.n_leaves + len(rows)
-        wrong += len(crowded) + len(strays)
-        if crowded.size and not first:
-            v = crowded[0]
-            first = (f"tree {t} leaf {v}: released {tree.counts[v, 0]:g} draws of "
-                     f"{released[v]:g} rows, the partial rows put {weighted[v]:g} of "
-                     f"{distinct[v]:g} there")
-        if strays.size and not first:
-            row = strays[0]
-            first = (f"tree {t}: row {row}'s target {y[row]:g} lands in leaf {at[row]} of "
-                     f"value {tree.values[at[row]]:g}")
+        leaf_checked, leaf_wrong, leaf_first = _partial_leaf_misses(tree, t, at, draws, y,
+                                                                    scale, rtol)
+        checked, wrong, first = checked + leaf_checked, wrong + leaf_wrong, first or leaf_first
         misses = node_misses(tree, t, at, draws, np.zeros(len(rows), dtype=np.int64),
                              complete=False)
         checked, wrong, first = _add(misses, checked, wrong, first)
     return Certificate(wrong == 0, checked, wrong, first)
+
+
+def _regression_leaf_misses(tree: Tree, t: int, at: np.ndarray, draws: np.ndarray,
+                            y: np.ndarray, scale: float, rtol: float) -> tuple[int, int, str]:
+    """Tree ``t``'s leaves against the rows (``at``: each row's leaf, ``draws``, targets
+    ``y``): distinct rows, weighted rows, value and, where kept, impurity (see
+    `verify_regression`). How many numbers were checked, how many missed, the first."""
+    weighted = np.bincount(at, weights=draws, minlength=tree.n_leaves)
+    distinct = np.bincount(at, weights=draws > 0, minlength=tree.n_leaves)
+    total = np.bincount(at, weights=draws * y, minlength=tree.n_leaves)
+    value = np.divide(total, weighted, out=np.full(tree.n_leaves, np.nan),
+                      where=weighted > 0)
+    checks = {"weighted rows": (weighted != tree.counts[:, 0], tree.counts[:, 0], weighted),
+              "distinct rows": (distinct != tree.n_samples, tree.n_samples, distinct),
+              "value": (~(np.abs(value - tree.values) <= rtol * scale), tree.values,
+                        value)}
+    if tree.impurity is not None:  # the weighted variance of the leaf's targets
+        squares = np.bincount(at, weights=draws * y * y, minlength=tree.n_leaves)
+        variance = np.divide(squares, weighted, out=np.full(tree.n_leaves, np.nan),
+                             where=weighted > 0) - value ** 2
+        checks["impurity"] = (~(np.abs(variance - tree.impurity)
+                                <= rtol * max(scale, 1.0) ** 2 * 1e3),
+                              tree.impurity, variance)
+    checked, wrong, first = 0, 0, ""
+    for what, (off, released, rebuilt) in checks.items():
+        checked += tree.n_leaves
+        wrong += int(off.sum())
+        if off.any() and not first:
+            v = int(np.argmax(off))
+            first = (f"tree {t} leaf {v} {what}: released {released[v]:g}, reconstructed "
+                     f"rows give {rebuilt[v]:g}")
+    return checked, wrong, first
+
+
+def _partial_leaf_misses(tree: Tree, t: int, at: np.ndarray, draws: np.ndarray,
+                         y: np.ndarray, scale: float, rtol: float) -> tuple[int, int, str]:
+    """Tree ``t``'s leaves against some of the rows: leaves holding more draws or distinct
+    rows than released, and drawn rows whose target their leaf cannot hold (see
+    `verify_regression_within`). How many were checked, how many missed, the first."""
+    weighted = np.bincount(at, weights=draws, minlength=tree.n_leaves)
+    distinct = np.bincount(at, weights=draws > 0, minlength=tree.n_leaves)
+    released = tree.n_samples if tree.n_samples is not None else tree.counts[:, 0]
+    crowded = np.flatnonzero((weighted > tree.counts[:, 0]) | (distinct > released))
+    reach = (np.zeros(tree.n_leaves) if tree.impurity is None else np.sqrt(
+        np.maximum(tree.impurity, 0.0) * np.maximum(tree.counts[:, 0] - 1.0, 0.0)))
+    drawn = draws > 0
+    strays = np.flatnonzero(drawn & ~(np.abs(y - tree.values[at])
+                                      <= reach[at] * (1 + rtol) + rtol * scale))
+    first = ""
+    if crowded.size:
+        v = crowded[0]
+        first = (f"tree {t} leaf {v}: released {tree.counts[v, 0]:g} draws of "
+                 f"{released[v]:g} rows, the partial rows put {weighted[v]:g} of "
+                 f"{distinct[v]:g} there")
+    if strays.size and not first:
+        row = strays[0]
+        first = (f"tree {t}: row {row}'s target {y[row]:g} lands in leaf {at[row]} of "
+                 f"value {tree.values[at[row]]:g}")
+    return tree.n_leaves + len(at), len(crowded) + len(strays), first
 
 
 def _routed_targets(model: ReleasedModel,

@@ -36,7 +36,7 @@ from treeleaks.counts.cells import (
 )
 from treeleaks.counts.materialize import rows_from_counts
 from treeleaks.counts.paths import tree_paths
-from treeleaks.counts.verify import verify
+from treeleaks.counts.verify import Certificate, verify
 from treeleaks.ir.model import ReleasedModel, Tree
 from treeleaks.ir.schema import FeatureSchema
 from treeleaks.result import Reconstruction
@@ -160,13 +160,7 @@ def reconstruct_known_draws(
     are too many cells to list: another strategy's result, or None to go on to
     ``fallback``; it gets `WITHOUT_CELLS_SHARE` of the time left.
     """
-    if not has_draws(model):
-        raise UnsupportedModelError(
-            "this bootstrap forest does not say how often each tree drew each row (its random "
-            "states were not kept); reconstruction with unknown draws is not "
-            "supported yet: export the fitted scikit-learn forest itself with skops, which "
-            "keeps them"
-        )
+    _refuse_without_draws(model)
     time_limit, progress = run.time_limit, run.progress
     clock = RunClock(time_limit, run.certainty_time_limit)
     search_deadline = clock.search_deadline
@@ -177,13 +171,7 @@ def reconstruct_known_draws(
         problem = placements(model, schema, listing, cell_budget=run.cell_budget,
                              progress=progress, row_boxes=row_boxes, known_rows=known_rows)
     except PlacementError as stop:
-        if stop.status == Status.UNKNOWN and without_cells is not None:  # too large
-            instead = without_cells(WITHOUT_CELLS_SHARE * clock.left(), str(stop))
-            if instead is not None:
-                return _instead(instead, clock, str(stop))
-        if stop.status == Status.UNKNOWN and fallback is not None:  # too large, not impossible
-            return _fell_back(fallback(clock.left(), str(stop)), clock, str(stop))
-        return _nothing(model, stop.status, clock, stop.n_cells, str(stop))
+        return _without_placements(model, stop, clock, fallback, without_cells)
     clock.lap("cells")
     cells, cell, row, cls = problem.cells, problem.cell, problem.row, problem.cls
     A, lo, hi = problem.A, problem.lo, problem.hi
@@ -207,35 +195,94 @@ def reconstruct_known_draws(
     clock.lap("probe")
     chosen, status, solver = _solve(A, lo, hi, bounds, solve_deadline, run.threads, run.seed)
     clock.lap("solve")
-    if chosen is None and status == SolverStatus.UNKNOWN and fallback is not None:
-        why = (f"no dataset meets the released draws within {solve_deadline - clock.start:.0f} s "
-               "(many datasets nearly do when few trees drew each row; raise the time limit "
-               "to search longer)")
-        return _fell_back(fallback(clock.left(), why), clock, why)
     if chosen is None:
-        message = (f"{NOT_MET}: {ALTERED}" if status == SolverStatus.INFEASIBLE else
-                   f"no reconstruction found within the time limit of {time_limit:g} s; "
-                   "raise the time limit")
-        return _nothing(model, Status.solved(status), clock, len(cells), message)
+        return _unsolved(model, status, clock, len(cells), solve_deadline - clock.start,
+                         time_limit, fallback)
     picked = chosen[np.argsort(row[chosen])]
     report(progress, "certainty", 0, None)
     proven, complete = _proofs(A, lo, hi, bounds, picked, row, clock.proof_deadline())
     clock.lap("certainty")
-    frames = rows_from_counts(model, schema, cells, cell[picked], cls[picked],
+    frames = _placed_rows(model, schema, problem, picked, proven, known_rows)
+    certificate = verify(model, frames["rows"])
+    clock.lap("verify")
+    return Reconstruction(**frames, status=Status.OPTIMAL, certificate=certificate,
+                          time_s=clock.elapsed(), message=_message(certificate, complete),
+                          solver=solver, n_cells=len(cells), certainty_complete=complete,
+                          timings=clock.timings, proof=PROOF, formulation=FORMULATION)
+
+
+def _refuse_without_draws(model: ReleasedModel) -> None:
+    """Refuse a bootstrap forest whose trees do not all say how often they drew each row."""
+    if not has_draws(model):
+        raise UnsupportedModelError(
+            "this bootstrap forest does not say how often each tree drew each row (its random "
+            "states were not kept); reconstruction with unknown draws is not "
+            "supported yet: export the fitted scikit-learn forest itself with skops, which "
+            "keeps them"
+        )
+
+
+def _without_placements(
+    model: ReleasedModel,
+    stop: PlacementError,
+    clock: RunClock,
+    fallback: Callable[[float, str], Reconstruction] | None,
+    without_cells: Callable[[float, str], Reconstruction | None] | None,
+) -> Reconstruction:
+    """The result when there is no placement problem: when it was too large, the strategy
+    for too many cells, then the fallback; else (or when neither answers) nothing."""
+    if stop.status == Status.UNKNOWN and without_cells is not None:  # too large
+        instead = without_cells(WITHOUT_CELLS_SHARE * clock.left(), str(stop))
+        if instead is not None:
+            return _instead(instead, clock, str(stop))
+    if stop.status == Status.UNKNOWN and fallback is not None:  # too large, not impossible
+        return _fell_back(fallback(clock.left(), str(stop)), clock, str(stop))
+    return _nothing(model, stop.status, clock, stop.n_cells, str(stop))
+
+
+def _unsolved(
+    model: ReleasedModel,
+    status: SolverStatus,
+    clock: RunClock,
+    n_cells: int,
+    solve_seconds: float,
+    time_limit: float,
+    fallback: Callable[[float, str], Reconstruction] | None,
+) -> Reconstruction:
+    """The result when the placement solvers chose no dataset: the fallback's when they ran
+    out of time (``solve_seconds``, their share) and there is one, else nothing."""
+    if status == SolverStatus.UNKNOWN and fallback is not None:
+        why = (f"no dataset meets the released draws within {solve_seconds:.0f} s "
+               "(many datasets nearly do when few trees drew each row; raise the time limit "
+               "to search longer)")
+        return _fell_back(fallback(clock.left(), why), clock, why)
+    message = (f"{NOT_MET}: {ALTERED}" if status == SolverStatus.INFEASIBLE else
+               f"no reconstruction found within the time limit of {time_limit:g} s; "
+               "raise the time limit")
+    return _nothing(model, Status.solved(status), clock, n_cells, message)
+
+
+def _placed_rows(model: ReleasedModel, schema: FeatureSchema, problem: Placements,
+                 picked: np.ndarray, proven: np.ndarray,
+                 known_rows: tuple[np.ndarray, np.ndarray] | None) -> dict:
+    """The rows of the chosen placements ``picked`` (in training order), with the known
+    rows put where they fit."""
+    cell, cls = problem.cell, problem.cls
+    frames = rows_from_counts(model, schema, problem.cells, cell[picked], cls[picked],
                               np.ones(picked.size, dtype=np.int64), proven.astype(np.int64),
                               with_width=True)
     if known_rows is not None:
         _place_known(frames, known_rows[0], problem.known_cell, known_rows[1], cell[picked],
                      cls[picked])
-    certificate = verify(model, frames["rows"])
-    clock.lap("verify")
+    return frames
+
+
+def _message(certificate: Certificate, complete: bool) -> str:
+    """The run's message: a mismatch with the model first, else certainty cut short."""
     message = "" if complete else "certainty bounds stopped at their time limit (still sound)"
     if not certificate.verified:
         message = f"reconstruction does not reproduce the model: {certificate.first_mismatch}"
-    return Reconstruction(**frames, status=Status.OPTIMAL, certificate=certificate,
-                          time_s=clock.elapsed(), message=message, solver=solver,
-                          n_cells=len(cells), certainty_complete=complete, timings=clock.timings,
-                          proof=PROOF, formulation=FORMULATION)
+    return message
 
 
 def _instead(result: Reconstruction, clock: RunClock, why: str) -> Reconstruction:

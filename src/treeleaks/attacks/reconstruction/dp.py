@@ -109,66 +109,20 @@ def reconstruct_dp(
     """
     time_limit, progress = run.time_limit, run.progress
     clock = RunClock(time_limit)
-    start, deadline = clock.start, clock.deadline
     scale = _scale(model)
     known = _known_rows(model, schema, knowledge)
     bounds = n_rows_interval(model)
     to_find = _rows_to_find(model, n_rows, n_unknown, bounds,
                             0 if known is None else len(known[0]))
-    offset = np.zeros(sum(t.counts.size for t in model.trees), dtype=np.int64)
-    if known is not None:
-        offset = _flat(model.leaf_counts_of(*known))
-    problem = NoisyCounts(sp.csr_matrix((offset.size, 0), dtype=np.int64),
-                          _flat([t.counts for t in model.trees]), offset, scale, np.zeros(0))
-
-    prior_rows: list = [known, 1.0]  # rows the prior is fitted on, and its weight
-
-    def log_prior(cells: Cells) -> np.ndarray:
-        """Per variable of ``cells`` (cell-major): the prior fitted on ``prior_rows``."""
-        if prior_rows[0] is None:
-            return np.zeros(len(cells) * model.n_classes)
-        return prior_rows[1] * marginal_log_prior(cells, schema, model, *prior_rows[0]).ravel()
-
-    limits = replace(run.cell_budget or CellBudget(),
-                     deadline=clock.start + ENUMERATION_SHARE * float(time_limit))
-    try:
-        cells = enumerate_cells(model, schema, limits, progress,
-                                occupancy=EveryClassOccupancy(model))
-        strategy, pool = Strategy.ENUMERATE, None
-    except CellBudgetExceeded:
-        strategy, pool = Strategy.GENERATE, CellPool(model, schema, run.seed, run.threads,
-                                                      log_prior)
+    problem = _noisy_counts(model, known, scale)
+    prior = _FittedPrior(model, schema, known)
+    cells, strategy, pool = _cells_or_pool(model, schema, run, clock, prior)
     clock.lap("cells")
     try:
-        if pool is None:
-            var_cell, var_cls = np.nonzero(cells.allowed)
-            problem = replace(problem, A=count_incidence(model, cells.leaf[var_cell], var_cls),
-                              prior=log_prior(cells))
-        else:
-            if not len(pool):  # no domain to sample: the best cells for a first row
-                pool.price(row_gains(problem, 0), -np.inf, deadline)
-            cells = pool.cells()
-            problem = replace(problem, A=pool.incidence(np.arange(len(pool))),
-                              prior=log_prior(cells))
+        problem, cells = _with_variables(problem, cells, pool, model, prior, clock.deadline)
         report(progress, "solve", 0, None, variables=int(problem.A.shape[1]))
-        if known is not None and to_find == 1:
-            found = _one_row(problem, cells, schema, model, known, start)
-        elif known is not None or not shrinkage:
-            found = _most_likely_rows(problem, to_find, deadline, start, cells, pool,
-                                      schema, model)
-        else:
-            first_half = clock.share(0.5)
-            likeliest = _most_likely_rows(problem, to_find, first_half, start, cells, pool,
-                                          schema, model)
-            rows = likeliest.frames["rows"]
-            prior_rows[:] = [(rows[list(model.feature_names)].to_numpy(dtype=np.float64),
-                              rows[model.label_name].to_numpy()), float(shrinkage)]
-            if pool is not None:
-                cells = pool.cells()
-                problem = replace(problem, A=pool.incidence(np.arange(len(pool))))
-            found = _most_likely_rows(replace(problem, prior=log_prior(cells)), to_find,
-                                      deadline, start, cells, pool, schema, model)
-            found = _shrunk(found, likeliest, shrinkage)
+        space = _Space(model, schema, pool, prior)
+        found = _searched(space, problem, cells, known, to_find, shrinkage, clock)
     finally:
         if pool is not None:
             clock.timings["pricing_calls"] = pool.pricing_calls
@@ -178,16 +132,12 @@ def reconstruct_dp(
     report(progress, "verify", 0, None)
     checked = _rows_log_likelihood(model, frames["rows"], scale)
     consistent = math.isclose(checked, found.log_likelihood, rel_tol=1e-9, abs_tol=1e-6)
-    notes = [found.note] if found.note else []
-    if not consistent:
-        notes.append(f"the rows' log-likelihood {checked:.6f} differs from the solver's "
-                     f"{found.log_likelihood:.6f}: a bug, please report it")
     return Reconstruction(
         **frames,
         status=found.status,
         certificate=None,
         time_s=clock.elapsed(),
-        message="; ".join(notes),
+        message=_notes(found, checked, consistent),
         objective=found.objective,
         solver="highs",
         n_cells=found.n_cells,
@@ -205,6 +155,122 @@ def reconstruct_dp(
             n_rows_interval=(bounds.low, bounds.high) if n_unknown else None,
         ),
     )
+
+
+def _noisy_counts(model: ReleasedModel, known: tuple[np.ndarray, np.ndarray] | None,
+                  scale: float) -> NoisyCounts:
+    """The noisy-count problem before its variables: the released counts, offset by what
+    the known rows put in each leaf."""
+    offset = np.zeros(sum(t.counts.size for t in model.trees), dtype=np.int64)
+    if known is not None:
+        offset = _flat(model.leaf_counts_of(*known))
+    return NoisyCounts(sp.csr_matrix((offset.size, 0), dtype=np.int64),
+                       _flat([t.counts for t in model.trees]), offset, scale, np.zeros(0))
+
+
+class _FittedPrior:
+    """The prior on each (cell, class) fitted on some rows (the known ones at first, the
+    most likely dataset's when shrinking), at a weight; none without rows."""
+
+    def __init__(self, model: ReleasedModel, schema: FeatureSchema,
+                 rows: tuple[np.ndarray, np.ndarray] | None) -> None:
+        self.model, self.schema = model, schema
+        self.rows, self.weight = rows, 1.0
+
+    def refit(self, rows: pd.DataFrame, weight: float) -> None:
+        """Fit the prior on ``rows`` instead, at ``weight``."""
+        self.rows = (rows[list(self.model.feature_names)].to_numpy(dtype=np.float64),
+                     rows[self.model.label_name].to_numpy())
+        self.weight = weight
+
+    def __call__(self, cells: Cells) -> np.ndarray:
+        """Per variable of ``cells`` (cell-major): the prior's log-probability."""
+        if self.rows is None:
+            return np.zeros(len(cells) * self.model.n_classes)
+        return self.weight * marginal_log_prior(cells, self.schema, self.model,
+                                                *self.rows).ravel()
+
+
+@dataclass(frozen=True)
+class _Space:
+    """What every search of one run shares: the model, its schema, the cell pool when
+    cells are generated (None when listed) and the prior."""
+
+    model: ReleasedModel
+    schema: FeatureSchema
+    pool: CellPool | None
+    prior: _FittedPrior
+
+
+def _cells_or_pool(model: ReleasedModel, schema: FeatureSchema, run: RunOptions,
+                   clock: RunClock,
+                   prior: _FittedPrior) -> tuple[Cells | None, Strategy, CellPool | None]:
+    """Every cell when they can be listed within the budget and `ENUMERATION_SHARE` of the
+    time, else a pool that generates them by pricing (and no cells yet)."""
+    limits = replace(run.cell_budget or CellBudget(),
+                     deadline=clock.start + ENUMERATION_SHARE * float(run.time_limit))
+    try:
+        cells = enumerate_cells(model, schema, limits, run.progress,
+                                occupancy=EveryClassOccupancy(model))
+        return cells, Strategy.ENUMERATE, None
+    except CellBudgetExceeded:
+        return None, Strategy.GENERATE, CellPool(model, schema, run.seed, run.threads, prior)
+
+
+def _with_variables(problem: NoisyCounts, cells: Cells | None, pool: CellPool | None,
+                    model: ReleasedModel, prior: _FittedPrior,
+                    deadline: float) -> tuple[NoisyCounts, Cells]:
+    """The problem with one variable per allowed (cell, class) and their prior, and the
+    cells; a pool with no cells yet first prices the best cells for a first row."""
+    if pool is None:
+        var_cell, var_cls = np.nonzero(cells.allowed)
+        return replace(problem, A=count_incidence(model, cells.leaf[var_cell], var_cls),
+                       prior=prior(cells)), cells
+    if not len(pool):  # no domain to sample: the best cells for a first row
+        pool.price(row_gains(problem, 0), -np.inf, deadline)
+    cells = pool.cells()
+    return replace(problem, A=pool.incidence(np.arange(len(pool))), prior=prior(cells)), cells
+
+
+def _searched(space: _Space, problem: NoisyCounts, cells: Cells,
+              known: tuple[np.ndarray, np.ndarray] | None, to_find: int, shrinkage: float,
+              clock: RunClock) -> _Found:
+    """The rows to find: the one unknown row's posterior beside known rows, the most likely
+    dataset with known rows or no shrinkage, else the most likely dataset shrunk."""
+    model, schema, pool = space.model, space.schema, space.pool
+    if known is not None and to_find == 1:
+        return _one_row(problem, cells, schema, model, known, clock.start)
+    if known is not None or not shrinkage:
+        return _most_likely_rows(problem, to_find, clock.deadline, clock.start, cells, pool,
+                                 schema, model)
+    return _shrunk_search(space, problem, cells, to_find, shrinkage, clock)
+
+
+def _shrunk_search(space: _Space, problem: NoisyCounts, cells: Cells, to_find: int,
+                   shrinkage: float, clock: RunClock) -> _Found:
+    """The most likely dataset in the first half of the time, then the most probable one
+    under a prior fitted on it at weight ``shrinkage`` (see the module doc)."""
+    model, schema, pool = space.model, space.schema, space.pool
+    first_half = clock.share(0.5)
+    likeliest = _most_likely_rows(problem, to_find, first_half, clock.start, cells, pool,
+                                  schema, model)
+    space.prior.refit(likeliest.frames["rows"], float(shrinkage))
+    if pool is not None:
+        cells = pool.cells()
+        problem = replace(problem, A=pool.incidence(np.arange(len(pool))))
+    found = _most_likely_rows(replace(problem, prior=space.prior(cells)), to_find,
+                              clock.deadline, clock.start, cells, pool, schema, model)
+    return _shrunk(found, likeliest, shrinkage)
+
+
+def _notes(found: _Found, checked: float, consistent: bool) -> str:
+    """The run's message: the search's note, and a mismatch of the recomputed
+    log-likelihood with the solver's."""
+    notes = [found.note] if found.note else []
+    if not consistent:
+        notes.append(f"the rows' log-likelihood {checked:.6f} differs from the solver's "
+                     f"{found.log_likelihood:.6f}: a bug, please report it")
+    return "; ".join(notes)
 
 
 def _shrunk(found: _Found, likeliest: _Found, shrinkage: float) -> _Found:

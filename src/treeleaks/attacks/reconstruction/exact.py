@@ -365,11 +365,11 @@ class _ExactPipeline:
                 certainty.lower = np.maximum(certainty.lower,
                                              _pinned_lower(found.pinned, found.cells, system))
         else:
-            from treeleaks.counts.generate import generated_lower_bounds
+            from treeleaks.counts.generate import SearchSettings, generated_lower_bounds
 
             certainty = generated_lower_bounds(
                 self.model, self.schema, found.cells, system, solution.counts, until,
-                seed=run.seed, progress=run.progress, workers=run.threads,
+                SearchSettings(run.seed, run.threads, run.progress),
                 known=_pinned_lower(found.pinned, found.cells, system))
         self.clock.lap("certainty")
         notes = [solution.note] if solution.note else []

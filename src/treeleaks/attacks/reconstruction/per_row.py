@@ -44,6 +44,40 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
     """The training rows of a bootstrap forest with known draws, in training order, without
     listing cells (see the module doc); ``schema`` is bound to the model."""
     clock = RunClock(run.time_limit)  # the proofs come with propagation: no share kept
+    settled = _settled_leaves(model, run, clock)
+    if isinstance(settled, Reconstruction):
+        return settled
+    leaves, classes, unique = settled
+    decided = leaves.decided_rows()  # what holds in every dataset: the proofs
+    clock.timings["rows_decided"] = int(decided.sum())
+    search, assumed = _under_classes(leaves, classes, unique, clock)
+    clock.lap("propagate")
+    left_open = int(search.open.sum())
+    if left_open > MAX_PLACEMENTS:
+        return _nothing(model, Status.UNKNOWN, clock, _too_many(left_open, classes))
+    thresholds = [np.unique(cuts) for cuts in model.thresholds()]
+    search, chosen, row_class, status = _placed(leaves, search, assumed, classes,
+                                                thresholds, clock, run.seed)
+    clock.lap("solve")
+    if chosen is None:
+        return _unplaced(model, status, clock, run.time_limit, decided, leaves.n_rows)
+    frames = _rows(model, schema, search, chosen, row_class, decided)
+    certificate = verify(model, frames["rows"])
+    clock.lap("verify")
+    message = "" if certificate.verified else (
+        f"reconstruction does not reproduce the model: {certificate.first_mismatch}")
+    return Reconstruction(**frames, status=Status.OPTIMAL, certificate=certificate,
+                          time_s=clock.elapsed(), message=message, solver="cp-sat",
+                          n_cells=0, certainty_complete=True, timings=clock.timings,
+                          strategy=Strategy.PER_ROW, proof=PROOF,
+                          formulation=Formulation.BOOTSTRAP_KNOWN)
+
+
+def _settled_leaves(model: ReleasedModel, run: RunOptions, clock: RunClock
+                    ) -> tuple[RowLeaves, np.ndarray | None, bool] | Reconstruction:
+    """Each row's candidate leaves, its class read off the trees' class totals (and
+    whether that class is the only one), propagated where that pays; or the empty result
+    when they are impossible or too many."""
     try:
         leaves = RowLeaves.of(model, MAX_CANDIDATES)
         clock.lap("placements")
@@ -65,8 +99,14 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
             f"{exc}: too many to place row by row; each row fits that many leaves when the "
             "trees are large and most of their leaves hold one row. Strategy 'auto' tries the "
             "cells with the time left"))
-    decided = leaves.decided_rows()  # what holds in every dataset: the proofs
-    clock.timings["rows_decided"] = int(decided.sum())
+    return leaves, classes, unique
+
+
+def _under_classes(leaves: RowLeaves, classes: np.ndarray | None, unique: bool,
+                   clock: RunClock) -> tuple[RowLeaves, bool]:
+    """The placements to search and whether they assume classes: under classes that fit
+    the totals but are not proven the only ones, propagated, unless they contradict the
+    counts; else ``leaves`` as they are."""
     search, assumed = leaves, classes is not None and not unique
     if assumed:  # classes that fit the totals, not proven the only ones: search under them
         try:
@@ -74,36 +114,34 @@ def reconstruct_per_row(model: ReleasedModel, schema: FeatureSchema,
             search.propagate(clock.share(PROPAGATION_SHARE, clock.search_deadline))
         except RowLeavesInfeasible:
             search, assumed = leaves, False
-    clock.lap("propagate")
-    left_open = int(search.open.sum())
-    if left_open > MAX_PLACEMENTS:
-        return _nothing(model, Status.UNKNOWN, clock, _too_many(left_open, classes))
-    thresholds = [np.unique(cuts) for cuts in model.thresholds()]
+    return search, assumed
+
+
+def _placed(leaves: RowLeaves, search: RowLeaves, assumed: bool, classes: np.ndarray | None,
+            thresholds: list[np.ndarray], clock: RunClock, seed: int
+            ) -> tuple[RowLeaves, np.ndarray | None, np.ndarray | None, SolverStatus]:
+    """CP-SAT's placement of every row in ``search``, again without the assumed classes
+    when they admit none; the placements searched last, the chosen ones, each row's class
+    and the solver's status."""
     chosen, row_class, status = solve_placements(
-        search, thresholds, clock.search_deadline, run.seed, hint=classes)
+        search, thresholds, clock.search_deadline, seed, hint=classes)
     if chosen is None and assumed and status == SolverStatus.INFEASIBLE:
         search = leaves
         chosen, row_class, status = solve_placements(
-            search, thresholds, clock.search_deadline, run.seed, hint=classes)
-    clock.lap("solve")
-    if chosen is None:
-        if status == SolverStatus.INFEASIBLE:
-            return _nothing(model, Status.INFEASIBLE, clock, f"{NOT_MET} (the model or its "
-                            "draws were altered)")
-        return _nothing(model, Status.UNKNOWN, clock, (
-            f"no dataset placing every row found within the time limit of "
-            f"{run.time_limit:.3g} s; propagation decided {int(decided.sum())} of "
-            f"{leaves.n_rows} rows. Raise the time limit"))
-    frames = _rows(model, schema, search, chosen, row_class, decided)
-    certificate = verify(model, frames["rows"])
-    clock.lap("verify")
-    message = "" if certificate.verified else (
-        f"reconstruction does not reproduce the model: {certificate.first_mismatch}")
-    return Reconstruction(**frames, status=Status.OPTIMAL, certificate=certificate,
-                          time_s=clock.elapsed(), message=message, solver="cp-sat",
-                          n_cells=0, certainty_complete=True, timings=clock.timings,
-                          strategy=Strategy.PER_ROW, proof=PROOF,
-                          formulation=Formulation.BOOTSTRAP_KNOWN)
+            search, thresholds, clock.search_deadline, seed, hint=classes)
+    return search, chosen, row_class, status
+
+
+def _unplaced(model: ReleasedModel, status: SolverStatus, clock: RunClock, time_limit: float,
+              decided: np.ndarray, n_rows: int) -> Reconstruction:
+    """The empty result when the solver placed no dataset: none exists, or time ran out."""
+    if status == SolverStatus.INFEASIBLE:
+        return _nothing(model, Status.INFEASIBLE, clock, f"{NOT_MET} (the model or its "
+                        "draws were altered)")
+    return _nothing(model, Status.UNKNOWN, clock, (
+        f"no dataset placing every row found within the time limit of "
+        f"{time_limit:.3g} s; propagation decided {int(decided.sum())} of "
+        f"{n_rows} rows. Raise the time limit"))
 
 
 def _rows(model: ReleasedModel, schema: FeatureSchema, leaves: RowLeaves, chosen: np.ndarray,

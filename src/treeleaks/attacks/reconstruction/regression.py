@@ -21,7 +21,12 @@ from treeleaks.attacks.reconstruction.options import RunOptions
 from treeleaks.attacks.reconstruction.per_row import PROOF, reconstruct_per_row
 from treeleaks.attacks.reconstruction.regression_draws import complete_by_draws, partial_by_draws
 from treeleaks.attacks.reconstruction.regression_leaves import reads_leaf_intervals
-from treeleaks.counts.target_classes import leaf_targets, target_class_view, unheld_leaf
+from treeleaks.counts.target_classes import (
+    LeafTargets,
+    leaf_targets,
+    target_class_view,
+    unheld_leaf,
+)
 from treeleaks.counts.target_draws import targets_by_draws
 from treeleaks.counts.verify import verify_regression
 from treeleaks.ir.description import ModelKind
@@ -100,17 +105,9 @@ def reconstruct_regression(model: ReleasedModel, schema: FeatureSchema | None,
     complete = complete_by_draws(model, bound, found, clock)
     if complete is not None:
         return complete
-    if held.n_undecided:
-        return partial_by_draws(model, bound, found, clock, (
-            f"{held.n_undecided} of the {held.mixed} leaves holding rows that share every "
-            "feature with different targets have targets the leaves' values do not tell "
-            "apart, so the rows in them are not placed"))
-    view_size = sum(tree.n_leaves for tree in model.trees) * held.targets.size
-    if view_size > MAX_VIEW_ENTRIES:
-        return partial_by_draws(model, bound, found, clock, (
-            f"placing the rest row by row would read {held.targets.size:,} targets in "
-            f"every leaf ({view_size:,} counts, more than the {MAX_VIEW_ENTRIES:,} kept in "
-            "memory)"))
+    why_not = _why_not_placed(model, held)
+    if why_not:
+        return partial_by_draws(model, bound, found, clock, why_not)
     view = target_class_view(model, held)
     rest = replace(run, time_limit=max(run.time_limit - clock.elapsed(), 0.1))
     rec = reconstruct_per_row(view, bound.bind(view), rest)
@@ -128,6 +125,28 @@ def reconstruct_regression(model: ReleasedModel, schema: FeatureSchema | None,
             "of several targets split as their values tell (the split is read from the "
             "targets the other leaves hold, not proven)" if rec.status == Status.INFEASIBLE
             else f"the placement of the others: {rec.message}"))
+    return _checked(model, rec, held, common)
+
+
+def _why_not_placed(model: ReleasedModel, held: LeafTargets) -> str:
+    """Why the rows the draws did not settle cannot be placed as classes ("" when they
+    can): leaves whose targets are not told apart, or a view too large to hold."""
+    if held.n_undecided:
+        return (f"{held.n_undecided} of the {held.mixed} leaves holding rows that share every "
+                "feature with different targets have targets the leaves' values do not tell "
+                "apart, so the rows in them are not placed")
+    view_size = sum(tree.n_leaves for tree in model.trees) * held.targets.size
+    if view_size > MAX_VIEW_ENTRIES:
+        return (f"placing the rest row by row would read {held.targets.size:,} targets in "
+                f"every leaf ({view_size:,} counts, more than the {MAX_VIEW_ENTRIES:,} kept in "
+                "memory)")
+    return ""
+
+
+def _checked(model: ReleasedModel, rec: Reconstruction, held: LeafTargets,
+             common: dict) -> Reconstruction:
+    """The placement's rows with the regression certificate (targets, values and
+    impurities), no proof claimed where a split was assumed, and the message saying so."""
     certificate = verify_regression(model, rec.rows)
     if held.assumed:  # the placement's proofs stand on a split assumed: none is claimed
         rec = replace(rec, proven=np.zeros_like(rec.proven),

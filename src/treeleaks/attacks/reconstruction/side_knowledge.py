@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from treeleaks.counts.verify import verify
+from treeleaks.counts.verify import Certificate, verify
 from treeleaks.ir.knowledge import Knowledge
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
@@ -85,6 +85,21 @@ def _finish(rec: Reconstruction, model: ReleasedModel, knowledge: Knowledge,
             f"({described}): the knowledge or the model is wrong; {rec.message}"))
     if not len(rec.rows) and (knowledge.rows is None or rec.status != Status.OPTIMAL):
         return replace(rec, knowledge=described)
+    frames, proven, pattern = _with_known(rec, model, knowledge, ordered)
+    certificate = verify(model, frames["rows"])
+    # The engine checked its rows against the model with the knowledge's trees; the rows
+    # are checked again here, against the released model alone.
+    problem = knowledge.violation(frames["rows"], model, ordered)
+    message = _message(rec.message, certificate, problem)
+    proof = f"{rec.proof}, given the side knowledge" if rec.proof else rec.proof
+    return replace(rec, **frames, proven=proven, proven_pattern=pattern,
+                   certificate=certificate, message=message, proof=proof, knowledge=described)
+
+
+def _with_known(rec: Reconstruction, model: ReleasedModel, knowledge: Knowledge,
+                ordered: bool) -> tuple[dict, np.ndarray, np.ndarray]:
+    """The result's frames, its rows snapped to the knowledge, with the known rows after
+    them (proven) unless the rows are in training order; and the proven flags."""
     frames = {name: getattr(rec, name) for name in ("rows", "free", "lower", "upper", "width")}
     frames["rows"] = knowledge.snap(rec.rows, model)
     proven, pattern = rec.proven, rec.proven_pattern
@@ -92,15 +107,15 @@ def _finish(rec: Reconstruction, model: ReleasedModel, knowledge: Knowledge,
         frames = with_known_rows(frames, model, knowledge.rows)
         proven = np.concatenate([proven, np.ones(len(knowledge.rows), dtype=bool)])
         pattern = np.concatenate([pattern, np.ones(len(knowledge.rows), dtype=bool)])
-    certificate = verify(model, frames["rows"])
-    # The engine checked its rows against the model with the knowledge's trees; the rows
-    # are checked again here, against the released model alone.
-    message = "" if rec.message.startswith(MISMATCH) else rec.message
+    return frames, proven, pattern
+
+
+def _message(message: str, certificate: Certificate, problem: str) -> str:
+    """The engine's message, unless the rows miss the released model or break the side
+    knowledge (``problem``), which is said instead."""
+    message = "" if message.startswith(MISMATCH) else message
     if not certificate.verified:
         message = f"{MISMATCH}: {certificate.first_mismatch}"
-    problem = knowledge.violation(frames["rows"], model, ordered)
     if problem:
         message = f"reconstruction does not respect the side knowledge: {problem}"
-    proof = f"{rec.proof}, given the side knowledge" if rec.proof else rec.proof
-    return replace(rec, **frames, proven=proven, proven_pattern=pattern,
-                   certificate=certificate, message=message, proof=proof, knowledge=described)
+    return message
