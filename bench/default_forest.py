@@ -242,9 +242,10 @@ def box_widths(lower: np.ndarray, upper: np.ndarray, schema: Any, names: list[st
 def recovered_figures(model: Any, train: pd.DataFrame, rows: pd.DataFrame, schema: Any,
                       label: str, seed: int) -> dict[str, Any]:
     """Rows recovered (`treeleaks.evaluation.recovered`) and the errors beside it."""
-    from treeleaks.evaluation.recovered import rows_recovered
+    from treeleaks.evaluation.recovered import References, rows_recovered
 
-    score = rows_recovered(model, train, rows, schema, label=label, seed=seed)
+    score = rows_recovered(model, train, rows, schema, label=label,
+                           references=References(seed=seed))
     return {"recovered": score.rows_recovered, "recovered_share": score.recovered_share,
             "recovered_error": score.matched_error, "recovered_random_error": score.random_error,
             "recovered_truth_box_error": score.true_box_error,

@@ -372,7 +372,7 @@ def worker(config_path: str) -> int:
 
     try:
         from treeleaks import FeatureSchema, reconstruct
-        from treeleaks.evaluation.recovered import rows_recovered
+        from treeleaks.evaluation.recovered import References, rows_recovered
         from treeleaks.runtime.errors import TreeleaksError
 
         kind, seed = cfg["model"], cfg["seed"]
@@ -424,7 +424,8 @@ def worker(config_path: str) -> int:
         truth = X.assign(**{label: y.to_numpy() if regression else classes[y.to_numpy()]})
         schema = FeatureSchema.from_frame(X, one_hot_groups=groups or None)
         rows = rec.rows if rec.n_rows else truth.iloc[:0]
-        score = rows_recovered(model, truth, rows, schema, label=label, seed=seed)
+        score = rows_recovered(model, truth, rows, schema, label=label,
+                               references=References(seed=seed))
         out.update(recovered=score.rows_recovered, recovered_share=score.recovered_share,
                    rows_returned=score.rows_returned, matched_error=score.matched_error,
                    random_error=score.random_error, true_box_error=score.true_box_error,

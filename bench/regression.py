@@ -36,7 +36,7 @@ from sklearn.datasets import load_diabetes, make_friedman1
 from sklearn.ensemble import ExtraTreesRegressor, RandomForestRegressor
 
 from treeleaks import FeatureSchema, from_sklearn, reconstruct
-from treeleaks.evaluation.recovered import rows_recovered
+from treeleaks.evaluation.recovered import References, rows_recovered
 
 RESULTS = Path(__file__).parent / "results"
 MODELS = {"rf": RandomForestRegressor, "et": ExtraTreesRegressor}
@@ -86,7 +86,7 @@ def run_one(spec: str, kind: str, seed: int, n_trees: int, leaf: int,
     names = list(model.feature_names)
     truth = pd.DataFrame(X, columns=names).assign(**{model.label_name: y})
     score = rows_recovered(model, truth, rec.rows, FeatureSchema.from_frame(truth[names]),
-                           seed=seed)
+                           references=References(seed=seed))
     row.update(
         recovered=score.rows_recovered, recovered_share=score.recovered_share,
         targets_right=targets_returned(y, rec.rows[model.label_name].to_numpy(float)),

@@ -35,7 +35,7 @@ from treeleaks.synthetic import anonymeter_check
 from treeleaks.synthetic.encoding import Encoding
 from treeleaks.synthetic.plot import tradeoff_png
 from treeleaks.synthetic.privbayes import PrivBayes
-from treeleaks.synthetic.singling_out import single_out_synthetic
+from treeleaks.synthetic.singling_out import AttackSizes, single_out_synthetic
 from treeleaks.synthetic.utility import release_utility
 
 FULL = {"n": 100, "epsilons": "0.1,1000", "targets": 10, "shadows": 50, "attacks": 200,
@@ -74,10 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"PrivBayes fit + sample of 1,000 rows: {seconds:.3f} s")
     points = []
     for epsilon in map(float, sizes["epsilons"].split(",")):
-        result = single_out_synthetic(None, population, epsilon, n_private=sizes["n"],
-                                      n_targets=sizes["targets"], n_shadows=sizes["shadows"],
-                                      n_attacks=sizes["attacks"], seed=args.seed,
-                                      white_box=args.white_box)
+        result = single_out_synthetic(None, population, epsilon, sizes=AttackSizes(
+            n_private=sizes["n"], n_targets=sizes["targets"], n_shadows=sizes["shadows"],
+            n_attacks=sizes["attacks"]), seed=args.seed, white_box=args.white_box)
         private = population.sample(sizes["n"], random_state=args.seed)
         utility = release_utility(private, population, epsilon, data.label, args.seed,
                                   sizes["releases"])

@@ -40,7 +40,7 @@ from real_tables import REGRESSORS, fit_estimator, fit_model, load_table
 
 from treeleaks.counts.crossover import column_units, crossover_walk, position_draws
 from treeleaks.counts.verify import verify, verify_regression
-from treeleaks.evaluation.recovered import rows_recovered
+from treeleaks.evaluation.recovered import References, rows_recovered
 from treeleaks.ir.schema import FeatureSchema
 
 TABLES = ("wine", "star98", "breast_cancer", "anes96", "classif:1000")
@@ -67,7 +67,7 @@ def run(spec: str, kind: str, seed: int, walk_s: float, data_dir: Path) -> dict[
     certificate = (verify_regression if regression else verify)(model, walked)
     score = rows_recovered(model, truth, walked, FeatureSchema.infer(model), label=y.name,
                            draws=draws if model.bootstrap else None,
-                           n_random=0, true_boxes=False)
+                           references=References(n_random=0, true_boxes=False))
     same_trees, same_nodes = refit_agreement(kind, X, y, walked[names], seed)
     return {"table": spec, "model": kind, "seed": seed, "walk_s": walk_s, "n": len(X),
             "n_trees": model.n_trees, "moves": walk.moves, "tried": walk.tried,

@@ -21,7 +21,7 @@ from treeleaks.demos.demo_data import LABEL, demo_data
 from treeleaks.evaluation.entropy import summarize
 from treeleaks.evaluation.leak_or_distribution import leak_test
 from treeleaks.evaluation.metrics import evaluate
-from treeleaks.evaluation.recovered import rows_recovered
+from treeleaks.evaluation.recovered import References, rows_recovered
 from treeleaks.ir.model import ReleasedModel
 from treeleaks.ir.schema import FeatureSchema
 from treeleaks.report import dp_costs
@@ -341,7 +341,8 @@ def test_default_forest_on_raw_measurements_reports_rows_recovered_and_intervals
     recon = reconstruct(from_sklearn(forest), time_limit=30)
     assert figures["strategy"] == "per-row" and figures["verified"]
     score = rows_recovered(from_sklearn(forest), data, recon.rows,
-                           FeatureSchema.from_frame(X), n_random=0, true_boxes=False)
+                           FeatureSchema.from_frame(X),
+                           references=References(n_random=0, true_boxes=False))
     assert figures["rows_recovered"] == score.rows_recovered >= 36  # 43 measured; random: 0
     assert figures["recovered_share"] == score.recovered_share
     width = recon.width.to_numpy(dtype=float)

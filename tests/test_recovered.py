@@ -16,7 +16,9 @@ from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 import treeleaks.evaluation.recovered as recovered
 from treeleaks import FeatureSchema, from_sklearn
-from treeleaks.evaluation.recovered import ScoreError, rows_recovered, true_box_rows
+from treeleaks.evaluation.recovered import References, ScoreError, rows_recovered, true_box_rows
+
+UNSCORED = References(n_random=0, true_boxes=False)  # no random rows, no floor
 
 
 def _default_forest(load):
@@ -39,24 +41,26 @@ def test_true_boxes_score_every_row_and_random_rows_about_none(forest):
     boxes = true_box_rows(model, truth)
     outside = (boxes[list(truth.columns[:-1])] != truth[truth.columns[:-1]]).to_numpy().mean()
     assert outside > 0.5  # a box fill, not the truth copied
-    score = rows_recovered(model, truth, boxes, schema, n_random=2)
+    score = rows_recovered(model, truth, boxes, schema, references=References(n_random=2))
     assert score.rows_recovered == len(truth) and score.recovered_share == 1.0
     assert score.optimal and score.rows_returned == len(truth)
     assert score.matched_error == pytest.approx(score.true_box_error)
     assert 0 < score.true_box_error < score.random_error
     columns = recovered.feature_columns(truth, schema, "label")
     random = recovered._random_rows(columns, truth["label"], np.random.default_rng(1))
-    assert rows_recovered(model, truth, random, schema, n_random=0,
-                          true_boxes=False).recovered_share < 0.02
+    assert rows_recovered(model, truth, random, schema,
+                          references=UNSCORED).recovered_share < 0.02
 
 
 def test_the_sparse_matching_agrees_with_the_exact_one(forest, monkeypatch):
     model, truth, schema = forest
     half = truth.sample(frac=0.5, random_state=0)
     returned = pd.concat([half, true_box_rows(model, truth).iloc[::3]], ignore_index=True)
-    exact = rows_recovered(model, truth, returned, schema, n_random=0, true_boxes=False)
+    exact = rows_recovered(model, truth, returned, schema,
+                           references=UNSCORED)
     monkeypatch.setattr(recovered, "DENSE_CELLS", 2000)
-    sparse = rows_recovered(model, truth, returned, schema, n_random=0, true_boxes=False)
+    sparse = rows_recovered(model, truth, returned, schema,
+                            references=UNSCORED)
     assert exact.optimal and not sparse.optimal
     assert sparse.rows_recovered == exact.rows_recovered
     assert exact.rows_recovered >= len(half)
@@ -66,12 +70,12 @@ def test_without_the_draws_every_tree_counts(forest):
     model, truth, schema = forest
     boxes = true_box_rows(model, truth)  # boxes of the drawing trees only
     every = np.ones((len(truth), model.n_trees), dtype=np.int64)
-    score = rows_recovered(model, truth, boxes, schema, draws=every, n_random=0,
-                           true_boxes=False)
+    score = rows_recovered(model, truth, boxes, schema, draws=every,
+                           references=UNSCORED)
     assert score.rows_recovered <= len(truth)
     own = true_box_rows(model, truth, draws=every)
-    assert rows_recovered(model, truth, own, schema, draws=every, n_random=0,
-                          true_boxes=False).recovered_share == 1.0
+    assert rows_recovered(model, truth, own, schema, draws=every,
+                          references=UNSCORED).recovered_share == 1.0
 
 
 @st.composite
@@ -102,7 +106,8 @@ def test_permutations_flipped_labels_and_duplicates(drawn, seed):
     model, schema = _small_forest(table, bootstrap)
 
     def score(rows):
-        return rows_recovered(model, table, rows, schema, n_random=0, true_boxes=False)
+        return rows_recovered(model, table, rows, schema,
+                              references=UNSCORED)
 
     shuffled = table.sample(frac=1, random_state=seed % 2**32)
     assert score(shuffled).rows_recovered == len(table)
@@ -129,9 +134,10 @@ def test_a_regressor_recovers_exact_targets_only():
     truth, schema = X.assign(y=y), FeatureSchema.from_frame(X)
     assert rows_recovered(model, truth, truth[::-1], schema).recovered_share == 1.0
     nudged = truth.assign(y=truth["y"] + 1e-9)
-    assert rows_recovered(model, truth, nudged, schema, n_random=0).rows_recovered == 0
+    assert rows_recovered(model, truth, nudged, schema,
+                          references=References(n_random=0)).rows_recovered == 0
     assert rows_recovered(model, truth, true_box_rows(model, truth), schema,
-                          n_random=0, true_boxes=False).recovered_share == 1.0
+                          references=UNSCORED).recovered_share == 1.0
 
 
 def test_frames_and_draws_that_do_not_fit_are_refused(forest):
@@ -140,7 +146,7 @@ def test_frames_and_draws_that_do_not_fit_are_refused(forest):
         rows_recovered(model, truth, truth.drop(columns=["label"]), schema)
     with pytest.raises(ScoreError, match="lacks the model's column"):
         rows_recovered(model, truth, truth.drop(columns=[truth.columns[0]]), schema,
-                       n_random=0, true_boxes=False)
+                       references=UNSCORED)
     with pytest.raises(ScoreError, match="draws have shape"):
         rows_recovered(model, truth, truth, schema, draws=np.ones((3, 3)))
 

@@ -20,7 +20,7 @@ from treeleaks import FeatureSchema, from_sklearn, reconstruct
 from treeleaks.attacks.reconstruction import regression
 from treeleaks.counts.mixed_leaves import split_leaf
 from treeleaks.counts.verify import verify_regression, verify_regression_within
-from treeleaks.evaluation.recovered import rows_recovered
+from treeleaks.evaluation.recovered import References, rows_recovered
 from treeleaks.runtime.vocabulary import Status
 
 PAIR = [9.0, 9.0, 9.0]  # two rows here, targets no other row has
@@ -83,7 +83,7 @@ def test_rows_sharing_every_feature_come_back_with_their_targets(kind: str, seed
     else:  # the draws place rows: a proven row is the training row at its position
         truth = X.assign(label=y)
         score = rows_recovered(model, truth, rec.rows, FeatureSchema.infer(model),
-                               n_random=0, true_boxes=False)
+                               references=References(n_random=0, true_boxes=False))
         assert score.recovered_share == 1.0  # each true row, its target and its leaves
         proven = rec.proven.astype(bool)
         assert np.array_equal(got[proven], y[proven])

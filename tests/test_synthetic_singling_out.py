@@ -5,6 +5,7 @@ with one line."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -15,13 +16,17 @@ from treeleaks.synthetic import shadows
 from treeleaks.synthetic.encoding import Encoding, TableMismatchError
 from treeleaks.synthetic.privbayes import PrivBayes
 from treeleaks.synthetic.setup import Setup
-from treeleaks.synthetic.singling_out import SyntheticSinglingOut, single_out_synthetic
+from treeleaks.synthetic.singling_out import (
+    AttackSizes,
+    SyntheticSinglingOut,
+    single_out_synthetic,
+)
 from treeleaks.synthetic.targets import most_vulnerable
 from treeleaks.synthetic.white_box import model_features
 
 from conftest import outlier_population
 
-SIZES = {"n_targets": 6, "n_shadows": 12, "n_attacks": 50}
+SIZES = AttackSizes(n_targets=6, n_shadows=12, n_attacks=50)
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +35,10 @@ def pop() -> pd.DataFrame:
 
 
 def run(pop: pd.DataFrame, epsilon: float, **options: object) -> SyntheticSinglingOut:
-    return single_out_synthetic(None, pop, epsilon, n_private=len(pop) // 5, seed=3,
-                                **{**SIZES, **options})
+    """The study's protocol on ``pop`` (sizes given by name override `SIZES`)."""
+    sizes = {k: options.pop(k) for k in ("n_targets", "n_shadows", "n_attacks") if k in options}
+    return single_out_synthetic(None, pop, epsilon, seed=3, **options,
+                                sizes=replace(SIZES, n_private=len(pop) // 5, **sizes))
 
 
 def test_the_outliers_rank_most_vulnerable(pop: pd.DataFrame) -> None:
@@ -46,7 +53,7 @@ def test_a_large_epsilon_beats_the_baseline(pop: pd.DataFrame) -> None:
     assert result.baseline == pytest.approx(0.2, abs=0.01)
     assert low <= result.success_rate <= high
     assert low > result.baseline
-    assert result.status == "done" and result.attacks == SIZES["n_attacks"]
+    assert result.status == "done" and result.attacks == SIZES.n_attacks
 
 
 def test_the_white_box_attack_beats_the_baseline_at_a_large_epsilon(pop: pd.DataFrame) -> None:
@@ -92,8 +99,8 @@ def test_the_worst_case_aims_at_the_custodians_own_isolated_row(pop: pd.DataFram
     # The study's targets are not private: no release of X can be singled out through
     # them. X's own outlier, attacked among 3 decoys, is found at a large ε only.
     private = isolated_private(pop, 4)
-    result = single_out_synthetic(private, pop, epsilon, seed=1, n_targets=4, n_shadows=10,
-                                  n_attacks=30)
+    result = single_out_synthetic(private, pop, epsilon, seed=1, sizes=AttackSizes(
+        n_targets=4, n_shadows=10, n_attacks=30))
     assert result.successes == 0 and not any(t["in_private"] for t in result.targets)
     worst = result.worst_case
     assert worst is not None and worst.baseline == 0.25 and worst.attacks == 30
@@ -131,8 +138,8 @@ def test_shadow_training_keeps_time_for_its_forests(pop: pd.DataFrame,
 def test_a_small_budget_stops_training_and_attacks_early(pop: pd.DataFrame) -> None:
     # 248 targets x 50 pairs and their forests take minutes; 2 s leaves some targets
     # untrained and the rest with a few pairs, then at least one round of attacks.
-    result = single_out_synthetic(isolated_private(pop, 4), pop, 1.0, n_targets=1000,
-                                  n_shadows=50, n_attacks=1000,
+    result = single_out_synthetic(isolated_private(pop, 4), pop, 1.0,
+                                  sizes=AttackSizes(n_targets=1000, n_attacks=1000),
                                   deadline=time.monotonic() + 2.0)
     pairs = [t["shadow_pairs"] for t in result.targets + result.worst_case_targets]
     assert result.status == "partial" and 1 <= result.attacks < 1000
@@ -144,7 +151,7 @@ def test_a_small_budget_stops_training_and_attacks_early(pop: pd.DataFrame) -> N
 def test_the_custodians_own_table_is_attacked(pop: pd.DataFrame) -> None:
     private = pop.iloc[-8:].sample(4, random_state=0)  # half the outliers are in it
     private = pd.concat([private, pop.iloc[:44]])
-    result = single_out_synthetic(private, pop, 1e4, seed=1, **SIZES)
+    result = single_out_synthetic(private, pop, 1e4, seed=1, sizes=SIZES)
     assert result.n_private == 48 and result.n_population == len(pop)
     assert result.success_rate > 0.5
 
@@ -160,18 +167,18 @@ def test_private_rows_outside_the_population_are_refused(pop: pd.DataFrame) -> N
     stranger = pop.iloc[:30].copy()
     stranger.iloc[0] = [9, 9, 9, 9, 9, 9, 0]
     with pytest.raises(TableMismatchError, match="no population row has"):
-        single_out_synthetic(stranger, pop, 1.0, **SIZES)
+        single_out_synthetic(stranger, pop, 1.0, sizes=SIZES)
     seen = set(map(tuple, pop.to_numpy()))
     absent = next(row for row in ((a, b, 0, 0, 0, 0, 0) for a in range(4) for b in range(4))
                   if row not in seen)  # every value exists in the population, this row not
     unseen = pd.DataFrame([absent], columns=pop.columns)
     with pytest.raises(TableMismatchError, match="1 private rows are not in the population"):
-        single_out_synthetic(unseen, pop, 1.0, **SIZES)
+        single_out_synthetic(unseen, pop, 1.0, sizes=SIZES)
 
 
 def test_mismatched_columns_are_refused(pop: pd.DataFrame) -> None:
     with pytest.raises(TableMismatchError, match=r"missing \['rare'\].*same header"):
-        single_out_synthetic(pop.iloc[:30].drop(columns="rare"), pop, 1.0, **SIZES)
+        single_out_synthetic(pop.iloc[:30].drop(columns="rare"), pop, 1.0, sizes=SIZES)
 
 
 def test_a_numerical_column_is_binned_and_said(pop: pd.DataFrame) -> None:

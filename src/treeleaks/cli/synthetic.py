@@ -82,7 +82,7 @@ def synthetic_command(
     deadline = time.monotonic() + budget  # the budget counts the imports and the reading too
     from treeleaks.synthetic import anonymeter_check
     from treeleaks.synthetic.privbayes import MAX_EPSILON
-    from treeleaks.synthetic.singling_out import single_out_synthetic
+    from treeleaks.synthetic.singling_out import AttackSizes, single_out_synthetic
     from treeleaks.synthetic.utility import release_utility
 
     if not math.isfinite(epsilon) or not 0 < epsilon <= MAX_EPSILON:
@@ -99,9 +99,10 @@ def synthetic_command(
             anonymeter_check.check_interpreter(anonymeter_python)
         utility = release_utility(private, public, epsilon, label, seed, releases)
         with live_progress(console) as progress:
-            result = single_out_synthetic(private, public, epsilon, n_targets=targets,
-                                          n_shadows=shadows, n_attacks=attacks, seed=seed,
-                                          white_box=white_box, deadline=deadline,
+            result = single_out_synthetic(private, public, epsilon,
+                                          sizes=AttackSizes(n_targets=targets, n_shadows=shadows,
+                                                            n_attacks=attacks),
+                                          seed=seed, white_box=white_box, deadline=deadline,
                                           progress=progress)
         anonymeter = _anonymeter(private, public, epsilon, seed, anonymeter_python, deadline)
     except TreeleaksError as exc:

@@ -26,7 +26,7 @@ from sklearn.ensemble import RandomForestClassifier
 
 from treeleaks.attacks.reconstruct import reconstruct
 from treeleaks.evaluation.metrics import evaluate
-from treeleaks.evaluation.recovered import recovery_matching, rows_recovered
+from treeleaks.evaluation.recovered import References, recovery_matching, rows_recovered
 from treeleaks.frontends.sklearn import from_sklearn
 from treeleaks.ir.schema import FeatureSchema
 from treeleaks.runtime.display import certificate_text, live_progress
@@ -71,7 +71,8 @@ def run_raw_demo(seed: int = 0, console: Console | None = None) -> dict[str, Any
         **recon.summary(), **score.to_dict(),
     }
     if recon.n_rows:
-        recovered = rows_recovered(model, truth, recon.rows, schema, seed=seed)
+        recovered = rows_recovered(model, truth, recon.rows, schema,
+                                   references=References(seed=seed))
         summary.update({k: v for k, v in recovered.to_dict().items()
                         if k not in ("n_true", "rows_returned", "optimal")})
     console.print(_results_table(summary))

@@ -80,6 +80,16 @@ class RecoveryScore:
                 f"boxes {self.true_box_error:.3f})")
 
 
+@dataclass(frozen=True)
+class References:
+    """What a score is set beside: ``n_random`` sets of random rows (their matched error,
+    drawn from ``seed``) and, with ``true_boxes``, the true rows' own boxes (the floor)."""
+
+    n_random: int = 1
+    true_boxes: bool = True
+    seed: int = 0
+
+
 def rows_recovered(
     model: ReleasedModel,
     truth: pd.DataFrame,
@@ -87,9 +97,7 @@ def rows_recovered(
     schema: FeatureSchema,
     label: str | None = None,
     draws: np.ndarray | None = None,
-    n_random: int = 1,
-    true_boxes: bool = True,
-    seed: int = 0,
+    references: References = References(),
 ) -> RecoveryScore:
     """Score ``reconstruction`` against ``truth`` by rows recovered (see the module doc).
 
@@ -98,10 +106,11 @@ def rows_recovered(
     ``schema`` describes the columns the values' difference is measured on. ``draws``
     (``(len(truth), n_trees)``, how often each tree drew each true row) default to the
     model's own when it carries them for these rows; unknown, every tree counts.
-    ``n_random`` sets of random rows give the random error; ``true_boxes`` fills the true
-    rows' own boxes for the floor.
+    ``references`` says what the score is set beside: random rows' error, the true rows'
+    boxes' floor.
     """
     label = model.label_name if label is None else label
+    n_random, true_boxes, seed = references.n_random, references.true_boxes, references.seed
     scorer = _scorer(model, truth, reconstruction, schema, label, draws)
     score = scorer.score(reconstruction, label)
     random_error = math.nan

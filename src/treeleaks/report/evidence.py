@@ -221,9 +221,10 @@ def recovered_rows(model: ReleasedModel, truth: pd.DataFrame, rows: pd.DataFrame
     with a rebuilt row of their label that shares their leaf in 90% of the trees that drew
     them), as a count and a share. A reconstruction is a multiset: the positions its rows
     come back at are not scored. The audit and the demo report both."""
-    from treeleaks.evaluation.recovered import rows_recovered
+    from treeleaks.evaluation.recovered import References, rows_recovered
 
-    score = rows_recovered(model, truth, rows, schema, n_random=0, true_boxes=False)
+    score = rows_recovered(model, truth, rows, schema,
+                           references=References(n_random=0, true_boxes=False))
     return {"rows_recovered": score.rows_recovered, "recovered_share": score.recovered_share}
 
 

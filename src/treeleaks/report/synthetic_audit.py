@@ -22,7 +22,7 @@ from treeleaks.report.findings import COMPLETE, PARTIAL, AttackRun, Audit, Verdi
 from treeleaks.report.risk import Rule, apply_rules
 from treeleaks.runtime.vocabulary import Status
 from treeleaks.synthetic import anonymeter_check
-from treeleaks.synthetic.singling_out import single_out_synthetic
+from treeleaks.synthetic.singling_out import AttackSizes, single_out_synthetic
 from treeleaks.synthetic.utility import release_utility
 
 if TYPE_CHECKING:
@@ -115,9 +115,10 @@ def run_synthetic_audit(inp: SyntheticInput,
     utility = release_utility(inp.private, inp.population, inp.epsilon, inp.label, inp.seed,
                               inp.releases)
     result = single_out_synthetic(inp.private, inp.population, inp.epsilon,
-                                  n_targets=inp.targets, n_shadows=inp.shadows,
-                                  n_attacks=inp.attacks, seed=inp.seed, deadline=deadline,
-                                  progress=progress)
+                                  sizes=AttackSizes(n_targets=inp.targets,
+                                                    n_shadows=inp.shadows,
+                                                    n_attacks=inp.attacks),
+                                  seed=inp.seed, deadline=deadline, progress=progress)
     anonymeter = anonymeter_check.run(inp.private, inp.population, inp.epsilon, inp.seed,
                                       inp.anonymeter_python, deadline)
     figures = {**result.summary(), "verdict": result.study.verdict, "utility": utility,

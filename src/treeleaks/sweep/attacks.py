@@ -100,9 +100,10 @@ def _score(train: pd.DataFrame, rows: pd.DataFrame, schema: Any, label: str,
 
 def _recovered(model: Any, train: pd.DataFrame, rows: pd.DataFrame, schema: Any,
                label: str, seed: int) -> dict[str, Any]:
-    from treeleaks.evaluation.recovered import rows_recovered
+    from treeleaks.evaluation.recovered import References, rows_recovered
 
-    score = rows_recovered(model, train, rows, schema, label=label, seed=seed)
+    score = rows_recovered(model, train, rows, schema, label=label,
+                           references=References(seed=seed))
     return {"recovered": score.rows_recovered, "recovered_share": score.recovered_share,
             "recovered_error": score.matched_error,
             "recovered_random_error": score.random_error,

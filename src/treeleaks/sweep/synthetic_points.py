@@ -19,7 +19,7 @@ def run_synthetic_point(point: dict[str, Any], data_dir: Path | None) -> dict[st
     """One (dataset, n, ε, box) point: the success rate with its interval, the baseline,
     and the utility averaged over releases of one private sample."""
     from treeleaks.sweep.datasets import DatasetError, load_dataset
-    from treeleaks.synthetic.singling_out import single_out_synthetic
+    from treeleaks.synthetic.singling_out import AttackSizes, single_out_synthetic
     from treeleaks.synthetic.utility import release_utility
 
     data = load_dataset(point["dataset"], data_dir)
@@ -32,9 +32,11 @@ def run_synthetic_point(point: dict[str, Any], data_dir: Path | None) -> dict[st
     population = table.iloc[np.sort(rng.choice(len(table), size, replace=False))]
     start = time.perf_counter()
     result = single_out_synthetic(
-        None, population, point["epsilon"], n_private=point["n"], n_targets=point["targets"],
-        n_shadows=point["shadows"], n_attacks=point["attacks"], seed=point["seed"],
-        white_box=point["white_box"], deadline=time.monotonic() + point["time_limit"])
+        None, population, point["epsilon"],
+        sizes=AttackSizes(n_private=point["n"], n_targets=point["targets"],
+                          n_shadows=point["shadows"], n_attacks=point["attacks"]),
+        seed=point["seed"], white_box=point["white_box"],
+        deadline=time.monotonic() + point["time_limit"])
     elapsed = time.perf_counter() - start
     private = population.sample(point["n"], random_state=point["seed"])
     utility = release_utility(private, population, point["epsilon"], data.label,

@@ -105,15 +105,26 @@ class SyntheticSinglingOut:
                 "risk_from": self.risk_from, "seconds": self.seconds, "notes": self.notes}
 
 
+@dataclass(frozen=True)
+class AttackSizes:
+    """How large the study is: ``n_private`` rows sampled from the population when there is
+    no private table, ``n_targets`` rows attacked, ``n_shadows`` shadow pairs to train each
+    target's classifier on, ``n_attacks`` rounds."""
+
+    n_private: int | None = None
+    n_targets: int = 10
+    n_shadows: int = 50
+    n_attacks: int = 100
+
+
 def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
-                         epsilon: float, *, n_private: int | None = None, n_targets: int = 10,
-                         n_shadows: int = 50, n_attacks: int = 100, seed: int = 0,
+                         epsilon: float, *, sizes: AttackSizes = AttackSizes(), seed: int = 0,
                          white_box: bool = False, deadline: float | None = None,
                          progress: ProgressCallback | None = None) -> SyntheticSinglingOut:
     """Run the attack on PrivBayes releases of ``private`` (or, when it is None, of fresh
-    samples of n_private population rows) and measure how often it singles out a row: black
-    box on the synthetic rows, or with ``white_box`` on the fitted models. With ``private``
-    the attack is also aimed at its own most isolated rows (``custodian``).
+    samples of ``sizes.n_private`` population rows) and measure how often it singles out a
+    row: black box on the synthetic rows, or with ``white_box`` on the fitted models. With
+    ``private`` the attack is also aimed at its own most isolated rows (``custodian``).
 
     ``deadline`` (``time.monotonic()`` seconds) stops shadow training, its forests included,
     at 80% of the time left and the attacks at the deadline (after one round at least); the
@@ -121,19 +132,21 @@ def single_out_synthetic(private: pd.DataFrame | None, population: pd.DataFrame,
     trained is a ``BudgetError``.
     """
     start = time.monotonic()
+    n_private, n_targets, n_shadows, n_attacks = (sizes.n_private, sizes.n_targets,
+                                                  sizes.n_shadows, sizes.n_attacks)
     epsilon = check_epsilon(epsilon)
     check_tables(private, population)
     check_seed(seed)
     deadline = float("inf") if deadline is None else deadline
     read = _read_tables(private, population, n_private)
     _check_sizes(read, n_targets, n_shadows, n_attacks)
-    unique, sizes, private_codes = read.unique, read.encoding.sizes, read.private_codes
-    setup = Setup(unique, sizes, read.n_private, epsilon, white_box)
+    unique, domains, private_codes = read.unique, read.encoding.sizes, read.private_codes
+    setup = Setup(unique, domains, read.n_private, epsilon, white_box)
     baseline = read.singles / len(unique)
     train_seed, attack_seed, worst_seed = np.random.SeedSequence(seed).spawn(3)
-    study = most_vulnerable(unique, sizes, n_targets)
+    study = most_vulnerable(unique, domains, n_targets)
     worst = (None if private_codes is None else
-             worst_case(unique, sizes, private_codes, n_targets, baseline))
+             worst_case(unique, domains, private_codes, n_targets, baseline))
     if private_codes is not None and worst is None:
         read.notes.append("no row of your table occurs once in it: none can be singled out, "
                           "so there is no worst case to attack")
