@@ -309,11 +309,12 @@ def label_column(model: ReleasedModel, path: Path, label: str | None) -> str | N
     it as a feature: what a user who saved both expects."""
     if label is not None:
         return label
-    header = read_csv_header(path)
+    from treeleaks.ir.model import GENERIC_LABEL
+
     named = model.label_name
-    if named and named in header and named not in model.feature_names:
-        return named
-    return None
+    if named == GENERIC_LABEL or named in model.feature_names:  # the file names none
+        return None
+    return named if named in read_csv_header(path) else None
 
 
 def read_csv_header(path: Path) -> list[str]:

@@ -29,6 +29,8 @@ from treeleaks.runtime.errors import TreeleaksError, UnsupportedModelError
 if TYPE_CHECKING:  # the checked shapes load pydantic: imported when a file is parsed
     from treeleaks.ir.formats import DescriptionRecord, TreeRecord
 
+GENERIC_LABEL = "label"  # the label's name when the file names none
+
 
 class ModelFormatError(TreeleaksError, ValueError):
     """A serialized model is malformed; the message names the field at fault."""
@@ -502,7 +504,7 @@ class ReleasedModel:
     trees: list[Tree]
     classes: list[Any]
     feature_names: list[str]
-    label_name: str = "label"
+    label_name: str = GENERIC_LABEL
     bootstrap: bool = False
     noise: NoiseMechanism | None = None
     source: str = ""
