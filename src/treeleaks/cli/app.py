@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -212,6 +212,19 @@ def write_all(files: dict[Path, str | bytes]) -> None:
         write_outputs(files)
     except OutputError as exc:
         fail(str(exc), EXIT_BAD_INPUT)
+
+
+def write_reports(audit: Any, html_path: Path, json_path: Path,
+                  render: Callable[[Any], str]) -> None:
+    """An audit's JSON report and its HTML page (``render``), written all or nothing; a
+    report the schema refuses is a bug, said in one line."""
+    from treeleaks.report.json_report import ReportSchemaError, to_json
+
+    try:
+        files = {json_path: to_json(audit), html_path: render(audit)}
+    except ReportSchemaError as exc:
+        fail(f"{exc}; this is a bug, please report it", EXIT_BUG)
+    write_all(files)
 
 
 def describe(exc: Exception) -> str:

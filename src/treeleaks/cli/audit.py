@@ -15,7 +15,6 @@ from rich.text import Text
 
 from treeleaks.cli.app import (
     EXIT_BAD_INPUT,
-    EXIT_BUG,
     EXIT_INTERRUPTED,
     Force,
     SchemaOption,
@@ -30,7 +29,7 @@ from treeleaks.cli.app import (
     load_any_model,
     optional_positive_seconds,
     positive_seconds,
-    write_all,
+    write_reports,
 )
 from treeleaks.report.audit_steps import weights_words
 from treeleaks.report.budget import ATTACKS_SHARE
@@ -112,8 +111,10 @@ def audit_command(
     _make_folder(out)
     for given_file in (schema, data, population):
         guard_outputs(model_path, given_file, [html_path, json_path], force)
+    from treeleaks.report.html_report import render
+
     audit = run()
-    _write_reports(audit, html_path, json_path)
+    write_reports(audit, html_path, json_path, render)
     _print_verdict(Console(), model_path, audit, (html_path, json_path))
     if audit.interrupted:
         fail("interrupted; the partial report says what ran", EXIT_INTERRUPTED)
@@ -182,17 +183,6 @@ def _prepared(model_path: Path, schema: Path | None, data: Path | None, label: s
         with _progress(Console(stderr=True)) as (engine, on_step, on_done):
             return run_audit(inp, progress=engine, on_step=on_step, on_done=on_done)
     return run
-
-
-def _write_reports(audit: Audit, html_path: Path, json_path: Path) -> None:
-    from treeleaks.report.html_report import render
-    from treeleaks.report.json_report import ReportSchemaError, to_json
-
-    try:
-        files = {json_path: to_json(audit), html_path: render(audit)}
-    except ReportSchemaError as exc:
-        fail(f"{exc}; this is a bug, please report it", EXIT_BUG)
-    write_all(files)
 
 
 def _print_verdict(console: Console, model_path: Path, audit: Audit,

@@ -15,12 +15,11 @@ from rich.text import Text
 
 from treeleaks.cli.app import (
     EXIT_BAD_INPUT,
-    EXIT_BUG,
     describe,
     fail,
     guard_outputs,
     read_csv,
-    write_all,
+    write_reports,
 )
 from treeleaks.cli.synthetic import stderr_note
 from treeleaks.runtime.display import live_progress
@@ -38,6 +37,7 @@ def audit_release(out: Path, data: Path | None, population: Path | None,
                   anonymeter_python: Path | None, force: bool = False) -> None:
     """Check the inputs, run the synthetic-release audit, write and print it."""
     from treeleaks.report.synthetic_audit import SyntheticInput, run_synthetic_audit
+    from treeleaks.report.synthetic_html import render_release
     from treeleaks.synthetic import anonymeter_check
 
     data, population, epsilon = _checked(data, population, epsilon)
@@ -58,7 +58,7 @@ def audit_release(out: Path, data: Path | None, population: Path | None,
             audit = run_synthetic_audit(inp, progress)
     except TreeleaksError as exc:
         fail(describe(exc), EXIT_BAD_INPUT)
-    _write(audit, html_path, json_path)
+    write_reports(audit, html_path, json_path, render_release)
     figures = audit.attacks[0].figures
     if "risk" not in figures["anonymeter"]:
         stderr_note(anonymeter_check.summary(figures["anonymeter"]))
@@ -82,17 +82,6 @@ def _checked(data: Path | None, population: Path | None, epsilon: float | None
              f"(past it PrivBayes's noise falls below what its arithmetic holds), not "
              f"{epsilon:g}", EXIT_BAD_INPUT)
     return data, population, epsilon
-
-
-def _write(audit: Audit, html_path: Path, json_path: Path) -> None:
-    from treeleaks.report.json_report import ReportSchemaError, to_json
-    from treeleaks.report.synthetic_html import render_release
-
-    try:
-        files = {json_path: to_json(audit), html_path: render_release(audit)}
-    except ReportSchemaError as exc:
-        fail(f"{exc}; this is a bug, please report it", EXIT_BUG)
-    write_all(files)
 
 
 def _verdict_table(data: Path, audit: Audit) -> Table:

@@ -9,6 +9,8 @@ with an option the derivation leaves out, and it is refused rather than rounded.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from treeleaks.ir.model import SQUARED_ERROR, LeafGradients, ModelFormatError, Tree
@@ -123,3 +125,14 @@ def _scale(start: float, first: np.ndarray, rows: np.ndarray, eta: float, l2: fl
     factor covers the rows beyond their leaf's mean), and at least 1."""
     means = start + first * (rows + l2) / (eta * np.maximum(rows, 1))
     return 2.0 * float(np.abs(means).max(initial=0.0)) + abs(start) + 1.0
+
+
+def wrapped_booster(source: Any, attribute: str) -> tuple[Any, list[Any]]:
+    """A fitted scikit-learn wrapper's booster (its ``attribute``: LightGBM's ``booster_``,
+    XGBoost's ``get_booster``, called) and labels; anything else as it is, with the labels
+    0 and 1."""
+    if not hasattr(source, attribute):
+        return source, [0, 1]
+    booster = getattr(source, attribute)
+    return (booster() if callable(booster) else booster), np.asarray(
+        getattr(source, "classes_", [0, 1])).tolist()

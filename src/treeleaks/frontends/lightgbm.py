@@ -37,6 +37,7 @@ from treeleaks.frontends.boosting import (
     squared_error_gradients,
     sum_rows,
     whole_positives,
+    wrapped_booster,
 )
 from treeleaks.frontends.gaps import with_routing
 from treeleaks.frontends.lightgbm_multiclass import class_counts
@@ -67,7 +68,7 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
     text, a ``Booster`` or a fitted ``LGBMClassifier`` (see the module doc). A file without
     its counts (``treeleaks strip``) raises `CountsRemovedError`, or with
     ``counts_removed_ok`` comes back as its structure alone."""
-    source, classes = _booster_and_classes(source)
+    source, classes = wrapped_booster(source, "booster_")
     head, trees, params = _sections(_model_text(source))
     objective = head.get("objective", "").split()
     _check_objective(objective)
@@ -94,14 +95,6 @@ def read_lightgbm(source: str | Path | Any, feature_names: list[str] | None = No
                        routing)
     return with_routing(_binary(converted, params, classes, features, eta, l2, label_name),
                         routing)
-
-
-def _booster_and_classes(source: Any) -> tuple[Any, list[Any]]:
-    """A fitted ``LGBMClassifier``'s booster and labels; anything else as it is, with the
-    labels 0 and 1."""
-    if not hasattr(source, "booster_"):
-        return source, [0, 1]
-    return source.booster_, np.asarray(getattr(source, "classes_", [0, 1])).tolist()
 
 
 def _classes(objective: list[str], given: list[Any]) -> list[Any]:

@@ -32,6 +32,7 @@ from treeleaks.frontends.boosting import (
     no_sums,
     sum_rows,
     whole_positives,
+    wrapped_booster,
 )
 from treeleaks.frontends.gaps import with_routing
 from treeleaks.frontends.multiclass import (
@@ -81,7 +82,7 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
     parsed JSON, a ``Booster`` or a fitted ``XGBClassifier`` (see the module doc). A file
     whose covers were zeroed (``treeleaks strip``) raises `CountsRemovedError`, or with
     ``counts_removed_ok`` comes back as its structure alone."""
-    source, classes = _booster_and_classes(source)
+    source, classes = wrapped_booster(source, "get_booster")
     sampled = _subsample(source)
     learner = _field(_model_json(source), "learner", "")
     objective = _objective(learner)
@@ -110,14 +111,6 @@ def read_xgboost(source: str | Path | dict[str, Any] | Any,
     used = ", ".join(option for option in (_scale_pos_weight(learner), sampled) if option)
     return with_routing(_binary(parsed, base, used, classes, features, label_name, objective),
                         routing)
-
-
-def _booster_and_classes(source: Any) -> tuple[Any, list[Any]]:
-    """A fitted ``XGBClassifier``'s booster and labels; anything else as it is, with the
-    labels 0 and 1."""
-    if not hasattr(source, "get_booster"):
-        return source, [0, 1]
-    return source.get_booster(), np.asarray(getattr(source, "classes_", [0, 1])).tolist()
 
 
 def _class_indices(params: dict[str, Any]) -> list[int]:

@@ -327,12 +327,13 @@ def _same(value: Any, category: Any) -> bool:
         return _is_gap(value) and _is_gap(category)
     if isinstance(category, str) and isinstance(value, int | float | np.number) and \
             not isinstance(value, bool):
-        return _as_number(category) == float(value)
+        return as_number(category) == float(value)
     return bool(value == category)
 
 
-def _as_number(text: str) -> float | None:
-    """The number a text reads as, or None."""
+def as_number(text: str) -> float | None:
+    """The number a text reads as, or None (a category or class written as a number, as R
+    writes a factor's levels, matches that number)."""
     try:
         return float(text)
     except ValueError:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from treeleaks.ir.description import ModelDescription, ModelKind, StoredField, describe
-from treeleaks.ir.inputs import InputMap
+from treeleaks.ir.inputs import InputMap, as_number
 from treeleaks.ir.json_files import FORMAT_VERSION, MAX_COUNT, read_json
 from treeleaks.ir.node_stats import NodeStats
 from treeleaks.ir.revealed import RevealedValues
@@ -1088,13 +1088,8 @@ def _plain(value: Any) -> Any:
 
 def _numeric_texts(classes: list[str]) -> dict[float, int]:
     """Text classes that read as numbers ("0", "1.5"), by their value."""
-    out: dict[float, int] = {}
-    for index, text in enumerate(classes):
-        try:
-            out[float(text)] = index
-        except ValueError:
-            continue
-    return out
+    return {number: index for index, text in enumerate(classes)
+            if (number := as_number(text)) is not None}
 
 
 def _number_key(value: float | int) -> Any:

@@ -156,9 +156,8 @@ class WorstCase(AuditStep):
     def applies(self, inputs: StepInputs) -> str:
         if not has_draws(inputs.audit.model):
             return "the model exposes no per-tree draws, as a bootstrap forest's may"
-        if not inputs.audit.model.counts_released:  # draws without counts (R's inbag)
-            return counts_removed(inputs.audit.model)
-        return "needs your training rows, --data" if inputs.audit.data is None else ""
+        missing = "needs your training rows, --data" if inputs.audit.data is None else ""
+        return counts_removed(inputs.audit.model) or missing  # R's inbag: draws, no counts
 
     def run(self, inputs: StepInputs, seconds: float) -> AttackRun:
         from treeleaks.report.evidence import worst_case_bound
