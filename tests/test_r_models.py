@@ -466,3 +466,19 @@ def test_a_caret_train_object_is_read_as_its_final_model_with_the_rows_caret_kee
     said = np.array(model.classes)[[w.argmax() for w in winners]]
     assert [s for s, d in zip(said, decided, strict=True) if d] == [
         p for p, d in zip(r["predict"], decided, strict=True) if d]
+
+
+def test_an_r_file_under_another_extension_is_told_by_its_content(tmp_path: Path) -> None:
+    """gzip opens both R's files and compressed joblib pickles: the inflated bytes tell."""
+    import joblib
+    from sklearn.tree import DecisionTreeClassifier
+
+    from treeleaks.runtime.errors import UntrustedPickleError
+
+    renamed = tmp_path / "model.bin"
+    renamed.write_bytes((FIXTURES / "rpart_class.rds").read_bytes())
+    assert load_model(renamed).described().framework == "R"
+    pickled = tmp_path / "tree.bin"
+    joblib.dump(DecisionTreeClassifier().fit(np.eye(4), [0, 1, 0, 1]), pickled, compress=3)
+    with pytest.raises(UntrustedPickleError):
+        load_model(pickled)

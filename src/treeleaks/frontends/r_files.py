@@ -12,6 +12,9 @@ function) is read as the values it binds, by name: it may hold the training data
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import lzma
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,8 @@ _OTHER_HEADS = {b"\x28\xb5\x2f\xfd": "zstd", b"\x04\x22\x4d\x18": "lz4"}
 _VECTORS = {"LGL", "INT", "REAL", "CPLX", "RAW"}
 MAX_RDS_BYTES = 4 * 2**30  # the most a file may inflate to: a bigger R model is refused
 _PIECE = 2**24
+_OPENERS: dict[str, Any] = {"gzip": gzip.open, "bzip2": bz2.open, "xz": lzma.open,
+                            "none": open}
 
 
 @dataclass(frozen=True)
@@ -92,15 +97,26 @@ def read_rds(path: Path) -> RValue:
     return _converted(parsed.object)
 
 
+def is_r_serialization(path: Path) -> bool:
+    """Whether ``path`` holds R's serialization (``saveRDS``), compressed or not: its first
+    bytes, inflated, are R's format mark (a gzip that inflates to a pickle is not)."""
+    with path.open("rb") as stream:
+        head = stream.read(8)
+    method = next((name for magic, name in _HEADS.items() if head.startswith(magic)), None)
+    if method is None:
+        return False
+    try:
+        with _OPENERS[method](path, "rb") as stream:
+            return stream.read(2) in (b"X\n", b"A\n", b"B\n")
+    except (OSError, EOFError, lzma.LZMAError):
+        return False
+
+
 def _decompressed(path: Path, head: bytes) -> bytes:
     """The file's serialization, decompressed in pieces up to `MAX_RDS_BYTES` (a file that
     inflates past it is refused before it fills the memory)."""
-    import bz2
-    import gzip
-    import lzma
-
     method = next(name for magic, name in _HEADS.items() if head.startswith(magic))
-    opener = {"gzip": gzip.open, "bzip2": bz2.open, "xz": lzma.open, "none": open}[method]
+    opener = _OPENERS[method]
     pieces, size = [], 0
     try:
         with opener(path, "rb") as stream:

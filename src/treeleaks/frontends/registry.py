@@ -170,6 +170,18 @@ def _read_onnx(file: ModelFile) -> Any:
     return read_onnx(file.path)
 
 
+def _is_r(file: ModelFile) -> bool:
+    from treeleaks.frontends.r_files import is_r_serialization
+
+    return is_r_serialization(file.path)
+
+
+def _is_r_head(head: bytes) -> bool:
+    """R's serialization's first bytes, or a compression's that may hold it (the sniff
+    tells it from a compressed pickle)."""
+    return head.startswith((b"X\n", b"A\n", b"B\n", b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00"))
+
+
 def _read_r(file: ModelFile) -> Any:
     from treeleaks.frontends.r_models import read_r_model
 
@@ -195,9 +207,10 @@ READERS: tuple[Reader, ...] = (
     Reader("skops", "a skops archive of a scikit-learn model", (".skops",), _read_skops,
            magic=lambda head: head.startswith(b"PK\x03\x04"), estimator=_skops_estimator),
     Reader("ONNX", "an ONNX tree ensemble", (".onnx",), _read_onnx),
+    Reader("R", "an R model saved with saveRDS (rpart, randomForest, ranger)", (".rds",), _read_r,
+           sniff=_is_r, magic=_is_r_head),
     Reader("pickle", "a pickle of a scikit-learn model", (".pkl", ".pickle", ".joblib"),
            _read_pickle, magic=_is_pickle, estimator=_pickle_estimator, runs_code=True),
-    Reader("R", "an R model saved with saveRDS (rpart, randomForest, ranger)", (".rds",), _read_r),
 )
 SUFFIXES: tuple[str, ...] = tuple(dict.fromkeys(s for r in READERS for s in r.suffixes))
 CODE_SUFFIXES = frozenset(s for r in READERS if r.runs_code for s in r.suffixes)
